@@ -1,0 +1,288 @@
+//! The validated entity types, one struct per Kong entity.
+//!
+//! These are what every other crate sees: the outside format (Kong's declarative YAML/JSON) is parsed and
+//! validated into them by [`crate::declarative`], and they serialize back in the shape Kong's Admin API
+//! returns (unset optional fields as `null`, foreign keys as `{"id": ...}`).
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A foreign key, serialized the way Kong does: `{"id": "<uuid>"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ref {
+    /// The id of the referenced entity.
+    pub id: Uuid,
+}
+
+/// An upstream service: where matched requests are proxied to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Service {
+    pub id: Uuid,
+    pub name: Option<String>,
+    /// `http`, `https`, `grpc`, `grpcs`, `tcp`, `tls`, `udp`, `tls_passthrough`, `ws`, `wss`.
+    pub protocol: String,
+    /// A hostname, an IP address, or the name of an [`Upstream`].
+    pub host: String,
+    pub port: u16,
+    pub path: Option<String>,
+    pub retries: u32,
+    /// Milliseconds.
+    pub connect_timeout: u64,
+    /// Milliseconds.
+    pub write_timeout: u64,
+    /// Milliseconds.
+    pub read_timeout: u64,
+    pub tls_verify: Option<bool>,
+    pub tls_verify_depth: Option<u32>,
+    pub ca_certificates: Option<Vec<Uuid>>,
+    pub client_certificate: Option<Ref>,
+    pub enabled: bool,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A route: the rules that select a [`Service`] for a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    pub id: Uuid,
+    pub name: Option<String>,
+    /// Lower-case protocol names; `["http", "https"]` by default.
+    pub protocols: Vec<String>,
+    /// Upper-case method names.
+    pub methods: Option<Vec<String>>,
+    /// Host names, possibly with a port and one leading or trailing `*` label.
+    pub hosts: Option<Vec<String>>,
+    /// `/prefix` paths or `~/regex` paths.
+    pub paths: Option<Vec<String>>,
+    /// Header name (lower-case) to accepted values; values starting with `~*` are regexes.
+    pub headers: Option<IndexMap<String, Vec<String>>>,
+    pub snis: Option<Vec<String>>,
+    pub strip_path: bool,
+    pub preserve_host: bool,
+    pub regex_priority: i64,
+    /// `v0` or `v1`.
+    pub path_handling: String,
+    /// 426 (default), 301, 302, 307 or 308.
+    pub https_redirect_status_code: u16,
+    pub request_buffering: bool,
+    pub response_buffering: bool,
+    pub service: Option<Ref>,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A virtual hostname that load-balances over its [`Target`]s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Upstream {
+    pub id: Uuid,
+    pub name: String,
+    /// `round-robin`, `consistent-hashing`, `least-connections` or `latency`.
+    pub algorithm: String,
+    pub hash_on: String,
+    pub hash_fallback: String,
+    pub hash_on_header: Option<String>,
+    pub hash_fallback_header: Option<String>,
+    pub hash_on_cookie: Option<String>,
+    pub hash_on_cookie_path: String,
+    pub hash_on_query_arg: Option<String>,
+    pub hash_fallback_query_arg: Option<String>,
+    pub hash_on_uri_capture: Option<String>,
+    pub hash_fallback_uri_capture: Option<String>,
+    pub slots: u32,
+    pub host_header: Option<String>,
+    pub healthchecks: Healthchecks,
+    pub use_srv_name: bool,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Kong's `healthchecks` record of an upstream; every number 0 disables that check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Healthchecks {
+    pub active: ActiveHealthcheck,
+    pub passive: PassiveHealthcheck,
+    pub threshold: f64,
+}
+
+/// Probes sent by the gateway in the background.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveHealthcheck {
+    /// `http`, `https`, `tcp`, `grpc`, `grpcs`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Seconds.
+    pub timeout: f64,
+    pub concurrency: u32,
+    pub http_path: String,
+    pub https_verify_certificate: bool,
+    pub https_sni: Option<String>,
+    pub headers: Option<IndexMap<String, Vec<String>>>,
+    pub healthy: HealthyRule,
+    pub unhealthy: UnhealthyRule,
+}
+
+/// Health learned from proxied traffic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassiveHealthcheck {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub healthy: HealthyRule,
+    pub unhealthy: UnhealthyRule,
+}
+
+/// When a target counts as healthy again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthyRule {
+    /// Seconds between active probes of healthy targets (0 = off). Absent for passive checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<f64>,
+    pub http_statuses: Vec<u16>,
+    pub successes: u32,
+}
+
+/// When a target counts as unhealthy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnhealthyRule {
+    /// Seconds between active probes of unhealthy targets (0 = off). Absent for passive checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<f64>,
+    pub http_statuses: Vec<u16>,
+    pub tcp_failures: u32,
+    pub timeouts: u32,
+    pub http_failures: u32,
+}
+
+/// One backend address of an [`Upstream`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub id: Uuid,
+    pub upstream: Ref,
+    /// Normalized `host:port` (`[v6]:port` for IPv6); the port defaults to 8000.
+    pub target: String,
+    pub weight: u32,
+    pub tags: Option<Vec<String>>,
+    pub created_at: f64,
+    pub updated_at: f64,
+}
+
+/// A client of the API, identified by authentication plugins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Consumer {
+    pub id: Uuid,
+    pub username: Option<String>,
+    pub custom_id: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A key-auth API key (`keyauth_credentials`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyAuthCredential {
+    pub id: Uuid,
+    pub consumer: Ref,
+    pub key: String,
+    pub ttl: Option<u64>,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
+/// A basic-auth credential (`basicauth_credentials`). `password` always holds the hash, never the plain text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BasicAuthCredential {
+    pub id: Uuid,
+    pub consumer: Ref,
+    pub username: String,
+    /// SHA-1 hex of `password .. consumer_id`, as Kong stores it.
+    pub password: String,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
+/// Membership of a consumer in an ACL group (`acls`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Acl {
+    pub id: Uuid,
+    pub consumer: Ref,
+    pub group: String,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
+/// A plugin instance, global or scoped to any of service, route and consumer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plugin {
+    pub id: Uuid,
+    pub name: String,
+    pub instance_name: Option<String>,
+    /// The config with the plugin schema's defaults filled in.
+    pub config: serde_json::Value,
+    pub service: Option<Ref>,
+    pub route: Option<Ref>,
+    pub consumer: Option<Ref>,
+    pub enabled: bool,
+    pub protocols: Vec<String>,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A TLS certificate with its key, and an optional second (alternate-algorithm) pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Certificate {
+    pub id: Uuid,
+    pub cert: String,
+    pub key: String,
+    pub cert_alt: Option<String>,
+    pub key_alt: Option<String>,
+    /// Names of the SNIs attached to this certificate (Kong returns them inline).
+    pub snis: Vec<String>,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A server name that selects a [`Certificate`]; may be a `*.example.com` or `example.*` wildcard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sni {
+    pub id: Uuid,
+    pub name: String,
+    pub certificate: Ref,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A trusted CA certificate, referenced by services' `ca_certificates`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaCertificate {
+    pub id: Uuid,
+    pub cert: String,
+    pub cert_digest: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
+/// A whole validated configuration. Vectors keep the file's order, which is also the creation order that
+/// breaks routing ties.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    #[serde(rename = "_format_version")]
+    pub format_version: String,
+    pub services: Vec<Service>,
+    pub routes: Vec<Route>,
+    pub upstreams: Vec<Upstream>,
+    pub targets: Vec<Target>,
+    pub consumers: Vec<Consumer>,
+    pub keyauth_credentials: Vec<KeyAuthCredential>,
+    pub basicauth_credentials: Vec<BasicAuthCredential>,
+    pub acls: Vec<Acl>,
+    pub plugins: Vec<Plugin>,
+    pub certificates: Vec<Certificate>,
+    pub snis: Vec<Sni>,
+    pub ca_certificates: Vec<CaCertificate>,
+}

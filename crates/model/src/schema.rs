@@ -1,0 +1,193 @@
+//! A small declarative schema language, in the spirit of Kong's schema DSL.
+//!
+//! Entities and plugin configs describe their fields once (type, required, default, rules); [`Schema::validate`]
+//! then checks a JSON value against it, collecting *every* error with its dotted field path (`paths.1`,
+//! `config.redis.port`, 1-based array indexes as Kong prints them), and returns the value normalized: defaults
+//! filled in, unset optional fields as `null`, fields in schema order. Validation never panics on any input.
+
+use serde_json::{Map, Value};
+
+mod validate;
+#[cfg(test)]
+mod tests;
+
+/// One error on one field. `field` is a dotted path relative to the validated value; `@entity` marks an error
+/// about the whole entity (a cross-field check), as Kong does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Dotted path, e.g. `paths.1` or `config.second`; `@entity` for entity-level checks.
+    pub field: String,
+    /// Kong-style message, e.g. `required field missing`.
+    pub message: String,
+}
+
+impl FieldError {
+    /// An error on `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError { field: field.into(), message: message.into() }
+    }
+
+    /// An entity-level error (field `@entity`).
+    pub fn entity(message: impl Into<String>) -> Self {
+        FieldError::new("@entity", message)
+    }
+
+    /// The same error nested under `prefix` (`prefix.field`; `@entity` becomes `prefix`).
+    pub fn nested(self, prefix: &str) -> Self {
+        let field = if self.field == "@entity" { prefix.to_string() } else { format!("{prefix}.{}", self.field) };
+        FieldError { field, message: self.message }
+    }
+}
+
+/// A cross-field check run after every field of a record validated cleanly; sees the normalized record.
+pub type RecordCheck = fn(&Map<String, Value>) -> Result<(), Vec<FieldError>>;
+
+/// A custom value check; the message becomes the field's error.
+pub type ValueCheck = fn(&Value) -> Result<(), String>;
+
+/// The fields of a record (an entity or a plugin's `config`) and its cross-field checks.
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    /// Field names and definitions, in output order.
+    pub fields: Vec<(&'static str, Field)>,
+    /// Checks over the whole record, run only when every field is valid.
+    pub checks: Vec<RecordCheck>,
+}
+
+/// The type of a field.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    /// An ordered list.
+    Array(Box<Field>),
+    /// A list without duplicates (duplicates are removed, first one kept).
+    Set(Box<Field>),
+    /// String keys to values of one field type.
+    Map(Box<Field>),
+    /// A nested record.
+    Record(Schema),
+    /// Any JSON value, unchecked.
+    Any,
+}
+
+/// A rule on a field's value, checked after its type.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    /// The value (a string) must be one of these.
+    OneOf(&'static [&'static str]),
+    /// The number must lie within these inclusive bounds.
+    Between(f64, f64),
+    /// The number must be strictly greater.
+    Gt(f64),
+    /// A string's length (or an array's number of elements) must be at least this.
+    LenMin(usize),
+    /// A string's length must be at most this.
+    LenMax(usize),
+    /// A custom check.
+    Custom(ValueCheck),
+}
+
+/// One field: its kind, whether it is required, its default and its rules.
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub kind: Kind,
+    pub required: bool,
+    pub default: Option<Value>,
+    pub rules: Vec<Rule>,
+}
+
+impl Field {
+    fn of(kind: Kind) -> Self {
+        Field { kind, required: false, default: None, rules: Vec::new() }
+    }
+    pub fn string() -> Self {
+        Field::of(Kind::String)
+    }
+    pub fn integer() -> Self {
+        Field::of(Kind::Integer)
+    }
+    pub fn number() -> Self {
+        Field::of(Kind::Number)
+    }
+    pub fn boolean() -> Self {
+        Field::of(Kind::Boolean)
+    }
+    pub fn any() -> Self {
+        Field::of(Kind::Any)
+    }
+    pub fn array(element: Field) -> Self {
+        Field::of(Kind::Array(Box::new(element)))
+    }
+    pub fn set(element: Field) -> Self {
+        Field::of(Kind::Set(Box::new(element)))
+    }
+    /// String keys mapping to `value`s.
+    pub fn map(value: Field) -> Self {
+        Field::of(Kind::Map(Box::new(value)))
+    }
+    /// A nested record; when absent it is filled from its fields' defaults.
+    pub fn record(schema: Schema) -> Self {
+        Field::of(Kind::Record(schema))
+    }
+    /// Absent or null is an error (`required field missing`) unless a default exists.
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+    /// Used when the field is absent or null.
+    pub fn default(mut self, value: impl Into<Value>) -> Self {
+        self.default = Some(value.into());
+        self
+    }
+    pub fn one_of(mut self, values: &'static [&'static str]) -> Self {
+        self.rules.push(Rule::OneOf(values));
+        self
+    }
+    pub fn between(mut self, min: f64, max: f64) -> Self {
+        self.rules.push(Rule::Between(min, max));
+        self
+    }
+    pub fn gt(mut self, min: f64) -> Self {
+        self.rules.push(Rule::Gt(min));
+        self
+    }
+    pub fn len_min(mut self, n: usize) -> Self {
+        self.rules.push(Rule::LenMin(n));
+        self
+    }
+    pub fn len_max(mut self, n: usize) -> Self {
+        self.rules.push(Rule::LenMax(n));
+        self
+    }
+    pub fn check(mut self, f: ValueCheck) -> Self {
+        self.rules.push(Rule::Custom(f));
+        self
+    }
+}
+
+impl Schema {
+    /// A schema with these fields and no record checks.
+    pub fn new(fields: Vec<(&'static str, Field)>) -> Self {
+        Schema { fields, checks: Vec::new() }
+    }
+
+    /// Adds a cross-field check.
+    pub fn with_check(mut self, check: RecordCheck) -> Self {
+        self.checks.push(check);
+        self
+    }
+
+    /// Validates `input` (an object, or null for "all defaults") and returns it normalized, or every error found.
+    pub fn validate(&self, input: &Value) -> Result<Value, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let out = validate::record(self, input, "", &mut errors);
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The walker behind [`Schema::validate`](super::Schema::validate).
+
+use super::{Field, FieldError, Kind, Rule, Schema};
+use serde_json::{Map, Value};
+
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+/// Validates a record; `path` is the dotted path of the record itself ("" at the top).
+pub(super) fn record(schema: &Schema, input: &Value, path: &str, errors: &mut Vec<FieldError>) -> Value {
+    let empty = Map::new();
+    let obj = match input {
+        Value::Object(m) => m,
+        Value::Null => &empty,
+        _ => {
+            errors.push(FieldError::new(if path.is_empty() { "@entity" } else { path }, "expected a record"));
+            return Value::Null;
+        }
+    };
+    let before = errors.len();
+    for key in obj.keys() {
+        if !schema.fields.iter().any(|(name, _)| name == key) {
+            errors.push(FieldError::new(join(path, key), "unknown field"));
+        }
+    }
+    let mut out = Map::with_capacity(schema.fields.len());
+    for (name, field) in &schema.fields {
+        let fpath = join(path, name);
+        let value = field_value(field, obj.get(*name), &fpath, errors);
+        out.insert((*name).to_string(), value);
+    }
+    if errors.len() == before {
+        for check in &schema.checks {
+            if let Err(errs) = check(&out) {
+                errors.extend(errs.into_iter().map(|e| if path.is_empty() { e } else { e.nested(path) }));
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn field_value(field: &Field, given: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) -> Value {
+    let given = given.filter(|v| !v.is_null());
+    match (given, &field.default) {
+        (Some(v), _) => value(field, v, path, errors),
+        (None, Some(default)) => value(field, default, path, errors),
+        (None, None) if field.required => {
+            if let Kind::Record(schema) = &field.kind {
+                return record(schema, &Value::Null, path, errors);
+            }
+            errors.push(FieldError::new(path, "required field missing"));
+            Value::Null
+        }
+        (None, None) => match &field.kind {
+            // Absent optional records are filled from their defaults when that works, as Kong does.
+            Kind::Record(schema) => {
+                let mut scratch = Vec::new();
+                let filled = record(schema, &Value::Null, path, &mut scratch);
+                if scratch.is_empty() {
+                    filled
+                } else {
+                    Value::Null
+                }
+            }
+            _ => Value::Null,
+        },
+    }
+}
+
+fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Value {
+    let before = errors.len();
+    let out = match &field.kind {
+        Kind::Any => v.clone(),
+        Kind::String => match v {
+            Value::String(_) => v.clone(),
+            _ => return type_error(path, "expected a string", errors),
+        },
+        Kind::Boolean => match v {
+            Value::Bool(_) => v.clone(),
+            _ => return type_error(path, "expected a boolean", errors),
+        },
+        Kind::Number => match v {
+            Value::Number(_) => v.clone(),
+            _ => return type_error(path, "expected a number", errors),
+        },
+        Kind::Integer => match integer(v) {
+            Some(i) => i,
+            None => return type_error(path, "expected an integer", errors),
+        },
+        Kind::Array(element) | Kind::Set(element) => {
+            let Value::Array(items) = v else {
+                let msg = if matches!(field.kind, Kind::Set(_)) { "expected a set" } else { "expected an array" };
+                return type_error(path, msg, errors);
+            };
+            let mut out: Vec<Value> = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let ipath = format!("{path}.{}", i + 1);
+                let item = if item.is_null() {
+                    errors.push(FieldError::new(ipath, "required field missing"));
+                    continue;
+                } else {
+                    value(element, item, &ipath, errors)
+                };
+                if matches!(field.kind, Kind::Set(_)) && out.contains(&item) {
+                    continue;
+                }
+                out.push(item);
+            }
+            Value::Array(out)
+        }
+        Kind::Map(val) => {
+            let Value::Object(m) = v else {
+                return type_error(path, "expected a map", errors);
+            };
+            let mut out = Map::with_capacity(m.len());
+            for (k, item) in m {
+                let kpath = join(path, k);
+                out.insert(k.clone(), value(val, item, &kpath, errors));
+            }
+            Value::Object(out)
+        }
+        Kind::Record(schema) => record(schema, v, path, errors),
+    };
+    if errors.len() == before {
+        for rule in &field.rules {
+            if let Err(msg) = check_rule(rule, &out) {
+                errors.push(FieldError::new(path, msg));
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn type_error(path: &str, msg: &str, errors: &mut Vec<FieldError>) -> Value {
+    errors.push(FieldError::new(path, msg));
+    Value::Null
+}
+
+/// Accepts integral JSON numbers, including `5.0` as YAML or JSON writers sometimes emit.
+fn integer(v: &Value) -> Option<Value> {
+    let n = v.as_number()?;
+    if n.is_i64() || n.is_u64() {
+        return Some(v.clone());
+    }
+    let f = n.as_f64()?;
+    (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| Value::from(f as i64))
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn check_rule(rule: &Rule, v: &Value) -> Result<(), String> {
+    match rule {
+        Rule::OneOf(allowed) => match v.as_str() {
+            Some(s) if !allowed.contains(&s) => Err(format!("expected one of: {}", allowed.join(", "))),
+            _ => Ok(()),
+        },
+        Rule::Between(min, max) => match v.as_f64() {
+            Some(x) if x < *min || x > *max => {
+                Err(format!("value should be between {} and {}", fmt_num(*min), fmt_num(*max)))
+            }
+            _ => Ok(()),
+        },
+        Rule::Gt(min) => match v.as_f64() {
+            Some(x) if x <= *min => Err(format!("value must be greater than {}", fmt_num(*min))),
+            _ => Ok(()),
+        },
+        Rule::LenMin(n) => match len(v) {
+            Some(l) if l < *n => Err(format!("length must be at least {n}")),
+            _ => Ok(()),
+        },
+        Rule::LenMax(n) => match len(v) {
+            Some(l) if l > *n => Err(format!("length must be at most {n}")),
+            _ => Ok(()),
+        },
+        Rule::Custom(f) => f(v),
+    }
+}
+
+fn len(v: &Value) -> Option<usize> {
+    match v {
+        Value::String(s) => Some(s.chars().count()),
+        Value::Array(a) => Some(a.len()),
+        _ => None,
+    }
+}

@@ -1,0 +1,74 @@
+//! Per-request state shared by the proxy and the plugins of one request.
+//!
+//! The proxy builds a [`RequestCtx`] after routing, runs the plugin phases over it, and builds the upstream
+//! request from `ctx.request` afterwards, so plugins edit the request simply by editing `request`.
+
+use crate::credentials::Credentials;
+use bytes::Bytes;
+use http::HeaderMap;
+use sluice_model::{Consumer, Route, Service};
+use std::net::SocketAddr;
+use std::time::{Instant, SystemTime};
+
+/// The credential an authentication plugin accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialRef<'s> {
+    /// The credential's id (sent upstream as `X-Credential-Identifier`).
+    pub id: &'s uuid::Uuid,
+    /// Which plugin accepted it, e.g. `key-auth`.
+    pub plugin: &'static str,
+}
+
+/// Everything a plugin may read or change about one request.
+pub struct RequestCtx<'s> {
+    /// The downstream request head; edits here reach the upstream.
+    pub request: http::request::Parts,
+    /// The buffered request body, present only when some plugin in the chain asked for it.
+    pub body: Option<Bytes>,
+    /// The peer address of the downstream connection.
+    pub client_addr: SocketAddr,
+    /// The client IP after `trusted_ips` / `X-Forwarded-For` processing (what rate limits and
+    /// ip-restriction see).
+    pub client_ip: std::net::IpAddr,
+    /// `http` or `https`: the scheme the client used.
+    pub scheme: &'static str,
+    /// The request id sent as `X-Kong-Request-Id`.
+    pub request_id: &'s str,
+    /// The matched route and its service (None for a route without service, or before routing).
+    pub route: Option<&'s Route>,
+    pub service: Option<&'s Service>,
+    /// Regex path captures of the matched route (for request-transformer templates and hashing).
+    pub captures: Option<&'s sluice_router::Captures>,
+    /// Set by authentication plugins; consumer-scoped plugin configs are chosen from it.
+    pub consumer: Option<&'s Consumer>,
+    pub credential: Option<CredentialRef<'s>>,
+    /// True when the consumer is the `anonymous` fallback of an auth plugin.
+    pub anonymous: bool,
+    /// Consumers and credentials of the snapshot this request runs on.
+    pub credentials: &'s Credentials,
+    /// Headers to add to whatever response the client gets (upstream or plugin-made), e.g. `RateLimit-*`.
+    pub response_headers: HeaderMap,
+    /// When the gateway received the request.
+    pub started: Instant,
+    pub started_wall: SystemTime,
+}
+
+/// What happened to a finished request, for the `log` phase (Kong's basic log serializer fields).
+#[derive(Debug, Clone)]
+pub struct LogRecord {
+    pub status: u16,
+    /// Response headers as sent to the client.
+    pub response_headers: HeaderMap,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    /// Milliseconds spent in the gateway before proxying (Kong's `latencies.kong`).
+    pub kong_latency_ms: u64,
+    /// Milliseconds from sending to the upstream until its response headers (None when not proxied).
+    pub upstream_latency_ms: Option<u64>,
+    /// Milliseconds from receiving the request until the last byte was sent.
+    pub request_latency_ms: u64,
+    /// `ip:port` of the upstream target that answered, if any.
+    pub upstream_addr: Option<SocketAddr>,
+    /// Who produced the response: `upstream`, `plugin` (a plugin's early response) or `gateway` (an error).
+    pub source: &'static str,
+}

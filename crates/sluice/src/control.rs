@@ -1,0 +1,72 @@
+//! The binary's side of the Admin API: [`sluice_admin::Control`] over the [`Loader`] and node facts.
+
+use crate::loader::{LoadError, Loaded, Loader};
+use crate::settings::Settings;
+use sluice_admin::{Control, LoadOptions, LoadOutcome, NodeInfo};
+use sluice_model::{Config, PluginRegistry};
+use sluice_proxy::ProxyStats;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+/// Node state the Admin API reads and the loader it drives.
+pub struct NodeControl {
+    pub loader: Arc<Loader>,
+    pub settings: Settings,
+    pub node_id: uuid::Uuid,
+    pub hostname: String,
+    /// Set once the proxy workers are running.
+    pub proxy_stats: OnceLock<ProxyStats>,
+}
+
+impl Control for NodeControl {
+    fn config(&self) -> Arc<Config> {
+        self.loader.snapshot().load().config().clone()
+    }
+
+    fn config_hash(&self) -> Option<String> {
+        self.loader.is_ready().then(|| self.loader.snapshot().load().hash().to_string())
+    }
+
+    fn is_ready(&self) -> bool {
+        self.loader.is_ready()
+    }
+
+    fn load(
+        &self,
+        doc: serde_json::Value,
+        opts: LoadOptions,
+    ) -> Pin<Box<dyn Future<Output = Result<LoadOutcome, sluice_admin::LoadError>> + Send + 'static>> {
+        let loader = self.loader.clone();
+        Box::pin(async move {
+            let result = tokio::task::spawn_blocking(move || loader.load_doc(doc, opts.check_hash, false)).await;
+            match result {
+                Ok(Ok(Loaded::Applied(config))) => Ok(LoadOutcome::Loaded(config)),
+                Ok(Ok(Loaded::Unchanged)) => Ok(LoadOutcome::Unchanged),
+                Ok(Err(LoadError::Invalid(errors))) => Err(sluice_admin::LoadError::Invalid(errors)),
+                Ok(Err(LoadError::Busy)) => Err(sluice_admin::LoadError::Busy),
+                Ok(Err(LoadError::TooLarge(msg))) => Err(sluice_admin::LoadError::TooLarge(msg)),
+                Ok(Err(other)) => Err(sluice_admin::LoadError::Internal(other.to_string())),
+                Err(join) => Err(sluice_admin::LoadError::Internal(format!("config load task failed: {join}"))),
+            }
+        })
+    }
+
+    fn node_info(&self) -> NodeInfo {
+        let names = self.loader.registry().names();
+        NodeInfo {
+            version: crate::VERSION.to_string(),
+            hostname: self.hostname.clone(),
+            node_id: self.node_id,
+            plugins_available: names.iter().map(|s| s.to_string()).collect(),
+            configuration: self.settings.to_json(),
+        }
+    }
+
+    fn server_status(&self) -> serde_json::Value {
+        match self.proxy_stats.get() {
+            Some(stats) => stats.to_kong_json(),
+            None => serde_json::json!({}),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The one path every config takes to go live: parse → validate → compile → commit to the store → publish.
+//!
+//! File loads at start, SIGHUP reloads and `POST /config` all call [`Loader::load_doc`]. It is CPU work and runs
+//! on a blocking thread, never on a proxy worker. Publishing is one `ArcSwap::store`: in-flight requests keep
+//! the snapshot they started with. A failure at any step leaves the live config and the store untouched.
+
+use arc_swap::ArcSwap;
+use sluice_model::{declarative, Config, ConfigErrors};
+use sluice_plugins::Registry;
+use sluice_proxy::{SharedSnapshot, Snapshot};
+use sluice_store::{EntityRecord, Store, StoreError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Why a config did not go live.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The document failed validation; every error is listed.
+    Invalid(ConfigErrors),
+    /// The document validated but could not be compiled (e.g. a regex the router rejects).
+    Compile(String),
+    /// Another load is running (`POST /config` answers 429).
+    Busy,
+    /// The store's map is too small for this config (`POST /config` answers 413).
+    TooLarge(String),
+    /// The store failed for another reason.
+    Store(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Invalid(errors) => write!(f, "invalid declarative configuration:\n{errors}"),
+            LoadError::Compile(msg) => write!(f, "config could not be compiled: {msg}"),
+            LoadError::Busy => f.write_str("a configuration load is already in progress"),
+            LoadError::TooLarge(msg) | LoadError::Store(msg) => f.write_str(msg),
+        }
+    }
+}
+
+/// What a successful call did.
+pub enum Loaded {
+    /// The config is live.
+    Applied(Arc<Config>),
+    /// `check_hash` was set and the config equals the live one: nothing changed.
+    Unchanged,
+}
+
+/// Owns the live snapshot handle and the store; serializes loads.
+pub struct Loader {
+    registry: Arc<Registry>,
+    live: SharedSnapshot,
+    store: Store,
+    loading: Mutex<()>,
+    ready: AtomicBool,
+}
+
+impl Loader {
+    pub fn new(registry: Arc<Registry>, store: Store) -> Loader {
+        Loader {
+            registry,
+            live: Arc::new(ArcSwap::from_pointee(Snapshot::empty())),
+            store,
+            loading: Mutex::new(()),
+            ready: AtomicBool::new(false),
+        }
+    }
+
+    /// The handle the proxy workers read.
+    pub fn snapshot(&self) -> SharedSnapshot {
+        self.live.clone()
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// True once a config is live.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Loads a parsed declarative document. With `wait` false a concurrent load makes this fail with
+    /// [`LoadError::Busy`] instead of queueing (Kong's 429).
+    pub fn load_doc(&self, doc: serde_json::Value, check_hash: bool, wait: bool) -> Result<Loaded, LoadError> {
+        let _guard = if wait {
+            self.loading.lock().unwrap_or_else(|p| p.into_inner())
+        } else {
+            match self.loading.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Err(LoadError::Busy),
+            }
+        };
+        let started = Instant::now();
+        let config = declarative::parse_value(doc, self.registry.as_ref()).map_err(LoadError::Invalid)?;
+        let hash = config.hash();
+        if check_hash && self.is_ready() && self.live.load().hash() == hash {
+            return Ok(Loaded::Unchanged);
+        }
+        let parsed = started.elapsed();
+        let config = Arc::new(config);
+        let snapshot =
+            Snapshot::compile(config.clone(), &self.registry).map_err(|e| LoadError::Compile(e.to_string()))?;
+        let compiled = started.elapsed();
+        commit(&self.store, &config, &hash)?;
+        self.publish(snapshot);
+        tracing::info!(
+            hash = %hash,
+            summary = %config.summary(),
+            parse_ms = parsed.as_secs_f64() * 1e3,
+            compile_ms = (compiled - parsed).as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "configuration loaded"
+        );
+        Ok(Loaded::Applied(config))
+    }
+
+    /// Loads a declarative file (YAML or JSON).
+    pub fn load_file(&self, path: &std::path::Path) -> Result<Loaded, anyhow::Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read declarative config {}: {e}", path.display()))?;
+        let doc = declarative::to_document(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        self.load_doc(doc, false, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Serves the last config committed to the store, if there is one. Returns whether one was loaded.
+    pub fn load_from_store(&self) -> Result<bool, anyhow::Error> {
+        let path = self.store.path().display().to_string();
+        let Some(stored) = self.store.load().map_err(|e| anyhow::anyhow!("reading the config store {path}: {e}"))?
+        else {
+            return Ok(false);
+        };
+        let mut doc = serde_json::Map::new();
+        doc.insert("_format_version".into(), stored.format_version.clone().into());
+        doc.insert("_transform".into(), false.into());
+        for (kind, bodies) in stored.entities {
+            let mut items = Vec::with_capacity(bodies.len());
+            for body in bodies {
+                let value: serde_json::Value = serde_json::from_slice(&body)
+                    .map_err(|e| anyhow::anyhow!("the config store {path} holds an unreadable {kind} record: {e}"))?;
+                items.push(value);
+            }
+            doc.insert(kind, items.into());
+        }
+        let config = declarative::parse_value(doc.into(), self.registry.as_ref())
+            .map_err(|e| anyhow::anyhow!("the config in the store {path} is no longer valid:\n{e}"))?;
+        let snapshot = Snapshot::compile(Arc::new(config), &self.registry)
+            .map_err(|e| anyhow::anyhow!("the config in the store {path} does not compile: {e}"))?;
+        self.publish(snapshot);
+        tracing::info!(hash = %stored.hash, "configuration restored from the store");
+        Ok(true)
+    }
+
+    fn publish(&self, snapshot: Snapshot) {
+        self.live.store(Arc::new(snapshot));
+        self.ready.store(true, Ordering::Release);
+    }
+}
+
+/// Writes the whole config to the store in one transaction, as the flat declarative export.
+fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
+    let doc = declarative::export(config);
+    let Some(map) = doc.as_object() else {
+        return Err(LoadError::Store("declarative export is not an object".into()));
+    };
+    let mut owned: Vec<(&str, String, Vec<u8>, Vec<(&'static str, String)>, Vec<(String, String)>)> = Vec::new();
+    for (kind, items) in map {
+        let Some(items) = items.as_array() else { continue };
+        for item in items {
+            let id = item.get("id").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+            let body = serde_json::to_vec(item).map_err(|e| LoadError::Store(e.to_string()))?;
+            let mut unique = Vec::new();
+            for field in ["name", "username", "custom_id", "key"] {
+                if let Some(v) = item.get(field).and_then(|v| v.as_str()) {
+                    unique.push((field, v.to_string()));
+                }
+            }
+            let mut foreign = Vec::new();
+            for (field, value) in item.as_object().into_iter().flatten() {
+                let target = value.get("id").and_then(|v| v.as_str()).or_else(|| {
+                    matches!(field.as_str(), "service" | "route" | "consumer" | "upstream" | "certificate")
+                        .then(|| value.as_str())
+                        .flatten()
+                });
+                if let Some(target) = target {
+                    foreign.push((field.clone(), target.to_string()));
+                }
+            }
+            owned.push((kind.as_str(), id, body, unique, foreign));
+        }
+    }
+    let records: Vec<EntityRecord<'_>> = owned
+        .iter()
+        .map(|(kind, id, body, unique, foreign)| EntityRecord {
+            kind,
+            id,
+            body,
+            unique: unique.iter().map(|(f, v)| (*f, v.clone())).collect(),
+            foreign: foreign.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        })
+        .collect();
+    store.replace_all(hash, &config.format_version, &records).map_err(|e| match e {
+        StoreError::Full { .. } => LoadError::TooLarge(format!(
+            "the configuration does not fit the store ({}); raise lmdb_map_size",
+            store.path().display()
+        )),
+        other => LoadError::Store(format!("could not commit the configuration: {other}")),
+    })
+}

@@ -1,0 +1,164 @@
+//! `sluice start`: open the store, load the config, start the proxy workers, the admin and status listeners,
+//! and handle signals (SIGHUP reloads the declarative file; SIGTERM/SIGINT drain and exit 0).
+
+use crate::control::NodeControl;
+use crate::loader::Loader;
+use crate::settings::{split_list, Settings};
+use crate::{logging, StartArgs};
+use anyhow::{bail, Context, Result};
+use sluice_plugins::Registry;
+use sluice_proxy::{parse_listen, ProxyServer, ProxySettings};
+use sluice_store::Store;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// How long in-flight requests get to finish after SIGTERM.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
+
+pub fn start(args: StartArgs) -> Result<()> {
+    let mut overrides = Vec::new();
+    if let Some(path) = &args.config {
+        overrides.push(("declarative_config", path.display().to_string()));
+    }
+    if let Some(prefix) = &args.prefix {
+        overrides.push(("prefix", prefix.display().to_string()));
+    }
+    let settings = Settings::load(args.conf.as_deref(), &overrides)?;
+    logging::init(&settings.log_level, args.log_format);
+    std::fs::create_dir_all(&settings.prefix)
+        .with_context(|| format!("cannot create prefix {}", settings.prefix.display()))?;
+
+    let store = Store::open(&settings.lmdb_environment_path, settings.lmdb_map_size as usize)
+        .with_context(|| format!("cannot open the config store {}", settings.lmdb_environment_path.display()))?;
+    let loader = Arc::new(Loader::new(Arc::new(Registry::builtin()), store));
+    match &settings.declarative_config {
+        Some(file) => {
+            loader.load_file(file)?;
+        }
+        None => {
+            if !loader.load_from_store()? {
+                tracing::warn!("no declarative_config and an empty store: serving no routes until POST /config");
+            }
+        }
+    }
+
+    let proxy_settings = ProxySettings {
+        listen: parse_listen(&settings.proxy_listen).map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?,
+        workers: settings.worker_threads,
+        trusted_ips: parse_trusted_ips(&settings.trusted_ips)?,
+        headers: sluice_proxy::HeaderSettings::parse(&settings.headers)
+            .map_err(|e| anyhow::anyhow!("headers: {e}"))?,
+        ..ProxySettings::default()
+    };
+    let proxy = ProxyServer::start(proxy_settings, loader.snapshot()).context("starting the proxy listeners")?;
+    for addr in proxy.local_addrs() {
+        tracing::info!(%addr, "proxy listening");
+    }
+
+    let control = Arc::new(NodeControl {
+        loader: loader.clone(),
+        settings: settings.clone(),
+        node_id: uuid::Uuid::new_v4(),
+        hostname: hostname(),
+        proxy_stats: OnceLock::new(),
+    });
+    let _ = control.proxy_stats.set(proxy.stats());
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("sluice-control")
+        .enable_all()
+        .build()
+        .context("starting the control runtime")?;
+    runtime.block_on(control_plane(control, settings))?;
+    tracing::info!("draining in-flight requests");
+    proxy.shutdown(DRAIN_GRACE);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Serves the admin and status listeners and handles signals until SIGTERM/SIGINT.
+async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    for (setting, value, status) in
+        [("admin_listen", &settings.admin_listen, false), ("status_listen", &settings.status_listen, true)]
+    {
+        for listen in parse_listen(value).map_err(|e| anyhow::anyhow!("{setting}: {e}"))? {
+            if listen.ssl {
+                tracing::warn!(setting, addr = %listen.addr, "TLS listeners are not supported yet; skipped");
+                continue;
+            }
+            let listener = tokio::net::TcpListener::bind(listen.addr)
+                .await
+                .with_context(|| format!("{setting}: cannot listen on {}", listen.addr))?;
+            tracing::info!(addr = %listen.addr, "{} listening", if status { "status" } else { "admin" });
+            let control: Arc<dyn sluice_admin::Control> = control.clone();
+            let mut stop = stop_rx.clone();
+            let shutdown = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            tokio::spawn(async move {
+                let served = if status {
+                    sluice_admin::serve_status(listener, control, shutdown).await
+                } else {
+                    sluice_admin::serve_admin(listener, control, shutdown).await
+                };
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "{setting} listener failed");
+                }
+            });
+        }
+    }
+
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    loop {
+        tokio::select! {
+            _ = hup.recv() => reload(&control, &settings).await,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    let _ = stop_tx.send(true);
+    Ok(())
+}
+
+/// SIGHUP: re-read the declarative file; on failure keep serving the old config.
+async fn reload(control: &Arc<NodeControl>, settings: &Settings) {
+    let Some(file) = settings.declarative_config.clone() else {
+        tracing::warn!("SIGHUP ignored: no declarative_config to re-read");
+        return;
+    };
+    let loader = control.loader.clone();
+    match tokio::task::spawn_blocking(move || loader.load_file(&file)).await {
+        Ok(Ok(_)) => tracing::info!("configuration reloaded on SIGHUP"),
+        Ok(Err(e)) => tracing::error!("reload failed, keeping the old configuration: {e:#}"),
+        Err(e) => tracing::error!("reload task failed: {e}"),
+    }
+}
+
+fn parse_trusted_ips(value: &str) -> Result<Vec<ipnet::IpNet>> {
+    let mut out = Vec::new();
+    for item in split_list(value) {
+        if item == "unix:" {
+            continue;
+        }
+        let net = match item.parse::<ipnet::IpNet>() {
+            Ok(net) => net,
+            Err(_) => match item.parse::<std::net::IpAddr>() {
+                Ok(ip) => ipnet::IpNet::from(ip),
+                Err(_) => bail!("trusted_ips: '{item}' is not an IP address or CIDR range"),
+            },
+        };
+        out.push(net);
+    }
+    Ok(out)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}

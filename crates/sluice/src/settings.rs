@@ -1,0 +1,183 @@
+//! Node settings, with Kong's `kong.conf` names.
+//!
+//! Precedence, lowest to highest: built-in defaults, the conf file (`-c sluice.conf`, Kong's `key = value`
+//! format), `SLUICE_<NAME>` environment variables (Kong's `KONG_<NAME>`), then command-line flags.
+
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Every setting the node reads. Values stay strings here; the parts that use them parse them (e.g. the proxy
+/// parses `proxy_listen`) so the errors name the setting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub proxy_listen: String,
+    pub admin_listen: String,
+    pub status_listen: String,
+    pub declarative_config: Option<PathBuf>,
+    pub prefix: PathBuf,
+    pub worker_threads: usize,
+    pub log_level: String,
+    pub trusted_ips: String,
+    pub headers: String,
+    pub lmdb_environment_path: PathBuf,
+    pub lmdb_map_size: u64,
+    pub database: String,
+}
+
+/// Known setting names (for rejecting typos in conf files and env).
+const KNOWN: &[&str] = &[
+    "proxy_listen",
+    "admin_listen",
+    "status_listen",
+    "declarative_config",
+    "prefix",
+    "worker_threads",
+    "nginx_worker_processes",
+    "log_level",
+    "trusted_ips",
+    "headers",
+    "lmdb_environment_path",
+    "lmdb_map_size",
+    "database",
+];
+
+impl Settings {
+    /// Reads the conf file (if any) and the environment, and applies `overrides` (from flags) last.
+    pub fn load(conf: Option<&Path>, overrides: &[(&str, String)]) -> Result<Settings> {
+        let mut values = BTreeMap::new();
+        if let Some(path) = conf {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            values.extend(parse_conf(&text).with_context(|| format!("in {}", path.display()))?);
+        }
+        for (key, value) in std::env::vars() {
+            if let Some(name) = key.strip_prefix("SLUICE_") {
+                let name = name.to_ascii_lowercase();
+                if KNOWN.contains(&name.as_str()) {
+                    values.insert(name, value);
+                }
+            }
+        }
+        for (k, v) in overrides {
+            values.insert((*k).to_string(), v.clone());
+        }
+        Settings::from_values(&values)
+    }
+
+    fn from_values(values: &BTreeMap<String, String>) -> Result<Settings> {
+        let get = |k: &str| values.get(k).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let prefix = PathBuf::from(get("prefix").unwrap_or_else(|| "/usr/local/sluice".into()));
+        let workers = get("worker_threads").or_else(|| get("nginx_worker_processes"));
+        let worker_threads = match workers.as_deref() {
+            None | Some("auto") => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            Some(n) => match n.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => bail!("worker_threads: expected a positive number or 'auto', got '{n}'"),
+            },
+        };
+        let lmdb_environment_path = match get("lmdb_environment_path") {
+            Some(p) if Path::new(&p).is_absolute() => PathBuf::from(p),
+            Some(p) => prefix.join(p),
+            None => prefix.join("dbless.lmdb"),
+        };
+        let lmdb_map_size = parse_size(&get("lmdb_map_size").unwrap_or_else(|| "2048m".into()))
+            .context("lmdb_map_size")?;
+        let database = get("database").unwrap_or_else(|| "off".into());
+        if database != "off" {
+            bail!("database: only 'off' (DB-less) is supported by this build, got '{database}'");
+        }
+        let log_level = get("log_level").unwrap_or_else(|| "notice".into());
+        Ok(Settings {
+            proxy_listen: get("proxy_listen").unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 ssl".into()),
+            admin_listen: get("admin_listen").unwrap_or_else(|| "127.0.0.1:8001".into()),
+            status_listen: get("status_listen").unwrap_or_else(|| "127.0.0.1:8007".into()),
+            declarative_config: get("declarative_config").map(PathBuf::from),
+            prefix,
+            worker_threads,
+            log_level,
+            trusted_ips: get("trusted_ips").unwrap_or_default(),
+            headers: get("headers").unwrap_or_else(|| "server_tokens, latency_tokens, X-Kong-Request-Id".into()),
+            lmdb_environment_path,
+            lmdb_map_size,
+            database,
+        })
+    }
+
+    /// The settings as Kong's `GET /` `configuration` object shows them.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "proxy_listen": self.proxy_listen.split(',').map(str::trim).collect::<Vec<_>>(),
+            "admin_listen": self.admin_listen.split(',').map(str::trim).collect::<Vec<_>>(),
+            "status_listen": self.status_listen.split(',').map(str::trim).collect::<Vec<_>>(),
+            "declarative_config": self.declarative_config,
+            "prefix": self.prefix,
+            "worker_threads": self.worker_threads,
+            "log_level": self.log_level,
+            "trusted_ips": split_list(&self.trusted_ips),
+            "headers": split_list(&self.headers),
+            "lmdb_environment_path": self.lmdb_environment_path,
+            "lmdb_map_size": self.lmdb_map_size,
+            "database": self.database,
+            "role": "traditional",
+            "router_flavor": "traditional_compatible",
+        })
+    }
+}
+
+/// Splits a comma-separated setting into trimmed, non-empty items.
+pub fn split_list(s: &str) -> Vec<String> {
+    s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+/// Parses Kong's conf format: `name = value` lines, `#` comments (a `\#` is a literal `#`).
+fn parse_conf(text: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = strip_comment(raw);
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            bail!("line {}: expected 'name = value'", n + 1);
+        };
+        let k = k.trim().to_ascii_lowercase();
+        if !KNOWN.contains(&k.as_str()) {
+            bail!("line {}: unknown setting '{k}'", n + 1);
+        }
+        out.insert(k, v.trim().to_string());
+    }
+    Ok(out)
+}
+
+fn strip_comment(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'#') => {
+                out.push('#');
+                chars.next();
+            }
+            '#' => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Parses Kong-style sizes: `2048m`, `1g`, `512k`, or plain bytes.
+fn parse_size(s: &str) -> Result<u64> {
+    let s = s.trim().to_ascii_lowercase();
+    let (num, mult) = match s.chars().last() {
+        Some('k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('m') => (&s[..s.len() - 1], 1 << 20),
+        Some('g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s.as_str(), 1),
+    };
+    let n: u64 = num.trim().parse().with_context(|| format!("expected a size like 2048m, got '{s}'"))?;
+    Ok(n * mult)
+}
+
+#[cfg(test)]
+mod tests;

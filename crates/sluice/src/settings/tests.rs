@@ -1,0 +1,45 @@
+use super::*;
+
+fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn defaults_match_kong() {
+    let s = Settings::from_values(&BTreeMap::new()).unwrap();
+    assert_eq!(s.proxy_listen, "0.0.0.0:8000, 0.0.0.0:8443 ssl");
+    assert_eq!(s.admin_listen, "127.0.0.1:8001");
+    assert_eq!(s.status_listen, "127.0.0.1:8007");
+    assert_eq!(s.lmdb_map_size, 2048 << 20);
+    assert_eq!(s.lmdb_environment_path, PathBuf::from("/usr/local/sluice/dbless.lmdb"));
+    assert!(s.worker_threads >= 1);
+}
+
+#[test]
+fn conf_file_syntax_comments_and_errors() {
+    let conf = "# comment\nproxy_listen = 127.0.0.1:9000 # trailing\nlog_level=debug\nheaders = a\\#b\n";
+    let v = parse_conf(conf).unwrap();
+    assert_eq!(v["proxy_listen"], "127.0.0.1:9000");
+    assert_eq!(v["log_level"], "debug");
+    assert_eq!(v["headers"], "a#b");
+    assert!(parse_conf("nonsense_key = 1").unwrap_err().to_string().contains("unknown setting"));
+    assert!(parse_conf("just words").unwrap_err().to_string().contains("line 1"));
+}
+
+#[test]
+fn values_are_checked() {
+    let bad = Settings::from_values(&values(&[("worker_threads", "zero")])).unwrap_err();
+    assert!(bad.to_string().contains("worker_threads"));
+    let db = Settings::from_values(&values(&[("database", "postgres")])).unwrap_err();
+    assert!(db.to_string().contains("DB-less"));
+    let s = Settings::from_values(&values(&[
+        ("nginx_worker_processes", "3"),
+        ("prefix", "/tmp/x"),
+        ("lmdb_environment_path", "db"),
+        ("lmdb_map_size", "1g"),
+    ]))
+    .unwrap();
+    assert_eq!(s.worker_threads, 3);
+    assert_eq!(s.lmdb_environment_path, PathBuf::from("/tmp/x/db"));
+    assert_eq!(s.lmdb_map_size, 1 << 30);
+}

@@ -1,0 +1,79 @@
+//! `sluice config check` and `sluice version`, run as a user would.
+
+use std::process::Command;
+
+fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn version_prints_the_crate_version() {
+    let out = sluice().arg("version").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("sluice {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn config_check_accepts_a_valid_file_with_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir,
+        "ok.yml",
+        "_format_version: \"3.0\"\nservices:\n- name: a\n  url: http://127.0.0.1:9/x\n  routes:\n  - name: r\n    paths: [/a]\n",
+    );
+    let out = sluice().args(["config", "check"]).arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.lines().count(), 1, "one-line summary: {stdout}");
+    assert!(stdout.contains("1 service"), "{stdout}");
+    assert!(stdout.contains("1 route"), "{stdout}");
+}
+
+#[test]
+fn config_check_lists_every_error_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir,
+        "bad.yml",
+        "_format_version: \"3.0\"\nservices:\n- name: a\n  routes:\n  - name: r1\n    paths: [nope]\n- name: b\n  host: x\n  port: 99999\n  bogus: 1\nplugins:\n- name: no-such-plugin\n",
+    );
+    let out = sluice().args(["config", "check"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in ["host", "paths.1", "port", "bogus", "no-such-plugin"] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+}
+
+#[test]
+fn config_check_rejects_unparsable_and_missing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(&dir, "garbage.yml", "services: [unclosed\n");
+    let out = sluice().args(["config", "check"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = sluice().args(["config", "check", "/nonexistent/kong.yml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/kong.yml"));
+}
+
+#[test]
+fn every_example_config_checks() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !matches!(path.extension().and_then(|e| e.to_str()), Some("yml" | "yaml" | "json")) {
+            continue;
+        }
+        let out = sluice().args(["config", "check"]).arg(&path).output().unwrap();
+        assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        checked += 1;
+    }
+    assert!(checked >= 2, "expected example configs in {dir}");
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly what CI runs: tools, formatting, lints, unit + integration tests,
+# `sluice config check` over every example config, and a smoke run of the perf framework.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "tools"
+need=()
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "missing ${need[*]} (install them, or run as root); perf smoke will be skipped" >&2
+  fi
+fi
+rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy || true
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo build"
+cargo build --workspace --all-targets
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+sluice="$target_dir/debug/sluice"
+
+step "sluice config check examples/*"
+for f in examples/*.yml examples/*.yaml examples/*.json; do
+  [ -e "$f" ] || continue
+  "$sluice" config check "$f"
+done
+
+step "cargo test"
+cargo test --workspace --no-fail-fast
+
+if command -v wrk >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1; then
+  step "sluice-perf smoke (numbers are not checked)"
+  out=$(mktemp -d)
+  "$target_dir/debug/sluice-perf" run --case no-plugins --target "bin:$sluice" --target nginx \
+    --reps 1 --duration 2s --warmup 1s --connections 10 --out "$out"
+fi
+echo
+echo "all checks passed"
