@@ -273,6 +273,10 @@ pub struct CaCertificate {
 pub struct Config {
     #[serde(rename = "_format_version")]
     pub format_version: String,
+    /// Hash of the validated input (32 hex chars), computed before load-time timestamps are filled in, so the
+    /// same file always gives the same hash (Kong's `configuration_hash`, `check_hash`).
+    #[serde(skip)]
+    pub hash: String,
     pub services: Vec<Service>,
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,

@@ -1,0 +1,97 @@
+//! Kong's declarative config (`kong.yml` / JSON, as decK writes it) → validated [`Config`].
+//!
+//! The pass order: [`collect`] flattens nested entities (routes under services, credentials under consumers, ...)
+//! into one list, remembering each one's parent and input position; [`build`] gives every entity its id (kept
+//! when given, otherwise a UUIDv5 derived from its identity, so the same file gets the same ids), resolves
+//! references by name or id, validates each entity against its [`schemas`] schema and plugin configs against
+//! the plugin's schema, checks uniqueness, and hashes the result. All errors are collected.
+
+use crate::errors::ConfigErrors;
+use crate::schema::FieldError;
+use crate::{Config, PluginRegistry};
+use serde_json::Value;
+
+mod build;
+mod collect;
+mod export;
+mod kinds;
+pub mod schemas;
+#[cfg(test)]
+mod tests;
+
+pub use export::{export, export_yaml};
+
+/// Reads YAML or JSON text into a document. YAML is a superset of JSON, but JSON is parsed directly when it
+/// looks like JSON, for speed on large `POST /config` bodies.
+pub fn to_document(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        return serde_json::from_str(trimmed).map_err(|e| format!("failed parsing declarative configuration: {e}"));
+    }
+    let doc: Value =
+        serde_yaml::from_str(text).map_err(|e| format!("failed parsing declarative configuration: {e}"))?;
+    Ok(doc)
+}
+
+/// Parses and validates a declarative config given as YAML or JSON text.
+pub fn parse(text: &str, registry: &dyn PluginRegistry) -> Result<Config, ConfigErrors> {
+    match to_document(text) {
+        Ok(doc) => parse_value(doc, registry),
+        Err(message) => Err(ConfigErrors {
+            document: vec![FieldError::new("@document", message)],
+            entities: Vec::new(),
+        }),
+    }
+}
+
+/// Validates a parsed declarative document.
+pub fn parse_value(doc: Value, registry: &dyn PluginRegistry) -> Result<Config, ConfigErrors> {
+    let mut errors = ConfigErrors::default();
+    let collected = collect::collect(doc, &mut errors.document);
+    build::build(collected, registry, &mut errors)
+}
+
+mod prepare;
+
+impl Config {
+    /// Kong's `configuration_hash` of this config: 32 hex chars; the same file always gives the same hash.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// Entity counts per kind, in a fixed order (for `config check` and logs).
+    pub fn counts(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("services", self.services.len()),
+            ("routes", self.routes.len()),
+            ("upstreams", self.upstreams.len()),
+            ("targets", self.targets.len()),
+            ("consumers", self.consumers.len()),
+            ("plugins", self.plugins.len()),
+            ("keyauth_credentials", self.keyauth_credentials.len()),
+            ("basicauth_credentials", self.basicauth_credentials.len()),
+            ("acls", self.acls.len()),
+            ("certificates", self.certificates.len()),
+            ("snis", self.snis.len()),
+            ("ca_certificates", self.ca_certificates.len()),
+        ]
+    }
+
+    /// One line, e.g. `2 services, 3 routes, 1 upstream, ...` (kinds with no entity left out).
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .counts()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| {
+                let name = if n == 1 { k.trim_end_matches('s') } else { k };
+                format!("{n} {name}")
+            })
+            .collect();
+        if parts.is_empty() {
+            "empty configuration".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}

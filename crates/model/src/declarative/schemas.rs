@@ -1,0 +1,358 @@
+//! Kong's entity schemas (fields, defaults, rules) expressed in the [`crate::schema`] language.
+//!
+//! Every schema accepts `id`, `created_at` and `updated_at` so that an exported config re-imports unchanged.
+//! Foreign keys (`service`, `route`, `consumer`, `upstream`, `certificate`) have already been resolved to
+//! `{"id": ...}` by the reference pass when these schemas run.
+
+use crate::schema::{Field, FieldError, Schema};
+use serde_json::{Map, Value};
+
+fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
+    fields.insert(0, ("id", Field::string()));
+    fields.push(("tags", Field::set(Field::string().len_min(1))));
+    fields.push(("created_at", Field::integer()));
+    fields.push(("updated_at", Field::integer()));
+    fields
+}
+
+fn foreign() -> Field {
+    Field::record(Schema::new(vec![("id", Field::string().required())]))
+}
+
+fn timeout() -> Field {
+    Field::integer().default(60000).between(1.0, 2147483646.0)
+}
+
+const PROTOCOLS: &[&str] = &["http", "https", "grpc", "grpcs", "tcp", "tls", "udp", "tls_passthrough", "ws", "wss"];
+
+/// `services`.
+pub fn service() -> Schema {
+    Schema::new(common(vec![
+        ("name", Field::string().check(check_name)),
+        ("protocol", Field::string().default("http").one_of(PROTOCOLS)),
+        ("host", Field::string().required().check(check_host)),
+        ("port", Field::integer().default(80).between(0.0, 65535.0)),
+        ("path", Field::string().check(check_service_path)),
+        ("retries", Field::integer().default(5).between(0.0, 32767.0)),
+        ("connect_timeout", timeout()),
+        ("write_timeout", timeout()),
+        ("read_timeout", timeout()),
+        ("tls_verify", Field::boolean()),
+        ("tls_verify_depth", Field::integer().between(0.0, 64.0)),
+        ("ca_certificates", Field::array(Field::string())),
+        ("client_certificate", foreign()),
+        ("enabled", Field::boolean().default(true)),
+    ]))
+}
+
+/// `routes`.
+pub fn route() -> Schema {
+    Schema::new(common(vec![
+        ("name", Field::string().check(check_name)),
+        (
+            "protocols",
+            Field::set(Field::string().one_of(PROTOCOLS)).default(serde_json::json!(["http", "https"])).len_min(1),
+        ),
+        ("methods", Field::set(Field::string().check(check_method))),
+        ("hosts", Field::array(Field::string().check(check_route_host))),
+        ("paths", Field::array(Field::string().check(check_route_path))),
+        ("headers", Field::map(Field::array(Field::string()))),
+        ("snis", Field::set(Field::string())),
+        ("sources", Field::any()),
+        ("destinations", Field::any()),
+        ("strip_path", Field::boolean().default(true)),
+        ("preserve_host", Field::boolean().default(false)),
+        ("regex_priority", Field::integer().default(0)),
+        ("path_handling", Field::string().default("v0").one_of(&["v0", "v1"])),
+        ("https_redirect_status_code", Field::integer().default(426).check(check_redirect)),
+        ("request_buffering", Field::boolean().default(true)),
+        ("response_buffering", Field::boolean().default(true)),
+        ("service", foreign()),
+    ]))
+    .with_check(route_matchers)
+}
+
+/// `upstreams`.
+pub fn upstream() -> Schema {
+    const HASH: &[&str] = &["none", "consumer", "ip", "header", "cookie", "path", "query_arg", "uri_capture"];
+    Schema::new(common(vec![
+        ("name", Field::string().required().check(check_host)),
+        (
+            "algorithm",
+            Field::string().default("round-robin").one_of(&[
+                "round-robin",
+                "consistent-hashing",
+                "least-connections",
+                "latency",
+            ]),
+        ),
+        ("hash_on", Field::string().default("none").one_of(HASH)),
+        ("hash_fallback", Field::string().default("none").one_of(HASH)),
+        ("hash_on_header", Field::string()),
+        ("hash_fallback_header", Field::string()),
+        ("hash_on_cookie", Field::string()),
+        ("hash_on_cookie_path", Field::string().default("/")),
+        ("hash_on_query_arg", Field::string()),
+        ("hash_fallback_query_arg", Field::string()),
+        ("hash_on_uri_capture", Field::string()),
+        ("hash_fallback_uri_capture", Field::string()),
+        ("slots", Field::integer().default(10000).between(10.0, 65536.0)),
+        ("host_header", Field::string().check(check_host)),
+        ("healthchecks", Field::record(healthchecks())),
+        ("use_srv_name", Field::boolean().default(false)),
+    ]))
+}
+
+fn healthchecks() -> Schema {
+    let statuses = |v: Value| Field::array(Field::integer().between(100.0, 999.0)).default(v);
+    let counter = || Field::integer().default(0).between(0.0, 255.0);
+    let healthy = |active: bool| {
+        let mut f = vec![
+            ("http_statuses", statuses(serde_json::json!(if active {
+                vec![200, 302]
+            } else {
+                vec![200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308]
+            }))),
+            ("successes", counter()),
+        ];
+        if active {
+            f.insert(0, ("interval", Field::number().default(0).between(0.0, 65535.0)));
+        }
+        Schema::new(f)
+    };
+    let unhealthy = |active: bool| {
+        let mut f = vec![
+            ("http_statuses", statuses(serde_json::json!(if active {
+                vec![429, 404, 500, 501, 502, 503, 504, 505]
+            } else {
+                vec![429, 500, 503]
+            }))),
+            ("tcp_failures", counter()),
+            ("timeouts", counter()),
+            ("http_failures", counter()),
+        ];
+        if active {
+            f.insert(0, ("interval", Field::number().default(0).between(0.0, 65535.0)));
+        }
+        Schema::new(f)
+    };
+    let kinds: &'static [&'static str] = &["tcp", "http", "https", "grpc", "grpcs"];
+    Schema::new(vec![
+        (
+            "active",
+            Field::record(Schema::new(vec![
+                ("type", Field::string().default("http").one_of(kinds)),
+                ("timeout", Field::number().default(1).between(0.0, 65535.0)),
+                ("concurrency", Field::integer().default(10).between(1.0, 2147483648.0)),
+                ("http_path", Field::string().default("/")),
+                ("https_verify_certificate", Field::boolean().default(true)),
+                ("https_sni", Field::string()),
+                ("headers", Field::map(Field::array(Field::string()))),
+                ("healthy", Field::record(healthy(true))),
+                ("unhealthy", Field::record(unhealthy(true))),
+            ])),
+        ),
+        (
+            "passive",
+            Field::record(Schema::new(vec![
+                ("type", Field::string().default("http").one_of(kinds)),
+                ("healthy", Field::record(healthy(false))),
+                ("unhealthy", Field::record(unhealthy(false))),
+            ])),
+        ),
+        ("threshold", Field::number().default(0).between(0.0, 100.0)),
+    ])
+}
+
+/// `targets`.
+pub fn target() -> Schema {
+    Schema::new(common(vec![
+        ("upstream", foreign()),
+        ("target", Field::string().required()),
+        ("weight", Field::integer().default(100).between(0.0, 65535.0)),
+    ]))
+}
+
+/// `consumers`.
+pub fn consumer() -> Schema {
+    Schema::new(common(vec![("username", Field::string()), ("custom_id", Field::string())])).with_check(|m| {
+        if m["username"].is_null() && m["custom_id"].is_null() {
+            Err(vec![FieldError::entity("at least one of these fields must be non-empty: 'custom_id', 'username'")])
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// `keyauth_credentials`.
+pub fn keyauth_credential() -> Schema {
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("key", Field::string()),
+        ("ttl", Field::integer().between(0.0, 100000000.0)),
+    ]))
+}
+
+/// `basicauth_credentials`.
+pub fn basicauth_credential() -> Schema {
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("username", Field::string().required()),
+        ("password", Field::string().required()),
+    ]))
+}
+
+/// `acls`.
+pub fn acl() -> Schema {
+    Schema::new(common(vec![("consumer", foreign()), ("group", Field::string().required())]))
+}
+
+/// `plugins`; `config` is validated separately with the plugin's own schema.
+pub fn plugin() -> Schema {
+    Schema::new(common(vec![
+        ("name", Field::string().required()),
+        ("instance_name", Field::string()),
+        ("config", Field::any()),
+        ("service", foreign()),
+        ("route", foreign()),
+        ("consumer", foreign()),
+        ("enabled", Field::boolean().default(true)),
+        (
+            "protocols",
+            Field::set(Field::string().one_of(PROTOCOLS))
+                .default(serde_json::json!(["grpc", "grpcs", "http", "https"])),
+        ),
+    ]))
+}
+
+/// `certificates`.
+pub fn certificate() -> Schema {
+    Schema::new(common(vec![
+        ("cert", Field::string().required().check(check_pem)),
+        ("key", Field::string().required().check(check_pem)),
+        ("cert_alt", Field::string().check(check_pem)),
+        ("key_alt", Field::string().check(check_pem)),
+        ("snis", Field::any()),
+    ]))
+}
+
+/// `snis`.
+pub fn sni() -> Schema {
+    Schema::new(common(vec![("name", Field::string().required()), ("certificate", foreign())]))
+}
+
+/// `ca_certificates`.
+pub fn ca_certificate() -> Schema {
+    Schema::new(common(vec![("cert", Field::string().required().check(check_pem)), ("cert_digest", Field::string())]))
+}
+
+fn check_name(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
+    ok.then_some(()).ok_or_else(|| "invalid value '".to_string() + s + "': it must only contain alphanumeric and '., -, _, ~' characters")
+}
+
+fn check_host(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && (s.parse::<std::net::IpAddr>().is_ok()
+            || s.split('.').all(|l| {
+                !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            }));
+    ok.then_some(()).ok_or_else(|| format!("invalid hostname: {s}"))
+}
+
+fn check_route_host(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    let (name, port) = match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, Some(p)),
+        _ => (s, None),
+    };
+    if let Some(p) = port {
+        if p.parse::<u16>().is_err() {
+            return Err(format!("invalid port number: {s}"));
+        }
+    }
+    if name.matches('*').count() > 1 {
+        return Err("only one wildcard must be specified".into());
+    }
+    if name.contains('*') && !(name.starts_with("*.") || name.ends_with(".*")) {
+        return Err("wildcard must be leftmost or rightmost character".into());
+    }
+    let bare = name.trim_start_matches("*.").trim_end_matches(".*").trim_matches(|c| c == '[' || c == ']');
+    check_host(&Value::from(bare))
+}
+
+fn check_route_path(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    if let Some(re) = s.strip_prefix('~') {
+        if !re.starts_with('/') {
+            return Err("should start with: / (fixed path) or ~/ (regex path)".into());
+        }
+        return regex::Regex::new(re).map(|_| ()).map_err(|e| format!("invalid regex: '{re}' ({e})"));
+    }
+    if !s.starts_with('/') {
+        return Err("should start with: / (fixed path) or ~/ (regex path)".into());
+    }
+    if s.contains("//") {
+        return Err("must not have empty segments".into());
+    }
+    Ok(())
+}
+
+fn check_service_path(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    if !s.starts_with('/') {
+        return Err("should start with: /".into());
+    }
+    if s.contains("//") {
+        return Err("must not have empty segments".into());
+    }
+    Ok(())
+}
+
+fn check_method(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase());
+    ok.then_some(()).ok_or_else(|| format!("invalid value: {s}"))
+}
+
+fn check_redirect(v: &Value) -> Result<(), String> {
+    match v.as_i64() {
+        Some(426 | 301 | 302 | 307 | 308) => Ok(()),
+        _ => Err("expected one of: 426, 301, 302, 307, 308".into()),
+    }
+}
+
+fn check_pem(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    s.contains("-----BEGIN ").then_some(()).ok_or_else(|| "invalid PEM: no BEGIN marker".into())
+}
+
+fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let protocols = m["protocols"].as_array().cloned().unwrap_or_default();
+    let plain_http = protocols.iter().any(|p| p == "http");
+    let http = plain_http || protocols.iter().any(|p| p == "https");
+    let set = |k: &str| match &m[k] {
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => false,
+    };
+    if plain_http && !["methods", "hosts", "headers", "paths"].iter().any(|k| set(k)) {
+        errors.push(FieldError::entity(
+            "must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http'",
+        ));
+    } else if http && !["methods", "hosts", "headers", "paths", "snis"].iter().any(|k| set(k)) {
+        errors.push(FieldError::entity(
+            "must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'",
+        ));
+    }
+    if let Some(headers) = m["headers"].as_object() {
+        if headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
+            errors.push(FieldError::new("headers", "cannot contain 'host' header, which must be specified in the 'hosts' attribute"));
+        }
+    }
+    errors.is_empty().then_some(()).ok_or(errors)
+}

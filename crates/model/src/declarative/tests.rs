@@ -1,0 +1,215 @@
+use super::*;
+use crate::schema::{Field, Schema};
+use crate::PluginDef;
+
+/// A registry with one fake plugin, `limits` (config: `second` integer > 0, `policy` default "local").
+struct TestRegistry(Vec<PluginDef>);
+
+impl TestRegistry {
+    fn new() -> Self {
+        TestRegistry(vec![PluginDef {
+            name: "limits",
+            priority: 1,
+            config: Schema::new(vec![
+                ("second", Field::integer().gt(0.0)),
+                ("policy", Field::string().default("local")),
+            ]),
+            no_consumer: false,
+            no_route: false,
+            no_service: false,
+        }])
+    }
+}
+
+impl PluginRegistry for TestRegistry {
+    fn plugin(&self, name: &str) -> Option<&PluginDef> {
+        self.0.iter().find(|d| d.name == name)
+    }
+    fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|d| d.name).collect()
+    }
+}
+
+fn ok(text: &str) -> Config {
+    parse(text, &TestRegistry::new()).unwrap_or_else(|e| panic!("unexpected errors:\n{e}"))
+}
+
+fn errs(text: &str) -> Vec<String> {
+    let e = parse(text, &TestRegistry::new()).expect_err("expected errors");
+    let mut out: Vec<String> = e.document.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+    for ent in &e.entities {
+        out.extend(ent.errors.iter().map(|f| format!("{} {}: {}", ent.path, f.field, f.message)));
+    }
+    out
+}
+
+const BASIC: &str = r#"
+_format_version: "3.0"
+services:
+- name: svc
+  url: https://example.com:8443/base
+  routes:
+  - name: r1
+    paths: [/a, "~/users/(?<id>\\d+)"]
+    plugins:
+    - name: limits
+      config: {second: 5}
+upstreams:
+- name: up.internal
+  targets:
+  - target: 10.0.0.1
+  - target: "[::1]:81"
+    weight: 0
+consumers:
+- username: alice
+  basicauth_credentials:
+  - username: alice
+    password: secret
+  keyauth_credentials:
+  - {}
+"#;
+
+#[test]
+fn nested_entities_get_parents_defaults_and_url_parts() {
+    let c = ok(BASIC);
+    let svc = &c.services[0];
+    assert_eq!((svc.protocol.as_str(), svc.host.as_str(), svc.port), ("https", "example.com", 8443));
+    assert_eq!(svc.path.as_deref(), Some("/base"));
+    assert_eq!((svc.retries, svc.connect_timeout), (5, 60000));
+    let r = &c.routes[0];
+    assert_eq!(r.service.unwrap().id, svc.id);
+    assert_eq!(r.protocols, ["http", "https"]);
+    assert!(r.strip_path && !r.preserve_host);
+    assert_eq!(c.plugins[0].route.unwrap().id, r.id);
+    assert_eq!(c.plugins[0].config, serde_json::json!({"second": 5, "policy": "local"}));
+    assert_eq!(c.targets[0].target, "10.0.0.1:8000");
+    assert_eq!(c.targets[1].target, "[::1]:81");
+    assert_eq!(c.upstreams[0].healthchecks.active.healthy.http_statuses, [200, 302]);
+    assert_eq!(c.keyauth_credentials[0].key.len(), 32);
+    // sha1("secret" .. consumer id), never the plain password
+    assert_ne!(c.basicauth_credentials[0].password, "secret");
+    assert_eq!(c.basicauth_credentials[0].password.len(), 40);
+    assert_eq!(c.hash().len(), 32);
+}
+
+#[test]
+fn same_file_same_ids_and_hash_and_given_ids_are_kept() {
+    let a = ok(BASIC);
+    let b = ok(BASIC);
+    assert_eq!(a.services[0].id, b.services[0].id);
+    assert_eq!(a.keyauth_credentials[0].key, b.keyauth_credentials[0].key);
+    assert_eq!(a.hash(), b.hash());
+    let changed = ok(&BASIC.replace("second: 5", "second: 6"));
+    assert_ne!(a.hash(), changed.hash());
+    let given = ok("_format_version: '3.0'\nconsumers:\n- id: 9748f662-7711-4a90-8186-dc02f10eb0f5\n  username: x\n");
+    assert_eq!(given.consumers[0].id.to_string(), "9748f662-7711-4a90-8186-dc02f10eb0f5");
+}
+
+#[test]
+fn top_level_references_by_name_equal_nesting() {
+    let flat = ok(r#"
+_format_version: "3.0"
+services: [{name: svc, url: "https://example.com:8443/base"}]
+routes: [{name: r1, service: svc, paths: [/a, "~/users/(?<id>\\d+)"]}]
+plugins: [{name: limits, route: r1, config: {second: 5}}]
+"#);
+    let nested = ok(BASIC);
+    assert_eq!(flat.routes[0].service, nested.routes[0].service);
+    assert_eq!(flat.plugins[0].route.unwrap().id, flat.routes[0].id);
+}
+
+#[test]
+fn export_then_parse_round_trips() {
+    let a = ok(BASIC);
+    let b = parse_value(export(&a), &TestRegistry::new()).unwrap_or_else(|e| panic!("{e}"));
+    let strip = |mut c: Config| {
+        c.hash.clear();
+        c
+    };
+    assert_eq!(strip(a), strip(b));
+    let yaml = export_yaml(&ok(BASIC));
+    assert!(yaml.contains("_transform: false"));
+}
+
+#[test]
+fn every_error_is_collected_with_kong_messages() {
+    let got = errs(r#"
+_format_version: "3.0"
+bogus: 1
+services:
+- name: a
+  routes:
+  - name: r1
+    paths: [nope]
+  - name: r2
+- name: b
+  host: x
+  port: 99999
+  extra: true
+- name: b
+  host: y
+routes:
+- name: r3
+  service: nowhere
+  paths: [/x]
+plugins:
+- name: no-such-plugin
+- name: limits
+  config: {second: 0, junk: 1}
+consumers:
+- tags: [t]
+"#);
+    let want = [
+        "bogus: unknown field",
+        "services[0] host: required field missing",
+        "services[0].routes[0] paths.1: should start with: / (fixed path) or ~/ (regex path)",
+        "services[0].routes[1] @entity: must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http'",
+        "services[1] extra: unknown field",
+        "services[1] port: value should be between 0 and 65535",
+        "services[2] @entity: uniqueness violation: 'services' entity with name set to 'b' already declared",
+        "routes[0] service: could not find service 'nowhere'",
+        "plugins[0] name: plugin 'no-such-plugin' not enabled; add it to the 'plugins' configuration property",
+        "plugins[1] config.junk: unknown field",
+        "plugins[1] config.second: value must be greater than 0",
+        "consumers[0] @entity: at least one of these fields must be non-empty: 'custom_id', 'username'",
+    ];
+    for w in want {
+        assert!(got.iter().any(|g| g == w), "missing {w:?} in {got:#?}");
+    }
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+}
+
+#[test]
+fn error_shapes_for_the_admin_api() {
+    let e = parse("_format_version: '3.0'\nservices:\n- name: ok\n  host: h\n- name: bad\n", &TestRegistry::new())
+        .unwrap_err();
+    assert_eq!(e.kong_fields(), serde_json::json!({"services": [null, {"host": "required field missing"}]}));
+    let flat = e.flattened();
+    assert_eq!(flat[0]["entity_type"], "service");
+    assert_eq!(flat[0]["entity_name"], "bad");
+    assert_eq!(flat[0]["errors"][0], serde_json::json!({"type": "field", "field": "host", "message": "required field missing"}));
+    assert!(e.message().starts_with("declarative config is invalid: "));
+    assert!(e.to_string().contains("service 'bad' (services[1]): host: required field missing"));
+}
+
+#[test]
+fn format_version_and_syntax_errors() {
+    assert_eq!(errs("services: []"), ["_format_version: required field missing"]);
+    assert_eq!(errs("_format_version: '9'"), ["_format_version: expected one of: 1.1, 2.1, 3.0"]);
+    assert!(errs("services: [unclosed")[0].starts_with("@document: failed parsing declarative configuration"));
+    assert_eq!(errs("[1, 2]"), ["@document: expected an object"]);
+}
+
+#[test]
+fn garbage_never_panics() {
+    let seeds = [BASIC, "_format_version: '3.0'\nservices: [{routes: [{plugins: [1, null, {config: []}]}]}]"];
+    let junk = ["", "null", "[", "{", "- -", ": :", "1", "~", "\"", "{a: [}", "services: {a: 1}", "plugins: 7"];
+    for seed in seeds {
+        for cut in (0..seed.len()).step_by(7) {
+            let _ = parse(&seed[..cut], &TestRegistry::new());
+            for j in junk {
+                let _ = parse(&format!("{}{j}", &seed[..cut]), &TestRegistry::new());
+            }
+        }
+    }
+}
