@@ -1,0 +1,173 @@
+//! Kong's `traditional_compatible` router as a pure library: request parts in, best route out.
+//!
+//! [`Router::build`] compiles route specs once per config snapshot. Each path of a route becomes one
+//! *candidate*; candidates are sorted once by Kong's priority rules ([`priority`]), so the best match is the
+//! matching candidate with the lowest rank. Matching avoids scanning every route: plain prefix paths are
+//! indexed by their text in a hash map probed once per distinct prefix length, and only candidates without a
+//! prefix path (regex paths, host/header/method-only routes) are scanned — in rank order, stopping at the first
+//! hit or as soon as nothing better than the best prefix hit can follow. Matching allocates nothing unless a
+//! regex route with captures matches.
+//!
+//! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
+//! https-only route is hit over plain http.
+
+use std::collections::HashMap;
+
+mod matcher;
+mod priority;
+#[cfg(test)]
+mod tests;
+
+pub use matcher::RequestParts;
+use matcher::{CompiledRoute, PathMatcher};
+
+/// One route as the router sees it, built from the model by the proxy.
+#[derive(Debug, Clone, Default)]
+pub struct RouteSpec {
+    /// The caller's index, returned in [`Match::id`].
+    pub id: usize,
+    /// Upper-case methods; empty = any.
+    pub methods: Vec<String>,
+    /// `example.com`, `example.com:8080`, `*.example.com`, `example.*`; empty = any.
+    pub hosts: Vec<String>,
+    /// `/prefix` or `~/regex`; empty = any.
+    pub paths: Vec<String>,
+    /// Lower-case header name → accepted values (`~*re` = case-insensitive regex, else case-insensitive text).
+    pub headers: Vec<(String, Vec<String>)>,
+    /// Accepted TLS server names; empty = any.
+    pub snis: Vec<String>,
+    pub regex_priority: i64,
+    /// Smaller is older; breaks every other tie.
+    pub created_order: u64,
+}
+
+/// A route that could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError {
+    pub route: usize,
+    pub message: String,
+}
+
+/// The part of the request path a route matched: what `strip_path` removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatchedPath {
+    /// Byte length of the matched prefix (or of the whole regex match) at the start of the path.
+    pub len: usize,
+    pub regex: bool,
+}
+
+/// Regex path captures, by index (0 = whole match) and by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captures {
+    pub unnamed: Vec<Option<String>>,
+    pub named: Vec<(String, String)>,
+}
+
+/// The best route for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    pub id: usize,
+    /// None when the route has no paths.
+    pub matched_path: Option<MatchedPath>,
+    /// Regex paths only.
+    pub captures: Option<Captures>,
+}
+
+/// The compiled, immutable router of one config snapshot.
+pub struct Router {
+    routes: Vec<CompiledRoute>,
+    /// (route index, path index or None) in rank order: index = rank.
+    candidates: Vec<(u32, Option<u32>)>,
+    /// Plain prefix text → ranks of candidates with that prefix, ascending.
+    prefixes: HashMap<Box<str>, Vec<u32>>,
+    /// Distinct prefix lengths, ascending.
+    prefix_lengths: Vec<usize>,
+    /// Ranks of candidates without a plain prefix path, ascending.
+    scanned: Vec<u32>,
+}
+
+impl Router {
+    /// Compiles the routes; every invalid regex is reported.
+    pub fn build(specs: Vec<RouteSpec>) -> Result<Router, Vec<BuildError>> {
+        let mut errors = Vec::new();
+        let mut routes = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            match CompiledRoute::compile(spec) {
+                Ok(r) => routes.push(r),
+                Err(e) => errors.extend(e.into_iter().map(|message| BuildError { route: spec.id, message })),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let candidates = priority::ranked(&routes);
+        let mut prefixes: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+        let mut scanned = Vec::new();
+        for (rank, (route, path)) in candidates.iter().enumerate() {
+            match path.map(|p| &routes[*route as usize].paths[p as usize]) {
+                Some(PathMatcher::Prefix(prefix)) => prefixes.entry(prefix.as_str().into()).or_default().push(rank as u32),
+                _ => scanned.push(rank as u32),
+            }
+        }
+        let mut prefix_lengths: Vec<usize> = prefixes.keys().map(|k| k.len()).collect();
+        prefix_lengths.sort_unstable();
+        prefix_lengths.dedup();
+        Ok(Router { routes, candidates, prefixes, prefix_lengths, scanned })
+    }
+
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The best route for the request, by Kong's priority rules.
+    pub fn find(&self, req: &RequestParts<'_>) -> Option<Match> {
+        let mut best: Option<(u32, Match)> = None;
+        let path = req.path.as_bytes();
+        for &len in &self.prefix_lengths {
+            if len > path.len() {
+                break;
+            }
+            let Some(prefix) = req.path.get(..len) else { continue };
+            let Some(ranks) = self.prefixes.get(prefix) else { continue };
+            for &rank in ranks {
+                if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
+                    break;
+                }
+                if let Some(m) = self.try_candidate(rank, req) {
+                    best = Some((rank, m));
+                    break;
+                }
+            }
+        }
+        for &rank in &self.scanned {
+            if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
+                break;
+            }
+            if let Some(m) = self.try_candidate(rank, req) {
+                best = Some((rank, m));
+                break;
+            }
+        }
+        best.map(|(_, m)| m)
+    }
+
+    fn try_candidate(&self, rank: u32, req: &RequestParts<'_>) -> Option<Match> {
+        let (route_index, path_index) = self.candidates[rank as usize];
+        let route = &self.routes[route_index as usize];
+        if !route.matches_non_path(req) {
+            return None;
+        }
+        let (matched_path, captures) = match path_index {
+            None => (None, None),
+            Some(p) => {
+                let (len, captures) = route.paths[p as usize].matches(req.path)?;
+                (Some(MatchedPath { len, regex: captures.is_some() }), captures)
+            }
+        };
+        Some(Match { id: route.id, matched_path, captures })
+    }
+}

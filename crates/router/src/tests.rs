@@ -1,0 +1,224 @@
+//! Table tests: each priority rule alone and combined, field matching edge cases, and a comparison of the
+//! indexed router with a linear reference over generated tables.
+
+use super::*;
+use http::HeaderMap;
+
+fn spec(id: usize) -> RouteSpec {
+    RouteSpec { id, created_order: id as u64, ..Default::default() }
+}
+
+fn paths(id: usize, p: &[&str]) -> RouteSpec {
+    RouteSpec { paths: p.iter().map(|s| s.to_string()).collect(), ..spec(id) }
+}
+
+fn find(router: &Router, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> Option<usize> {
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        map.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+    }
+    router.find(&RequestParts { method, host, path, headers: &map, sni: None }).map(|m| m.id)
+}
+
+type Case = (&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)], Option<usize>);
+
+fn check(routes: Vec<RouteSpec>, cases: &[Case]) {
+    let router = Router::build(routes).unwrap();
+    for (method, host, path, headers, want) in cases {
+        assert_eq!(find(&router, method, host, path, headers), *want, "{method} {host}{path} {headers:?}");
+    }
+}
+
+#[test]
+fn prefix_paths_longest_wins_and_plain_prefix_semantics() {
+    check(
+        vec![paths(0, &["/"]), paths(1, &["/api"]), paths(2, &["/api/v1"])],
+        &[
+            ("GET", "h", "/", &[], Some(0)),
+            ("GET", "h", "/apix", &[], Some(1)),
+            ("GET", "h", "/api/v1/users", &[], Some(2)),
+            ("GET", "h", "/api/v2", &[], Some(1)),
+            ("GET", "h", "/other", &[], Some(0)),
+        ],
+    );
+}
+
+#[test]
+fn regex_beats_prefix_and_regex_priority_orders_regexes() {
+    let mut low = paths(1, &["~/users/\\d+$"]);
+    low.regex_priority = 1;
+    let mut high = paths(2, &["~/users/(?<id>\\d+)$"]);
+    high.regex_priority = 5;
+    check(
+        vec![paths(0, &["/users/1"]), low, high],
+        &[("GET", "h", "/users/1", &[], Some(2)), ("GET", "h", "/users/x", &[], None)],
+    );
+}
+
+#[test]
+fn more_fields_win_then_plain_hosts_over_wildcards_then_more_headers() {
+    let with_host = RouteSpec { hosts: vec!["example.com".into()], ..paths(1, &["/"]) };
+    let with_method = RouteSpec { methods: vec!["POST".into()], ..with_host.clone() };
+    check(
+        vec![paths(0, &["/"]), with_host, RouteSpec { id: 2, created_order: 2, ..with_method }],
+        &[
+            ("GET", "example.com", "/", &[], Some(1)),
+            ("POST", "example.com", "/", &[], Some(2)),
+            ("POST", "other.com", "/", &[], Some(0)),
+        ],
+    );
+    let wild = RouteSpec { hosts: vec!["*.example.com".into()], ..spec(0) };
+    let plain = RouteSpec { hosts: vec!["a.example.com".into()], ..spec(1) };
+    check(
+        vec![wild, plain],
+        &[("GET", "a.example.com", "/", &[], Some(1)), ("GET", "b.example.com", "/", &[], Some(0))],
+    );
+    let one = RouteSpec { headers: vec![("x-a".into(), vec!["1".into()])], ..spec(0) };
+    let two =
+        RouteSpec { headers: vec![("x-a".into(), vec!["1".into()]), ("x-b".into(), vec!["2".into()])], ..spec(1) };
+    check(
+        vec![one, two],
+        &[
+            ("GET", "h", "/", &[("x-a", "1"), ("x-b", "2")], Some(1)),
+            ("GET", "h", "/", &[("x-a", "1")], Some(0)),
+            ("GET", "h", "/", &[("x-b", "2")], None),
+        ],
+    );
+}
+
+#[test]
+fn older_route_wins_a_full_tie() {
+    let a = RouteSpec { created_order: 5, ..paths(0, &["/same"]) };
+    let b = RouteSpec { created_order: 3, ..paths(1, &["/same"]) };
+    check(vec![a, b], &[("GET", "h", "/same", &[], Some(1))]);
+}
+
+#[test]
+fn each_path_of_a_route_ranks_at_its_own_length() {
+    check(
+        vec![paths(0, &["/a", "/b/c/d"]), paths(1, &["/b/c"])],
+        &[("GET", "h", "/b/c/d/e", &[], Some(0)), ("GET", "h", "/b/c/x", &[], Some(1)), ("GET", "h", "/a", &[], Some(0))],
+    );
+}
+
+#[test]
+fn hosts_ports_wildcards_and_case() {
+    let routes = vec![
+        RouteSpec { hosts: vec!["Example.COM".into()], ..spec(0) },
+        RouteSpec { hosts: vec!["api.test:8080".into()], ..spec(1) },
+        RouteSpec { hosts: vec!["shop.*".into()], ..spec(2) },
+        RouteSpec { hosts: vec!["*.deep.org".into()], ..spec(3) },
+    ];
+    check(
+        routes,
+        &[
+            ("GET", "example.com", "/", &[], Some(0)),
+            ("GET", "EXAMPLE.com:9999", "/", &[], Some(0)),
+            ("GET", "api.test:8080", "/", &[], Some(1)),
+            ("GET", "api.test:8081", "/", &[], None),
+            ("GET", "api.test", "/", &[], None),
+            ("GET", "shop.example.net", "/", &[], Some(2)),
+            ("GET", "a.b.deep.org", "/", &[], Some(3)),
+            ("GET", "deep.org", "/", &[], None),
+        ],
+    );
+}
+
+#[test]
+fn methods_and_header_regexes() {
+    let routes = vec![
+        RouteSpec { methods: vec!["GET".into(), "HEAD".into()], ..paths(0, &["/m"]) },
+        RouteSpec { headers: vec![("x-version".into(), vec!["~*^v[12]$".into(), "beta".into()])], ..spec(1) },
+    ];
+    check(
+        routes,
+        &[
+            ("HEAD", "h", "/m", &[], Some(0)),
+            ("POST", "h", "/m", &[], None),
+            ("get", "h", "/m", &[], None),
+            ("GET", "h", "/", &[("x-version", "V2")], Some(1)),
+            ("GET", "h", "/", &[("x-version", "BETA")], Some(1)),
+            ("GET", "h", "/", &[("x-version", "v3"), ("x-version", "v1")], Some(1)),
+            ("GET", "h", "/", &[("x-version", "v3")], None),
+        ],
+    );
+}
+
+#[test]
+fn matched_path_and_captures() {
+    let router = Router::build(vec![paths(0, &["/api"]), paths(1, &["~/u/(?<id>\\d+)/(\\w+)"])]).unwrap();
+    let h = HeaderMap::new();
+    let m = router.find(&RequestParts { method: "GET", host: "", path: "/api/x", headers: &h, sni: None }).unwrap();
+    assert_eq!(m.matched_path, Some(MatchedPath { len: 4, regex: false }));
+    assert!(m.captures.is_none());
+    let m = router.find(&RequestParts { method: "GET", host: "", path: "/u/42/abc/rest", headers: &h, sni: None }).unwrap();
+    assert_eq!(m.matched_path, Some(MatchedPath { len: 9, regex: true }));
+    let caps = m.captures.unwrap();
+    assert_eq!(caps.named, vec![("id".to_string(), "42".to_string())]);
+    assert_eq!(caps.unnamed, vec![Some("/u/42/abc".into()), Some("42".into()), Some("abc".into())]);
+}
+
+#[test]
+fn empty_router_and_bad_regexes() {
+    let router = Router::build(vec![]).unwrap();
+    assert!(router.is_empty());
+    assert_eq!(find(&router, "GET", "h", "/", &[]), None);
+    let errs = Router::build(vec![paths(0, &["~/ok"]), paths(7, &["~/(unclosed", "~/[z-a]"])]).err().unwrap();
+    assert_eq!(errs.len(), 2);
+    assert!(errs.iter().all(|e| e.route == 7));
+}
+
+/// The linear reference: the best candidate by the same rules, computed without any index.
+fn reference(routes: &[matcher::CompiledRoute], path: &str, host: &str) -> Option<usize> {
+    let h = HeaderMap::new();
+    let req = RequestParts { method: "GET", host, path, headers: &h, sni: None };
+    priority::ranked(routes).into_iter().find_map(|(ri, pi)| {
+        let r = &routes[ri as usize];
+        let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
+        (r.matches_non_path(&req) && path_ok).then_some(r.id)
+    })
+}
+
+#[test]
+fn indexed_router_agrees_with_linear_reference() {
+    let mut seed = 0x2545F4914F6CDD1Du64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let segs = ["a", "b", "ab", "api", "v1"];
+    for _round in 0..40 {
+        let mut specs = Vec::new();
+        for id in 0..30 {
+            let mut s = spec(id);
+            s.created_order = next(10);
+            for _ in 0..next(3) {
+                let depth = 1 + next(3);
+                let p: String = (0..depth).map(|_| format!("/{}", segs[next(5) as usize])).collect();
+                if next(4) == 0 {
+                    s.paths.push(format!("~{p}(/\\d+)?$"));
+                    s.regex_priority = next(3) as i64;
+                } else {
+                    s.paths.push(p);
+                }
+            }
+            if next(3) == 0 {
+                s.hosts.push(["x.com", "*.com", "y.*"][next(3) as usize].into());
+            }
+            if s.paths.is_empty() && s.hosts.is_empty() {
+                s.methods.push("GET".into());
+            }
+            specs.push(s);
+        }
+        let compiled: Vec<_> = specs.iter().map(|s| matcher::CompiledRoute::compile(s).unwrap()).collect();
+        let router = Router::build(specs).unwrap();
+        for _ in 0..60 {
+            let depth = next(4);
+            let path: String = (0..depth).map(|_| format!("/{}", segs[next(5) as usize])).collect::<String>() + "/1";
+            let host = ["x.com", "y.org", "z.com"][next(3) as usize];
+            assert_eq!(find(&router, "GET", host, &path, &[]), reference(&compiled, &path, host), "{host}{path}");
+        }
+    }
+}
