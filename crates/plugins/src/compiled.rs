@@ -1,0 +1,125 @@
+//! The plugins of one snapshot: instances, credentials, and one chain per route with Kong's precedence
+//! already resolved.
+
+use crate::chain::{ChainEntry, PluginChain};
+use crate::plugin::Plugin;
+use crate::registry::{BuildCtx, PluginBuildError, Registry};
+use crate::Credentials;
+use sluice_model::{Config, Route};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Built once per config snapshot by [`Registry::compile`].
+pub struct CompiledPlugins {
+    credentials: Credentials,
+    routes: Vec<PluginChain>,
+    global: PluginChain,
+}
+
+struct Instance<'c> {
+    entity: &'c sluice_model::Plugin,
+    priority: i32,
+    plugin: Arc<dyn Plugin>,
+}
+
+/// Kong's precedence rank (0 = most specific): route+service+consumer, route+consumer, service+consumer,
+/// route+service, consumer, route, service, global.
+fn rank(p: &sluice_model::Plugin) -> u8 {
+    match (p.route.is_some(), p.service.is_some(), p.consumer.is_some()) {
+        (true, true, true) => 0,
+        (true, false, true) => 1,
+        (false, true, true) => 2,
+        (true, true, false) => 3,
+        (false, false, true) => 4,
+        (true, false, false) => 5,
+        (false, true, false) => 6,
+        (false, false, false) => 7,
+    }
+}
+
+impl CompiledPlugins {
+    pub(crate) fn build(registry: &Registry, config: &Config) -> Result<CompiledPlugins, Vec<PluginBuildError>> {
+        let credentials = Credentials::build(config);
+        let ctx = BuildCtx { config, credentials: &credentials, state: registry.state() };
+        let mut errors = Vec::new();
+        let mut instances = Vec::new();
+        for entity in config.plugins.iter().filter(|p| p.enabled) {
+            let Some(builtin) = registry.builtin_named(&entity.name) else {
+                errors.push(PluginBuildError {
+                    plugin_id: entity.id,
+                    name: entity.name.clone(),
+                    message: "not implemented by this build".into(),
+                });
+                continue;
+            };
+            match (builtin.factory)(&ctx, entity) {
+                Ok(plugin) => instances.push(Instance { entity, priority: builtin.def.priority, plugin }),
+                Err(message) => errors.push(PluginBuildError { plugin_id: entity.id, name: entity.name.clone(), message }),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let routes = config.routes.iter().map(|r| chain_for(&instances, Some(r))).collect();
+        let global = chain_for(&instances, None);
+        Ok(CompiledPlugins { credentials, routes, global })
+    }
+
+    /// The chain of `config.routes[route_index]`; an empty chain for an unknown index.
+    pub fn route_chain(&self, route_index: usize) -> &PluginChain {
+        self.routes.get(route_index).unwrap_or(&self.global)
+    }
+
+    /// Global plugins only: for requests that matched no route.
+    pub fn global_chain(&self) -> &PluginChain {
+        &self.global
+    }
+
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
+    }
+
+    /// An empty set, for the snapshot that exists before any config is loaded.
+    pub fn empty() -> CompiledPlugins {
+        CompiledPlugins { credentials: Credentials::default(), routes: Vec::new(), global: PluginChain::default() }
+    }
+}
+
+/// The chain for one route (None: global plugins only).
+fn chain_for(instances: &[Instance<'_>], route: Option<&Route>) -> PluginChain {
+    let route_id = route.map(|r| r.id);
+    let service_id = route.and_then(|r| r.service.map(|s| s.id));
+    let applies = |p: &sluice_model::Plugin| {
+        p.route.is_none_or(|r| Some(r.id) == route_id) && p.service.is_none_or(|s| Some(s.id) == service_id)
+    };
+    let mut by_name: BTreeMap<(i32, &str), Vec<&Instance<'_>>> = BTreeMap::new();
+    for inst in instances.iter().filter(|i| applies(i.entity)) {
+        by_name.entry((-inst.priority, inst.entity.name.as_str())).or_default().push(inst);
+    }
+    let mut entries = Vec::new();
+    for ((neg_priority, _), candidates) in by_name {
+        let default = candidates.iter().filter(|i| i.entity.consumer.is_none()).min_by_key(|i| rank(i.entity));
+        let default_rank = default.map_or(u8::MAX, |d| rank(d.entity));
+        let mut by_consumer: HashMap<Uuid, Arc<dyn Plugin>> = HashMap::new();
+        let mut best: HashMap<Uuid, (u8, &Instance<'_>)> = HashMap::new();
+        for inst in candidates.iter().filter(|i| i.entity.consumer.is_some()) {
+            let consumer = inst.entity.consumer.map(|c| c.id).unwrap_or_default();
+            let r = rank(inst.entity);
+            if r < default_rank && best.get(&consumer).is_none_or(|(b, _)| r < *b) {
+                best.insert(consumer, (r, inst));
+            }
+        }
+        for (consumer, (_, inst)) in best {
+            by_consumer.insert(consumer, inst.plugin.clone());
+        }
+        let global_only = default.is_some_and(|d| rank(d.entity) == 7);
+        entries.push(ChainEntry {
+            priority: -neg_priority,
+            default: default.map(|d| d.plugin.clone()),
+            by_consumer,
+            global: global_only,
+        });
+    }
+    PluginChain::new(entries)
+}

@@ -1,0 +1,66 @@
+//! Consumers and their credentials of one snapshot, indexed for O(1) lookups by the auth plugins.
+
+use sluice_model::{BasicAuthCredential, Config, Consumer, KeyAuthCredential};
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// Lookups built once per snapshot.
+#[derive(Default)]
+pub struct Credentials {
+    consumers: Vec<Consumer>,
+    consumer_by_id: HashMap<Uuid, usize>,
+    consumer_by_name: HashMap<String, usize>,
+    keys: HashMap<String, KeyAuthCredential>,
+    basic: HashMap<String, BasicAuthCredential>,
+    groups: HashMap<Uuid, Vec<String>>,
+}
+
+impl Credentials {
+    pub fn build(config: &Config) -> Credentials {
+        let mut c = Credentials { consumers: config.consumers.clone(), ..Default::default() };
+        for (i, consumer) in config.consumers.iter().enumerate() {
+            c.consumer_by_id.insert(consumer.id, i);
+            if let Some(u) = &consumer.username {
+                c.consumer_by_name.insert(u.clone(), i);
+            }
+        }
+        for k in &config.keyauth_credentials {
+            c.keys.insert(k.key.clone(), k.clone());
+        }
+        for b in &config.basicauth_credentials {
+            c.basic.insert(b.username.clone(), b.clone());
+        }
+        for a in &config.acls {
+            c.groups.entry(a.consumer.id).or_default().push(a.group.clone());
+        }
+        c
+    }
+
+    pub fn consumer(&self, id: &Uuid) -> Option<&Consumer> {
+        self.consumer_by_id.get(id).map(|i| &self.consumers[*i])
+    }
+
+    /// By id or username (Kong's `anonymous` setting accepts both).
+    pub fn consumer_by_id_or_name(&self, key: &str) -> Option<&Consumer> {
+        match Uuid::parse_str(key) {
+            Ok(id) => self.consumer(&id),
+            Err(_) => self.consumer_by_name.get(key).map(|i| &self.consumers[*i]),
+        }
+    }
+
+    /// The key-auth credential with this key. The hash lookup compares bucket candidates by full equality;
+    /// a final constant-time comparison guards against early-exit timing on the matched entry.
+    pub fn key(&self, key: &str) -> Option<&KeyAuthCredential> {
+        let cred = self.keys.get(key)?;
+        bool::from(subtle::ConstantTimeEq::ct_eq(cred.key.as_bytes(), key.as_bytes())).then_some(cred)
+    }
+
+    pub fn basic(&self, username: &str) -> Option<&BasicAuthCredential> {
+        self.basic.get(username)
+    }
+
+    /// ACL groups of a consumer.
+    pub fn groups(&self, consumer: &Uuid) -> &[String] {
+        self.groups.get(consumer).map_or(&[], |g| g.as_slice())
+    }
+}

@@ -1,0 +1,33 @@
+//! Sluice's plugins: Kong's plugin names, configs, priorities, scoping precedence and responses.
+//!
+//! How the pieces fit:
+//! - [`plugin::Plugin`] is the trait every plugin implements: one method per phase, each a no-op by default.
+//! - [`registry::Registry`] knows every plugin this build implements: its config [`sluice_model::schema::Schema`]
+//!   (used by the model to validate declarative configs) and its factory. It implements
+//!   [`sluice_model::PluginRegistry`].
+//! - [`Registry::compile`](registry::Registry::compile) turns a validated config into [`compiled::CompiledPlugins`]:
+//!   plugin instances, the credential index, and one [`chain::PluginChain`] per route with Kong's scoping
+//!   precedence already resolved, so nothing is looked up per request except the consumer override.
+//! - [`ctx::RequestCtx`] is the per-request state the proxy fills and the plugins edit.
+//! - One file per plugin under [`builtin`].
+//!
+//! State that must outlive a config reload (rate-limit counters) lives in [`state::PluginState`], owned by the
+//! registry and keyed by plugin instance id.
+
+pub mod builtin;
+pub mod chain;
+pub mod compiled;
+pub mod credentials;
+pub mod ctx;
+pub mod plugin;
+pub mod registry;
+pub mod response;
+pub mod state;
+
+pub use chain::PluginChain;
+pub use compiled::CompiledPlugins;
+pub use credentials::Credentials;
+pub use ctx::{CredentialRef, LogRecord, RequestCtx};
+pub use plugin::{Flow, Plugin};
+pub use registry::Registry;
+pub use response::PluginResponse;

@@ -1,0 +1,83 @@
+//! Every plugin this build implements: definitions (schemas) for validation and factories for compiling.
+
+use crate::compiled::CompiledPlugins;
+use crate::plugin::Plugin;
+use crate::state::PluginState;
+use crate::Credentials;
+use sluice_model::{Config, PluginDef, PluginRegistry};
+use std::sync::Arc;
+
+/// What a factory sees when building a plugin instance.
+pub struct BuildCtx<'a> {
+    pub config: &'a Config,
+    pub credentials: &'a Credentials,
+    /// State that survives reloads, shared by all snapshots.
+    pub state: &'a Arc<PluginState>,
+}
+
+/// Builds an instance from a plugin entity whose `config` already passed the schema (defaults filled).
+pub type Factory = fn(&BuildCtx<'_>, &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String>;
+
+/// One plugin of this build.
+pub struct Builtin {
+    pub def: PluginDef,
+    pub factory: Factory,
+}
+
+/// A plugin entity that could not be instantiated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginBuildError {
+    pub plugin_id: uuid::Uuid,
+    pub name: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for PluginBuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "plugin '{}' ({}): {}", self.name, self.plugin_id, self.message)
+    }
+}
+
+/// The plugin registry of this build.
+pub struct Registry {
+    builtins: Vec<Builtin>,
+    state: Arc<PluginState>,
+}
+
+impl Registry {
+    /// Every plugin implemented in [`crate::builtin`].
+    pub fn builtin() -> Registry {
+        Registry::with(crate::builtin::all())
+    }
+
+    /// A registry of the given plugins (tests use this with their own plugins).
+    pub fn with(builtins: Vec<Builtin>) -> Registry {
+        Registry { builtins, state: Arc::default() }
+    }
+
+    /// The state shared across snapshots (rate-limit counters).
+    pub fn state(&self) -> &Arc<PluginState> {
+        &self.state
+    }
+
+    /// Instances, credentials and per-route chains for a validated config.
+    pub fn compile(&self, config: &Config) -> Result<CompiledPlugins, Vec<PluginBuildError>> {
+        CompiledPlugins::build(self, config)
+    }
+
+    pub(crate) fn builtin_named(&self, name: &str) -> Option<&Builtin> {
+        self.builtins.iter().find(|b| b.def.name == name)
+    }
+}
+
+impl PluginRegistry for Registry {
+    fn plugin(&self, name: &str) -> Option<&PluginDef> {
+        self.builtin_named(name).map(|b| &b.def)
+    }
+
+    fn names(&self) -> Vec<&'static str> {
+        let mut names: Vec<_> = self.builtins.iter().map(|b| b.def.name).collect();
+        names.sort_unstable();
+        names
+    }
+}
