@@ -1,0 +1,250 @@
+//! Runs the real `sluice` binary for integration tests, on free ports, with a temp prefix.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+}
+
+/// Options for a gateway under test.
+pub struct GatewayBuilder {
+    bin: PathBuf,
+    config: Option<String>,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    workers: usize,
+    wait_ready: bool,
+    prefix: Option<tempfile::TempDir>,
+}
+
+impl GatewayBuilder {
+    /// The declarative config, written to `<prefix>/kong.yml` and passed with `--config`.
+    pub fn config_yaml(mut self, yaml: &str) -> Self {
+        self.config = Some(yaml.to_string());
+        self
+    }
+
+    /// Start without `--config` (serve from the store, or nothing).
+    pub fn no_config(mut self) -> Self {
+        self.config = None;
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n;
+        self
+    }
+
+    /// Don't wait for `/status/ready` (only for the status listener to answer).
+    pub fn expect_not_ready(mut self) -> Self {
+        self.wait_ready = false;
+        self
+    }
+
+    /// Re-use an existing prefix directory (restart-from-store tests).
+    pub fn prefix_dir(mut self, dir: tempfile::TempDir) -> Self {
+        self.prefix = Some(dir);
+        self
+    }
+
+    /// Starts the process and waits until it is ready; panics with its log if it never is.
+    pub fn start(self) -> Gateway {
+        let prefix = match self.prefix {
+            Some(p) => p,
+            None => tempfile::tempdir().expect("tempdir"),
+        };
+        let mut gw = Gateway {
+            bin: self.bin,
+            prefix,
+            ports: (free_port(), free_port(), free_port()),
+            config: self.config.is_some(),
+            env: self.env,
+            args: self.args,
+            workers: self.workers,
+            child: None,
+        };
+        if let Some(yaml) = &self.config {
+            std::fs::write(gw.prefix().join("kong.yml"), yaml).expect("write config");
+        }
+        gw.spawn(self.wait_ready);
+        gw
+    }
+}
+
+/// A running `sluice start`. Dropping it kills the process.
+pub struct Gateway {
+    bin: PathBuf,
+    prefix: tempfile::TempDir,
+    ports: (u16, u16, u16),
+    config: bool,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    workers: usize,
+    child: Option<Child>,
+}
+
+impl Gateway {
+    pub fn builder(bin: impl AsRef<Path>) -> GatewayBuilder {
+        GatewayBuilder {
+            bin: bin.as_ref().to_path_buf(),
+            config: None,
+            env: Vec::new(),
+            args: Vec::new(),
+            workers: 2,
+            wait_ready: true,
+            prefix: None,
+        }
+    }
+
+    fn spawn(&mut self, wait_ready: bool) {
+        let log = std::fs::File::create(self.log_path()).expect("log file");
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("start");
+        if self.config {
+            cmd.arg("--config").arg(self.prefix().join("kong.yml"));
+        }
+        cmd.args(&self.args)
+            .env("SLUICE_PROXY_LISTEN", format!("127.0.0.1:{}", self.ports.0))
+            .env("SLUICE_ADMIN_LISTEN", format!("127.0.0.1:{}", self.ports.1))
+            .env("SLUICE_STATUS_LISTEN", format!("127.0.0.1:{}", self.ports.2))
+            .env("SLUICE_PREFIX", self.prefix.path())
+            .env("SLUICE_WORKER_THREADS", self.workers.to_string())
+            .env("SLUICE_LOG_LEVEL", "info")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        self.child = Some(cmd.spawn().expect("spawn sluice"));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("sluice exited with {status} before it was ready:\n{}", self.log());
+            }
+            if let Some(code) = status_code(self.ports.2, "/status/ready") {
+                if code == 200 || !wait_ready {
+                    return;
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("sluice was not ready within 15 s:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn proxy_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.ports.0)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.ports.1)
+    }
+
+    pub fn status_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.ports.2)
+    }
+
+    pub fn proxy_port(&self) -> u16 {
+        self.ports.0
+    }
+
+    pub fn prefix(&self) -> &Path {
+        self.prefix.path()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.prefix().join("sluice.log")
+    }
+
+    /// Everything the process wrote to stdout and stderr.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
+    }
+
+    /// Sends a signal by name (`HUP`, `TERM`, `KILL`, ...) with the `kill` command.
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.pid().to_string()).status();
+        assert!(ok.is_ok_and(|s| s.success()), "kill -{sig} failed");
+    }
+
+    /// Waits up to `timeout` for the process to exit and returns its status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Some(status) = child.try_wait().ok().flatten() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops (SIGKILL) and starts again with the same ports and prefix.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn(true);
+    }
+
+    /// Stops the process at once (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Keeps the prefix directory (e.g. to start another gateway on the same store) and stops this one.
+    pub fn into_prefix(mut self) -> tempfile::TempDir {
+        self.kill();
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::mem::replace(&mut self.prefix, dir)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if c.try_wait().ok().flatten().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A blocking GET to 127.0.0.1:port, returning the status code (no HTTP client needed before readiness).
+fn status_code(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
+    let mut buf = [0u8; 32];
+    let n = s.read(&mut buf).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()?.split_whitespace().nth(1)?.parse().ok()
+}

@@ -1,0 +1,31 @@
+//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a launcher for the
+//! real `sluice` binary, an HTTP client and a bounded load loop. Everything binds 127.0.0.1 on ephemeral
+//! ports and cleans up on drop; servers run on their own threads, so any test runtime (or none) can use them.
+
+mod echo;
+mod gateway;
+mod load;
+
+pub use echo::{closed_port, EchoUpstream, SilentServer};
+pub use gateway::{Gateway, GatewayBuilder};
+pub use load::{LoadLoop, LoadStats};
+
+/// A client for tests: no proxy from the environment, HTTP/1.1.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_idle_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .expect("building a reqwest client")
+}
+
+/// A client that speaks HTTP/2 without TLS (h2c, prior knowledge).
+pub fn h2c_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .http2_prior_knowledge()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .expect("building a reqwest client")
+}
