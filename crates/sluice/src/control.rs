@@ -53,12 +53,17 @@ impl Control for NodeControl {
     }
 
     fn node_info(&self) -> NodeInfo {
-        let names = self.loader.registry().names();
+        let registry = self.loader.registry();
+        let plugins_available = registry
+            .names()
+            .into_iter()
+            .filter_map(|name| registry.plugin(name).map(|d| (name.to_string(), d.priority)))
+            .collect();
         NodeInfo {
             version: crate::VERSION.to_string(),
             hostname: self.hostname.clone(),
             node_id: self.node_id,
-            plugins_available: names.iter().map(|s| s.to_string()).collect(),
+            plugins_available,
             configuration: self.settings.to_json(),
         }
     }

@@ -95,7 +95,7 @@ impl Loader {
         };
         let started = Instant::now();
         let config = declarative::parse_value(doc, self.registry.as_ref()).map_err(LoadError::Invalid)?;
-        let hash = config.hash();
+        let hash = config.hash().to_string();
         if check_hash && self.is_ready() && self.live.load().hash() == hash {
             return Ok(Loaded::Unchanged);
         }

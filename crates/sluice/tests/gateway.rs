@@ -117,7 +117,7 @@ async fn sighup_rereads_the_file_and_keeps_the_old_config_on_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_in_flight_requests_and_exits_zero() {
     let upstream = EchoUpstream::start();
-    let gw = Gateway::builder(BIN).config_yaml(&config(upstream.port(), "/api")).start();
+    let mut gw = Gateway::builder(BIN).config_yaml(&config(upstream.port(), "/api")).start();
     let url = gw.proxy_url("/api/slow");
     let slow = tokio::spawn(async move {
         client().get(url).header("x-echo-delay-ms", "800").send().await.map(|r| r.status().as_u16())

@@ -224,6 +224,9 @@ impl Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         if let Some(c) = self.child.as_mut() {
+            if c.try_wait().ok().flatten().is_some() {
+                return;
+            }
             let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(3);
             while Instant::now() < deadline {
