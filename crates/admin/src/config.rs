@@ -13,10 +13,17 @@ pub fn get(control: &dyn Control) -> Reply {
 }
 
 fn flag(query: Option<&str>, name: &str) -> bool {
-    params(query).iter().any(|(k, v)| k == name && matches!(v.as_str(), "1" | "true" | ""))
+    params(query)
+        .iter()
+        .any(|(k, v)| k == name && matches!(v.as_str(), "1" | "true" | ""))
 }
 
-pub async fn post(control: &dyn Control, query: Option<&str>, content_type: &str, body: &[u8]) -> Reply {
+pub async fn post(
+    control: &dyn Control,
+    query: Option<&str>,
+    content_type: &str,
+    body: &[u8],
+) -> Reply {
     let flatten = flag(query, "flatten_errors");
     let doc = match declarative_doc(content_type, body) {
         Ok(doc) => doc,
@@ -30,11 +37,14 @@ pub async fn post(control: &dyn Control, query: Option<&str>, content_type: &str
             return reply::json(StatusCode::BAD_REQUEST, &body);
         }
     };
-    let opts = LoadOptions { check_hash: flag(query, "check_hash") };
+    let opts = LoadOptions {
+        check_hash: flag(query, "check_hash"),
+    };
     match control.load(doc, opts).await {
-        Ok(LoadOutcome::Loaded(config)) => {
-            reply::json(StatusCode::CREATED, &sluice_model::declarative::export(&config))
-        }
+        Ok(LoadOutcome::Loaded(config)) => reply::json(
+            StatusCode::CREATED,
+            &sluice_model::declarative::export(&config),
+        ),
         Ok(LoadOutcome::Unchanged) => {
             let mut r = reply::json(StatusCode::NOT_MODIFIED, &json!({}));
             *r.body_mut() = Default::default();
@@ -53,14 +63,21 @@ pub async fn post(control: &dyn Control, query: Option<&str>, content_type: &str
             reply::json(StatusCode::BAD_REQUEST, &body)
         }
         Err(LoadError::Busy) => {
-            let mut r = reply::message(StatusCode::TOO_MANY_REQUESTS, "Currently loading previous configuration");
-            r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            let mut r = reply::message(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Currently loading previous configuration",
+            );
+            r.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
             r
         }
         Err(LoadError::TooLarge(msg)) => reply::message(StatusCode::PAYLOAD_TOO_LARGE, &msg),
         Err(LoadError::Internal(msg)) => {
             tracing::error!(error = %msg, "POST /config failed");
-            reply::message(StatusCode::INTERNAL_SERVER_ERROR, "An unexpected error occurred")
+            reply::message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "An unexpected error occurred",
+            )
         }
     }
 }

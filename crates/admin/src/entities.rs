@@ -15,22 +15,73 @@ struct Collection {
 }
 
 fn values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
-    items.iter().filter_map(|i| serde_json::to_value(i).ok()).collect()
+    items
+        .iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect()
 }
 
 const COLLECTIONS: &[Collection] = &[
-    Collection { name: "services", keys: &["name"], items: |c| values(&c.services) },
-    Collection { name: "routes", keys: &["name"], items: |c| values(&c.routes) },
-    Collection { name: "upstreams", keys: &["name"], items: |c| values(&c.upstreams) },
-    Collection { name: "targets", keys: &["target"], items: |c| values(&c.targets) },
-    Collection { name: "consumers", keys: &["username", "custom_id"], items: |c| values(&c.consumers) },
-    Collection { name: "plugins", keys: &["instance_name"], items: |c| values(&c.plugins) },
-    Collection { name: "certificates", keys: &[], items: |c| values(&c.certificates) },
-    Collection { name: "snis", keys: &["name"], items: |c| values(&c.snis) },
-    Collection { name: "ca_certificates", keys: &[], items: |c| values(&c.ca_certificates) },
-    Collection { name: "key-auths", keys: &["key"], items: |c| values(&c.keyauth_credentials) },
-    Collection { name: "basic-auths", keys: &["username"], items: |c| values(&c.basicauth_credentials) },
-    Collection { name: "acls", keys: &[], items: |c| values(&c.acls) },
+    Collection {
+        name: "services",
+        keys: &["name"],
+        items: |c| values(&c.services),
+    },
+    Collection {
+        name: "routes",
+        keys: &["name"],
+        items: |c| values(&c.routes),
+    },
+    Collection {
+        name: "upstreams",
+        keys: &["name"],
+        items: |c| values(&c.upstreams),
+    },
+    Collection {
+        name: "targets",
+        keys: &["target"],
+        items: |c| values(&c.targets),
+    },
+    Collection {
+        name: "consumers",
+        keys: &["username", "custom_id"],
+        items: |c| values(&c.consumers),
+    },
+    Collection {
+        name: "plugins",
+        keys: &["instance_name"],
+        items: |c| values(&c.plugins),
+    },
+    Collection {
+        name: "certificates",
+        keys: &[],
+        items: |c| values(&c.certificates),
+    },
+    Collection {
+        name: "snis",
+        keys: &["name"],
+        items: |c| values(&c.snis),
+    },
+    Collection {
+        name: "ca_certificates",
+        keys: &[],
+        items: |c| values(&c.ca_certificates),
+    },
+    Collection {
+        name: "key-auths",
+        keys: &["key"],
+        items: |c| values(&c.keyauth_credentials),
+    },
+    Collection {
+        name: "basic-auths",
+        keys: &["username"],
+        items: |c| values(&c.basicauth_credentials),
+    },
+    Collection {
+        name: "acls",
+        keys: &[],
+        items: |c| values(&c.acls),
+    },
 ];
 
 /// Nested collections: (parent collection, child path, child collection, foreign-key field).
@@ -59,7 +110,13 @@ fn find(items: &[Value], keys: &[&str], needle: &str) -> Option<Value> {
 }
 
 /// Handles `/{collection}[/{item}[/{child}]]`; None when the path is not an entity path.
-pub fn handle(method: &Method, segments: &[&str], query: Option<&str>, path: &str, config: &Config) -> Option<Reply> {
+pub fn handle(
+    method: &Method,
+    segments: &[&str],
+    query: Option<&str>,
+    path: &str,
+    config: &Config,
+) -> Option<Reply> {
     let coll = collection(segments.first()?)?;
     if *method != Method::GET && *method != Method::HEAD {
         let target = match segments {
@@ -78,28 +135,60 @@ pub fn handle(method: &Method, segments: &[&str], query: Option<&str>, path: &st
             let mut names: Vec<String> = config.plugins.iter().map(|p| p.name.clone()).collect();
             names.sort();
             names.dedup();
-            Some(reply::json(StatusCode::OK, &serde_json::json!({ "enabled_plugins": names })))
+            Some(reply::json(
+                StatusCode::OK,
+                &serde_json::json!({ "enabled_plugins": names }),
+            ))
         }
-        [_, key] => Some(find(&items, coll.keys, key).map_or_else(reply::not_found, |v| reply::json(StatusCode::OK, &v))),
+        [_, key] => Some(
+            find(&items, coll.keys, key)
+                .map_or_else(reply::not_found, |v| reply::json(StatusCode::OK, &v)),
+        ),
         [_, key, child] => {
-            let Some(parent) = find(&items, coll.keys, key) else { return Some(reply::not_found()) };
+            let Some(parent) = find(&items, coll.keys, key) else {
+                return Some(reply::not_found());
+            };
             if coll.name == "routes" && *child == "service" {
-                let Some(id) = parent["service"]["id"].as_str() else { return Some(reply::not_found()) };
+                let Some(id) = parent["service"]["id"].as_str() else {
+                    return Some(reply::not_found());
+                };
                 let services = values(&config.services);
-                return Some(find(&services, &[], id).map_or_else(reply::not_found, |v| reply::json(StatusCode::OK, &v)));
+                return Some(
+                    find(&services, &[], id)
+                        .map_or_else(reply::not_found, |v| reply::json(StatusCode::OK, &v)),
+                );
             }
-            let (_, _, real, field) = NESTED.iter().find(|(p, c, _, _)| *p == coll.name && c == child)?;
-            let children: Vec<Value> = collection(real).map(|c| (c.items)(config)).unwrap_or_default();
-            let mine: Vec<Value> = children.into_iter().filter(|c| c[*field]["id"] == parent["id"]).collect();
+            let (_, _, real, field) = NESTED
+                .iter()
+                .find(|(p, c, _, _)| *p == coll.name && c == child)?;
+            let children: Vec<Value> = collection(real)
+                .map(|c| (c.items)(config))
+                .unwrap_or_default();
+            let mine: Vec<Value> = children
+                .into_iter()
+                .filter(|c| c[*field]["id"] == parent["id"])
+                .collect();
             Some(list(path, query, mine))
         }
         [_, key, child, item] => {
-            let Some(parent) = find(&items, coll.keys, key) else { return Some(reply::not_found()) };
-            let (_, _, real, field) = NESTED.iter().find(|(p, c, _, _)| *p == coll.name && c == child)?;
-            let children: Vec<Value> = collection(real).map(|c| (c.items)(config)).unwrap_or_default();
-            let mine: Vec<Value> = children.into_iter().filter(|c| c[*field]["id"] == parent["id"]).collect();
+            let Some(parent) = find(&items, coll.keys, key) else {
+                return Some(reply::not_found());
+            };
+            let (_, _, real, field) = NESTED
+                .iter()
+                .find(|(p, c, _, _)| *p == coll.name && c == child)?;
+            let children: Vec<Value> = collection(real)
+                .map(|c| (c.items)(config))
+                .unwrap_or_default();
+            let mine: Vec<Value> = children
+                .into_iter()
+                .filter(|c| c[*field]["id"] == parent["id"])
+                .collect();
             let keys = collection(real).map_or(&[][..], |c| c.keys);
-            Some(find(&mine, keys, item).map_or_else(reply::not_found, |v| reply::json(StatusCode::OK, &v)))
+            Some(
+                find(&mine, keys, item)
+                    .map_or_else(reply::not_found, |v| reply::json(StatusCode::OK, &v)),
+            )
         }
         _ => None,
     }

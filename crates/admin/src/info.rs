@@ -12,9 +12,17 @@ pub fn root(control: &dyn Control) -> Reply {
     let info = control.node_info();
     let mut available = Map::new();
     for (name, priority) in &info.plugins_available {
-        available.insert(name.clone(), json!({ "version": info.version, "priority": priority }));
+        available.insert(
+            name.clone(),
+            json!({ "version": info.version, "priority": priority }),
+        );
     }
-    let mut enabled: Vec<String> = control.config().plugins.iter().map(|p| p.name.clone()).collect();
+    let mut enabled: Vec<String> = control
+        .config()
+        .plugins
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
     enabled.sort();
     enabled.dedup();
     reply::json(
@@ -55,6 +63,9 @@ pub fn ready(control: &dyn Control) -> Reply {
     if control.is_ready() {
         reply::message(StatusCode::OK, "ready")
     } else {
-        reply::message(StatusCode::SERVICE_UNAVAILABLE, "no configuration available (empty configuration present)")
+        reply::message(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no configuration available (empty configuration present)",
+        )
     }
 }

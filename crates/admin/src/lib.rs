@@ -30,7 +30,11 @@ pub trait Control: Send + Sync + 'static {
     /// A config is live.
     fn is_ready(&self) -> bool;
     /// Validate, compile, store and publish a declarative document.
-    fn load(&self, doc: serde_json::Value, opts: LoadOptions) -> BoxFuture<Result<LoadOutcome, LoadError>>;
+    fn load(
+        &self,
+        doc: serde_json::Value,
+        opts: LoadOptions,
+    ) -> BoxFuture<Result<LoadOutcome, LoadError>>;
     /// Facts for `GET /`.
     fn node_info(&self) -> NodeInfo;
     /// Kong's `server` block of `GET /status` (connection and request counters).

@@ -14,8 +14,14 @@ pub struct ListQuery {
 }
 
 fn decode_offset(s: &str) -> Option<usize> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).ok()?;
-    std::str::from_utf8(&bytes).ok()?.strip_prefix("sluice:")?.parse().ok()
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .ok()?;
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix("sluice:")?
+        .parse()
+        .ok()
 }
 
 fn encode_offset(n: usize) -> String {
@@ -31,7 +37,10 @@ pub fn unescape(s: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                match u8::from_str_radix(
+                    std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"),
+                    16,
+                ) {
                     Ok(b) => {
                         out.push(b);
                         i += 2;
@@ -60,8 +69,14 @@ pub fn params(query: Option<&str>) -> Vec<(String, String)> {
 }
 
 impl ListQuery {
+    #[allow(clippy::result_large_err)] // the error is the finished response; admin path, not hot
     pub fn parse(path: &str, query: Option<&str>) -> Result<ListQuery, Reply> {
-        let mut q = ListQuery { size: 100, start: 0, tags: None, path: path.to_string() };
+        let mut q = ListQuery {
+            size: 100,
+            start: 0,
+            tags: None,
+            path: path.to_string(),
+        };
         for (k, v) in params(query) {
             match k.as_str() {
                 "size" => match v.parse::<usize>() {
@@ -80,7 +95,13 @@ impl ListQuery {
                     Some(n) => q.start = n,
                     None => {
                         let msg = format!("'{v}' is not a valid offset: bad base64 encoding");
-                        return Err(reply::error(StatusCode::BAD_REQUEST, 7, "invalid offset", &msg, json!({})));
+                        return Err(reply::error(
+                            StatusCode::BAD_REQUEST,
+                            7,
+                            "invalid offset",
+                            &msg,
+                            json!({}),
+                        ));
                     }
                 },
                 "tags" => {
@@ -107,8 +128,15 @@ impl ListQuery {
     }
 
     fn tag_match(&self, item: &Value) -> bool {
-        let Some((wanted, all)) = &self.tags else { return true };
-        let tags: Vec<&str> = item["tags"].as_array().into_iter().flatten().filter_map(|t| t.as_str()).collect();
+        let Some((wanted, all)) = &self.tags else {
+            return true;
+        };
+        let tags: Vec<&str> = item["tags"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str())
+            .collect();
         let has = |t: &String| tags.contains(&t.as_str());
         if *all {
             wanted.iter().all(has)
@@ -121,7 +149,10 @@ impl ListQuery {
     pub fn page(&self, items: Vec<Value>) -> Value {
         let filtered: Vec<Value> = items.into_iter().filter(|i| self.tag_match(i)).collect();
         let end = (self.start + self.size).min(filtered.len());
-        let data: Vec<Value> = filtered.get(self.start..end).map(|s| s.to_vec()).unwrap_or_default();
+        let data: Vec<Value> = filtered
+            .get(self.start..end)
+            .map(|s| s.to_vec())
+            .unwrap_or_default();
         if end < filtered.len() {
             let offset = encode_offset(end);
             let mut next = format!("{}?offset={offset}", self.path);

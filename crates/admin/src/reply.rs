@@ -11,7 +11,10 @@ pub type Reply = Response<Full<Bytes>>;
 pub fn json(status: StatusCode, body: &Value) -> Reply {
     let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
     resp
 }
 
@@ -22,7 +25,10 @@ pub fn message(status: StatusCode, msg: &str) -> Reply {
 
 /// Kong's structured error: `{code, name, message, fields}`.
 pub fn error(status: StatusCode, code: u32, name: &str, msg: &str, fields: Value) -> Reply {
-    json(status, &json!({ "code": code, "name": name, "message": msg, "fields": fields }))
+    json(
+        status,
+        &json!({ "code": code, "name": name, "message": msg, "fields": fields }),
+    )
 }
 
 pub fn not_found() -> Reply {
@@ -42,5 +48,11 @@ pub fn dbless_write(method: &http::Method, collection: &str) -> Reply {
         _ => "delete",
     };
     let msg = format!("cannot {verb} '{collection}' entities when not using a database");
-    error(StatusCode::METHOD_NOT_ALLOWED, 12, "operation unsupported", &msg, json!({}))
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        12,
+        "operation unsupported",
+        &msg,
+        json!({}),
+    )
 }

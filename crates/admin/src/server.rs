@@ -53,9 +53,15 @@ async fn serve(
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let control = control.clone();
-                async move { Ok::<_, std::convert::Infallible>(respond(req, control.as_ref(), status_only).await) }
+                async move {
+                    Ok::<_, std::convert::Infallible>(
+                        respond(req, control.as_ref(), status_only).await,
+                    )
+                }
             });
-            let _ = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await;
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
         });
     }
 }
@@ -68,7 +74,10 @@ async fn respond(req: Request<Incoming>, control: &dyn Control, status_only: boo
         h.insert("x-kong-admin-latency", v);
     }
     h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
-    h.insert(http::header::SERVER, HeaderValue::from_static(concat!("sluice/", env!("CARGO_PKG_VERSION"))));
+    h.insert(
+        http::header::SERVER,
+        HeaderValue::from_static(concat!("sluice/", env!("CARGO_PKG_VERSION"))),
+    );
     resp
 }
 
@@ -86,8 +95,12 @@ async fn route(req: Request<Incoming>, control: &dyn Control, status_only: bool)
         ([], false) if get => info::root(control),
         (["config"], false) if get => config::get(control),
         (["config"], false) if method == Method::POST => {
-            let content_type =
-                parts.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            let content_type = parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
             let body = match read_body(body).await {
                 Ok(b) => b,
                 Err(r) => return r,
@@ -97,15 +110,20 @@ async fn route(req: Request<Incoming>, control: &dyn Control, status_only: bool)
         ([] | ["config"] | ["status"], false) => reply::method_not_allowed(),
         _ => {
             let config = control.config();
-            entities::handle(&method, &segments, query.as_deref(), &path, &config).unwrap_or_else(reply::not_found)
+            entities::handle(&method, &segments, query.as_deref(), &path, &config)
+                .unwrap_or_else(reply::not_found)
         }
     }
 }
 
+#[allow(clippy::result_large_err)] // the error is the finished response
 async fn read_body(body: Incoming) -> Result<Bytes, Reply> {
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     match limited.collect().await {
         Ok(b) => Ok(b.to_bytes()),
-        Err(_) => Err(reply::message(http::StatusCode::PAYLOAD_TOO_LARGE, "request body too large")),
+        Err(_) => Err(reply::message(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            "request body too large",
+        )),
     }
 }

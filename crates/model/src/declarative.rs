@@ -26,10 +26,11 @@ pub use export::{export, export_yaml};
 pub fn to_document(text: &str) -> Result<Value, String> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
-        return serde_json::from_str(trimmed).map_err(|e| format!("failed parsing declarative configuration: {e}"));
+        return serde_json::from_str(trimmed)
+            .map_err(|e| format!("failed parsing declarative configuration: {e}"));
     }
-    let doc: Value =
-        serde_yaml::from_str(text).map_err(|e| format!("failed parsing declarative configuration: {e}"))?;
+    let doc: Value = serde_yaml::from_str(text)
+        .map_err(|e| format!("failed parsing declarative configuration: {e}"))?;
     Ok(doc)
 }
 

@@ -103,13 +103,17 @@ fn node_at<'a>(root: &'a mut Value, path: &str) -> &'a mut Value {
         if !node.is_object() {
             *node = Value::Object(Map::new());
         }
-        let Value::Object(map) = node else { unreachable!("just made an object") };
+        let Value::Object(map) = node else {
+            unreachable!("just made an object")
+        };
         node = map.entry(key.to_string()).or_insert(Value::Null);
         if let Some(i) = index {
             if !node.is_array() {
                 *node = Value::Array(Vec::new());
             }
-            let Value::Array(items) = node else { unreachable!("just made an array") };
+            let Value::Array(items) = node else {
+                unreachable!("just made an array")
+            };
             if items.len() <= i {
                 items.resize(i + 1, Value::Null);
             }

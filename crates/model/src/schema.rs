@@ -7,9 +7,9 @@
 
 use serde_json::{Map, Value};
 
-mod validate;
 #[cfg(test)]
 mod tests;
+mod validate;
 
 /// One error on one field. `field` is a dotted path relative to the validated value; `@entity` marks an error
 /// about the whole entity (a cross-field check), as Kong does.
@@ -24,7 +24,10 @@ pub struct FieldError {
 impl FieldError {
     /// An error on `field`.
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError { field: field.into(), message: message.into() }
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     /// An entity-level error (field `@entity`).
@@ -34,8 +37,15 @@ impl FieldError {
 
     /// The same error nested under `prefix` (`prefix.field`; `@entity` becomes `prefix`).
     pub fn nested(self, prefix: &str) -> Self {
-        let field = if self.field == "@entity" { prefix.to_string() } else { format!("{prefix}.{}", self.field) };
-        FieldError { field, message: self.message }
+        let field = if self.field == "@entity" {
+            prefix.to_string()
+        } else {
+            format!("{prefix}.{}", self.field)
+        };
+        FieldError {
+            field,
+            message: self.message,
+        }
     }
 }
 
@@ -101,7 +111,12 @@ pub struct Field {
 
 impl Field {
     fn of(kind: Kind) -> Self {
-        Field { kind, required: false, default: None, rules: Vec::new() }
+        Field {
+            kind,
+            required: false,
+            default: None,
+            rules: Vec::new(),
+        }
     }
     pub fn string() -> Self {
         Field::of(Kind::String)
@@ -171,7 +186,10 @@ impl Field {
 impl Schema {
     /// A schema with these fields and no record checks.
     pub fn new(fields: Vec<(&'static str, Field)>) -> Self {
-        Schema { fields, checks: Vec::new() }
+        Schema {
+            fields,
+            checks: Vec::new(),
+        }
     }
 
     /// Adds a cross-field check.

@@ -39,10 +39,18 @@ pub struct PluginChain {
 
 impl PluginChain {
     pub(crate) fn new(entries: Vec<ChainEntry>) -> Self {
-        let all = || entries.iter().flat_map(|e| e.default.iter().chain(e.by_consumer.values()));
+        let all = || {
+            entries
+                .iter()
+                .flat_map(|e| e.default.iter().chain(e.by_consumer.values()))
+        };
         let needs_request_body = all().any(|p| p.needs_request_body());
         let has_body_filter = all().any(|p| p.has_body_filter());
-        PluginChain { entries, needs_request_body, has_body_filter }
+        PluginChain {
+            entries,
+            needs_request_body,
+            has_body_filter,
+        }
     }
 
     /// No plugin at all: the proxy skips every phase.
@@ -78,7 +86,9 @@ impl PluginChain {
         }
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
-            let Some(p) = entry.pick(consumer.as_ref()) else { continue };
+            let Some(p) = entry.pick(consumer.as_ref()) else {
+                continue;
+            };
             if let Some(resp) = settle(p.access(ctx)).await {
                 return Some(resp);
             }
@@ -101,7 +111,10 @@ impl PluginChain {
         }
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
-            if let Some(p) = entry.pick(consumer.as_ref()).filter(|p| p.has_body_filter()) {
+            if let Some(p) = entry
+                .pick(consumer.as_ref())
+                .filter(|p| p.has_body_filter())
+            {
                 p.body_filter(ctx, chunk, eof);
             }
         }

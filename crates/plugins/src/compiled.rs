@@ -39,9 +39,16 @@ fn rank(p: &sluice_model::Plugin) -> u8 {
 }
 
 impl CompiledPlugins {
-    pub(crate) fn build(registry: &Registry, config: &Config) -> Result<CompiledPlugins, Vec<PluginBuildError>> {
+    pub(crate) fn build(
+        registry: &Registry,
+        config: &Config,
+    ) -> Result<CompiledPlugins, Vec<PluginBuildError>> {
         let credentials = Credentials::build(config);
-        let ctx = BuildCtx { config, credentials: &credentials, state: registry.state() };
+        let ctx = BuildCtx {
+            config,
+            credentials: &credentials,
+            state: registry.state(),
+        };
         let mut errors = Vec::new();
         let mut instances = Vec::new();
         for entity in config.plugins.iter().filter(|p| p.enabled) {
@@ -54,16 +61,32 @@ impl CompiledPlugins {
                 continue;
             };
             match (builtin.factory)(&ctx, entity) {
-                Ok(plugin) => instances.push(Instance { entity, priority: builtin.def.priority, plugin }),
-                Err(message) => errors.push(PluginBuildError { plugin_id: entity.id, name: entity.name.clone(), message }),
+                Ok(plugin) => instances.push(Instance {
+                    entity,
+                    priority: builtin.def.priority,
+                    plugin,
+                }),
+                Err(message) => errors.push(PluginBuildError {
+                    plugin_id: entity.id,
+                    name: entity.name.clone(),
+                    message,
+                }),
             }
         }
         if !errors.is_empty() {
             return Err(errors);
         }
-        let routes = config.routes.iter().map(|r| chain_for(&instances, Some(r))).collect();
+        let routes = config
+            .routes
+            .iter()
+            .map(|r| chain_for(&instances, Some(r)))
+            .collect();
         let global = chain_for(&instances, None);
-        Ok(CompiledPlugins { credentials, routes, global })
+        Ok(CompiledPlugins {
+            credentials,
+            routes,
+            global,
+        })
     }
 
     /// The chain of `config.routes[route_index]`; an empty chain for an unknown index.
@@ -82,7 +105,11 @@ impl CompiledPlugins {
 
     /// An empty set, for the snapshot that exists before any config is loaded.
     pub fn empty() -> CompiledPlugins {
-        CompiledPlugins { credentials: Credentials::default(), routes: Vec::new(), global: PluginChain::default() }
+        CompiledPlugins {
+            credentials: Credentials::default(),
+            routes: Vec::new(),
+            global: PluginChain::default(),
+        }
     }
 }
 
@@ -91,15 +118,22 @@ fn chain_for(instances: &[Instance<'_>], route: Option<&Route>) -> PluginChain {
     let route_id = route.map(|r| r.id);
     let service_id = route.and_then(|r| r.service.map(|s| s.id));
     let applies = |p: &sluice_model::Plugin| {
-        p.route.is_none_or(|r| Some(r.id) == route_id) && p.service.is_none_or(|s| Some(s.id) == service_id)
+        p.route.is_none_or(|r| Some(r.id) == route_id)
+            && p.service.is_none_or(|s| Some(s.id) == service_id)
     };
     let mut by_name: BTreeMap<(i32, &str), Vec<&Instance<'_>>> = BTreeMap::new();
     for inst in instances.iter().filter(|i| applies(i.entity)) {
-        by_name.entry((-inst.priority, inst.entity.name.as_str())).or_default().push(inst);
+        by_name
+            .entry((-inst.priority, inst.entity.name.as_str()))
+            .or_default()
+            .push(inst);
     }
     let mut entries = Vec::new();
     for ((neg_priority, _), candidates) in by_name {
-        let default = candidates.iter().filter(|i| i.entity.consumer.is_none()).min_by_key(|i| rank(i.entity));
+        let default = candidates
+            .iter()
+            .filter(|i| i.entity.consumer.is_none())
+            .min_by_key(|i| rank(i.entity));
         let default_rank = default.map_or(u8::MAX, |d| rank(d.entity));
         let mut by_consumer: HashMap<Uuid, Arc<dyn Plugin>> = HashMap::new();
         let mut best: HashMap<Uuid, (u8, &Instance<'_>)> = HashMap::new();

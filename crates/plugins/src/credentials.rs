@@ -17,7 +17,10 @@ pub struct Credentials {
 
 impl Credentials {
     pub fn build(config: &Config) -> Credentials {
-        let mut c = Credentials { consumers: config.consumers.clone(), ..Default::default() };
+        let mut c = Credentials {
+            consumers: config.consumers.clone(),
+            ..Default::default()
+        };
         for (i, consumer) in config.consumers.iter().enumerate() {
             c.consumer_by_id.insert(consumer.id, i);
             if let Some(u) = &consumer.username {
@@ -31,7 +34,10 @@ impl Credentials {
             c.basic.insert(b.username.clone(), b.clone());
         }
         for a in &config.acls {
-            c.groups.entry(a.consumer.id).or_default().push(a.group.clone());
+            c.groups
+                .entry(a.consumer.id)
+                .or_default()
+                .push(a.group.clone());
         }
         c
     }
@@ -52,7 +58,11 @@ impl Credentials {
     /// a final constant-time comparison guards against early-exit timing on the matched entry.
     pub fn key(&self, key: &str) -> Option<&KeyAuthCredential> {
         let cred = self.keys.get(key)?;
-        bool::from(subtle::ConstantTimeEq::ct_eq(cred.key.as_bytes(), key.as_bytes())).then_some(cred)
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            cred.key.as_bytes(),
+            key.as_bytes(),
+        ))
+        .then_some(cred)
     }
 
     pub fn basic(&self, username: &str) -> Option<&BasicAuthCredential> {

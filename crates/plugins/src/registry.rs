@@ -34,7 +34,11 @@ pub struct PluginBuildError {
 
 impl std::fmt::Display for PluginBuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "plugin '{}' ({}): {}", self.name, self.plugin_id, self.message)
+        write!(
+            f,
+            "plugin '{}' ({}): {}",
+            self.name, self.plugin_id, self.message
+        )
     }
 }
 
@@ -52,7 +56,10 @@ impl Registry {
 
     /// A registry of the given plugins (tests use this with their own plugins).
     pub fn with(builtins: Vec<Builtin>) -> Registry {
-        Registry { builtins, state: Arc::default() }
+        Registry {
+            builtins,
+            state: Arc::default(),
+        }
     }
 
     /// The state shared across snapshots (rate-limit counters).

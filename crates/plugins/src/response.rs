@@ -21,8 +21,15 @@ impl PluginResponse {
     /// A JSON body as given.
     pub fn json(status: StatusCode, body: Bytes) -> Self {
         let mut headers = HeaderMap::new();
-        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
-        PluginResponse { status, headers, body }
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        PluginResponse {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// Adds a header (invalid values are dropped rather than failing the request).

@@ -8,15 +8,20 @@ const SHARDS: usize = 64;
 
 /// Fixed-window counters keyed by a 64-bit hash of (plugin id, identifier, period) and the window start.
 /// Sharded so that concurrent requests rarely share a lock; expired windows are swept lazily.
+type Shard = HashMap<(u64, u64), (u64, Arc<AtomicU64>)>;
+
 pub struct PluginState {
     /// (key, window start) → (window end, count).
-    shards: [Mutex<HashMap<(u64, u64), (u64, Arc<AtomicU64>)>>; SHARDS],
+    shards: [Mutex<Shard>; SHARDS],
     inserts: AtomicU64,
 }
 
 impl Default for PluginState {
     fn default() -> Self {
-        PluginState { shards: std::array::from_fn(|_| Mutex::default()), inserts: AtomicU64::new(0) }
+        PluginState {
+            shards: std::array::from_fn(|_| Mutex::default()),
+            inserts: AtomicU64::new(0),
+        }
     }
 }
 
@@ -30,10 +35,16 @@ impl PluginState {
             match map.get(&(key, window_start)) {
                 Some((_, c)) => c.clone(),
                 None => {
-                    if self.inserts.fetch_add(1, Ordering::Relaxed) % 256 == 0 {
+                    if self
+                        .inserts
+                        .fetch_add(1, Ordering::Relaxed)
+                        .is_multiple_of(256)
+                    {
                         map.retain(|_, (end, _)| *end > now);
                     }
-                    let entry = map.entry((key, window_start)).or_insert_with(|| (window_start + window_len, Arc::default()));
+                    let entry = map
+                        .entry((key, window_start))
+                        .or_insert_with(|| (window_start + window_len, Arc::default()));
                     entry.1.clone()
                 }
             }
@@ -43,20 +54,30 @@ impl PluginState {
 
     /// The current count without counting (for tests and headers).
     pub fn get(&self, key: u64, window_start: u64) -> u64 {
-        let shard = self.shards[(key as usize) % SHARDS].lock().unwrap_or_else(|p| p.into_inner());
-        shard.get(&(key, window_start)).map_or(0, |(_, c)| c.load(Ordering::Acquire))
+        let shard = self.shards[(key as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        shard
+            .get(&(key, window_start))
+            .map_or(0, |(_, c)| c.load(Ordering::Acquire))
     }
 
     /// Drops every counter whose window ended before `now`.
     pub fn sweep(&self, now: u64) {
         for shard in &self.shards {
-            shard.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, (end, _)| *end > now);
+            shard
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|_, (end, _)| *end > now);
         }
     }
 
     /// Number of live counters (for tests of eviction).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len()).sum()
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {

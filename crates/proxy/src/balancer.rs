@@ -22,7 +22,11 @@ pub struct Peer {
 impl Peer {
     pub fn new(host: &str, port: u16) -> Peer {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
-        Peer { host: host.to_string(), port, ip: bare.parse().ok() }
+        Peer {
+            host: host.to_string(),
+            port,
+            ip: bare.parse().ok(),
+        }
     }
 
     /// The socket address, resolving hostnames through the cache.
@@ -45,10 +49,17 @@ pub struct Balancer {
 impl Balancer {
     /// `targets` as (host, port, weight); weight 0 disables a target.
     pub fn new(targets: Vec<(String, u16, u32)>) -> Balancer {
-        let live: Vec<(Peer, u32)> =
-            targets.into_iter().filter(|t| t.2 > 0).map(|(h, p, w)| (Peer::new(&h, p), w)).collect();
+        let live: Vec<(Peer, u32)> = targets
+            .into_iter()
+            .filter(|t| t.2 > 0)
+            .map(|(h, p, w)| (Peer::new(&h, p), w))
+            .collect();
         let schedule = smooth_schedule(&live.iter().map(|(_, w)| *w).collect::<Vec<_>>());
-        Balancer { peers: live.into_iter().map(|(p, _)| p).collect(), schedule, next: AtomicUsize::new(0) }
+        Balancer {
+            peers: live.into_iter().map(|(p, _)| p).collect(),
+            schedule,
+            next: AtomicUsize::new(0),
+        }
     }
 
     /// The next peer in the weighted order (a retry calls again and so gets the next target).
@@ -57,7 +68,8 @@ impl Balancer {
             return None;
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        self.peers.get(self.schedule[n % self.schedule.len()] as usize)
+        self.peers
+            .get(self.schedule[n % self.schedule.len()] as usize)
     }
 }
 
@@ -80,7 +92,10 @@ fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
     let total: i64 = w.iter().sum();
     if total > 10_000 {
         let scale = total as f64 / 10_000.0;
-        w = w.iter().map(|x| ((*x as f64 / scale).round() as i64).max(1)).collect();
+        w = w
+            .iter()
+            .map(|x| ((*x as f64 / scale).round() as i64).max(1))
+            .collect();
     }
     let total: i64 = w.iter().sum();
     let mut current = vec![0i64; w.len()];
@@ -89,7 +104,11 @@ fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
         for (c, wi) in current.iter_mut().zip(&w) {
             *c += wi;
         }
-        let (best, _) = current.iter().enumerate().max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i))).unwrap_or((0, &0));
+        let (best, _) = current
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i)))
+            .unwrap_or((0, &0));
         current[best] -= total;
         out.push(best as u32);
     }
@@ -114,11 +133,16 @@ async fn resolve_cached(host: &str, port: u16) -> Result<SocketAddr, ProxyError>
             }
         }
     }
-    let mut addrs: Vec<SocketAddr> =
-        tokio::net::lookup_host((host, port)).await.map_err(|_| ProxyError::NameResolution)?.collect();
+    let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|_| ProxyError::NameResolution)?
+        .collect();
     addrs.sort_by_key(|a| a.is_ipv6());
     let first = *addrs.first().ok_or(ProxyError::NameResolution)?;
-    cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key, (addrs, Instant::now()));
+    cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, (addrs, Instant::now()));
     Ok(first)
 }
 
@@ -139,7 +163,10 @@ mod tests {
 
     #[test]
     fn weight_zero_targets_are_skipped() {
-        let b = Balancer::new(vec![("10.0.0.1".into(), 80, 0), ("10.0.0.2".into(), 80, 10)]);
+        let b = Balancer::new(vec![
+            ("10.0.0.1".into(), 80, 0),
+            ("10.0.0.2".into(), 80, 10),
+        ]);
         for _ in 0..5 {
             assert_eq!(b.pick().unwrap().host, "10.0.0.2");
         }

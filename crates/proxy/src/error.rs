@@ -32,9 +32,13 @@ impl ProxyError {
     pub fn status(&self) -> StatusCode {
         match self {
             ProxyError::NoRoute => StatusCode::NOT_FOUND,
-            ProxyError::NoService | ProxyError::NoPeer | ProxyError::NameResolution => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::NoService | ProxyError::NoPeer | ProxyError::NameResolution => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ProxyError::HttpsRequired => StatusCode::UPGRADE_REQUIRED,
-            ProxyError::HttpsRedirect { status, .. } => StatusCode::from_u16(*status).unwrap_or(StatusCode::MOVED_PERMANENTLY),
+            ProxyError::HttpsRedirect { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::MOVED_PERMANENTLY)
+            }
             ProxyError::BadGateway => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -75,7 +79,10 @@ impl ProxyError {
                 format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<error>\n  <message>{message}</message>\n  <requestid>{request_id}</requestid>\n</error>\n"),
             )
         } else if accept.contains("text/plain") {
-            ("text/plain; charset=utf-8", format!("{message}\nrequest_id: {request_id}\n"))
+            (
+                "text/plain; charset=utf-8",
+                format!("{message}\nrequest_id: {request_id}\n"),
+            )
         } else {
             (
                 "application/json; charset=utf-8",
@@ -85,11 +92,20 @@ impl ProxyError {
         let mut resp = Response::new(Bytes::from(body));
         *resp.status_mut() = self.status();
         let h = resp.headers_mut();
-        h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        h.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        );
         match &self {
             ProxyError::HttpsRequired => {
-                h.insert(http::header::CONNECTION, HeaderValue::from_static("Upgrade"));
-                h.insert(http::header::UPGRADE, HeaderValue::from_static("TLS/1.2, HTTP/1.1"));
+                h.insert(
+                    http::header::CONNECTION,
+                    HeaderValue::from_static("Upgrade"),
+                );
+                h.insert(
+                    http::header::UPGRADE,
+                    HeaderValue::from_static("TLS/1.2, HTTP/1.1"),
+                );
             }
             ProxyError::HttpsRedirect { location, .. } => {
                 if let Ok(v) = HeaderValue::from_str(location) {

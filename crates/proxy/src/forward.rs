@@ -4,8 +4,16 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::net::IpAddr;
 
 /// Headers that describe one connection, never forwarded (RFC 9110 §7.6.1, plus the common non-standard ones).
-const HOP_BY_HOP: [&str; 8] =
-    ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate"];
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authenticate",
+];
 
 /// Removes hop-by-hop headers, including those named in `Connection`.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -48,7 +56,9 @@ pub fn client_ip(headers: &HeaderMap, peer: IpAddr, trusted: &dyn Fn(IpAddr) -> 
     if !trusted(peer) {
         return peer;
     }
-    let Some(xff) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) else { return peer };
+    let Some(xff) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) else {
+        return peer;
+    };
     xff.rsplit(',')
         .filter_map(|s| s.trim().parse::<IpAddr>().ok())
         .find(|ip| !trusted(*ip))
@@ -134,8 +144,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", "7.7.7.7, 10.0.0.2".parse().unwrap());
         let trusted = |ip: IpAddr| ip.to_string().starts_with("10.");
-        assert_eq!(client_ip(&h, "10.0.0.1".parse().unwrap(), &trusted), "7.7.7.7".parse::<IpAddr>().unwrap());
-        assert_eq!(client_ip(&h, "8.8.8.8".parse().unwrap(), &trusted), "8.8.8.8".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            client_ip(&h, "10.0.0.1".parse().unwrap(), &trusted),
+            "7.7.7.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            client_ip(&h, "8.8.8.8".parse().unwrap(), &trusted),
+            "8.8.8.8".parse::<IpAddr>().unwrap()
+        );
     }
 
     #[test]

@@ -47,7 +47,11 @@ fn insert(headers: &mut HeaderMap, name: &'static str, value: &str) {
 }
 
 /// Serves one request on the snapshot that is live when it arrives.
-pub async fn handle(req: Request<Incoming>, conn: ConnInfo, shared: &Shared) -> Response<ResponseBody> {
+pub async fn handle(
+    req: Request<Incoming>,
+    conn: ConnInfo,
+    shared: &Shared,
+) -> Response<ResponseBody> {
     let started = Instant::now();
     let snapshot = shared.snapshot.load_full();
     let id_bytes = request_id::next();
@@ -56,7 +60,10 @@ pub async fn handle(req: Request<Incoming>, conn: ConnInfo, shared: &Shared) -> 
     match proxy(req, conn, shared, &snapshot, request_id, started).await {
         Ok(resp) => resp,
         Err(err) => {
-            if matches!(err, ProxyError::BadGateway | ProxyError::Timeout | ProxyError::Internal) {
+            if matches!(
+                err,
+                ProxyError::BadGateway | ProxyError::Timeout | ProxyError::Internal
+            ) {
                 tracing::warn!(request_id, error = %err, "upstream failure");
             }
             let resp = err.into_response(accept.as_ref(), request_id).map(full);
@@ -110,7 +117,9 @@ async fn proxy(
         headers: &parts.headers,
         sni: None,
     });
-    let Some(found) = found else { return Err(ProxyError::NoRoute) };
+    let Some(found) = found else {
+        return Err(ProxyError::NoRoute);
+    };
     let info = &snap.routes[found.id];
     let route = &snap.config().routes[found.id];
     if conn.scheme == "http" && !info.accepts_http {
@@ -124,12 +133,19 @@ async fn proxy(
             location: format!("https://{bare_host}{pq}"),
         });
     }
-    let Some(service_index) = info.service else { return Err(ProxyError::NoService) };
+    let Some(service_index) = info.service else {
+        return Err(ProxyError::NoService);
+    };
     let svc = &snap.services[service_index];
     let service = &snap.config().services[service_index];
-    let strip_len = if info.strip_path { found.matched_path.map_or(0, |m| m.len) } else { 0 };
+    let strip_len = if info.strip_path {
+        found.matched_path.map_or(0, |m| m.len)
+    } else {
+        0
+    };
 
-    let trusted = |ip: std::net::IpAddr| shared.settings.trusted_ips.iter().any(|n| n.contains(&ip));
+    let trusted =
+        |ip: std::net::IpAddr| shared.settings.trusted_ips.iter().any(|n| n.contains(&ip));
     let peer_trusted = trusted(conn.peer.ip());
     let client_ip = forward::client_ip(&parts.headers, conn.peer.ip(), &trusted);
 
@@ -163,7 +179,9 @@ async fn proxy(
             started_wall: SystemTime::now(),
         };
         if let Some(resp) = chain.access(&mut c).await {
-            return Ok(plugin_response(resp, chain, &mut c, shared, request_id, started));
+            return Ok(plugin_response(
+                resp, chain, &mut c, shared, request_id, started,
+            ));
         }
         if let Some(body) = c.body.take() {
             upstream_body = pool::full_body(body);
@@ -178,7 +196,9 @@ async fn proxy(
         Some(q) => format!("{up_path}?{q}"),
         None => up_path,
     };
-    parts.uri = pq.parse::<Uri>().map_err(|_| ProxyError::BadRequest("invalid request path"))?;
+    parts.uri = pq
+        .parse::<Uri>()
+        .map_err(|_| ProxyError::BadRequest("invalid request path"))?;
     parts.version = Version::HTTP_11;
     forward::strip_hop_by_hop(&mut parts.headers);
     let stripped = (strip_len > 0).then(|| &path[..strip_len]);
@@ -208,7 +228,8 @@ async fn proxy(
     }
 
     let proxy_latency = started.elapsed();
-    let (resp, conn_used, upstream_started) = send(Request::from_parts(parts, upstream_body), svc).await?;
+    let (resp, conn_used, upstream_started) =
+        send(Request::from_parts(parts, upstream_body), svc).await?;
     let upstream_latency = upstream_started.elapsed();
 
     let (mut rparts, incoming) = resp.into_parts();
@@ -220,25 +241,49 @@ async fn proxy(
     forward::strip_hop_by_hop(&mut rparts.headers);
     let h = shared.settings.headers;
     if h.via {
-        rparts.headers.append(http::header::VIA, HeaderValue::from_static(concat!("1.1 ", "sluice/", env!("CARGO_PKG_VERSION"))));
+        rparts.headers.append(
+            http::header::VIA,
+            HeaderValue::from_static(concat!("1.1 ", "sluice/", env!("CARGO_PKG_VERSION"))),
+        );
     }
     if h.upstream_latency {
-        insert(&mut rparts.headers, "x-kong-upstream-latency", &ms(upstream_latency));
+        insert(
+            &mut rparts.headers,
+            "x-kong-upstream-latency",
+            &ms(upstream_latency),
+        );
     }
     if h.proxy_latency {
-        insert(&mut rparts.headers, "x-kong-proxy-latency", &ms(proxy_latency));
+        insert(
+            &mut rparts.headers,
+            "x-kong-proxy-latency",
+            &ms(proxy_latency),
+        );
     }
     if h.request_id {
         insert(&mut rparts.headers, "x-kong-request-id", request_id);
     }
     let upstream_addr = conn_used.addr;
-    let body = PooledBody::new(incoming, conn_used, reusable).map_err(box_err).boxed();
+    let body = PooledBody::new(incoming, conn_used, reusable)
+        .map_err(box_err)
+        .boxed();
     if let Some(mut c) = ctx {
-        for (name, value) in c.response_headers.drain().filter_map(|(n, v)| n.map(|n| (n, v))) {
+        for (name, value) in c
+            .response_headers
+            .drain()
+            .filter_map(|(n, v)| n.map(|n| (n, v)))
+        {
             rparts.headers.insert(name, value);
         }
         chain.header_filter(&mut c, &mut rparts);
-        let record = log_record(&rparts, "upstream", started, proxy_latency, Some(upstream_latency), Some(upstream_addr));
+        let record = log_record(
+            &rparts,
+            "upstream",
+            started,
+            proxy_latency,
+            Some(upstream_latency),
+            Some(upstream_addr),
+        );
         chain.log(&c, &record);
     }
     Ok(Response::from_parts(rparts, body))
@@ -340,12 +385,21 @@ fn plugin_response(
     let mut response = Response::new(());
     *response.status_mut() = resp.status;
     *response.headers_mut() = resp.headers;
-    for (name, value) in ctx.response_headers.drain().filter_map(|(n, v)| n.map(|n| (n, v))) {
+    for (name, value) in ctx
+        .response_headers
+        .drain()
+        .filter_map(|(n, v)| n.map(|n| (n, v)))
+    {
         response.headers_mut().insert(name, value);
     }
     let (mut parts, ()) = response.into_parts();
     chain.header_filter(ctx, &mut parts);
     let record = log_record(&parts, "plugin", started, started.elapsed(), None, None);
     chain.log(ctx, &record);
-    gateway_headers(Response::from_parts(parts, full(resp.body)), shared, request_id, started)
+    gateway_headers(
+        Response::from_parts(parts, full(resp.body)),
+        shared,
+        request_id,
+        started,
+    )
 }

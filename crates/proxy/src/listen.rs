@@ -26,14 +26,21 @@ pub fn parse_listen(value: &str) -> Result<Vec<ListenAddr>, String> {
             .ok()
             .and_then(|mut a| a.next())
             .ok_or_else(|| format!("'{addr}' is not an address:port"))?;
-        let mut listen = ListenAddr { addr, ssl: false, http2: false, backlog: 16384 };
+        let mut listen = ListenAddr {
+            addr,
+            ssl: false,
+            http2: false,
+            backlog: 16384,
+        };
         for flag in words {
             match flag {
                 "ssl" => listen.ssl = true,
                 "http2" => listen.http2 = true,
                 "reuseport" | "deferred" | "bind" | "proxy_protocol" => {}
                 f if f.starts_with("backlog=") => {
-                    listen.backlog = f[8..].parse().map_err(|_| format!("invalid backlog in '{item}'"))?;
+                    listen.backlog = f[8..]
+                        .parse()
+                        .map_err(|_| format!("invalid backlog in '{item}'"))?;
                 }
                 f if f.starts_with("so_keepalive=") || f.starts_with("ipv6only=") => {}
                 other => return Err(format!("unknown listen flag '{other}' in '{item}'")),
@@ -46,7 +53,11 @@ pub fn parse_listen(value: &str) -> Result<Vec<ListenAddr>, String> {
 
 /// A non-blocking listener with `SO_REUSEPORT`, so every worker can bind the same address.
 pub(crate) fn bind(listen: &ListenAddr) -> std::io::Result<std::net::TcpListener> {
-    let socket = Socket::new(Domain::for_address(listen.addr), Type::STREAM, Some(Protocol::TCP))?;
+    let socket = Socket::new(
+        Domain::for_address(listen.addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_nodelay(true)?;
@@ -62,12 +73,15 @@ mod tests {
 
     #[test]
     fn parses_kong_listen_syntax() {
-        let l = parse_listen("0.0.0.0:8000 reuseport backlog=16384, 127.0.0.1:8443 http2 ssl").unwrap();
+        let l =
+            parse_listen("0.0.0.0:8000 reuseport backlog=16384, 127.0.0.1:8443 http2 ssl").unwrap();
         assert_eq!(l.len(), 2);
         assert_eq!(l[0].addr, "0.0.0.0:8000".parse().unwrap());
         assert!(!l[0].ssl && l[1].ssl && l[1].http2);
         assert!(parse_listen("off").unwrap().is_empty());
         assert!(parse_listen("nonsense").is_err());
-        assert!(parse_listen("127.0.0.1:1 bogus").unwrap_err().contains("bogus"));
+        assert!(parse_listen("127.0.0.1:1 bogus")
+            .unwrap_err()
+            .contains("bogus"));
     }
 }

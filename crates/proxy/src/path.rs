@@ -8,7 +8,12 @@
 //!   loses one slash.
 
 /// Builds the upstream path (without the query string).
-pub fn upstream_path(service_path: Option<&str>, request_path: &str, strip_len: usize, v1: bool) -> String {
+pub fn upstream_path(
+    service_path: Option<&str>,
+    request_path: &str,
+    strip_len: usize,
+    v1: bool,
+) -> String {
     let rest = request_path.get(strip_len..).unwrap_or("");
     let base = service_path.unwrap_or("/");
     let mut out = String::with_capacity(base.len() + rest.len() + 1);
@@ -49,7 +54,11 @@ mod tests {
             (None, "/", 1, false, "/"),
         ];
         for (svc, req, strip, v1, want) in table {
-            assert_eq!(upstream_path(*svc, req, *strip, *v1), *want, "{svc:?} {req} strip {strip} v1 {v1}");
+            assert_eq!(
+                upstream_path(*svc, req, *strip, *v1),
+                *want,
+                "{svc:?} {req} strip {strip} v1 {v1}"
+            );
         }
     }
 }

@@ -75,22 +75,32 @@ pub struct Conn {
 /// An idle pooled connection to `addr`, or a new one.
 pub async fn checkout(addr: SocketAddr, connect_timeout: Duration) -> Result<Conn, ProxyError> {
     if let Some(sender) = take_idle(addr) {
-        return Ok(Conn { sender, addr, reused: true });
+        return Ok(Conn {
+            sender,
+            addr,
+            reused: true,
+        });
     }
-    let stream = match tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr)).await {
-        Err(_) => return Err(ProxyError::Timeout),
-        Ok(Err(_)) => return Err(ProxyError::BadGateway),
-        Ok(Ok(s)) => s,
-    };
+    let stream =
+        match tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr)).await {
+            Err(_) => return Err(ProxyError::Timeout),
+            Ok(Err(_)) => return Err(ProxyError::BadGateway),
+            Ok(Ok(s)) => s,
+        };
     let _ = stream.set_nodelay(true);
-    let (sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|_| ProxyError::BadGateway)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|_| ProxyError::BadGateway)?;
     tokio::spawn(async move {
         if let Err(e) = conn.await {
             tracing::debug!(error = %e, "upstream connection ended");
         }
     });
-    Ok(Conn { sender, addr, reused: false })
+    Ok(Conn {
+        sender,
+        addr,
+        reused: false,
+    })
 }
 
 fn take_idle(addr: SocketAddr) -> Option<SendRequest<UpstreamBody>> {
@@ -99,7 +109,8 @@ fn take_idle(addr: SocketAddr) -> Option<SendRequest<UpstreamBody>> {
         let timeout = p.idle_timeout;
         let queue = p.idle.get_mut(&addr)?;
         while let Some(idle) = queue.pop_back() {
-            if idle.since.elapsed() < timeout && idle.sender.is_ready() && !idle.sender.is_closed() {
+            if idle.since.elapsed() < timeout && idle.sender.is_ready() && !idle.sender.is_closed()
+            {
                 return Some(idle.sender);
             }
         }
@@ -116,7 +127,10 @@ fn checkin(addr: SocketAddr, sender: SendRequest<UpstreamBody>) {
         let max = p.max_idle;
         let queue = p.idle.entry(addr).or_default();
         if queue.len() < max {
-            queue.push_back(Idle { sender, since: Instant::now() });
+            queue.push_back(Idle {
+                sender,
+                since: Instant::now(),
+            });
         }
     });
 }
@@ -130,7 +144,10 @@ pub struct PooledBody {
 impl PooledBody {
     /// `reusable` is false when the response said `Connection: close`.
     pub fn new(inner: Incoming, conn: Conn, reusable: bool) -> Self {
-        let mut body = PooledBody { inner, conn: reusable.then_some((conn.addr, conn.sender)) };
+        let mut body = PooledBody {
+            inner,
+            conn: reusable.then_some((conn.addr, conn.sender)),
+        };
         if body.inner.is_end_stream() {
             // An empty body may never be polled: the connection is free already.
             body.release();
@@ -149,7 +166,10 @@ impl Body for PooledBody {
     type Data = Bytes;
     type Error = hyper::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(None) => self.release(),

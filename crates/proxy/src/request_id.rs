@@ -7,7 +7,10 @@ thread_local! {
 }
 
 fn seed() -> (u64, u64) {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     let thread = std::thread::current().id();
     let mut h = std::hash::DefaultHasher::new();
     std::hash::Hash::hash(&(t, thread, std::process::id()), &mut h);
@@ -24,7 +27,12 @@ pub fn next() -> [u8; 32] {
     let mixed = (counter ^ prefix.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut out = [0u8; 32];
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for (i, b) in prefix.to_be_bytes().iter().chain(mixed.to_be_bytes().iter()).enumerate() {
+    for (i, b) in prefix
+        .to_be_bytes()
+        .iter()
+        .chain(mixed.to_be_bytes().iter())
+        .enumerate()
+    {
         out[i * 2] = HEX[(b >> 4) as usize];
         out[i * 2 + 1] = HEX[(b & 15) as usize];
     }

@@ -69,7 +69,10 @@ pub struct ProxyServer {
 impl ProxyServer {
     /// Binds every listen address once per worker (`SO_REUSEPORT`) and starts the workers. A port of 0 is
     /// resolved by the first worker and reused by the others, so tests can ask for an ephemeral port.
-    pub fn start(settings: ProxySettings, snapshot: SharedSnapshot) -> std::io::Result<ProxyServer> {
+    pub fn start(
+        settings: ProxySettings,
+        snapshot: SharedSnapshot,
+    ) -> std::io::Result<ProxyServer> {
         let mut plain: Vec<ListenAddr> = Vec::new();
         for listen in &settings.listen {
             if listen.ssl {
@@ -98,14 +101,23 @@ impl ProxyServer {
         let settings = Arc::new(settings);
         let mut handles = Vec::new();
         for (i, listeners) in per_worker.into_iter().enumerate() {
-            let shared = Shared { snapshot: snapshot.clone(), settings: settings.clone(), counters: counters.clone() };
+            let shared = Shared {
+                snapshot: snapshot.clone(),
+                settings: settings.clone(),
+                counters: counters.clone(),
+            };
             let stop_rx = stop.subscribe();
             let handle = std::thread::Builder::new()
                 .name(format!("sluice-worker-{i}"))
                 .spawn(move || run_worker(listeners, shared, stop_rx))?;
             handles.push(handle);
         }
-        Ok(ProxyServer { addrs, stop, workers: handles, counters })
+        Ok(ProxyServer {
+            addrs,
+            stop,
+            workers: handles,
+            counters,
+        })
     }
 
     /// The bound proxy addresses (with real ports when 0 was asked for).
@@ -131,14 +143,20 @@ fn run_worker(
     shared: Shared,
     mut stop: watch::Receiver<Option<Duration>>,
 ) {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "cannot start a worker runtime");
             return;
         }
     };
-    pool::configure(shared.settings.upstream_keepalive, shared.settings.upstream_idle_timeout);
+    pool::configure(
+        shared.settings.upstream_keepalive,
+        shared.settings.upstream_idle_timeout,
+    );
     let shared = Arc::new(shared);
     runtime.block_on(async move {
         let graceful = Arc::new(GracefulShutdown::new());
@@ -151,7 +169,12 @@ fn run_worker(
                     continue;
                 }
             };
-            accept_tasks.push(tokio::spawn(accept_loop(listener, port, shared.clone(), graceful.clone())));
+            accept_tasks.push(tokio::spawn(accept_loop(
+                listener,
+                port,
+                shared.clone(),
+                graceful.clone(),
+            )));
         }
         let grace = loop {
             if let Some(grace) = *stop.borrow_and_update() {
@@ -192,14 +215,20 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         shared.counters.accepted.fetch_add(1, Ordering::Relaxed);
         shared.counters.handled.fetch_add(1, Ordering::Relaxed);
-        let info = ConnInfo { peer, local_port, scheme: "http" };
+        let info = ConnInfo {
+            peer,
+            local_port,
+            scheme: "http",
+        };
         let conn_shared = shared.clone();
         let service = service_fn(move |req| {
             let shared = conn_shared.clone();
             shared.counters.requests.fetch_add(1, Ordering::Relaxed);
             async move { Ok::<_, std::convert::Infallible>(handler::handle(req, info, &shared).await) }
         });
-        let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
+        let conn = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .into_owned();
         let conn = graceful.watch(conn);
         let counters = shared.counters.clone();
         counters.active.fetch_add(1, Ordering::Relaxed);

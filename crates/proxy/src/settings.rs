@@ -43,7 +43,8 @@ pub struct HeaderSettings {
 
 impl Default for HeaderSettings {
     fn default() -> Self {
-        HeaderSettings::parse("server_tokens, latency_tokens, X-Kong-Request-Id").unwrap_or(HeaderSettings::OFF)
+        HeaderSettings::parse("server_tokens, latency_tokens, X-Kong-Request-Id")
+            .unwrap_or(HeaderSettings::OFF)
     }
 }
 
@@ -65,7 +66,9 @@ impl HeaderSettings {
             match item.to_ascii_lowercase().as_str() {
                 "off" => return Ok(HeaderSettings::OFF),
                 "server_tokens" => (h.via, h.server) = (true, true),
-                "latency_tokens" => (h.upstream_latency, h.proxy_latency, h.response_latency) = (true, true, true),
+                "latency_tokens" => {
+                    (h.upstream_latency, h.proxy_latency, h.response_latency) = (true, true, true)
+                }
                 "via" => h.via = true,
                 "server" => h.server = true,
                 "x-kong-upstream-latency" => h.upstream_latency = true,

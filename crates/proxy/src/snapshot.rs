@@ -62,7 +62,8 @@ impl Snapshot {
     pub fn empty() -> Snapshot {
         Snapshot {
             config: Arc::new(Config::default()),
-            router: Router::build(Vec::new()).unwrap_or_else(|_| unreachable!("an empty router always builds")),
+            router: Router::build(Vec::new())
+                .unwrap_or_else(|_| unreachable!("an empty router always builds")),
             routes: Vec::new(),
             services: Vec::new(),
             plugins: CompiledPlugins::empty(),
@@ -81,7 +82,11 @@ impl Snapshot {
                 methods: r.methods.clone().unwrap_or_default(),
                 hosts: r.hosts.clone().unwrap_or_default(),
                 paths: r.paths.clone().unwrap_or_default(),
-                headers: r.headers.clone().map(|h| h.into_iter().collect()).unwrap_or_default(),
+                headers: r
+                    .headers
+                    .clone()
+                    .map(|h| h.into_iter().collect())
+                    .unwrap_or_default(),
                 snis: r.snis.clone().unwrap_or_default(),
                 regex_priority: r.regex_priority,
                 created_order: i as u64,
@@ -89,10 +94,18 @@ impl Snapshot {
             .collect();
         let mut errors = Vec::new();
         let router = Router::build(specs).map_err(|errs| {
-            errs.into_iter().map(|e| format!("route {}: {}", config.routes[e.route].id, e.message)).collect::<Vec<_>>()
+            errs.into_iter()
+                .map(|e| format!("route {}: {}", config.routes[e.route].id, e.message))
+                .collect::<Vec<_>>()
         });
-        let plugins = registry.compile(&config).map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>());
-        let services: Vec<ServiceInfo> = config.services.iter().map(|s| service_info(&config, s)).collect();
+        let plugins = registry
+            .compile(&config)
+            .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+        let services: Vec<ServiceInfo> = config
+            .services
+            .iter()
+            .map(|s| service_info(&config, s))
+            .collect();
         let routes = config
             .routes
             .iter()
@@ -102,7 +115,9 @@ impl Snapshot {
                 preserve_host: r.preserve_host,
                 path_handling_v1: r.path_handling == "v1",
                 https_redirect_status: r.https_redirect_status_code,
-                service: r.service.and_then(|s| config.services.iter().position(|x| x.id == s.id)),
+                service: r
+                    .service
+                    .and_then(|s| config.services.iter().position(|x| x.id == s.id)),
             })
             .collect();
         let (router, plugins) = match (router, plugins) {
@@ -113,7 +128,14 @@ impl Snapshot {
                 return Err(CompileError(errors));
             }
         };
-        Ok(Snapshot { config, router, routes, services, plugins, compile_duration: started.elapsed() })
+        Ok(Snapshot {
+            config,
+            router,
+            routes,
+            services,
+            plugins,
+            compile_duration: started.elapsed(),
+        })
     }
 
     pub fn config(&self) -> &Arc<Config> {
@@ -132,7 +154,10 @@ impl Snapshot {
 }
 
 fn service_info(config: &Config, s: &sluice_model::Service) -> ServiceInfo {
-    let upstream = config.upstreams.iter().find(|u| u.name.eq_ignore_ascii_case(&s.host));
+    let upstream = config
+        .upstreams
+        .iter()
+        .find(|u| u.name.eq_ignore_ascii_case(&s.host));
     let (balancer, host_header) = match upstream {
         Some(u) => {
             let targets = config
@@ -144,11 +169,18 @@ fn service_info(config: &Config, s: &sluice_model::Service) -> ServiceInfo {
                     Some((host.to_string(), port.parse().ok()?, t.weight))
                 })
                 .collect();
-            (Balancer::new(targets), u.host_header.clone().or_else(|| Some(u.name.clone())))
+            (
+                Balancer::new(targets),
+                u.host_header.clone().or_else(|| Some(u.name.clone())),
+            )
         }
         None => {
             let default_port = if s.protocol == "https" { 443 } else { 80 };
-            let host = if s.port == default_port { s.host.clone() } else { format!("{}:{}", s.host, s.port) };
+            let host = if s.port == default_port {
+                s.host.clone()
+            } else {
+                format!("{}:{}", s.host, s.port)
+            };
             (Balancer::new(vec![(s.host.clone(), s.port, 1)]), Some(host))
         }
     };

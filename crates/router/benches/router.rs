@@ -10,8 +10,16 @@ fn routes(n: usize) -> Vec<RouteSpec> {
         .map(|i| RouteSpec {
             id: i,
             created_order: i as u64,
-            paths: vec![if i % 100 == 99 { format!("~/re{i}/(?<id>\\d+)$") } else { format!("/r{i}") }],
-            hosts: if i % 10 == 0 { vec![format!("h{i}.example.com")] } else { vec![] },
+            paths: vec![if i % 100 == 99 {
+                format!("~/re{i}/(?<id>\\d+)$")
+            } else {
+                format!("/r{i}")
+            }],
+            hosts: if i % 10 == 0 {
+                vec![format!("h{i}.example.com")]
+            } else {
+                vec![]
+            },
             ..Default::default()
         })
         .collect()
@@ -20,7 +28,9 @@ fn routes(n: usize) -> Vec<RouteSpec> {
 fn bench(c: &mut Criterion) {
     let headers = HeaderMap::new();
     for n in [10usize, 10_000] {
-        c.bench_function(&format!("build/{n}"), |b| b.iter(|| Router::build(black_box(routes(n))).unwrap()));
+        c.bench_function(&format!("build/{n}"), |b| {
+            b.iter(|| Router::build(black_box(routes(n))).unwrap())
+        });
         let router = Router::build(routes(n)).unwrap();
         for (label, path) in [
             ("first", "/r1/x".to_string()),
@@ -30,7 +40,13 @@ fn bench(c: &mut Criterion) {
         ] {
             c.bench_function(&format!("match/{n}/{label}"), |b| {
                 b.iter(|| {
-                    let req = RequestParts { method: "GET", host: "example.com", path: &path, headers: &headers, sni: None };
+                    let req = RequestParts {
+                        method: "GET",
+                        host: "example.com",
+                        path: &path,
+                        headers: &headers,
+                        sni: None,
+                    };
                     black_box(router.find(black_box(&req)))
                 })
             });

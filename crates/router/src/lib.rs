@@ -94,7 +94,10 @@ impl Router {
         for spec in &specs {
             match CompiledRoute::compile(spec) {
                 Ok(r) => routes.push(r),
-                Err(e) => errors.extend(e.into_iter().map(|message| BuildError { route: spec.id, message })),
+                Err(e) => errors.extend(e.into_iter().map(|message| BuildError {
+                    route: spec.id,
+                    message,
+                })),
             }
         }
         if !errors.is_empty() {
@@ -105,14 +108,23 @@ impl Router {
         let mut scanned = Vec::new();
         for (rank, (route, path)) in candidates.iter().enumerate() {
             match path.map(|p| &routes[*route as usize].paths[p as usize]) {
-                Some(PathMatcher::Prefix(prefix)) => prefixes.entry(prefix.as_str().into()).or_default().push(rank as u32),
+                Some(PathMatcher::Prefix(prefix)) => prefixes
+                    .entry(prefix.as_str().into())
+                    .or_default()
+                    .push(rank as u32),
                 _ => scanned.push(rank as u32),
             }
         }
         let mut prefix_lengths: Vec<usize> = prefixes.keys().map(|k| k.len()).collect();
         prefix_lengths.sort_unstable();
         prefix_lengths.dedup();
-        Ok(Router { routes, candidates, prefixes, prefix_lengths, scanned })
+        Ok(Router {
+            routes,
+            candidates,
+            prefixes,
+            prefix_lengths,
+            scanned,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -131,8 +143,12 @@ impl Router {
             if len > path.len() {
                 break;
             }
-            let Some(prefix) = req.path.get(..len) else { continue };
-            let Some(ranks) = self.prefixes.get(prefix) else { continue };
+            let Some(prefix) = req.path.get(..len) else {
+                continue;
+            };
+            let Some(ranks) = self.prefixes.get(prefix) else {
+                continue;
+            };
             for &rank in ranks {
                 if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                     break;
@@ -165,9 +181,19 @@ impl Router {
             None => (None, None),
             Some(p) => {
                 let (len, captures) = route.paths[p as usize].matches(req.path)?;
-                (Some(MatchedPath { len, regex: captures.is_some() }), captures)
+                (
+                    Some(MatchedPath {
+                        len,
+                        regex: captures.is_some(),
+                    }),
+                    captures,
+                )
             }
         };
-        Some(Match { id: route.id, matched_path, captures })
+        Some(Match {
+            id: route.id,
+            matched_path,
+            captures,
+        })
     }
 }

@@ -60,7 +60,8 @@ impl CompiledRoute {
         }
         let mut headers = Vec::new();
         for (name, values) in &spec.headers {
-            let Ok(header) = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) else {
+            let Ok(header) = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+            else {
                 errors.push(format!("invalid header name '{name}'"));
                 continue;
             };
@@ -92,7 +93,9 @@ impl CompiledRoute {
     }
 
     pub fn has_wildcard_host(&self) -> bool {
-        self.hosts.iter().any(|h| !matches!(h, HostMatcher::Exact { .. }))
+        self.hosts
+            .iter()
+            .any(|h| !matches!(h, HostMatcher::Exact { .. }))
     }
 
     /// How many kinds of fields the route matches on (Kong's first priority rule).
@@ -120,7 +123,9 @@ impl CompiledRoute {
                 })
             })
             && (self.snis.is_empty()
-                || req.sni.is_none_or(|sni| self.snis.iter().any(|s| s.eq_ignore_ascii_case(sni))))
+                || req
+                    .sni
+                    .is_none_or(|sni| self.snis.iter().any(|s| s.eq_ignore_ascii_case(sni))))
     }
 }
 
@@ -132,11 +137,17 @@ impl PathMatcher {
             PathMatcher::Regex(re) => {
                 let caps = re.captures(path)?;
                 let len = caps.get(0).map_or(0, |m| m.end());
-                let unnamed = caps.iter().map(|m| m.map(|m| m.as_str().to_string())).collect();
+                let unnamed = caps
+                    .iter()
+                    .map(|m| m.map(|m| m.as_str().to_string()))
+                    .collect();
                 let named = re
                     .capture_names()
                     .flatten()
-                    .filter_map(|n| caps.name(n).map(|m| (n.to_string(), m.as_str().to_string())))
+                    .filter_map(|n| {
+                        caps.name(n)
+                            .map(|m| (n.to_string(), m.as_str().to_string()))
+                    })
                     .collect();
                 Some((len, Some(Captures { unnamed, named })))
             }
@@ -174,11 +185,20 @@ fn host_matcher(h: &str) -> HostMatcher {
     let lower = h.to_ascii_lowercase();
     let (name, port) = split_port(&lower);
     if let Some(suffix) = name.strip_prefix('*') {
-        HostMatcher::Suffix { suffix: suffix.to_string(), port }
+        HostMatcher::Suffix {
+            suffix: suffix.to_string(),
+            port,
+        }
     } else if let Some(prefix) = name.strip_suffix('*') {
-        HostMatcher::Prefix { prefix: prefix.to_string(), port }
+        HostMatcher::Prefix {
+            prefix: prefix.to_string(),
+            port,
+        }
     } else {
-        HostMatcher::Exact { host: name.to_string(), port }
+        HostMatcher::Exact {
+            host: name.to_string(),
+            port,
+        }
     }
 }
 
@@ -187,7 +207,8 @@ fn starts_with_ci(s: &str, prefix: &str) -> bool {
 }
 
 fn ends_with_ci(s: &str, suffix: &str) -> bool {
-    s.len() >= suffix.len() && s.as_bytes()[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+    s.len() >= suffix.len()
+        && s.as_bytes()[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
 }
 
 impl HostMatcher {

@@ -11,9 +11,22 @@ use std::cmp::Reverse;
 pub(crate) fn ranked(routes: &[CompiledRoute]) -> Vec<(u32, Option<u32>)> {
     let mut keyed = Vec::new();
     for (ri, route) in routes.iter().enumerate() {
-        let base = (Reverse(route.field_count()), route.has_wildcard_host(), Reverse(route.headers.len()));
+        let base = (
+            Reverse(route.field_count()),
+            route.has_wildcard_host(),
+            Reverse(route.headers.len()),
+        );
         if route.paths.is_empty() {
-            keyed.push(((base, 2u8, Reverse(0i64), Reverse(0usize), route.created_order), (ri as u32, None)));
+            keyed.push((
+                (
+                    base,
+                    2u8,
+                    Reverse(0i64),
+                    Reverse(0usize),
+                    route.created_order,
+                ),
+                (ri as u32, None),
+            ));
         }
         for (pi, path) in route.paths.iter().enumerate() {
             let (kind, regex_priority, len) = match path {
@@ -21,11 +34,17 @@ pub(crate) fn ranked(routes: &[CompiledRoute]) -> Vec<(u32, Option<u32>)> {
                 PathMatcher::Prefix(p) => (1u8, 0, p.len()),
             };
             keyed.push((
-                (base, kind, Reverse(regex_priority), Reverse(len), route.created_order),
+                (
+                    base,
+                    kind,
+                    Reverse(regex_priority),
+                    Reverse(len),
+                    route.created_order,
+                ),
                 (ri as u32, Some(pi as u32)),
             ));
         }
     }
-    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.sort_by_key(|k| k.0);
     keyed.into_iter().map(|(_, c)| c).collect()
 }

@@ -5,34 +5,72 @@ use super::*;
 use http::HeaderMap;
 
 fn spec(id: usize) -> RouteSpec {
-    RouteSpec { id, created_order: id as u64, ..Default::default() }
+    RouteSpec {
+        id,
+        created_order: id as u64,
+        ..Default::default()
+    }
 }
 
 fn paths(id: usize, p: &[&str]) -> RouteSpec {
-    RouteSpec { paths: p.iter().map(|s| s.to_string()).collect(), ..spec(id) }
+    RouteSpec {
+        paths: p.iter().map(|s| s.to_string()).collect(),
+        ..spec(id)
+    }
 }
 
-fn find(router: &Router, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> Option<usize> {
+fn find(
+    router: &Router,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Option<usize> {
     let mut map = HeaderMap::new();
     for (k, v) in headers {
-        map.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        map.append(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
     }
-    router.find(&RequestParts { method, host, path, headers: &map, sni: None }).map(|m| m.id)
+    router
+        .find(&RequestParts {
+            method,
+            host,
+            path,
+            headers: &map,
+            sni: None,
+        })
+        .map(|m| m.id)
 }
 
-type Case = (&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)], Option<usize>);
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    Option<usize>,
+);
 
 fn check(routes: Vec<RouteSpec>, cases: &[Case]) {
     let router = Router::build(routes).unwrap();
     for (method, host, path, headers, want) in cases {
-        assert_eq!(find(&router, method, host, path, headers), *want, "{method} {host}{path} {headers:?}");
+        assert_eq!(
+            find(&router, method, host, path, headers),
+            *want,
+            "{method} {host}{path} {headers:?}"
+        );
     }
 }
 
 #[test]
 fn prefix_paths_longest_wins_and_plain_prefix_semantics() {
     check(
-        vec![paths(0, &["/"]), paths(1, &["/api"]), paths(2, &["/api/v1"])],
+        vec![
+            paths(0, &["/"]),
+            paths(1, &["/api"]),
+            paths(2, &["/api/v1"]),
+        ],
         &[
             ("GET", "h", "/", &[], Some(0)),
             ("GET", "h", "/apix", &[], Some(1)),
@@ -51,31 +89,65 @@ fn regex_beats_prefix_and_regex_priority_orders_regexes() {
     high.regex_priority = 5;
     check(
         vec![paths(0, &["/users/1"]), low, high],
-        &[("GET", "h", "/users/1", &[], Some(2)), ("GET", "h", "/users/x", &[], None)],
+        &[
+            ("GET", "h", "/users/1", &[], Some(2)),
+            ("GET", "h", "/users/x", &[], None),
+        ],
     );
 }
 
 #[test]
 fn more_fields_win_then_plain_hosts_over_wildcards_then_more_headers() {
-    let with_host = RouteSpec { hosts: vec!["example.com".into()], ..paths(1, &["/"]) };
-    let with_method = RouteSpec { methods: vec!["POST".into()], ..with_host.clone() };
+    let with_host = RouteSpec {
+        hosts: vec!["example.com".into()],
+        ..paths(1, &["/"])
+    };
+    let with_method = RouteSpec {
+        methods: vec!["POST".into()],
+        ..with_host.clone()
+    };
     check(
-        vec![paths(0, &["/"]), with_host, RouteSpec { id: 2, created_order: 2, ..with_method }],
+        vec![
+            paths(0, &["/"]),
+            with_host,
+            RouteSpec {
+                id: 2,
+                created_order: 2,
+                ..with_method
+            },
+        ],
         &[
             ("GET", "example.com", "/", &[], Some(1)),
             ("POST", "example.com", "/", &[], Some(2)),
             ("POST", "other.com", "/", &[], Some(0)),
         ],
     );
-    let wild = RouteSpec { hosts: vec!["*.example.com".into()], ..spec(0) };
-    let plain = RouteSpec { hosts: vec!["a.example.com".into()], ..spec(1) };
+    let wild = RouteSpec {
+        hosts: vec!["*.example.com".into()],
+        ..spec(0)
+    };
+    let plain = RouteSpec {
+        hosts: vec!["a.example.com".into()],
+        ..spec(1)
+    };
     check(
         vec![wild, plain],
-        &[("GET", "a.example.com", "/", &[], Some(1)), ("GET", "b.example.com", "/", &[], Some(0))],
+        &[
+            ("GET", "a.example.com", "/", &[], Some(1)),
+            ("GET", "b.example.com", "/", &[], Some(0)),
+        ],
     );
-    let one = RouteSpec { headers: vec![("x-a".into(), vec!["1".into()])], ..spec(0) };
-    let two =
-        RouteSpec { headers: vec![("x-a".into(), vec!["1".into()]), ("x-b".into(), vec!["2".into()])], ..spec(1) };
+    let one = RouteSpec {
+        headers: vec![("x-a".into(), vec!["1".into()])],
+        ..spec(0)
+    };
+    let two = RouteSpec {
+        headers: vec![
+            ("x-a".into(), vec!["1".into()]),
+            ("x-b".into(), vec!["2".into()]),
+        ],
+        ..spec(1)
+    };
     check(
         vec![one, two],
         &[
@@ -88,8 +160,14 @@ fn more_fields_win_then_plain_hosts_over_wildcards_then_more_headers() {
 
 #[test]
 fn older_route_wins_a_full_tie() {
-    let a = RouteSpec { created_order: 5, ..paths(0, &["/same"]) };
-    let b = RouteSpec { created_order: 3, ..paths(1, &["/same"]) };
+    let a = RouteSpec {
+        created_order: 5,
+        ..paths(0, &["/same"])
+    };
+    let b = RouteSpec {
+        created_order: 3,
+        ..paths(1, &["/same"])
+    };
     check(vec![a, b], &[("GET", "h", "/same", &[], Some(1))]);
 }
 
@@ -97,17 +175,33 @@ fn older_route_wins_a_full_tie() {
 fn each_path_of_a_route_ranks_at_its_own_length() {
     check(
         vec![paths(0, &["/a", "/b/c/d"]), paths(1, &["/b/c"])],
-        &[("GET", "h", "/b/c/d/e", &[], Some(0)), ("GET", "h", "/b/c/x", &[], Some(1)), ("GET", "h", "/a", &[], Some(0))],
+        &[
+            ("GET", "h", "/b/c/d/e", &[], Some(0)),
+            ("GET", "h", "/b/c/x", &[], Some(1)),
+            ("GET", "h", "/a", &[], Some(0)),
+        ],
     );
 }
 
 #[test]
 fn hosts_ports_wildcards_and_case() {
     let routes = vec![
-        RouteSpec { hosts: vec!["Example.COM".into()], ..spec(0) },
-        RouteSpec { hosts: vec!["api.test:8080".into()], ..spec(1) },
-        RouteSpec { hosts: vec!["shop.*".into()], ..spec(2) },
-        RouteSpec { hosts: vec!["*.deep.org".into()], ..spec(3) },
+        RouteSpec {
+            hosts: vec!["Example.COM".into()],
+            ..spec(0)
+        },
+        RouteSpec {
+            hosts: vec!["api.test:8080".into()],
+            ..spec(1)
+        },
+        RouteSpec {
+            hosts: vec!["shop.*".into()],
+            ..spec(2)
+        },
+        RouteSpec {
+            hosts: vec!["*.deep.org".into()],
+            ..spec(3)
+        },
     ];
     check(
         routes,
@@ -127,8 +221,14 @@ fn hosts_ports_wildcards_and_case() {
 #[test]
 fn methods_and_header_regexes() {
     let routes = vec![
-        RouteSpec { methods: vec!["GET".into(), "HEAD".into()], ..paths(0, &["/m"]) },
-        RouteSpec { headers: vec![("x-version".into(), vec!["~*^v[12]$".into(), "beta".into()])], ..spec(1) },
+        RouteSpec {
+            methods: vec!["GET".into(), "HEAD".into()],
+            ..paths(0, &["/m"])
+        },
+        RouteSpec {
+            headers: vec![("x-version".into(), vec!["~*^v[12]$".into(), "beta".into()])],
+            ..spec(1)
+        },
     ];
     check(
         routes,
@@ -138,7 +238,13 @@ fn methods_and_header_regexes() {
             ("get", "h", "/m", &[], None),
             ("GET", "h", "/", &[("x-version", "V2")], Some(1)),
             ("GET", "h", "/", &[("x-version", "BETA")], Some(1)),
-            ("GET", "h", "/", &[("x-version", "v3"), ("x-version", "v1")], Some(1)),
+            (
+                "GET",
+                "h",
+                "/",
+                &[("x-version", "v3"), ("x-version", "v1")],
+                Some(1),
+            ),
             ("GET", "h", "/", &[("x-version", "v3")], None),
         ],
     );
@@ -146,16 +252,55 @@ fn methods_and_header_regexes() {
 
 #[test]
 fn matched_path_and_captures() {
-    let router = Router::build(vec![paths(0, &["/api"]), paths(1, &["~/u/(?<id>\\d+)/(\\w+)"])]).unwrap();
+    let router = Router::build(vec![
+        paths(0, &["/api"]),
+        paths(1, &["~/u/(?<id>\\d+)/(\\w+)"]),
+    ])
+    .unwrap();
     let h = HeaderMap::new();
-    let m = router.find(&RequestParts { method: "GET", host: "", path: "/api/x", headers: &h, sni: None }).unwrap();
-    assert_eq!(m.matched_path, Some(MatchedPath { len: 4, regex: false }));
+    let m = router
+        .find(&RequestParts {
+            method: "GET",
+            host: "",
+            path: "/api/x",
+            headers: &h,
+            sni: None,
+        })
+        .unwrap();
+    assert_eq!(
+        m.matched_path,
+        Some(MatchedPath {
+            len: 4,
+            regex: false
+        })
+    );
     assert!(m.captures.is_none());
-    let m = router.find(&RequestParts { method: "GET", host: "", path: "/u/42/abc/rest", headers: &h, sni: None }).unwrap();
-    assert_eq!(m.matched_path, Some(MatchedPath { len: 9, regex: true }));
+    let m = router
+        .find(&RequestParts {
+            method: "GET",
+            host: "",
+            path: "/u/42/abc/rest",
+            headers: &h,
+            sni: None,
+        })
+        .unwrap();
+    assert_eq!(
+        m.matched_path,
+        Some(MatchedPath {
+            len: 9,
+            regex: true
+        })
+    );
     let caps = m.captures.unwrap();
     assert_eq!(caps.named, vec![("id".to_string(), "42".to_string())]);
-    assert_eq!(caps.unnamed, vec![Some("/u/42/abc".into()), Some("42".into()), Some("abc".into())]);
+    assert_eq!(
+        caps.unnamed,
+        vec![
+            Some("/u/42/abc".into()),
+            Some("42".into()),
+            Some("abc".into())
+        ]
+    );
 }
 
 #[test]
@@ -163,7 +308,12 @@ fn empty_router_and_bad_regexes() {
     let router = Router::build(vec![]).unwrap();
     assert!(router.is_empty());
     assert_eq!(find(&router, "GET", "h", "/", &[]), None);
-    let errs = Router::build(vec![paths(0, &["~/ok"]), paths(7, &["~/(unclosed", "~/[z-a]"])]).err().unwrap();
+    let errs = Router::build(vec![
+        paths(0, &["~/ok"]),
+        paths(7, &["~/(unclosed", "~/[z-a]"]),
+    ])
+    .err()
+    .unwrap();
     assert_eq!(errs.len(), 2);
     assert!(errs.iter().all(|e| e.route == 7));
 }
@@ -171,7 +321,13 @@ fn empty_router_and_bad_regexes() {
 /// The linear reference: the best candidate by the same rules, computed without any index.
 fn reference(routes: &[matcher::CompiledRoute], path: &str, host: &str) -> Option<usize> {
     let h = HeaderMap::new();
-    let req = RequestParts { method: "GET", host, path, headers: &h, sni: None };
+    let req = RequestParts {
+        method: "GET",
+        host,
+        path,
+        headers: &h,
+        sni: None,
+    };
     priority::ranked(routes).into_iter().find_map(|(ri, pi)| {
         let r = &routes[ri as usize];
         let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
@@ -196,7 +352,9 @@ fn indexed_router_agrees_with_linear_reference() {
             s.created_order = next(10);
             for _ in 0..next(3) {
                 let depth = 1 + next(3);
-                let p: String = (0..depth).map(|_| format!("/{}", segs[next(5) as usize])).collect();
+                let p: String = (0..depth)
+                    .map(|_| format!("/{}", segs[next(5) as usize]))
+                    .collect();
                 if next(4) == 0 {
                     s.paths.push(format!("~{p}(/\\d+)?$"));
                     s.regex_priority = next(3) as i64;
@@ -205,20 +363,31 @@ fn indexed_router_agrees_with_linear_reference() {
                 }
             }
             if next(3) == 0 {
-                s.hosts.push(["x.com", "*.com", "y.*"][next(3) as usize].into());
+                s.hosts
+                    .push(["x.com", "*.com", "y.*"][next(3) as usize].into());
             }
             if s.paths.is_empty() && s.hosts.is_empty() {
                 s.methods.push("GET".into());
             }
             specs.push(s);
         }
-        let compiled: Vec<_> = specs.iter().map(|s| matcher::CompiledRoute::compile(s).unwrap()).collect();
+        let compiled: Vec<_> = specs
+            .iter()
+            .map(|s| matcher::CompiledRoute::compile(s).unwrap())
+            .collect();
         let router = Router::build(specs).unwrap();
         for _ in 0..60 {
             let depth = next(4);
-            let path: String = (0..depth).map(|_| format!("/{}", segs[next(5) as usize])).collect::<String>() + "/1";
+            let path: String = (0..depth)
+                .map(|_| format!("/{}", segs[next(5) as usize]))
+                .collect::<String>()
+                + "/1";
             let host = ["x.com", "y.org", "z.com"][next(3) as usize];
-            assert_eq!(find(&router, "GET", host, &path, &[]), reference(&compiled, &path, host), "{host}{path}");
+            assert_eq!(
+                find(&router, "GET", host, &path, &[]),
+                reference(&compiled, &path, host),
+                "{host}{path}"
+            );
         }
     }
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 /// Prints every error (exit 1) or a one-line summary (exit 0).
 pub fn run(file: &Path) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let registry = Registry::builtin();
     let doc = match declarative::to_document(&text) {
         Ok(doc) => doc,
@@ -28,7 +29,10 @@ pub fn run(file: &Path) -> Result<ExitCode> {
     };
     let summary = config.summary();
     if let Err(e) = Snapshot::compile(Arc::new(config), &registry) {
-        eprintln!("{}: the config validates but does not compile: {e}", file.display());
+        eprintln!(
+            "{}: the config validates but does not compile: {e}",
+            file.display()
+        );
         return Ok(ExitCode::FAILURE);
     }
     println!("{}: valid ({summary})", file.display());

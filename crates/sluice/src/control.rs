@@ -25,7 +25,9 @@ impl Control for NodeControl {
     }
 
     fn config_hash(&self) -> Option<String> {
-        self.loader.is_ready().then(|| self.loader.snapshot().load().hash().to_string())
+        self.loader
+            .is_ready()
+            .then(|| self.loader.snapshot().load().hash().to_string())
     }
 
     fn is_ready(&self) -> bool {
@@ -36,18 +38,25 @@ impl Control for NodeControl {
         &self,
         doc: serde_json::Value,
         opts: LoadOptions,
-    ) -> Pin<Box<dyn Future<Output = Result<LoadOutcome, sluice_admin::LoadError>> + Send + 'static>> {
+    ) -> Pin<Box<dyn Future<Output = Result<LoadOutcome, sluice_admin::LoadError>> + Send + 'static>>
+    {
         let loader = self.loader.clone();
         Box::pin(async move {
-            let result = tokio::task::spawn_blocking(move || loader.load_doc(doc, opts.check_hash, false)).await;
+            let result =
+                tokio::task::spawn_blocking(move || loader.load_doc(doc, opts.check_hash, false))
+                    .await;
             match result {
                 Ok(Ok(Loaded::Applied(config))) => Ok(LoadOutcome::Loaded(config)),
                 Ok(Ok(Loaded::Unchanged)) => Ok(LoadOutcome::Unchanged),
-                Ok(Err(LoadError::Invalid(errors))) => Err(sluice_admin::LoadError::Invalid(errors)),
+                Ok(Err(LoadError::Invalid(errors))) => {
+                    Err(sluice_admin::LoadError::Invalid(errors))
+                }
                 Ok(Err(LoadError::Busy)) => Err(sluice_admin::LoadError::Busy),
                 Ok(Err(LoadError::TooLarge(msg))) => Err(sluice_admin::LoadError::TooLarge(msg)),
                 Ok(Err(other)) => Err(sluice_admin::LoadError::Internal(other.to_string())),
-                Err(join) => Err(sluice_admin::LoadError::Internal(format!("config load task failed: {join}"))),
+                Err(join) => Err(sluice_admin::LoadError::Internal(format!(
+                    "config load task failed: {join}"
+                ))),
             }
         })
     }
@@ -57,7 +66,11 @@ impl Control for NodeControl {
         let plugins_available = registry
             .names()
             .into_iter()
-            .filter_map(|name| registry.plugin(name).map(|d| (name.to_string(), d.priority)))
+            .filter_map(|name| {
+                registry
+                    .plugin(name)
+                    .map(|d| (name.to_string(), d.priority))
+            })
             .collect();
         NodeInfo {
             version: crate::VERSION.to_string(),

@@ -83,7 +83,12 @@ impl Loader {
 
     /// Loads a parsed declarative document. With `wait` false a concurrent load makes this fail with
     /// [`LoadError::Busy`] instead of queueing (Kong's 429).
-    pub fn load_doc(&self, doc: serde_json::Value, check_hash: bool, wait: bool) -> Result<Loaded, LoadError> {
+    pub fn load_doc(
+        &self,
+        doc: serde_json::Value,
+        check_hash: bool,
+        wait: bool,
+    ) -> Result<Loaded, LoadError> {
         let _guard = if wait {
             self.loading.lock().unwrap_or_else(|p| p.into_inner())
         } else {
@@ -94,15 +99,16 @@ impl Loader {
             }
         };
         let started = Instant::now();
-        let config = declarative::parse_value(doc, self.registry.as_ref()).map_err(LoadError::Invalid)?;
+        let config =
+            declarative::parse_value(doc, self.registry.as_ref()).map_err(LoadError::Invalid)?;
         let hash = config.hash().to_string();
         if check_hash && self.is_ready() && self.live.load().hash() == hash {
             return Ok(Loaded::Unchanged);
         }
         let parsed = started.elapsed();
         let config = Arc::new(config);
-        let snapshot =
-            Snapshot::compile(config.clone(), &self.registry).map_err(|e| LoadError::Compile(e.to_string()))?;
+        let snapshot = Snapshot::compile(config.clone(), &self.registry)
+            .map_err(|e| LoadError::Compile(e.to_string()))?;
         let compiled = started.elapsed();
         commit(&self.store, &config, &hash)?;
         self.publish(snapshot);
@@ -119,34 +125,46 @@ impl Loader {
 
     /// Loads a declarative file (YAML or JSON).
     pub fn load_file(&self, path: &std::path::Path) -> Result<Loaded, anyhow::Error> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read declarative config {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!("cannot read declarative config {}: {e}", path.display())
+        })?;
         let doc = declarative::to_document(&text)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        self.load_doc(doc, false, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        self.load_doc(doc, false, true)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     /// Serves the last config committed to the store, if there is one. Returns whether one was loaded.
     pub fn load_from_store(&self) -> Result<bool, anyhow::Error> {
         let path = self.store.path().display().to_string();
-        let Some(stored) = self.store.load().map_err(|e| anyhow::anyhow!("reading the config store {path}: {e}"))?
+        let Some(stored) = self
+            .store
+            .load()
+            .map_err(|e| anyhow::anyhow!("reading the config store {path}: {e}"))?
         else {
             return Ok(false);
         };
         let mut doc = serde_json::Map::new();
-        doc.insert("_format_version".into(), stored.format_version.clone().into());
+        doc.insert(
+            "_format_version".into(),
+            stored.format_version.clone().into(),
+        );
         doc.insert("_transform".into(), false.into());
         for (kind, bodies) in stored.entities {
             let mut items = Vec::with_capacity(bodies.len());
             for body in bodies {
-                let value: serde_json::Value = serde_json::from_slice(&body)
-                    .map_err(|e| anyhow::anyhow!("the config store {path} holds an unreadable {kind} record: {e}"))?;
+                let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the config store {path} holds an unreadable {kind} record: {e}"
+                    )
+                })?;
                 items.push(value);
             }
             doc.insert(kind, items.into());
         }
-        let config = declarative::parse_value(doc.into(), self.registry.as_ref())
-            .map_err(|e| anyhow::anyhow!("the config in the store {path} is no longer valid:\n{e}"))?;
+        let config = declarative::parse_value(doc.into(), self.registry.as_ref()).map_err(|e| {
+            anyhow::anyhow!("the config in the store {path} is no longer valid:\n{e}")
+        })?;
         let snapshot = Snapshot::compile(Arc::new(config), &self.registry)
             .map_err(|e| anyhow::anyhow!("the config in the store {path} does not compile: {e}"))?;
         self.publish(snapshot);
@@ -160,53 +178,78 @@ impl Loader {
     }
 }
 
-/// Writes the whole config to the store in one transaction, as the flat declarative export.
-fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
-    let doc = declarative::export(config);
+/// One entity of the flat export, owned, before it is lent to the store as an [`EntityRecord`].
+struct Row {
+    kind: String,
+    id: String,
+    body: Vec<u8>,
+    unique: Vec<(&'static str, String)>,
+    foreign: Vec<(String, String)>,
+}
+
+/// Foreign-key fields of the export, whose `{"id": ...}` values the store indexes.
+const FOREIGN_FIELDS: [&str; 5] = ["service", "route", "consumer", "upstream", "certificate"];
+
+fn rows(doc: &serde_json::Value) -> Result<Vec<Row>, LoadError> {
+    let mut rows = Vec::new();
     let Some(map) = doc.as_object() else {
-        return Err(LoadError::Store("declarative export is not an object".into()));
+        return Err(LoadError::Store(
+            "declarative export is not an object".into(),
+        ));
     };
-    let mut owned: Vec<(&str, String, Vec<u8>, Vec<(&'static str, String)>, Vec<(String, String)>)> = Vec::new();
     for (kind, items) in map {
-        let Some(items) = items.as_array() else { continue };
-        for item in items {
-            let id = item.get("id").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        for item in items.as_array().into_iter().flatten() {
+            let text = |f: &str| item.get(f).and_then(|v| v.as_str()).map(String::from);
             let body = serde_json::to_vec(item).map_err(|e| LoadError::Store(e.to_string()))?;
-            let mut unique = Vec::new();
-            for field in ["name", "username", "custom_id", "key"] {
-                if let Some(v) = item.get(field).and_then(|v| v.as_str()) {
-                    unique.push((field, v.to_string()));
-                }
-            }
-            let mut foreign = Vec::new();
-            for (field, value) in item.as_object().into_iter().flatten() {
-                let target = value.get("id").and_then(|v| v.as_str()).or_else(|| {
-                    matches!(field.as_str(), "service" | "route" | "consumer" | "upstream" | "certificate")
-                        .then(|| value.as_str())
-                        .flatten()
-                });
-                if let Some(target) = target {
-                    foreign.push((field.clone(), target.to_string()));
-                }
-            }
-            owned.push((kind.as_str(), id, body, unique, foreign));
+            let unique = ["name", "username", "custom_id", "key"]
+                .into_iter()
+                .filter_map(|f| text(f).map(|v| (f, v)))
+                .collect();
+            let foreign = FOREIGN_FIELDS
+                .into_iter()
+                .filter_map(|f| {
+                    item.get(f)?
+                        .get("id")?
+                        .as_str()
+                        .map(|id| (f.to_string(), id.to_string()))
+                })
+                .collect();
+            rows.push(Row {
+                kind: kind.clone(),
+                id: text("id").unwrap_or_default(),
+                body,
+                unique,
+                foreign,
+            });
         }
     }
-    let records: Vec<EntityRecord<'_>> = owned
+    Ok(rows)
+}
+
+/// Writes the whole config to the store in one transaction, as the flat declarative export.
+fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
+    let rows = rows(&declarative::export(config))?;
+    let records: Vec<EntityRecord<'_>> = rows
         .iter()
-        .map(|(kind, id, body, unique, foreign)| EntityRecord {
-            kind,
-            id,
-            body,
-            unique: unique.iter().map(|(f, v)| (*f, v.clone())).collect(),
-            foreign: foreign.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        .map(|r| EntityRecord {
+            kind: &r.kind,
+            id: &r.id,
+            body: &r.body,
+            unique: r.unique.clone(),
+            foreign: r
+                .foreign
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
         })
         .collect();
-    store.replace_all(hash, &config.format_version, &records).map_err(|e| match e {
-        StoreError::Full { .. } => LoadError::TooLarge(format!(
-            "the configuration does not fit the store ({}); raise lmdb_map_size",
-            store.path().display()
-        )),
-        other => LoadError::Store(format!("could not commit the configuration: {other}")),
-    })
+    store
+        .replace_all(hash, &config.format_version, &records)
+        .map_err(|e| match e {
+            StoreError::Full { .. } => LoadError::TooLarge(format!(
+                "Configuration does not fit in the LMDB store ({}); consider raising lmdb_map_size",
+                store.path().display()
+            )),
+            other => LoadError::Store(format!("could not commit the configuration: {other}")),
+        })
 }

@@ -82,7 +82,9 @@ fn main() -> ExitCode {
             println!("sluice {VERSION}");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Config { command: ConfigCommand::Check { file } } => check::run(&file),
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => check::run(&file),
         Command::Start(args) => run::start(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {

@@ -29,8 +29,16 @@ pub fn start(args: StartArgs) -> Result<()> {
     std::fs::create_dir_all(&settings.prefix)
         .with_context(|| format!("cannot create prefix {}", settings.prefix.display()))?;
 
-    let store = Store::open(&settings.lmdb_environment_path, settings.lmdb_map_size as usize)
-        .with_context(|| format!("cannot open the config store {}", settings.lmdb_environment_path.display()))?;
+    let store = Store::open(
+        &settings.lmdb_environment_path,
+        settings.lmdb_map_size as usize,
+    )
+    .with_context(|| {
+        format!(
+            "cannot open the config store {}",
+            settings.lmdb_environment_path.display()
+        )
+    })?;
     let loader = Arc::new(Loader::new(Arc::new(Registry::builtin()), store));
     match &settings.declarative_config {
         Some(file) => {
@@ -44,14 +52,16 @@ pub fn start(args: StartArgs) -> Result<()> {
     }
 
     let proxy_settings = ProxySettings {
-        listen: parse_listen(&settings.proxy_listen).map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?,
+        listen: parse_listen(&settings.proxy_listen)
+            .map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?,
         workers: settings.worker_threads,
         trusted_ips: parse_trusted_ips(&settings.trusted_ips)?,
         headers: sluice_proxy::HeaderSettings::parse(&settings.headers)
             .map_err(|e| anyhow::anyhow!("headers: {e}"))?,
         ..ProxySettings::default()
     };
-    let proxy = ProxyServer::start(proxy_settings, loader.snapshot()).context("starting the proxy listeners")?;
+    let proxy = ProxyServer::start(proxy_settings, loader.snapshot())
+        .context("starting the proxy listeners")?;
     for addr in proxy.local_addrs() {
         tracing::info!(%addr, "proxy listening");
     }
@@ -81,9 +91,10 @@ pub fn start(args: StartArgs) -> Result<()> {
 /// Serves the admin and status listeners and handles signals until SIGTERM/SIGINT.
 async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    for (setting, value, status) in
-        [("admin_listen", &settings.admin_listen, false), ("status_listen", &settings.status_listen, true)]
-    {
+    for (setting, value, status) in [
+        ("admin_listen", &settings.admin_listen, false),
+        ("status_listen", &settings.status_listen, true),
+    ] {
         for listen in parse_listen(value).map_err(|e| anyhow::anyhow!("{setting}: {e}"))? {
             if listen.ssl {
                 tracing::warn!(setting, addr = %listen.addr, "TLS listeners are not supported yet; skipped");

@@ -47,7 +47,8 @@ impl Settings {
     pub fn load(conf: Option<&Path>, overrides: &[(&str, String)]) -> Result<Settings> {
         let mut values = BTreeMap::new();
         if let Some(path) = conf {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
             values.extend(parse_conf(&text).with_context(|| format!("in {}", path.display()))?);
         }
         for (key, value) in std::env::vars() {
@@ -65,11 +66,18 @@ impl Settings {
     }
 
     fn from_values(values: &BTreeMap<String, String>) -> Result<Settings> {
-        let get = |k: &str| values.get(k).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let get = |k: &str| {
+            values
+                .get(k)
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        };
         let prefix = PathBuf::from(get("prefix").unwrap_or_else(|| "/usr/local/sluice".into()));
         let workers = get("worker_threads").or_else(|| get("nginx_worker_processes"));
         let worker_threads = match workers.as_deref() {
-            None | Some("auto") => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            None | Some("auto") => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             Some(n) => match n.parse::<usize>() {
                 Ok(n) if n > 0 => n,
                 _ => bail!("worker_threads: expected a positive number or 'auto', got '{n}'"),
@@ -88,7 +96,8 @@ impl Settings {
         }
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
         Ok(Settings {
-            proxy_listen: get("proxy_listen").unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 ssl".into()),
+            proxy_listen: get("proxy_listen")
+                .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 ssl".into()),
             admin_listen: get("admin_listen").unwrap_or_else(|| "127.0.0.1:8001".into()),
             status_listen: get("status_listen").unwrap_or_else(|| "127.0.0.1:8007".into()),
             declarative_config: get("declarative_config").map(PathBuf::from),
@@ -96,7 +105,8 @@ impl Settings {
             worker_threads,
             log_level,
             trusted_ips: get("trusted_ips").unwrap_or_default(),
-            headers: get("headers").unwrap_or_else(|| "server_tokens, latency_tokens, X-Kong-Request-Id".into()),
+            headers: get("headers")
+                .unwrap_or_else(|| "server_tokens, latency_tokens, X-Kong-Request-Id".into()),
             lmdb_environment_path,
             lmdb_map_size,
             database,
@@ -126,7 +136,11 @@ impl Settings {
 
 /// Splits a comma-separated setting into trimmed, non-empty items.
 pub fn split_list(s: &str) -> Vec<String> {
-    s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+    s.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// Parses Kong's conf format: `name = value` lines, `#` comments (a `\#` is a literal `#`).
@@ -175,7 +189,10 @@ fn parse_size(s: &str) -> Result<u64> {
         Some('g') => (&s[..s.len() - 1], 1 << 30),
         _ => (s.as_str(), 1),
     };
-    let n: u64 = num.trim().parse().with_context(|| format!("expected a size like 2048m, got '{s}'"))?;
+    let n: u64 = num
+        .trim()
+        .parse()
+        .with_context(|| format!("expected a size like 2048m, got '{s}'"))?;
     Ok(n * mult)
 }
 

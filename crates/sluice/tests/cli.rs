@@ -16,7 +16,10 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf 
 fn version_prints_the_crate_version() {
     let out = sluice().arg("version").output().unwrap();
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("sluice {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("sluice {}", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
@@ -27,9 +30,17 @@ fn config_check_accepts_a_valid_file_with_a_summary() {
         "ok.yml",
         "_format_version: \"3.0\"\nservices:\n- name: a\n  url: http://127.0.0.1:9/x\n  routes:\n  - name: r\n    paths: [/a]\n",
     );
-    let out = sluice().args(["config", "check"]).arg(&file).output().unwrap();
+    let out = sluice()
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "stdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(stdout.lines().count(), 1, "one-line summary: {stdout}");
     assert!(stdout.contains("1 service"), "{stdout}");
     assert!(stdout.contains("1 route"), "{stdout}");
@@ -43,7 +54,11 @@ fn config_check_lists_every_error_and_exits_1() {
         "bad.yml",
         "_format_version: \"3.0\"\nservices:\n- name: a\n  routes:\n  - name: r1\n    paths: [nope]\n- name: b\n  host: x\n  port: 99999\n  bogus: 1\nplugins:\n- name: no-such-plugin\n",
     );
-    let out = sluice().args(["config", "check"]).arg(&file).output().unwrap();
+    let out = sluice()
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for needle in ["host", "paths.1", "port", "bogus", "no-such-plugin"] {
@@ -55,9 +70,16 @@ fn config_check_lists_every_error_and_exits_1() {
 fn config_check_rejects_unparsable_and_missing_files() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(&dir, "garbage.yml", "services: [unclosed\n");
-    let out = sluice().args(["config", "check"]).arg(&file).output().unwrap();
+    let out = sluice()
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let out = sluice().args(["config", "check", "/nonexistent/kong.yml"]).output().unwrap();
+    let out = sluice()
+        .args(["config", "check", "/nonexistent/kong.yml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/kong.yml"));
 }
@@ -68,11 +90,23 @@ fn every_example_config_checks() {
     let mut checked = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if !matches!(path.extension().and_then(|e| e.to_str()), Some("yml" | "yaml" | "json")) {
+        if !matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yml" | "yaml" | "json")
+        ) {
             continue;
         }
-        let out = sluice().args(["config", "check"]).arg(&path).output().unwrap();
-        assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        let out = sluice()
+            .args(["config", "check"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         checked += 1;
     }
     assert!(checked >= 2, "expected example configs in {dir}");

@@ -87,7 +87,10 @@ fn key(parts: &[&[u8]]) -> Vec<u8> {
 impl Store {
     /// Opens (creating) the store in `dir`. `map_size` is rounded up to a page multiple.
     pub fn open(dir: &Path, map_size: usize) -> Result<Store, StoreError> {
-        let open_err = |detail: String| StoreError::Open { path: dir.to_path_buf(), detail };
+        let open_err = |detail: String| StoreError::Open {
+            path: dir.to_path_buf(),
+            detail,
+        };
         std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
         let map_size = map_size.max(1 << 20).div_ceil(4096) * 4096;
         let mut options = EnvOpenOptions::new();
@@ -100,11 +103,29 @@ impl Store {
         let mut wtxn = env.write_txn().map_err(|e| open_err(e.to_string()))?;
         let mut db = |name: &str| {
             env.create_database::<Bytes, Bytes>(&mut wtxn, Some(name))
-                .map_err(|e| StoreError::Corrupt { path: dir.to_path_buf(), detail: e.to_string() })
+                .map_err(|e| StoreError::Corrupt {
+                    path: dir.to_path_buf(),
+                    detail: e.to_string(),
+                })
         };
-        let (entities, ids, unique, foreign, meta) = (db("entities")?, db("ids")?, db("unique")?, db("foreign")?, db("meta")?);
+        let (entities, ids, unique, foreign, meta) = (
+            db("entities")?,
+            db("ids")?,
+            db("unique")?,
+            db("foreign")?,
+            db("meta")?,
+        );
         wtxn.commit().map_err(|e| open_err(e.to_string()))?;
-        let store = Store { env, path: dir.to_path_buf(), map_size, entities, ids, unique, foreign, meta };
+        let store = Store {
+            env,
+            path: dir.to_path_buf(),
+            map_size,
+            entities,
+            ids,
+            unique,
+            foreign,
+            meta,
+        };
         if let Some(v) = store.meta_value("schema_version")? {
             if v != SCHEMA_VERSION {
                 return Err(StoreError::Corrupt {
@@ -126,17 +147,25 @@ impl Store {
 
     fn lmdb(&self, e: heed::Error) -> StoreError {
         match e {
-            heed::Error::Mdb(heed::MdbError::MapFull) => StoreError::Full { map_size: self.map_size },
-            heed::Error::Mdb(heed::MdbError::Corrupted | heed::MdbError::Invalid | heed::MdbError::PageNotFound) => {
-                StoreError::Corrupt { path: self.path.clone(), detail: e.to_string() }
-            }
+            heed::Error::Mdb(heed::MdbError::MapFull) => StoreError::Full {
+                map_size: self.map_size,
+            },
+            heed::Error::Mdb(
+                heed::MdbError::Corrupted | heed::MdbError::Invalid | heed::MdbError::PageNotFound,
+            ) => StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: e.to_string(),
+            },
             other => StoreError::Lmdb(other.to_string()),
         }
     }
 
     fn meta_value(&self, name: &str) -> Result<Option<String>, StoreError> {
         let rtxn = self.env.read_txn().map_err(|e| self.lmdb(e))?;
-        let v = self.meta.get(&rtxn, name.as_bytes()).map_err(|e| self.lmdb(e))?;
+        let v = self
+            .meta
+            .get(&rtxn, name.as_bytes())
+            .map_err(|e| self.lmdb(e))?;
         Ok(v.map(|b| String::from_utf8_lossy(b).into_owned()))
     }
 
@@ -147,36 +176,69 @@ impl Store {
 
     /// Replaces the whole config in one write transaction. On any error (e.g. [`StoreError::Full`]) the
     /// transaction is aborted and the previous config stays as it was.
-    pub fn replace_all(&self, hash: &str, format_version: &str, records: &[EntityRecord<'_>]) -> Result<(), StoreError> {
+    pub fn replace_all(
+        &self,
+        hash: &str,
+        format_version: &str,
+        records: &[EntityRecord<'_>],
+    ) -> Result<(), StoreError> {
         let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
-        self.write_all(&mut wtxn, hash, format_version, records).map_err(|e| self.lmdb(e))?;
+        self.write_all(&mut wtxn, hash, format_version, records)
+            .map_err(|e| self.lmdb(e))?;
         wtxn.commit().map_err(|e| self.lmdb(e))
     }
 
-    fn write_all(&self, wtxn: &mut RwTxn<'_>, hash: &str, format_version: &str, records: &[EntityRecord<'_>]) -> heed::Result<()> {
-        for db in [&self.entities, &self.ids, &self.unique, &self.foreign, &self.meta] {
+    fn write_all(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        hash: &str,
+        format_version: &str,
+        records: &[EntityRecord<'_>],
+    ) -> heed::Result<()> {
+        for db in [
+            &self.entities,
+            &self.ids,
+            &self.unique,
+            &self.foreign,
+            &self.meta,
+        ] {
             db.clear(wtxn)?;
         }
         for (seq, r) in records.iter().enumerate() {
             self.put_at(wtxn, r, seq as u64)?;
         }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         self.meta.put(wtxn, b"hash", hash.as_bytes())?;
-        self.meta.put(wtxn, b"format_version", format_version.as_bytes())?;
-        self.meta.put(wtxn, b"committed_at", now.to_string().as_bytes())?;
-        self.meta.put(wtxn, b"schema_version", SCHEMA_VERSION.as_bytes())?;
+        self.meta
+            .put(wtxn, b"format_version", format_version.as_bytes())?;
+        self.meta
+            .put(wtxn, b"committed_at", now.to_string().as_bytes())?;
+        self.meta
+            .put(wtxn, b"schema_version", SCHEMA_VERSION.as_bytes())?;
         Ok(())
     }
 
     fn put_at(&self, wtxn: &mut RwTxn<'_>, r: &EntityRecord<'_>, seq: u64) -> heed::Result<()> {
         let kind = r.kind.as_bytes();
-        self.entities.put(wtxn, &key(&[kind, &seq.to_be_bytes()]), r.body)?;
-        self.ids.put(wtxn, &key(&[kind, r.id.as_bytes()]), &seq.to_be_bytes())?;
+        self.entities
+            .put(wtxn, &key(&[kind, &seq.to_be_bytes()]), r.body)?;
+        self.ids
+            .put(wtxn, &key(&[kind, r.id.as_bytes()]), &seq.to_be_bytes())?;
         for (field, value) in &r.unique {
-            self.unique.put(wtxn, &key(&[kind, field.as_bytes(), value.as_bytes()]), r.id.as_bytes())?;
+            self.unique.put(
+                wtxn,
+                &key(&[kind, field.as_bytes(), value.as_bytes()]),
+                r.id.as_bytes(),
+            )?;
         }
         for (field, to) in &r.foreign {
-            self.foreign.put(wtxn, &key(&[field.as_bytes(), to.as_bytes(), kind, r.id.as_bytes()]), b"")?;
+            self.foreign.put(
+                wtxn,
+                &key(&[field.as_bytes(), to.as_bytes(), kind, r.id.as_bytes()]),
+                b"",
+            )?;
         }
         Ok(())
     }
@@ -184,19 +246,34 @@ impl Store {
     /// The committed config, or None when nothing was ever committed.
     pub fn load(&self) -> Result<Option<Snapshot>, StoreError> {
         let rtxn = self.env.read_txn().map_err(|e| self.lmdb(e))?;
-        let Some(hash) = self.meta.get(&rtxn, b"hash").map_err(|e| self.lmdb(e))? else { return Ok(None) };
+        let Some(hash) = self.meta.get(&rtxn, b"hash").map_err(|e| self.lmdb(e))? else {
+            return Ok(None);
+        };
         let text = |k: &[u8]| -> Result<String, StoreError> {
-            Ok(self.meta.get(&rtxn, k).map_err(|e| self.lmdb(e))?.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default())
+            Ok(self
+                .meta
+                .get(&rtxn, k)
+                .map_err(|e| self.lmdb(e))?
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default())
         };
         let mut rows: Vec<(u64, String, Vec<u8>)> = Vec::new();
         for item in self.entities.iter(&rtxn).map_err(|e| self.lmdb(e))? {
             let (k, v) = item.map_err(|e| self.lmdb(e))?;
-            let split = k.len().checked_sub(9).filter(|i| k[*i] == 0).ok_or_else(|| StoreError::Corrupt {
-                path: self.path.clone(),
-                detail: "malformed entity key".into(),
-            })?;
+            let split = k
+                .len()
+                .checked_sub(9)
+                .filter(|i| k[*i] == 0)
+                .ok_or_else(|| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: "malformed entity key".into(),
+                })?;
             let seq = u64::from_be_bytes(k[split + 1..].try_into().unwrap_or_default());
-            rows.push((seq, String::from_utf8_lossy(&k[..split]).into_owned(), v.to_vec()));
+            rows.push((
+                seq,
+                String::from_utf8_lossy(&k[..split]).into_owned(),
+                v.to_vec(),
+            ));
         }
         rows.sort_by_key(|r| r.0);
         let mut entities: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
@@ -217,19 +294,34 @@ impl Store {
     /// One entity by kind and id.
     pub fn get(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let rtxn = self.env.read_txn().map_err(|e| self.lmdb(e))?;
-        let Some(seq) = self.ids.get(&rtxn, &key(&[kind.as_bytes(), id.as_bytes()])).map_err(|e| self.lmdb(e))? else {
+        let Some(seq) = self
+            .ids
+            .get(&rtxn, &key(&[kind.as_bytes(), id.as_bytes()]))
+            .map_err(|e| self.lmdb(e))?
+        else {
             return Ok(None);
         };
-        let body = self.entities.get(&rtxn, &key(&[kind.as_bytes(), seq])).map_err(|e| self.lmdb(e))?;
+        let body = self
+            .entities
+            .get(&rtxn, &key(&[kind.as_bytes(), seq]))
+            .map_err(|e| self.lmdb(e))?;
         Ok(body.map(<[u8]>::to_vec))
     }
 
     /// One entity by a natural key.
-    pub fn get_by_unique(&self, kind: &str, field: &str, value: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    pub fn get_by_unique(
+        &self,
+        kind: &str,
+        field: &str,
+        value: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         let id = {
             let rtxn = self.env.read_txn().map_err(|e| self.lmdb(e))?;
             let k = key(&[kind.as_bytes(), field.as_bytes(), value.as_bytes()]);
-            self.unique.get(&rtxn, &k).map_err(|e| self.lmdb(e))?.map(|b| String::from_utf8_lossy(b).into_owned())
+            self.unique
+                .get(&rtxn, &k)
+                .map_err(|e| self.lmdb(e))?
+                .map(|b| String::from_utf8_lossy(b).into_owned())
         };
         match id {
             Some(id) => self.get(kind, &id),
@@ -238,12 +330,21 @@ impl Store {
     }
 
     /// Ids of `kind` entities whose `field` references `to_id`.
-    pub fn referencing(&self, field: &str, to_id: &str, kind: &str) -> Result<Vec<String>, StoreError> {
+    pub fn referencing(
+        &self,
+        field: &str,
+        to_id: &str,
+        kind: &str,
+    ) -> Result<Vec<String>, StoreError> {
         let rtxn = self.env.read_txn().map_err(|e| self.lmdb(e))?;
         let mut prefix = key(&[field.as_bytes(), to_id.as_bytes(), kind.as_bytes()]);
         prefix.push(0);
         let mut out = Vec::new();
-        for item in self.foreign.prefix_iter(&rtxn, &prefix).map_err(|e| self.lmdb(e))? {
+        for item in self
+            .foreign
+            .prefix_iter(&rtxn, &prefix)
+            .map_err(|e| self.lmdb(e))?
+        {
             let (k, _) = item.map_err(|e| self.lmdb(e))?;
             out.push(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
         }

@@ -1,7 +1,13 @@
 use super::*;
 
 fn rec<'a>(kind: &'a str, id: &'a str, body: &'a [u8]) -> EntityRecord<'a> {
-    EntityRecord { kind, id, body, unique: vec![], foreign: vec![] }
+    EntityRecord {
+        kind,
+        id,
+        body,
+        unique: vec![],
+        foreign: vec![],
+    }
 }
 
 #[test]
@@ -13,20 +19,48 @@ fn replace_all_round_trips_in_order_and_replaces() {
     svc.unique.push(("name", "a".into()));
     let mut route = rec("routes", "r1", b"{}");
     route.foreign.push(("service", "s1"));
-    let records = vec![rec("routes", "r0", b"0"), svc, route, rec("routes", "r2", b"2")];
+    let records = vec![
+        rec("routes", "r0", b"0"),
+        svc,
+        route,
+        rec("routes", "r2", b"2"),
+    ];
     store.replace_all("h1", "3.0", &records).unwrap();
     let snap = store.load().unwrap().unwrap();
     assert_eq!(snap.hash, "h1");
     assert_eq!(snap.format_version, "3.0");
-    assert_eq!(snap.entities[0], ("routes".to_string(), vec![b"0".to_vec(), b"{}".to_vec(), b"2".to_vec()]));
+    assert_eq!(
+        snap.entities[0],
+        (
+            "routes".to_string(),
+            vec![b"0".to_vec(), b"{}".to_vec(), b"2".to_vec()]
+        )
+    );
     assert_eq!(snap.entities[1].0, "services");
-    assert_eq!(store.get("routes", "r2").unwrap().as_deref(), Some(&b"2"[..]));
-    assert_eq!(store.get_by_unique("services", "name", "a").unwrap().as_deref(), Some(&b"{\"name\":\"a\"}"[..]));
-    assert_eq!(store.referencing("service", "s1", "routes").unwrap(), vec!["r1".to_string()]);
+    assert_eq!(
+        store.get("routes", "r2").unwrap().as_deref(),
+        Some(&b"2"[..])
+    );
+    assert_eq!(
+        store
+            .get_by_unique("services", "name", "a")
+            .unwrap()
+            .as_deref(),
+        Some(&b"{\"name\":\"a\"}"[..])
+    );
+    assert_eq!(
+        store.referencing("service", "s1", "routes").unwrap(),
+        vec!["r1".to_string()]
+    );
 
-    store.replace_all("h2", "3.0", &[rec("consumers", "c1", b"c")]).unwrap();
+    store
+        .replace_all("h2", "3.0", &[rec("consumers", "c1", b"c")])
+        .unwrap();
     let snap = store.load().unwrap().unwrap();
-    assert_eq!(snap.entities, vec![("consumers".to_string(), vec![b"c".to_vec()])]);
+    assert_eq!(
+        snap.entities,
+        vec![("consumers".to_string(), vec![b"c".to_vec()])]
+    );
     assert_eq!(store.get("routes", "r2").unwrap(), None);
     assert_eq!(store.current_hash().unwrap().as_deref(), Some("h2"));
 }
@@ -35,7 +69,9 @@ fn replace_all_round_trips_in_order_and_replaces() {
 fn a_config_larger_than_the_map_fails_and_keeps_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 1 << 20).unwrap();
-    store.replace_all("small", "3.0", &[rec("services", "s", b"x")]).unwrap();
+    store
+        .replace_all("small", "3.0", &[rec("services", "s", b"x")])
+        .unwrap();
     let big = vec![7u8; 64 * 1024];
     let ids: Vec<String> = (0..64).map(|i| format!("id{i}")).collect();
     let records: Vec<_> = ids.iter().map(|id| rec("services", id, &big)).collect();
@@ -44,7 +80,10 @@ fn a_config_larger_than_the_map_fails_and_keeps_the_old_one() {
         other => panic!("expected Full, got {other:?}"),
     }
     assert_eq!(store.current_hash().unwrap().as_deref(), Some("small"));
-    assert_eq!(store.load().unwrap().unwrap().entities[0].1, vec![b"x".to_vec()]);
+    assert_eq!(
+        store.load().unwrap().unwrap().entities[0].1,
+        vec![b"x".to_vec()]
+    );
 }
 
 #[test]
@@ -52,7 +91,9 @@ fn reopening_sees_committed_data() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), 10 << 20).unwrap();
-        store.replace_all("h", "3.0", &[rec("services", "s", b"x")]).unwrap();
+        store
+            .replace_all("h", "3.0", &[rec("services", "s", b"x")])
+            .unwrap();
     }
     let store = Store::open(dir.path(), 10 << 20).unwrap();
     assert_eq!(store.current_hash().unwrap().as_deref(), Some("h"));
@@ -62,10 +103,17 @@ fn reopening_sees_committed_data() {
 fn garbage_files_give_an_error_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("data.mdb"), vec![0xAB; 64 * 1024]).unwrap();
-    let err = Store::open(dir.path(), 10 << 20).err().expect("garbage must not open");
-    assert!(err.to_string().contains(&dir.path().display().to_string()), "{err}");
+    let err = Store::open(dir.path(), 10 << 20)
+        .err()
+        .expect("garbage must not open");
+    assert!(
+        err.to_string().contains(&dir.path().display().to_string()),
+        "{err}"
+    );
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let err = Store::open(&file, 10 << 20).err().expect("a file is not a directory");
+    let err = Store::open(&file, 10 << 20)
+        .err()
+        .expect("a file is not a directory");
     assert!(err.to_string().contains("a-file"), "{err}");
 }

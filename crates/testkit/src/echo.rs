@@ -35,7 +35,10 @@ impl Background {
         let addr = std_listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async move {
                 let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
@@ -45,7 +48,11 @@ impl Background {
                 }
             });
         });
-        Background { addr, stop: Some(stop), thread: Some(thread) }
+        Background {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
     }
 }
 
@@ -78,7 +85,9 @@ impl EchoUpstream {
         let name: Arc<str> = name.into();
         let server = Background::start(move |listener| async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let counter = counter.clone();
                 let name = name.clone();
                 tokio::task::spawn_local(async move {
@@ -124,18 +133,32 @@ impl std::fmt::Display for Close {
 
 impl std::error::Error for Close {}
 
-async fn respond(req: Request<hyper::body::Incoming>, name: Arc<str>) -> Result<Response<Full<Bytes>>, Close> {
+async fn respond(
+    req: Request<hyper::body::Incoming>,
+    name: Arc<str>,
+) -> Result<Response<Full<Bytes>>, Close> {
     if req.uri().path() == "/__close" {
         return Err(Close);
     }
-    let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(String::from);
+    let header = |n: &str| {
+        req.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
     if let Some(ms) = header("x-echo-delay-ms").and_then(|v| v.parse().ok()) {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
-    let status = header("x-echo-status").and_then(|v| v.parse().ok()).unwrap_or(200u16);
+    let status = header("x-echo-status")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200u16);
     let body_size: Option<usize> = header("x-echo-body-size").and_then(|v| v.parse().ok());
-    let set_headers: Vec<String> =
-        req.headers().get_all("x-echo-set-header").iter().filter_map(|v| v.to_str().ok().map(String::from)).collect();
+    let set_headers: Vec<String> = req
+        .headers()
+        .get_all("x-echo-set-header")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(String::from))
+        .collect();
     let mut headers = Map::new();
     for (k, v) in req.headers() {
         let v = Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned());
@@ -148,7 +171,12 @@ async fn respond(req: Request<hyper::body::Incoming>, name: Arc<str>) -> Result<
         }
     }
     let (method, uri, version) = (req.method().to_string(), req.uri().clone(), req.version());
-    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let payload = match body_size {
         Some(n) => Bytes::from(vec![b'a'; n]),
         None => Bytes::from(
@@ -175,7 +203,9 @@ async fn respond(req: Request<hyper::body::Incoming>, name: Arc<str>) -> Result<
             resp = resp.header(k.trim(), v.trim());
         }
     }
-    Ok(resp.body(Full::new(payload)).unwrap_or_else(|_| Response::new(Full::new(Bytes::new()))))
+    Ok(resp
+        .body(Full::new(payload))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()))))
 }
 
 /// Accepts connections and never answers (for read timeouts).
@@ -215,14 +245,39 @@ mod tests {
     async fn echoes_and_obeys_control_headers() {
         let up = EchoUpstream::named("a");
         let c = crate::client();
-        let v: Value = c.get(format!("{}/x?y=1", up.url())).header("x-t", "1").send().await.unwrap().json().await.unwrap();
-        assert_eq!((v["upstream"].as_str(), v["path"].as_str(), v["query"].as_str()), (Some("a"), Some("/x"), Some("y=1")));
+        let v: Value = c
+            .get(format!("{}/x?y=1", up.url()))
+            .header("x-t", "1")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                v["upstream"].as_str(),
+                v["path"].as_str(),
+                v["query"].as_str()
+            ),
+            (Some("a"), Some("/x"), Some("y=1"))
+        );
         assert_eq!(v["headers"]["x-t"], "1");
-        let r = c.get(up.url()).header("x-echo-status", "503").header("x-echo-body-size", "10").send().await.unwrap();
+        let r = c
+            .get(up.url())
+            .header("x-echo-status", "503")
+            .header("x-echo-body-size", "10")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 503);
         assert_eq!(r.bytes().await.unwrap().len(), 10);
         assert!(c.get(format!("{}/__close", up.url())).send().await.is_err());
         assert_eq!(up.requests(), 3);
-        assert!(c.get(format!("http://127.0.0.1:{}", closed_port())).send().await.is_err());
+        assert!(c
+            .get(format!("http://127.0.0.1:{}", closed_port()))
+            .send()
+            .await
+            .is_err());
     }
 }

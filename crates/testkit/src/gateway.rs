@@ -6,7 +6,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 /// Options for a gateway under test.
@@ -119,7 +122,10 @@ impl Gateway {
         cmd.args(&self.args)
             .env("SLUICE_PROXY_LISTEN", format!("127.0.0.1:{}", self.ports.0))
             .env("SLUICE_ADMIN_LISTEN", format!("127.0.0.1:{}", self.ports.1))
-            .env("SLUICE_STATUS_LISTEN", format!("127.0.0.1:{}", self.ports.2))
+            .env(
+                "SLUICE_STATUS_LISTEN",
+                format!("127.0.0.1:{}", self.ports.2),
+            )
             .env("SLUICE_PREFIX", self.prefix.path())
             .env("SLUICE_WORKER_THREADS", self.workers.to_string())
             .env("SLUICE_LOG_LEVEL", "info")
@@ -130,8 +136,15 @@ impl Gateway {
         self.child = Some(cmd.spawn().expect("spawn sluice"));
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("sluice exited with {status} before it was ready:\n{}", self.log());
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "sluice exited with {status} before it was ready:\n{}",
+                    self.log()
+                );
             }
             if let Some(code) = status_code(self.ports.2, "/status/ready") {
                 if code == 200 || !wait_ready {
@@ -180,7 +193,10 @@ impl Gateway {
 
     /// Sends a signal by name (`HUP`, `TERM`, `KILL`, ...) with the `kill` command.
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.pid().to_string()).status();
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status();
         assert!(ok.is_ok_and(|s| s.success()), "kill -{sig} failed");
     }
 
@@ -227,7 +243,10 @@ impl Drop for Gateway {
             if c.try_wait().ok().flatten().is_some() {
                 return;
             }
-            let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(c.id().to_string())
+                .status();
             let deadline = Instant::now() + Duration::from_secs(3);
             while Instant::now() < deadline {
                 if c.try_wait().ok().flatten().is_some() {
@@ -246,8 +265,17 @@ fn status_code(port: u16, path: &str) -> Option<u16> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut buf = [0u8; 32];
     let n = s.read(&mut buf).ok()?;
-    std::str::from_utf8(&buf[..n]).ok()?.split_whitespace().nth(1)?.parse().ok()
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }

@@ -29,13 +29,17 @@ impl LoadLoop {
         let stats = Arc::new(Mutex::new(LoadStats::default()));
         let (url, stop2, stats2) = (url.to_string(), stop.clone(), stats.clone());
         let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(async move {
                 let client = crate::client();
                 let started = Instant::now();
                 let mut tasks = Vec::new();
                 for _ in 0..concurrency.max(1) {
-                    let (client, url, stop, stats) = (client.clone(), url.clone(), stop2.clone(), stats2.clone());
+                    let (client, url, stop, stats) =
+                        (client.clone(), url.clone(), stop2.clone(), stats2.clone());
                     tasks.push(tokio::spawn(async move {
                         while !stop.load(Ordering::Relaxed) && started.elapsed() < MAX_DURATION {
                             let result = client.get(&url).send().await;
@@ -63,7 +67,11 @@ impl LoadLoop {
                 }
             });
         });
-        LoadLoop { stop, stats, thread: Some(thread) }
+        LoadLoop {
+            stop,
+            stats,
+            thread: Some(thread),
+        }
     }
 
     /// Stops the clients and returns what they saw.

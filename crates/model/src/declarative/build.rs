@@ -21,11 +21,24 @@ struct Entity {
     normalized: Value,
 }
 
-pub fn build(collected: Collected, registry: &dyn PluginRegistry, errors: &mut ConfigErrors) -> Result<Config, ConfigErrors> {
-    let Collected { format_version, transform, raws } = collected;
+pub fn build(
+    collected: Collected,
+    registry: &dyn PluginRegistry,
+    errors: &mut ConfigErrors,
+) -> Result<Config, ConfigErrors> {
+    let Collected {
+        format_version,
+        transform,
+        raws,
+    } = collected;
     let mut entities: Vec<Entity> = raws
         .into_iter()
-        .map(|raw| Entity { raw, id: Uuid::nil(), errors: Vec::new(), normalized: Value::Null })
+        .map(|raw| Entity {
+            raw,
+            id: Uuid::nil(),
+            errors: Vec::new(),
+            normalized: Value::Null,
+        })
         .collect();
 
     assign_ids(&mut entities);
@@ -61,7 +74,10 @@ pub fn build(collected: Collected, registry: &dyn PluginRegistry, errors: &mut C
         return Err(std::mem::take(errors));
     }
     let hash = hash(&format_version, &entities);
-    assemble(format_version, hash, entities).map_err(|e| ConfigErrors { document: vec![e], entities: vec![] })
+    assemble(format_version, hash, entities).map_err(|e| ConfigErrors {
+        document: vec![e],
+        entities: vec![],
+    })
 }
 
 /// Given ids are kept (and must be UUIDs); others derive from the entity's identity: its kind and its natural
@@ -73,13 +89,18 @@ fn assign_ids(entities: &mut [Entity]) {
             Some(Value::String(s)) => match Uuid::parse_str(&s) {
                 Ok(id) => id,
                 Err(_) => {
-                    entities[i].errors.push(FieldError::new("id", "expected a valid UUID"));
+                    entities[i]
+                        .errors
+                        .push(FieldError::new("id", "expected a valid UUID"));
                     Uuid::nil()
                 }
             },
             Some(Value::Null) | None => {
                 let raw = &entities[i].raw;
-                let parent = raw.parent.map(|(_, p)| entities[p].id.to_string()).unwrap_or_default();
+                let parent = raw
+                    .parent
+                    .map(|(_, p)| entities[p].id.to_string())
+                    .unwrap_or_default();
                 let natural = natural_key(raw);
                 let identity = match natural {
                     Some(key) => format!("{}|{parent}|{key}", raw.kind.key()),
@@ -88,7 +109,9 @@ fn assign_ids(entities: &mut [Entity]) {
                 Uuid::new_v5(&ID_NAMESPACE, identity.as_bytes())
             }
             Some(_) => {
-                entities[i].errors.push(FieldError::new("id", "expected a string"));
+                entities[i]
+                    .errors
+                    .push(FieldError::new("id", "expected a string"));
                 Uuid::nil()
             }
         };
@@ -105,7 +128,10 @@ fn natural_key(raw: &Raw) -> Option<String> {
         Kind::Target => "target",
         _ => return None,
     };
-    raw.value.get(field).and_then(|v| v.as_str()).map(|s| format!("{field}={s}"))
+    raw.value
+        .get(field)
+        .and_then(|v| v.as_str())
+        .map(|s| format!("{field}={s}"))
 }
 
 /// Lookup of entities by id and by name fields, per kind.
@@ -136,28 +162,45 @@ impl NameIndex {
 fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex) {
     if let Some((field, parent)) = entities[i].raw.parent {
         let pid = entities[parent].id;
-        entities[i].raw.value.insert(field.into(), serde_json::json!({ "id": pid.to_string() }));
+        entities[i]
+            .raw
+            .value
+            .insert(field.into(), serde_json::json!({ "id": pid.to_string() }));
     }
     let kind = entities[i].raw.kind;
     for (field, target) in kind.foreign_keys() {
-        let Some(given) = entities[i].raw.value.get(*field).cloned() else { continue };
+        let Some(given) = entities[i].raw.value.get(*field).cloned() else {
+            continue;
+        };
         let key = match &given {
             Value::Null => continue,
             Value::String(s) => Some(s.clone()),
-            Value::Object(m) => m.get("id").or_else(|| m.get("name")).or_else(|| m.get("username")).and_then(|v| v.as_str()).map(String::from),
+            Value::Object(m) => m
+                .get("id")
+                .or_else(|| m.get("name"))
+                .or_else(|| m.get("username"))
+                .and_then(|v| v.as_str())
+                .map(String::from),
             _ => None,
         };
         let Some(key) = key else {
-            entities[i].errors.push(FieldError::new(*field, "expected a name, an id, or {id = ...}"));
+            entities[i].errors.push(FieldError::new(
+                *field,
+                "expected a name, an id, or {id = ...}",
+            ));
             continue;
         };
         match index.find(*target, &key) {
             Some(id) => {
-                entities[i].raw.value.insert((*field).into(), serde_json::json!({ "id": id.to_string() }));
+                entities[i]
+                    .raw
+                    .value
+                    .insert((*field).into(), serde_json::json!({ "id": id.to_string() }));
             }
-            None => entities[i]
-                .errors
-                .push(FieldError::new(*field, format!("could not find {} '{key}'", target.singular()))),
+            None => entities[i].errors.push(FieldError::new(
+                *field,
+                format!("could not find {} '{key}'", target.singular()),
+            )),
         }
     }
 }
@@ -182,7 +225,9 @@ fn check_unique(entities: &mut [Entity]) {
         }
         let s = |f: &str| v.get(f).and_then(|x| x.as_str()).map(String::from);
         match kind {
-            Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => keys.extend(s("name").map(|n| ("name", n))),
+            Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => {
+                keys.extend(s("name").map(|n| ("name", n)))
+            }
             Kind::Consumer => {
                 keys.extend(s("username").map(|n| ("username", n)));
                 keys.extend(s("custom_id").map(|n| ("custom_id", n)));
@@ -192,7 +237,10 @@ fn check_unique(entities: &mut [Entity]) {
             Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
             Kind::Plugin => keys.push((
                 "name",
-                format!("{}|{}|{}|{}|{}", v["name"], v["service"], v["route"], v["consumer"], v["instance_name"]),
+                format!(
+                    "{}|{}|{}|{}|{}",
+                    v["name"], v["service"], v["route"], v["consumer"], v["instance_name"]
+                ),
             )),
             _ => {}
         }
@@ -214,8 +262,15 @@ fn check_unique(entities: &mut [Entity]) {
 
 fn entity_error(e: &Entity) -> EntityError {
     let v = &e.raw.value;
-    let name = ["name", "username", "custom_id"].iter().find_map(|f| v.get(*f).and_then(|x| x.as_str())).map(String::from);
-    let tags = v.get("tags").and_then(|t| t.as_array()).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect());
+    let name = ["name", "username", "custom_id"]
+        .iter()
+        .find_map(|f| v.get(*f).and_then(|x| x.as_str()))
+        .map(String::from);
+    let tags = v.get("tags").and_then(|t| t.as_array()).map(|a| {
+        a.iter()
+            .filter_map(|x| x.as_str().map(String::from))
+            .collect()
+    });
     EntityError {
         entity_type: e.raw.kind.singular(),
         entity_name: name,
@@ -234,12 +289,22 @@ fn hash(format_version: &str, entities: &[Entity]) -> String {
         h.update(e.raw.kind.key().as_bytes());
         h.update(serde_json::to_vec(&e.normalized).unwrap_or_default());
     }
-    h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Fills load-time timestamps and deserializes the normalized values into the typed [`Config`].
-fn assemble(format_version: String, hash: String, entities: Vec<Entity>) -> Result<Config, FieldError> {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+fn assemble(
+    format_version: String,
+    hash: String,
+    entities: Vec<Entity>,
+) -> Result<Config, FieldError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let mut by_kind: HashMap<Kind, Vec<Value>> = HashMap::new();
     let mut cert_snis: HashMap<String, Vec<Value>> = HashMap::new();
     for e in entities {
@@ -252,7 +317,10 @@ fn assemble(format_version: String, hash: String, entities: Vec<Entity>) -> Resu
             }
             if e.raw.kind == Kind::Sni {
                 if let (Some(cert), Some(name)) = (m["certificate"]["id"].as_str(), m.get("name")) {
-                    cert_snis.entry(cert.to_string()).or_default().push(name.clone());
+                    cert_snis
+                        .entry(cert.to_string())
+                        .or_default()
+                        .push(name.clone());
                 }
             }
         }
@@ -267,10 +335,17 @@ fn assemble(format_version: String, hash: String, entities: Vec<Entity>) -> Resu
     let mut doc = Map::new();
     doc.insert("_format_version".into(), format_version.into());
     for kind in ALL {
-        doc.insert(kind.key().into(), Value::Array(by_kind.remove(&kind).unwrap_or_default()));
+        doc.insert(
+            kind.key().into(),
+            Value::Array(by_kind.remove(&kind).unwrap_or_default()),
+        );
     }
-    let mut config: Config = serde_json::from_value(Value::Object(doc))
-        .map_err(|e| FieldError::new("@document", format!("internal error building the config: {e}")))?;
+    let mut config: Config = serde_json::from_value(Value::Object(doc)).map_err(|e| {
+        FieldError::new(
+            "@document",
+            format!("internal error building the config: {e}"),
+        )
+    })?;
     config.hash = hash;
     Ok(config)
 }

@@ -29,15 +29,24 @@ fn is_meta(key: &str) -> bool {
 }
 
 pub fn collect(doc: Value, errors: &mut Vec<FieldError>) -> Collected {
-    let mut out = Collected { format_version: String::new(), transform: true, raws: Vec::new() };
+    let mut out = Collected {
+        format_version: String::new(),
+        transform: true,
+        raws: Vec::new(),
+    };
     let Value::Object(top) = doc else {
         errors.push(FieldError::new("@document", "expected an object"));
         return out;
     };
     match top.get("_format_version") {
-        Some(Value::String(v)) if matches!(v.as_str(), "1.1" | "2.1" | "3.0") => out.format_version = v.clone(),
+        Some(Value::String(v)) if matches!(v.as_str(), "1.1" | "2.1" | "3.0") => {
+            out.format_version = v.clone()
+        }
         Some(Value::String(_)) => {
-            errors.push(FieldError::new("_format_version", "expected one of: 1.1, 2.1, 3.0"));
+            errors.push(FieldError::new(
+                "_format_version",
+                "expected one of: 1.1, 2.1, 3.0",
+            ));
         }
         Some(_) => errors.push(FieldError::new("_format_version", "expected a string")),
         None => errors.push(FieldError::new("_format_version", "required field missing")),
@@ -49,8 +58,10 @@ pub fn collect(doc: Value, errors: &mut Vec<FieldError>) -> Collected {
     }
     for (key, value) in top {
         if key.starts_with('_') {
-            if !matches!(key.as_str(), "_format_version" | "_transform" | "_comment" | "_ignore" | "_workspace" | "_info")
-            {
+            if !matches!(
+                key.as_str(),
+                "_format_version" | "_transform" | "_comment" | "_ignore" | "_workspace" | "_info"
+            ) {
                 errors.push(FieldError::new(key, "unknown field"));
             }
             continue;
@@ -102,7 +113,12 @@ fn collect_list(
             }
         }
         let index = raws.len();
-        raws.push(Raw { kind, path: ipath.clone(), value, parent });
+        raws.push(Raw {
+            kind,
+            path: ipath.clone(),
+            value,
+            parent,
+        });
         for (child, field, v) in nested {
             let cpath = format!("{ipath}.{}", child.key());
             collect_list(child, v, &cpath, Some((field, index)), raws, errors);

@@ -99,7 +99,11 @@ impl Kind {
             Kind::Route => &[("service", Kind::Service)],
             Kind::Target => &[("upstream", Kind::Upstream)],
             Kind::KeyAuth | Kind::BasicAuth | Kind::Acl => &[("consumer", Kind::Consumer)],
-            Kind::Plugin => &[("service", Kind::Service), ("route", Kind::Route), ("consumer", Kind::Consumer)],
+            Kind::Plugin => &[
+                ("service", Kind::Service),
+                ("route", Kind::Route),
+                ("consumer", Kind::Consumer),
+            ],
             Kind::Sni => &[("certificate", Kind::Certificate)],
             Kind::Service => &[("client_certificate", Kind::Certificate)],
             _ => &[],

@@ -8,7 +8,12 @@ use serde_json::{Map, Value};
 use sha1::{Digest, Sha1};
 use uuid::Uuid;
 
-pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, id: Uuid, errors: &mut Vec<FieldError>) {
+pub fn before_validation(
+    kind: Kind,
+    value: &mut Map<String, Value>,
+    id: Uuid,
+    errors: &mut Vec<FieldError>,
+) {
     match kind {
         Kind::Service => {
             if let Some(url) = value.remove("url") {
@@ -24,7 +29,10 @@ pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, id: Uuid, e
                 }
             }
             if !value.contains_key("port") {
-                let https = matches!(value.get("protocol").and_then(|p| p.as_str()), Some("https" | "grpcs" | "tls" | "wss"));
+                let https = matches!(
+                    value.get("protocol").and_then(|p| p.as_str()),
+                    Some("https" | "grpcs" | "tls" | "wss")
+                );
                 value.insert("port".into(), if https { 443 } else { 80 }.into());
             }
         }
@@ -38,11 +46,9 @@ pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, id: Uuid, e
                 }
             }
         }
-        Kind::KeyAuth => {
-            if value.get("key").is_none_or(Value::is_null) {
-                let key = Uuid::new_v5(&id, b"key-auth").simple().to_string();
-                value.insert("key".into(), key.into());
-            }
+        Kind::KeyAuth if value.get("key").is_none_or(Value::is_null) => {
+            let key = Uuid::new_v5(&id, b"key-auth").simple().to_string();
+            value.insert("key".into(), key.into());
         }
         _ => {}
     }
@@ -68,10 +74,20 @@ fn split_url(url: &str) -> Result<Vec<(&'static str, Value)>, String> {
     if host.is_empty() {
         return Err(bad());
     }
-    let mut out = vec![("protocol", Value::from(scheme.to_ascii_lowercase())), ("host", Value::from(host))];
+    let mut out = vec![
+        ("protocol", Value::from(scheme.to_ascii_lowercase())),
+        ("host", Value::from(host)),
+    ];
     match port {
         Some(p) => out.push(("port", Value::from(p.parse::<u16>().map_err(|_| bad())?))),
-        None => out.push(("port", Value::from(if matches!(scheme, "https" | "grpcs" | "wss" | "tls") { 443 } else { 80 }))),
+        None => out.push((
+            "port",
+            Value::from(if matches!(scheme, "https" | "grpcs" | "wss" | "tls") {
+                443
+            } else {
+                80
+            }),
+        )),
     }
     if let Some(p) = path.filter(|p| !p.is_empty()) {
         out.push(("path", Value::from(p)));
@@ -89,19 +105,34 @@ fn normalize_target(t: &str) -> Result<String, String> {
         return Ok(sa.to_string());
     }
     let (host, port) = match t.rsplit_once(':') {
-        Some((h, p)) => (h, p.parse::<u16>().map_err(|_| format!("Invalid target ('{t}'); not a valid hostname or ip address"))?),
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>().map_err(|_| {
+                format!("Invalid target ('{t}'); not a valid hostname or ip address")
+            })?,
+        ),
         None => (t, 8000),
     };
     let valid = !host.is_empty()
-        && host.split('.').all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
     if !valid {
-        return Err(format!("Invalid target ('{t}'); not a valid hostname or ip address"));
+        return Err(format!(
+            "Invalid target ('{t}'); not a valid hostname or ip address"
+        ));
     }
     Ok(format!("{host}:{port}"))
 }
 
 /// Validates a plugin's `config` against the plugin's schema (defaults filled) and its scoping rules.
-pub fn plugin_config(plugin: &mut Value, registry: &dyn PluginRegistry, errors: &mut Vec<FieldError>) {
+pub fn plugin_config(
+    plugin: &mut Value,
+    registry: &dyn PluginRegistry,
+    errors: &mut Vec<FieldError>,
+) {
     let name = plugin["name"].as_str().unwrap_or_default().to_string();
     let Some(def) = registry.plugin(&name) else {
         errors.push(FieldError::new(
@@ -110,9 +141,13 @@ pub fn plugin_config(plugin: &mut Value, registry: &dyn PluginRegistry, errors: 
         ));
         return;
     };
-    for (field, forbidden) in [("consumer", def.no_consumer), ("route", def.no_route), ("service", def.no_service)] {
+    for (field, forbidden) in [
+        ("consumer", def.no_consumer),
+        ("route", def.no_route),
+        ("service", def.no_service),
+    ] {
         if forbidden && !plugin[field].is_null() {
-            errors.push(FieldError::new(field, format!("value must be null")));
+            errors.push(FieldError::new(field, "value must be null"));
         }
     }
     match def.config.validate(&plugin["config"]) {
@@ -128,5 +163,10 @@ pub fn hash_password(cred: &mut Value) {
     let mut h = Sha1::new();
     h.update(password.as_bytes());
     h.update(consumer.as_bytes());
-    cred["password"] = h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>().into();
+    cred["password"] = h
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+        .into();
 }

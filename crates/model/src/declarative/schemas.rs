@@ -23,13 +23,27 @@ fn timeout() -> Field {
     Field::integer().default(60000).between(1.0, 2147483646.0)
 }
 
-const PROTOCOLS: &[&str] = &["http", "https", "grpc", "grpcs", "tcp", "tls", "udp", "tls_passthrough", "ws", "wss"];
+const PROTOCOLS: &[&str] = &[
+    "http",
+    "https",
+    "grpc",
+    "grpcs",
+    "tcp",
+    "tls",
+    "udp",
+    "tls_passthrough",
+    "ws",
+    "wss",
+];
 
 /// `services`.
 pub fn service() -> Schema {
     Schema::new(common(vec![
         ("name", Field::string().check(check_name)),
-        ("protocol", Field::string().default("http").one_of(PROTOCOLS)),
+        (
+            "protocol",
+            Field::string().default("http").one_of(PROTOCOLS),
+        ),
         ("host", Field::string().required().check(check_host)),
         ("port", Field::integer().default(80).between(0.0, 65535.0)),
         ("path", Field::string().check(check_service_path)),
@@ -51,11 +65,19 @@ pub fn route() -> Schema {
         ("name", Field::string().check(check_name)),
         (
             "protocols",
-            Field::set(Field::string().one_of(PROTOCOLS)).default(serde_json::json!(["http", "https"])).len_min(1),
+            Field::set(Field::string().one_of(PROTOCOLS))
+                .default(serde_json::json!(["http", "https"]))
+                .len_min(1),
         ),
         ("methods", Field::set(Field::string().check(check_method))),
-        ("hosts", Field::array(Field::string().check(check_route_host))),
-        ("paths", Field::array(Field::string().check(check_route_path))),
+        (
+            "hosts",
+            Field::array(Field::string().check(check_route_host)),
+        ),
+        (
+            "paths",
+            Field::array(Field::string().check(check_route_path)),
+        ),
         ("headers", Field::map(Field::array(Field::string()))),
         ("snis", Field::set(Field::string())),
         ("sources", Field::any()),
@@ -63,8 +85,14 @@ pub fn route() -> Schema {
         ("strip_path", Field::boolean().default(true)),
         ("preserve_host", Field::boolean().default(false)),
         ("regex_priority", Field::integer().default(0)),
-        ("path_handling", Field::string().default("v0").one_of(&["v0", "v1"])),
-        ("https_redirect_status_code", Field::integer().default(426).check(check_redirect)),
+        (
+            "path_handling",
+            Field::string().default("v0").one_of(&["v0", "v1"]),
+        ),
+        (
+            "https_redirect_status_code",
+            Field::integer().default(426).check(check_redirect),
+        ),
         ("request_buffering", Field::boolean().default(true)),
         ("response_buffering", Field::boolean().default(true)),
         ("service", foreign()),
@@ -74,7 +102,16 @@ pub fn route() -> Schema {
 
 /// `upstreams`.
 pub fn upstream() -> Schema {
-    const HASH: &[&str] = &["none", "consumer", "ip", "header", "cookie", "path", "query_arg", "uri_capture"];
+    const HASH: &[&str] = &[
+        "none",
+        "consumer",
+        "ip",
+        "header",
+        "cookie",
+        "path",
+        "query_arg",
+        "uri_capture",
+    ];
     Schema::new(common(vec![
         ("name", Field::string().required().check(check_host)),
         (
@@ -87,7 +124,10 @@ pub fn upstream() -> Schema {
             ]),
         ),
         ("hash_on", Field::string().default("none").one_of(HASH)),
-        ("hash_fallback", Field::string().default("none").one_of(HASH)),
+        (
+            "hash_fallback",
+            Field::string().default("none").one_of(HASH),
+        ),
         ("hash_on_header", Field::string()),
         ("hash_fallback_header", Field::string()),
         ("hash_on_cookie", Field::string()),
@@ -96,7 +136,10 @@ pub fn upstream() -> Schema {
         ("hash_fallback_query_arg", Field::string()),
         ("hash_on_uri_capture", Field::string()),
         ("hash_fallback_uri_capture", Field::string()),
-        ("slots", Field::integer().default(10000).between(10.0, 65536.0)),
+        (
+            "slots",
+            Field::integer().default(10000).between(10.0, 65536.0),
+        ),
         ("host_header", Field::string().check(check_host)),
         ("healthchecks", Field::record(healthchecks())),
         ("use_srv_name", Field::boolean().default(false)),
@@ -108,31 +151,46 @@ fn healthchecks() -> Schema {
     let counter = || Field::integer().default(0).between(0.0, 255.0);
     let healthy = |active: bool| {
         let mut f = vec![
-            ("http_statuses", statuses(serde_json::json!(if active {
-                vec![200, 302]
-            } else {
-                vec![200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308]
-            }))),
+            (
+                "http_statuses",
+                statuses(serde_json::json!(if active {
+                    vec![200, 302]
+                } else {
+                    vec![
+                        200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304,
+                        305, 306, 307, 308,
+                    ]
+                })),
+            ),
             ("successes", counter()),
         ];
         if active {
-            f.insert(0, ("interval", Field::number().default(0).between(0.0, 65535.0)));
+            f.insert(
+                0,
+                ("interval", Field::number().default(0).between(0.0, 65535.0)),
+            );
         }
         Schema::new(f)
     };
     let unhealthy = |active: bool| {
         let mut f = vec![
-            ("http_statuses", statuses(serde_json::json!(if active {
-                vec![429, 404, 500, 501, 502, 503, 504, 505]
-            } else {
-                vec![429, 500, 503]
-            }))),
+            (
+                "http_statuses",
+                statuses(serde_json::json!(if active {
+                    vec![429, 404, 500, 501, 502, 503, 504, 505]
+                } else {
+                    vec![429, 500, 503]
+                })),
+            ),
             ("tcp_failures", counter()),
             ("timeouts", counter()),
             ("http_failures", counter()),
         ];
         if active {
-            f.insert(0, ("interval", Field::number().default(0).between(0.0, 65535.0)));
+            f.insert(
+                0,
+                ("interval", Field::number().default(0).between(0.0, 65535.0)),
+            );
         }
         Schema::new(f)
     };
@@ -143,7 +201,10 @@ fn healthchecks() -> Schema {
             Field::record(Schema::new(vec![
                 ("type", Field::string().default("http").one_of(kinds)),
                 ("timeout", Field::number().default(1).between(0.0, 65535.0)),
-                ("concurrency", Field::integer().default(10).between(1.0, 2147483648.0)),
+                (
+                    "concurrency",
+                    Field::integer().default(10).between(1.0, 2147483648.0),
+                ),
                 ("http_path", Field::string().default("/")),
                 ("https_verify_certificate", Field::boolean().default(true)),
                 ("https_sni", Field::string()),
@@ -169,15 +230,24 @@ pub fn target() -> Schema {
     Schema::new(common(vec![
         ("upstream", foreign()),
         ("target", Field::string().required()),
-        ("weight", Field::integer().default(100).between(0.0, 65535.0)),
+        (
+            "weight",
+            Field::integer().default(100).between(0.0, 65535.0),
+        ),
     ]))
 }
 
 /// `consumers`.
 pub fn consumer() -> Schema {
-    Schema::new(common(vec![("username", Field::string()), ("custom_id", Field::string())])).with_check(|m| {
+    Schema::new(common(vec![
+        ("username", Field::string()),
+        ("custom_id", Field::string()),
+    ]))
+    .with_check(|m| {
         if m["username"].is_null() && m["custom_id"].is_null() {
-            Err(vec![FieldError::entity("at least one of these fields must be non-empty: 'custom_id', 'username'")])
+            Err(vec![FieldError::entity(
+                "at least one of these fields must be non-empty: 'custom_id', 'username'",
+            )])
         } else {
             Ok(())
         }
@@ -204,7 +274,10 @@ pub fn basicauth_credential() -> Schema {
 
 /// `acls`.
 pub fn acl() -> Schema {
-    Schema::new(common(vec![("consumer", foreign()), ("group", Field::string().required())]))
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("group", Field::string().required()),
+    ]))
 }
 
 /// `plugins`; `config` is validated separately with the plugin's own schema.
@@ -238,18 +311,30 @@ pub fn certificate() -> Schema {
 
 /// `snis`.
 pub fn sni() -> Schema {
-    Schema::new(common(vec![("name", Field::string().required()), ("certificate", foreign())]))
+    Schema::new(common(vec![
+        ("name", Field::string().required()),
+        ("certificate", foreign()),
+    ]))
 }
 
 /// `ca_certificates`.
 pub fn ca_certificate() -> Schema {
-    Schema::new(common(vec![("cert", Field::string().required().check(check_pem)), ("cert_digest", Field::string())]))
+    Schema::new(common(vec![
+        ("cert", Field::string().required().check(check_pem)),
+        ("cert_digest", Field::string()),
+    ]))
 }
 
 fn check_name(v: &Value) -> Result<(), String> {
     let s = v.as_str().unwrap_or_default();
-    let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
-    ok.then_some(()).ok_or_else(|| "invalid value '".to_string() + s + "': it must only contain alphanumeric and '., -, _, ~' characters")
+    let ok = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
+    ok.then_some(()).ok_or_else(|| {
+        "invalid value '".to_string()
+            + s
+            + "': it must only contain alphanumeric and '., -, _, ~' characters"
+    })
 }
 
 fn check_host(v: &Value) -> Result<(), String> {
@@ -258,9 +343,13 @@ fn check_host(v: &Value) -> Result<(), String> {
         && s.len() <= 253
         && (s.parse::<std::net::IpAddr>().is_ok()
             || s.split('.').all(|l| {
-                !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
             }));
-    ok.then_some(()).ok_or_else(|| format!("invalid hostname: {s}"))
+    ok.then_some(())
+        .ok_or_else(|| format!("invalid hostname: {s}"))
 }
 
 fn check_route_host(v: &Value) -> Result<(), String> {
@@ -280,7 +369,10 @@ fn check_route_host(v: &Value) -> Result<(), String> {
     if name.contains('*') && !(name.starts_with("*.") || name.ends_with(".*")) {
         return Err("wildcard must be leftmost or rightmost character".into());
     }
-    let bare = name.trim_start_matches("*.").trim_end_matches(".*").trim_matches(|c| c == '[' || c == ']');
+    let bare = name
+        .trim_start_matches("*.")
+        .trim_end_matches(".*")
+        .trim_matches(|c| c == '[' || c == ']');
     check_host(&Value::from(bare))
 }
 
@@ -290,7 +382,9 @@ fn check_route_path(v: &Value) -> Result<(), String> {
         if !re.starts_with('/') {
             return Err("should start with: / (fixed path) or ~/ (regex path)".into());
         }
-        return regex::Regex::new(re).map(|_| ()).map_err(|e| format!("invalid regex: '{re}' ({e})"));
+        return regex::Regex::new(re)
+            .map(|_| ())
+            .map_err(|e| format!("invalid regex: '{re}' ({e})"));
     }
     if !s.starts_with('/') {
         return Err("should start with: / (fixed path) or ~/ (regex path)".into());
@@ -315,7 +409,8 @@ fn check_service_path(v: &Value) -> Result<(), String> {
 fn check_method(v: &Value) -> Result<(), String> {
     let s = v.as_str().unwrap_or_default();
     let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase());
-    ok.then_some(()).ok_or_else(|| format!("invalid value: {s}"))
+    ok.then_some(())
+        .ok_or_else(|| format!("invalid value: {s}"))
 }
 
 fn check_redirect(v: &Value) -> Result<(), String> {
@@ -327,7 +422,9 @@ fn check_redirect(v: &Value) -> Result<(), String> {
 
 fn check_pem(v: &Value) -> Result<(), String> {
     let s = v.as_str().unwrap_or_default();
-    s.contains("-----BEGIN ").then_some(()).ok_or_else(|| "invalid PEM: no BEGIN marker".into())
+    s.contains("-----BEGIN ")
+        .then_some(())
+        .ok_or_else(|| "invalid PEM: no BEGIN marker".into())
 }
 
 fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
@@ -340,18 +437,29 @@ fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         Value::Object(o) => !o.is_empty(),
         _ => false,
     };
-    if plain_http && !["methods", "hosts", "headers", "paths"].iter().any(|k| set(k)) {
+    if plain_http
+        && !["methods", "hosts", "headers", "paths"]
+            .iter()
+            .any(|k| set(k))
+    {
         errors.push(FieldError::entity(
             "must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http'",
         ));
-    } else if http && !["methods", "hosts", "headers", "paths", "snis"].iter().any(|k| set(k)) {
+    } else if http
+        && !["methods", "hosts", "headers", "paths", "snis"]
+            .iter()
+            .any(|k| set(k))
+    {
         errors.push(FieldError::entity(
             "must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'",
         ));
     }
     if let Some(headers) = m["headers"].as_object() {
         if headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
-            errors.push(FieldError::new("headers", "cannot contain 'host' header, which must be specified in the 'hosts' attribute"));
+            errors.push(FieldError::new(
+                "headers",
+                "cannot contain 'host' header, which must be specified in the 'hosts' attribute",
+            ));
         }
     }
     errors.is_empty().then_some(()).ok_or(errors)

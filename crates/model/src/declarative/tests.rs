@@ -36,9 +36,17 @@ fn ok(text: &str) -> Config {
 
 fn errs(text: &str) -> Vec<String> {
     let e = parse(text, &TestRegistry::new()).expect_err("expected errors");
-    let mut out: Vec<String> = e.document.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+    let mut out: Vec<String> = e
+        .document
+        .iter()
+        .map(|f| format!("{}: {}", f.field, f.message))
+        .collect();
     for ent in &e.entities {
-        out.extend(ent.errors.iter().map(|f| format!("{} {}: {}", ent.path, f.field, f.message)));
+        out.extend(
+            ent.errors
+                .iter()
+                .map(|f| format!("{} {}: {}", ent.path, f.field, f.message)),
+        );
     }
     out
 }
@@ -73,7 +81,10 @@ consumers:
 fn nested_entities_get_parents_defaults_and_url_parts() {
     let c = ok(BASIC);
     let svc = &c.services[0];
-    assert_eq!((svc.protocol.as_str(), svc.host.as_str(), svc.port), ("https", "example.com", 8443));
+    assert_eq!(
+        (svc.protocol.as_str(), svc.host.as_str(), svc.port),
+        ("https", "example.com", 8443)
+    );
     assert_eq!(svc.path.as_deref(), Some("/base"));
     assert_eq!((svc.retries, svc.connect_timeout), (5, 60000));
     let r = &c.routes[0];
@@ -81,10 +92,16 @@ fn nested_entities_get_parents_defaults_and_url_parts() {
     assert_eq!(r.protocols, ["http", "https"]);
     assert!(r.strip_path && !r.preserve_host);
     assert_eq!(c.plugins[0].route.unwrap().id, r.id);
-    assert_eq!(c.plugins[0].config, serde_json::json!({"second": 5, "policy": "local"}));
+    assert_eq!(
+        c.plugins[0].config,
+        serde_json::json!({"second": 5, "policy": "local"})
+    );
     assert_eq!(c.targets[0].target, "10.0.0.1:8000");
     assert_eq!(c.targets[1].target, "[::1]:81");
-    assert_eq!(c.upstreams[0].healthchecks.active.healthy.http_statuses, [200, 302]);
+    assert_eq!(
+        c.upstreams[0].healthchecks.active.healthy.http_statuses,
+        [200, 302]
+    );
     assert_eq!(c.keyauth_credentials[0].key.len(), 32);
     // sha1("secret" .. consumer id), never the plain password
     assert_ne!(c.basicauth_credentials[0].password, "secret");
@@ -102,7 +119,10 @@ fn same_file_same_ids_and_hash_and_given_ids_are_kept() {
     let changed = ok(&BASIC.replace("second: 5", "second: 6"));
     assert_ne!(a.hash(), changed.hash());
     let given = ok("_format_version: '3.0'\nconsumers:\n- id: 9748f662-7711-4a90-8186-dc02f10eb0f5\n  username: x\n");
-    assert_eq!(given.consumers[0].id.to_string(), "9748f662-7711-4a90-8186-dc02f10eb0f5");
+    assert_eq!(
+        given.consumers[0].id.to_string(),
+        "9748f662-7711-4a90-8186-dc02f10eb0f5"
+    );
 }
 
 #[test]
@@ -133,7 +153,8 @@ fn export_then_parse_round_trips() {
 
 #[test]
 fn every_error_is_collected_with_kong_messages() {
-    let got = errs(r#"
+    let got = errs(
+        r#"
 _format_version: "3.0"
 bogus: 1
 services:
@@ -158,7 +179,8 @@ plugins:
   config: {second: 0, junk: 1}
 consumers:
 - tags: [t]
-"#);
+"#,
+    );
     let want = [
         "bogus: unknown field",
         "services[0] host: required field missing",
@@ -181,29 +203,63 @@ consumers:
 
 #[test]
 fn error_shapes_for_the_admin_api() {
-    let e = parse("_format_version: '3.0'\nservices:\n- name: ok\n  host: h\n- name: bad\n", &TestRegistry::new())
-        .unwrap_err();
-    assert_eq!(e.kong_fields(), serde_json::json!({"services": [null, {"host": "required field missing"}]}));
+    let e = parse(
+        "_format_version: '3.0'\nservices:\n- name: ok\n  host: h\n- name: bad\n",
+        &TestRegistry::new(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.kong_fields(),
+        serde_json::json!({"services": [null, {"host": "required field missing"}]})
+    );
     let flat = e.flattened();
     assert_eq!(flat[0]["entity_type"], "service");
     assert_eq!(flat[0]["entity_name"], "bad");
-    assert_eq!(flat[0]["errors"][0], serde_json::json!({"type": "field", "field": "host", "message": "required field missing"}));
+    assert_eq!(
+        flat[0]["errors"][0],
+        serde_json::json!({"type": "field", "field": "host", "message": "required field missing"})
+    );
     assert!(e.message().starts_with("declarative config is invalid: "));
-    assert!(e.to_string().contains("service 'bad' (services[1]): host: required field missing"));
+    assert!(e
+        .to_string()
+        .contains("service 'bad' (services[1]): host: required field missing"));
 }
 
 #[test]
 fn format_version_and_syntax_errors() {
-    assert_eq!(errs("services: []"), ["_format_version: required field missing"]);
-    assert_eq!(errs("_format_version: '9'"), ["_format_version: expected one of: 1.1, 2.1, 3.0"]);
-    assert!(errs("services: [unclosed")[0].starts_with("@document: failed parsing declarative configuration"));
+    assert_eq!(
+        errs("services: []"),
+        ["_format_version: required field missing"]
+    );
+    assert_eq!(
+        errs("_format_version: '9'"),
+        ["_format_version: expected one of: 1.1, 2.1, 3.0"]
+    );
+    assert!(errs("services: [unclosed")[0]
+        .starts_with("@document: failed parsing declarative configuration"));
     assert_eq!(errs("[1, 2]"), ["@document: expected an object"]);
 }
 
 #[test]
 fn garbage_never_panics() {
-    let seeds = [BASIC, "_format_version: '3.0'\nservices: [{routes: [{plugins: [1, null, {config: []}]}]}]"];
-    let junk = ["", "null", "[", "{", "- -", ": :", "1", "~", "\"", "{a: [}", "services: {a: 1}", "plugins: 7"];
+    let seeds = [
+        BASIC,
+        "_format_version: '3.0'\nservices: [{routes: [{plugins: [1, null, {config: []}]}]}]",
+    ];
+    let junk = [
+        "",
+        "null",
+        "[",
+        "{",
+        "- -",
+        ": :",
+        "1",
+        "~",
+        "\"",
+        "{a: [}",
+        "services: {a: 1}",
+        "plugins: 7",
+    ];
     for seed in seeds {
         for cut in (0..seed.len()).step_by(7) {
             let _ = parse(&seed[..cut], &TestRegistry::new());

@@ -8,7 +8,13 @@ fn sample() -> Schema {
         ("mode", Field::string().default("a").one_of(&["a", "b"])),
         ("paths", Field::array(Field::string().len_min(1))),
         ("tags", Field::set(Field::string())),
-        ("opts", Field::record(Schema::new(vec![("depth", Field::integer().default(1).gt(0.0))]))),
+        (
+            "opts",
+            Field::record(Schema::new(vec![(
+                "depth",
+                Field::integer().default(1).gt(0.0),
+            )])),
+        ),
     ])
 }
 
@@ -42,16 +48,32 @@ fn collects_every_error_with_paths() {
 
 #[test]
 fn type_errors_and_integral_floats() {
-    let errs = sample().validate(&json!({"name": 1, "port": 8.5, "paths": "x"})).unwrap_err();
-    let msgs: Vec<_> = errs.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
-    assert_eq!(msgs, ["name: expected a string", "port: expected an integer", "paths: expected an array"]);
-    let ok = sample().validate(&json!({"name": "n", "port": 8080.0})).unwrap();
+    let errs = sample()
+        .validate(&json!({"name": 1, "port": 8.5, "paths": "x"}))
+        .unwrap_err();
+    let msgs: Vec<_> = errs
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect();
+    assert_eq!(
+        msgs,
+        [
+            "name: expected a string",
+            "port: expected an integer",
+            "paths: expected an array"
+        ]
+    );
+    let ok = sample()
+        .validate(&json!({"name": "n", "port": 8080.0}))
+        .unwrap();
     assert_eq!(ok["port"], json!(8080));
 }
 
 #[test]
 fn sets_drop_duplicates_and_non_objects_are_rejected() {
-    let out = sample().validate(&json!({"name": "n", "tags": ["a", "b", "a"]})).unwrap();
+    let out = sample()
+        .validate(&json!({"name": "n", "tags": ["a", "b", "a"]}))
+        .unwrap();
     assert_eq!(out["tags"], json!(["a", "b"]));
     let errs = sample().validate(&json!([1])).unwrap_err();
     assert_eq!(errs, vec![FieldError::new("@entity", "expected a record")]);

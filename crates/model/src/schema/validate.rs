@@ -12,13 +12,21 @@ fn join(prefix: &str, name: &str) -> String {
 }
 
 /// Validates a record; `path` is the dotted path of the record itself ("" at the top).
-pub(super) fn record(schema: &Schema, input: &Value, path: &str, errors: &mut Vec<FieldError>) -> Value {
+pub(super) fn record(
+    schema: &Schema,
+    input: &Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Value {
     let empty = Map::new();
     let obj = match input {
         Value::Object(m) => m,
         Value::Null => &empty,
         _ => {
-            errors.push(FieldError::new(if path.is_empty() { "@entity" } else { path }, "expected a record"));
+            errors.push(FieldError::new(
+                if path.is_empty() { "@entity" } else { path },
+                "expected a record",
+            ));
             return Value::Null;
         }
     };
@@ -37,14 +45,25 @@ pub(super) fn record(schema: &Schema, input: &Value, path: &str, errors: &mut Ve
     if errors.len() == before {
         for check in &schema.checks {
             if let Err(errs) = check(&out) {
-                errors.extend(errs.into_iter().map(|e| if path.is_empty() { e } else { e.nested(path) }));
+                errors.extend(errs.into_iter().map(|e| {
+                    if path.is_empty() {
+                        e
+                    } else {
+                        e.nested(path)
+                    }
+                }));
             }
         }
     }
     Value::Object(out)
 }
 
-fn field_value(field: &Field, given: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) -> Value {
+fn field_value(
+    field: &Field,
+    given: Option<&Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Value {
     let given = given.filter(|v| !v.is_null());
     match (given, &field.default) {
         (Some(v), _) => value(field, v, path, errors),
@@ -94,7 +113,11 @@ fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> 
         },
         Kind::Array(element) | Kind::Set(element) => {
             let Value::Array(items) = v else {
-                let msg = if matches!(field.kind, Kind::Set(_)) { "expected a set" } else { "expected an array" };
+                let msg = if matches!(field.kind, Kind::Set(_)) {
+                    "expected a set"
+                } else {
+                    "expected an array"
+                };
                 return type_error(path, msg, errors);
             };
             let mut out: Vec<Value> = Vec::with_capacity(items.len());
@@ -163,13 +186,17 @@ fn fmt_num(x: f64) -> String {
 fn check_rule(rule: &Rule, v: &Value) -> Result<(), String> {
     match rule {
         Rule::OneOf(allowed) => match v.as_str() {
-            Some(s) if !allowed.contains(&s) => Err(format!("expected one of: {}", allowed.join(", "))),
+            Some(s) if !allowed.contains(&s) => {
+                Err(format!("expected one of: {}", allowed.join(", ")))
+            }
             _ => Ok(()),
         },
         Rule::Between(min, max) => match v.as_f64() {
-            Some(x) if x < *min || x > *max => {
-                Err(format!("value should be between {} and {}", fmt_num(*min), fmt_num(*max)))
-            }
+            Some(x) if x < *min || x > *max => Err(format!(
+                "value should be between {} and {}",
+                fmt_num(*min),
+                fmt_num(*max)
+            )),
             _ => Ok(()),
         },
         Rule::Gt(min) => match v.as_f64() {

@@ -30,7 +30,10 @@ struct Config {
 
 fn schema() -> Schema {
     Schema::new(vec![
-        ("status_code", Field::integer().default(503).between(100.0, 599.0)),
+        (
+            "status_code",
+            Field::integer().default(503).between(100.0, 599.0),
+        ),
         ("message", Field::string()),
         ("content_type", Field::string()),
         ("body", Field::string()),
@@ -39,7 +42,9 @@ fn schema() -> Schema {
     ])
     .with_check(|m: &Map<String, Value>| {
         if !m["message"].is_null() && (!m["body"].is_null() || !m["content_type"].is_null()) {
-            return Err(vec![FieldError::entity("message cannot be used with content_type or body")]);
+            return Err(vec![FieldError::entity(
+                "message cannot be used with content_type or body",
+            )]);
         }
         if !m["content_type"].is_null() && m["body"].is_null() {
             return Err(vec![FieldError::entity("content_type requires a body")]);
@@ -63,7 +68,8 @@ pub fn builtin() -> Builtin {
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config = serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config =
+        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
     let status = StatusCode::from_u16(config.status_code).map_err(|e| e.to_string())?;
     Ok(Arc::new(RequestTermination { config, status }))
 }
@@ -89,14 +95,18 @@ fn default_message(status: StatusCode) -> &'static str {
 fn triggered(trigger: &str, ctx: &RequestCtx<'_>) -> bool {
     ctx.request.headers.contains_key(trigger)
         || ctx.request.uri.query().is_some_and(|q| {
-            q.split('&').any(|pair| pair.split('=').next().is_some_and(|k| k == trigger))
+            q.split('&')
+                .any(|pair| pair.split('=').next().is_some_and(|k| k == trigger))
         })
 }
 
 fn echo(ctx: &RequestCtx<'_>) -> Value {
     let mut headers = Map::new();
     for (name, value) in &ctx.request.headers {
-        headers.insert(name.as_str().into(), String::from_utf8_lossy(value.as_bytes()).into());
+        headers.insert(
+            name.as_str().into(),
+            String::from_utf8_lossy(value.as_bytes()).into(),
+        );
     }
     let query: Map<String, Value> = ctx
         .request
@@ -140,10 +150,21 @@ impl Plugin for RequestTermination {
         let response = if self.config.echo {
             PluginResponse::json(self.status, echo(ctx).to_string().into())
         } else if let Some(body) = &self.config.body {
-            let ct = self.config.content_type.as_deref().unwrap_or("application/json; charset=utf-8");
-            PluginResponse::json(self.status, body.clone().into()).with_header(http::header::CONTENT_TYPE, ct)
+            let ct = self
+                .config
+                .content_type
+                .as_deref()
+                .unwrap_or("application/json; charset=utf-8");
+            PluginResponse::json(self.status, body.clone().into())
+                .with_header(http::header::CONTENT_TYPE, ct)
         } else {
-            PluginResponse::message(self.status, self.config.message.as_deref().unwrap_or(default_message(self.status)))
+            PluginResponse::message(
+                self.status,
+                self.config
+                    .message
+                    .as_deref()
+                    .unwrap_or(default_message(self.status)),
+            )
         };
         Flow::Respond(response)
     }

@@ -1,7 +1,10 @@
 use super::*;
 
 fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -11,19 +14,29 @@ fn defaults_match_kong() {
     assert_eq!(s.admin_listen, "127.0.0.1:8001");
     assert_eq!(s.status_listen, "127.0.0.1:8007");
     assert_eq!(s.lmdb_map_size, 2048 << 20);
-    assert_eq!(s.lmdb_environment_path, PathBuf::from("/usr/local/sluice/dbless.lmdb"));
+    assert_eq!(
+        s.lmdb_environment_path,
+        PathBuf::from("/usr/local/sluice/dbless.lmdb")
+    );
     assert!(s.worker_threads >= 1);
 }
 
 #[test]
 fn conf_file_syntax_comments_and_errors() {
-    let conf = "# comment\nproxy_listen = 127.0.0.1:9000 # trailing\nlog_level=debug\nheaders = a\\#b\n";
+    let conf =
+        "# comment\nproxy_listen = 127.0.0.1:9000 # trailing\nlog_level=debug\nheaders = a\\#b\n";
     let v = parse_conf(conf).unwrap();
     assert_eq!(v["proxy_listen"], "127.0.0.1:9000");
     assert_eq!(v["log_level"], "debug");
     assert_eq!(v["headers"], "a#b");
-    assert!(parse_conf("nonsense_key = 1").unwrap_err().to_string().contains("unknown setting"));
-    assert!(parse_conf("just words").unwrap_err().to_string().contains("line 1"));
+    assert!(parse_conf("nonsense_key = 1")
+        .unwrap_err()
+        .to_string()
+        .contains("unknown setting"));
+    assert!(parse_conf("just words")
+        .unwrap_err()
+        .to_string()
+        .contains("line 1"));
 }
 
 #[test]
