@@ -162,9 +162,10 @@ impl Loader {
             }
             doc.insert(kind, items.into());
         }
-        let mut config = declarative::parse_value(doc.into(), self.registry.as_ref()).map_err(|e| {
-            anyhow::anyhow!("the config in the store {path} is no longer valid:\n{e}")
-        })?;
+        let mut config =
+            declarative::parse_value(doc.into(), self.registry.as_ref()).map_err(|e| {
+                anyhow::anyhow!("the config in the store {path} is no longer valid:\n{e}")
+            })?;
         // Keep the hash of the file that was loaded (the stored export differs in form, e.g. generated
         // timestamps), so `check_hash` and `configuration_hash` hold across restarts.
         config.hash = stored.hash.clone();

@@ -26,7 +26,9 @@ async fn get(url: String) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn collections_items_nesting_and_pagination() {
-    let gw = Gateway::builder(BIN).config_yaml(&many_services(250)).start();
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&many_services(250))
+        .start();
     let mut url = gw.admin_url("/services");
     let mut seen = Vec::new();
     for page in 0..3 {
@@ -56,8 +58,14 @@ async fn collections_items_nesting_and_pagination() {
     assert_eq!(svc["name"], "s7");
     let (_, keys) = get(gw.admin_url("/consumers/alice/key-auth")).await;
     assert_eq!(keys["data"][0]["key"], "secret-key");
-    assert_eq!(get(gw.admin_url("/consumers/a-1")).await.1["username"], "alice");
-    assert_eq!(get(gw.admin_url("/services/nope")).await, (404, json!({"message": "Not found"})));
+    assert_eq!(
+        get(gw.admin_url("/consumers/a-1")).await.1["username"],
+        "alice"
+    );
+    assert_eq!(
+        get(gw.admin_url("/services/nope")).await,
+        (404, json!({"message": "Not found"}))
+    );
     assert_eq!(get(gw.admin_url("/nothing-here")).await.0, 404);
 
     let (_, tagged) = get(gw.admin_url("/services?tags=even,all&size=1000")).await;
@@ -75,13 +83,37 @@ async fn dbless_writes_are_refused_like_kong() {
     let gw = Gateway::builder(BIN).config_yaml(&many_services(1)).start();
     let http = client();
     for (method, path, msg) in [
-        ("POST", "/services", "cannot create 'services' entities when not using a database"),
-        ("PATCH", "/services/s0", "cannot update 'services' entities when not using a database"),
-        ("DELETE", "/routes/r0", "cannot delete 'routes' entities when not using a database"),
-        ("PUT", "/consumers/alice", "cannot create or update 'consumers' entities when not using a database"),
-        ("POST", "/consumers/alice/key-auth", "cannot create 'key-auths' entities when not using a database"),
+        (
+            "POST",
+            "/services",
+            "cannot create 'services' entities when not using a database",
+        ),
+        (
+            "PATCH",
+            "/services/s0",
+            "cannot update 'services' entities when not using a database",
+        ),
+        (
+            "DELETE",
+            "/routes/r0",
+            "cannot delete 'routes' entities when not using a database",
+        ),
+        (
+            "PUT",
+            "/consumers/alice",
+            "cannot create or update 'consumers' entities when not using a database",
+        ),
+        (
+            "POST",
+            "/consumers/alice/key-auth",
+            "cannot create 'key-auths' entities when not using a database",
+        ),
     ] {
-        let resp = http.request(method.parse().unwrap(), gw.admin_url(path)).send().await.unwrap();
+        let resp = http
+            .request(method.parse().unwrap(), gw.admin_url(path))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 405, "{method} {path}");
         let body: Value = resp.json().await.unwrap();
         assert_eq!(body["message"], msg);
@@ -110,7 +142,12 @@ async fn config_endpoint_round_trip_check_hash_and_errors() {
         .unwrap();
     assert_eq!(same.status(), 304);
     // The export itself is a valid config (form-encoded this time).
-    let form = http.post(gw.admin_url("/config")).form(&[("config", yaml.as_str())]).send().await.unwrap();
+    let form = http
+        .post(gw.admin_url("/config"))
+        .form(&[("config", yaml.as_str())])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(form.status(), 201);
 
     let bad = http
@@ -123,14 +160,30 @@ async fn config_endpoint_round_trip_check_hash_and_errors() {
     let body: Value = bad.json().await.unwrap();
     assert_eq!(body["code"], 14);
     assert_eq!(body["name"], "invalid declarative configuration");
-    assert_eq!(body["fields"]["services"][0]["port"], "value should be between 0 and 65535");
-    assert_eq!(body["fields"]["services"][1]["host"], "required field missing");
+    assert_eq!(
+        body["fields"]["services"][0]["port"],
+        "value should be between 0 and 65535"
+    );
+    assert_eq!(
+        body["fields"]["services"][1]["host"],
+        "required field missing"
+    );
     assert_eq!(body["flattened_errors"].as_array().unwrap().len(), 2);
     assert_eq!(body["flattened_errors"][1]["entity_name"], "y");
     // The old config still serves.
-    assert_eq!(get(gw.admin_url("/services")).await.1["data"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        get(gw.admin_url("/services")).await.1["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 
-    let garbage = http.post(gw.admin_url("/config")).header("content-type", "application/json").body("{oops").send();
+    let garbage = http
+        .post(gw.admin_url("/config"))
+        .header("content-type", "application/json")
+        .body("{oops")
+        .send();
     let garbage = garbage.await.unwrap();
     assert_eq!(garbage.status(), 400);
     assert_eq!(garbage.json::<Value>().await.unwrap()["code"], 14);
@@ -145,7 +198,10 @@ async fn status_ready_follows_the_config_and_restarts_come_from_the_store() {
     let gw = Gateway::builder(BIN).expect_not_ready().start();
     let (status, body) = get(gw.status_url("/status/ready")).await;
     assert_eq!(status, 503, "{body}");
-    assert_eq!(get(gw.status_url("/status")).await.1["configuration_hash"], "00000000000000000000000000000000");
+    assert_eq!(
+        get(gw.status_url("/status")).await.1["configuration_hash"],
+        "00000000000000000000000000000000"
+    );
     let posted = client()
         .post(gw.admin_url("/config"))
         .header("content-type", "application/x-yaml")
@@ -154,13 +210,25 @@ async fn status_ready_follows_the_config_and_restarts_come_from_the_store() {
         .await
         .unwrap();
     assert_eq!(posted.status(), 201);
-    assert_eq!(get(gw.status_url("/status/ready")).await, (200, json!({"message": "ready"})));
+    assert_eq!(
+        get(gw.status_url("/status/ready")).await,
+        (200, json!({"message": "ready"}))
+    );
     let hash = get(gw.status_url("/status")).await.1["configuration_hash"].clone();
 
     // Restart with no --config: the store serves the last committed config.
     let prefix = gw.into_prefix();
     let again = Gateway::builder(BIN).prefix_dir(prefix).start();
     assert_eq!(get(again.status_url("/status/ready")).await.0, 200);
-    assert_eq!(get(again.admin_url("/services")).await.1["data"].as_array().unwrap().len(), 3);
-    assert_eq!(get(again.status_url("/status")).await.1["configuration_hash"], hash);
+    assert_eq!(
+        get(again.admin_url("/services")).await.1["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        get(again.status_url("/status")).await.1["configuration_hash"],
+        hash
+    );
 }
