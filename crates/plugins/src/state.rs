@@ -52,6 +52,16 @@ impl PluginState {
         counter.fetch_add(1, Ordering::AcqRel) + 1
     }
 
+    /// Gives back one count (a refused request's increment).
+    pub fn decrement(&self, key: u64, window_start: u64) {
+        let shard = self.shards[(key as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = shard.get(&(key, window_start)) {
+            let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
+        }
+    }
+
     /// The current count without counting (for tests and headers).
     pub fn get(&self, key: u64, window_start: u64) -> u64 {
         let shard = self.shards[(key as usize) % SHARDS]

@@ -2,9 +2,18 @@
 
 use crate::registry::Builtin;
 
+mod auth;
+pub mod basic_auth;
+pub mod key_auth;
+pub mod rate_limiting;
 pub mod request_termination;
 
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
-    vec![request_termination::builtin()]
+    vec![
+        key_auth::builtin(),
+        basic_auth::builtin(),
+        rate_limiting::builtin(),
+        request_termination::builtin(),
+    ]
 }

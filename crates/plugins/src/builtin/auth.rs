@@ -1,0 +1,85 @@
+//! What key-auth and basic-auth share: identifying the consumer, Kong's upstream headers, `anonymous`.
+
+use crate::ctx::{CredentialRef, RequestCtx};
+use crate::plugin::Flow;
+use crate::response::PluginResponse;
+use http::{HeaderValue, StatusCode};
+use sluice_model::Consumer;
+
+/// Headers the gateway sets upstream after authentication (client-sent copies are removed first).
+const CONSUMER_HEADERS: [&str; 5] = [
+    "x-consumer-id",
+    "x-consumer-custom-id",
+    "x-consumer-username",
+    "x-credential-identifier",
+    "x-anonymous-consumer",
+];
+
+fn set(ctx: &mut RequestCtx<'_>, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        ctx.request.headers.insert(name, v);
+    }
+}
+
+/// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers.
+pub fn identify<'s>(
+    ctx: &mut RequestCtx<'s>,
+    consumer: &'s Consumer,
+    credential: Option<CredentialRef<'s>>,
+) {
+    for h in CONSUMER_HEADERS {
+        ctx.request.headers.remove(h);
+    }
+    set(ctx, "x-consumer-id", &consumer.id.to_string());
+    if let Some(c) = &consumer.custom_id {
+        set(ctx, "x-consumer-custom-id", c);
+    }
+    if let Some(u) = &consumer.username {
+        set(ctx, "x-consumer-username", u);
+    }
+    match credential {
+        Some(cred) => set(ctx, "x-credential-identifier", &cred.id.to_string()),
+        None => set(ctx, "x-anonymous-consumer", "true"),
+    }
+    ctx.anonymous = credential.is_none();
+    ctx.consumer = Some(consumer);
+    ctx.credential = credential;
+}
+
+/// Without valid credentials: the `anonymous` consumer when configured, else the 401.
+pub fn reject_or_anonymous(
+    ctx: &mut RequestCtx<'_>,
+    anonymous: Option<&str>,
+    unauthorized: PluginResponse,
+) -> Flow {
+    let Some(anon) = anonymous else {
+        return Flow::Respond(unauthorized);
+    };
+    match ctx.credentials.consumer_by_id_or_name(anon) {
+        Some(consumer) => {
+            identify(ctx, consumer, None);
+            Flow::Continue
+        }
+        None => {
+            tracing::error!(anonymous = anon, "anonymous consumer not found");
+            Flow::Respond(PluginResponse::message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "An unexpected error occurred",
+            ))
+        }
+    }
+}
+
+/// Kong's rule for stacked auth plugins: when this plugin has `anonymous` set and an earlier plugin already
+/// authenticated a real consumer, this one does nothing (logical OR).
+pub fn already_authenticated(ctx: &RequestCtx<'_>, anonymous: Option<&str>) -> bool {
+    anonymous.is_some() && ctx.credential.is_some()
+}
+
+/// A 401 with `WWW-Authenticate: <scheme> realm="<realm>"`.
+pub fn unauthorized(message: &str, scheme: &str, realm: &str) -> PluginResponse {
+    PluginResponse::message(StatusCode::UNAUTHORIZED, message).with_header(
+        http::header::WWW_AUTHENTICATE,
+        &format!("{scheme} realm=\"{realm}\""),
+    )
+}

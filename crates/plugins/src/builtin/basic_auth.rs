@@ -1,0 +1,125 @@
+//! `basic-auth` (priority 1100): `Authorization: Basic` username and password identify the consumer.
+
+use super::auth;
+use crate::ctx::{CredentialRef, RequestCtx};
+use crate::plugin::{Flow, Plugin};
+use crate::registry::{BuildCtx, Builtin};
+use base64::Engine;
+use serde::Deserialize;
+use sha1::{Digest, Sha1};
+use sluice_model::schema::{Field, Schema};
+use sluice_model::PluginDef;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+#[derive(Debug, Deserialize)]
+struct Config {
+    /// Consumer (id or username) used when no valid credentials are given, instead of a 401.
+    anonymous: Option<String>,
+    /// Remove `Authorization` before proxying.
+    hide_credentials: bool,
+    /// The realm of `WWW-Authenticate`.
+    realm: String,
+}
+
+pub fn builtin() -> Builtin {
+    let config = Schema::new(vec![
+        ("anonymous", Field::string()),
+        ("hide_credentials", Field::boolean().default(false)),
+        ("realm", Field::string().default("service")),
+    ]);
+    let def = PluginDef {
+        name: "basic-auth",
+        priority: 1100,
+        config,
+        no_consumer: true,
+        no_route: false,
+        no_service: false,
+    };
+    Builtin {
+        def,
+        factory: build,
+    }
+}
+
+fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
+    let config: Config =
+        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    Ok(Arc::new(BasicAuth { config }))
+}
+
+struct BasicAuth {
+    config: Config,
+}
+
+/// `(username, password)` from `Authorization` (or `Proxy-Authorization`), or None when absent or malformed.
+fn credentials(headers: &http::HeaderMap) -> Option<(http::HeaderName, String, String)> {
+    for name in [
+        http::header::AUTHORIZATION,
+        http::header::PROXY_AUTHORIZATION,
+    ] {
+        let Some(value) = headers.get(&name).and_then(|v| v.to_str().ok()) else {
+            continue;
+        };
+        let (scheme, encoded) = value.trim().split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("basic") {
+            continue;
+        }
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .ok()?;
+        let text = String::from_utf8(decoded).ok()?;
+        let (user, pass) = text.split_once(':')?;
+        return Some((name, user.to_string(), pass.to_string()));
+    }
+    None
+}
+
+/// Kong's stored form: hex SHA-1 of the password followed by the consumer id.
+fn hash(password: &str, consumer_id: &uuid::Uuid) -> String {
+    let mut h = Sha1::new();
+    h.update(password.as_bytes());
+    h.update(consumer_id.to_string().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Plugin for BasicAuth {
+    fn name(&self) -> &'static str {
+        "basic-auth"
+    }
+
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        let anonymous = self.config.anonymous.as_deref();
+        if auth::already_authenticated(ctx, anonymous) {
+            return Flow::Continue;
+        }
+        let deny = || auth::unauthorized("Unauthorized", "Basic", &self.config.realm);
+        let Some((header, user, pass)) = credentials(&ctx.request.headers) else {
+            return auth::reject_or_anonymous(ctx, anonymous, deny());
+        };
+        let store = ctx.credentials;
+        let Some(cred) = store.basic(&user) else {
+            return auth::reject_or_anonymous(ctx, anonymous, deny());
+        };
+        let ok: bool = hash(&pass, &cred.consumer.id)
+            .as_bytes()
+            .ct_eq(cred.password.as_bytes())
+            .into();
+        let consumer = store.consumer(&cred.consumer.id);
+        let (true, Some(consumer)) = (ok, consumer) else {
+            return auth::reject_or_anonymous(ctx, anonymous, deny());
+        };
+        if self.config.hide_credentials {
+            ctx.request.headers.remove(header);
+        }
+        auth::identify(
+            ctx,
+            consumer,
+            Some(CredentialRef {
+                id: &cred.id,
+                plugin: "basic-auth",
+            }),
+        );
+        Flow::Continue
+    }
+}

@@ -1,0 +1,227 @@
+//! `key-auth` (priority 1250): an API key in a header, the query string or the body identifies the consumer.
+
+use super::auth;
+use crate::ctx::{CredentialRef, RequestCtx};
+use crate::plugin::{Flow, Plugin};
+use crate::registry::{BuildCtx, Builtin};
+use serde::Deserialize;
+use sluice_model::schema::{Field, Schema};
+use sluice_model::PluginDef;
+use std::sync::Arc;
+
+#[derive(Debug, Deserialize)]
+struct Config {
+    /// Header / query / body field names that may carry the key.
+    key_names: Vec<String>,
+    /// Remove the key before proxying.
+    hide_credentials: bool,
+    /// Consumer (id or username) used when no valid key is given, instead of a 401.
+    anonymous: Option<String>,
+    key_in_header: bool,
+    key_in_query: bool,
+    /// Look in urlencoded or JSON bodies (the proxy then buffers the request body).
+    key_in_body: bool,
+    /// Authenticate CORS preflight (OPTIONS) requests too.
+    run_on_preflight: bool,
+    /// The realm of `WWW-Authenticate`.
+    realm: Option<String>,
+}
+
+pub fn builtin() -> Builtin {
+    let config = Schema::new(vec![
+        (
+            "key_names",
+            Field::array(Field::string().len_min(1))
+                .default(serde_json::json!(["apikey"]))
+                .len_min(1),
+        ),
+        ("hide_credentials", Field::boolean().default(false)),
+        ("anonymous", Field::string()),
+        ("key_in_header", Field::boolean().default(true)),
+        ("key_in_query", Field::boolean().default(true)),
+        ("key_in_body", Field::boolean().default(false)),
+        ("run_on_preflight", Field::boolean().default(true)),
+        ("realm", Field::string()),
+    ]);
+    let def = PluginDef {
+        name: "key-auth",
+        priority: 1250,
+        config,
+        no_consumer: true,
+        no_route: false,
+        no_service: false,
+    };
+    Builtin {
+        def,
+        factory: build,
+    }
+}
+
+fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
+    let config: Config =
+        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    Ok(Arc::new(KeyAuth { config }))
+}
+
+struct KeyAuth {
+    config: Config,
+}
+
+/// Where the key was found, so `hide_credentials` can remove it.
+enum Found {
+    Header(http::HeaderName),
+    Query(String),
+    Body(String),
+}
+
+fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == name).then_some(v)
+    })
+}
+
+impl KeyAuth {
+    fn find(&self, ctx: &RequestCtx<'_>) -> Option<(String, Found)> {
+        for name in &self.config.key_names {
+            if self.config.key_in_header {
+                if let Ok(h) = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) {
+                    if let Some(v) = ctx.request.headers.get(&h).and_then(|v| v.to_str().ok()) {
+                        return Some((v.to_string(), Found::Header(h)));
+                    }
+                }
+            }
+            if self.config.key_in_query {
+                if let Some(v) = ctx.request.uri.query().and_then(|q| query_value(q, name)) {
+                    return Some((v.to_string(), Found::Query(name.clone())));
+                }
+            }
+            if self.config.key_in_body {
+                if let Some(v) = body_value(ctx, name) {
+                    return Some((v, Found::Body(name.clone())));
+                }
+            }
+        }
+        None
+    }
+
+    fn hide(&self, ctx: &mut RequestCtx<'_>, found: Found) {
+        match found {
+            Found::Header(h) => {
+                ctx.request.headers.remove(h);
+            }
+            Found::Query(name) => {
+                let path = ctx.request.uri.path().to_string();
+                let kept: Vec<&str> = ctx
+                    .request
+                    .uri
+                    .query()
+                    .unwrap_or("")
+                    .split('&')
+                    .filter(|p| !p.is_empty() && p.split('=').next() != Some(name.as_str()))
+                    .collect();
+                let pq = if kept.is_empty() {
+                    path
+                } else {
+                    format!("{path}?{}", kept.join("&"))
+                };
+                if let Ok(uri) = pq.parse() {
+                    ctx.request.uri = uri;
+                }
+            }
+            Found::Body(name) => {
+                if let Some(body) = ctx.body.take() {
+                    ctx.body = Some(remove_body_field(&body, &name, &ctx.request.headers));
+                    ctx.request.headers.remove(http::header::CONTENT_LENGTH);
+                }
+            }
+        }
+    }
+}
+
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"))
+}
+
+fn body_value(ctx: &RequestCtx<'_>, name: &str) -> Option<String> {
+    let body = ctx.body.as_ref()?;
+    if is_json(&ctx.request.headers) {
+        let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+        return v.get(name)?.as_str().map(String::from);
+    }
+    query_value(std::str::from_utf8(body).ok()?, name).map(String::from)
+}
+
+fn remove_body_field(body: &bytes::Bytes, name: &str, headers: &http::HeaderMap) -> bytes::Bytes {
+    if is_json(headers) {
+        if let Ok(serde_json::Value::Object(mut m)) = serde_json::from_slice(body) {
+            m.remove(name);
+            return serde_json::Value::Object(m).to_string().into();
+        }
+        return body.clone();
+    }
+    let text = String::from_utf8_lossy(body);
+    let kept: Vec<&str> = text
+        .split('&')
+        .filter(|p| p.split('=').next() != Some(name))
+        .collect();
+    kept.join("&").into()
+}
+
+impl Plugin for KeyAuth {
+    fn name(&self) -> &'static str {
+        "key-auth"
+    }
+
+    fn needs_request_body(&self) -> bool {
+        self.config.key_in_body
+    }
+
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        if !self.config.run_on_preflight && ctx.request.method == http::Method::OPTIONS {
+            return Flow::Continue;
+        }
+        let anonymous = self.config.anonymous.as_deref();
+        if auth::already_authenticated(ctx, anonymous) {
+            return Flow::Continue;
+        }
+        let realm = self.config.realm.as_deref().unwrap_or("kong");
+        let Some((key, found)) = self.find(ctx) else {
+            return auth::reject_or_anonymous(
+                ctx,
+                anonymous,
+                auth::unauthorized("No API key found in request", "Key", realm),
+            );
+        };
+        let credentials = ctx.credentials;
+        let Some(cred) = credentials.key(&key) else {
+            return auth::reject_or_anonymous(
+                ctx,
+                anonymous,
+                auth::unauthorized("Unauthorized", "Key", realm),
+            );
+        };
+        let Some(consumer) = credentials.consumer(&cred.consumer.id) else {
+            return auth::reject_or_anonymous(
+                ctx,
+                anonymous,
+                auth::unauthorized("Unauthorized", "Key", realm),
+            );
+        };
+        if self.config.hide_credentials {
+            self.hide(ctx, found);
+        }
+        auth::identify(
+            ctx,
+            consumer,
+            Some(CredentialRef {
+                id: &cred.id,
+                plugin: "key-auth",
+            }),
+        );
+        Flow::Continue
+    }
+}
