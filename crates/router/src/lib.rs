@@ -82,8 +82,11 @@ pub struct Router {
     prefixes: HashMap<Box<str>, Vec<u32>>,
     /// Distinct prefix lengths, ascending.
     prefix_lengths: Vec<usize>,
-    /// Ranks of candidates without a plain prefix path, ascending.
-    scanned: Vec<u32>,
+    /// Ranks of candidates without a plain prefix path, ascending, with their slot in `regex_set` for regex
+    /// paths.
+    scanned: Vec<(u32, Option<usize>)>,
+    /// Every regex path at once: one pass over the path tells which regex candidates can match at all.
+    regex_set: regex::RegexSet,
 }
 
 impl Router {
@@ -106,15 +109,26 @@ impl Router {
         let candidates = priority::ranked(&routes);
         let mut prefixes: HashMap<Box<str>, Vec<u32>> = HashMap::new();
         let mut scanned = Vec::new();
+        let mut patterns = Vec::new();
         for (rank, (route, path)) in candidates.iter().enumerate() {
             match path.map(|p| &routes[*route as usize].paths[p as usize]) {
                 Some(PathMatcher::Prefix(prefix)) => prefixes
                     .entry(prefix.as_str().into())
                     .or_default()
                     .push(rank as u32),
-                _ => scanned.push(rank as u32),
+                Some(PathMatcher::Regex(re)) => {
+                    scanned.push((rank as u32, Some(patterns.len())));
+                    patterns.push(re.as_str().to_string());
+                }
+                None => scanned.push((rank as u32, None)),
             }
         }
+        let regex_set = regex::RegexSet::new(&patterns).map_err(|e| {
+            vec![BuildError {
+                route: usize::MAX,
+                message: format!("regex paths do not compile together: {e}"),
+            }]
+        })?;
         let mut prefix_lengths: Vec<usize> = prefixes.keys().map(|k| k.len()).collect();
         prefix_lengths.sort_unstable();
         prefix_lengths.dedup();
@@ -124,6 +138,7 @@ impl Router {
             prefixes,
             prefix_lengths,
             scanned,
+            regex_set,
         })
     }
 
@@ -159,9 +174,21 @@ impl Router {
                 }
             }
         }
-        for &rank in &self.scanned {
+        // Which regex paths match, computed once and only when a regex candidate is reached.
+        let mut regex_hits: Option<Option<regex::SetMatches>> = None;
+        for &(rank, slot) in &self.scanned {
             if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                 break;
+            }
+            if let Some(slot) = slot {
+                let hits = regex_hits.get_or_insert_with(|| {
+                    self.regex_set
+                        .is_match(req.path)
+                        .then(|| self.regex_set.matches(req.path))
+                });
+                if !hits.as_ref().is_some_and(|h| h.matched(slot)) {
+                    continue;
+                }
             }
             if let Some(m) = self.try_candidate(rank, req) {
                 best = Some((rank, m));

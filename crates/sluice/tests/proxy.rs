@@ -5,6 +5,13 @@ use sluice_testkit::{client, closed_port, h2c_client, EchoUpstream, Gateway, Sil
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
+/// (request path, request headers, expected upstream path)
+type Case = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
 async fn echo(url: String, headers: &[(&str, &str)]) -> (u16, Value) {
     let mut req = client().get(url);
     for (k, v) in headers {
@@ -39,7 +46,7 @@ services:
     );
     let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
     // (path, headers, expected upstream path)
-    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+    let cases: &[Case] = &[
         ("/api/x", &[], "/prefix/x"),
         ("/api/v1/x", &[], "/prefix/x"),
         ("/api/v1/items/42", &[], "/prefix"),

@@ -238,10 +238,8 @@ impl RateLimiting {
                     return v.as_bytes().hash(hasher);
                 }
             }
-            "path" => {
-                if self.config.path.as_deref() == Some(ctx.request.uri.path()) {
-                    return ctx.request.uri.path().hash(hasher);
-                }
+            "path" if self.config.path.as_deref() == Some(ctx.request.uri.path()) => {
+                return ctx.request.uri.path().hash(hasher);
             }
             _ => {}
         }
