@@ -252,3 +252,60 @@ plugins:
         assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_ip_restriction_and_correlation_id() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        r#"_format_version: "3.0"
+services:
+- name: s
+  url: http://127.0.0.1:{}
+  routes:
+  - name: staff
+    paths: [/staff]
+    plugins:
+    - {{name: key-auth}}
+    - {{name: acl, config: {{allow: [staff]}}}}
+  - name: blocked
+    paths: [/blocked]
+    plugins:
+    - {{name: ip-restriction, config: {{deny: [127.0.0.0/8], status: 451, message: "not from here"}}}}
+  - name: allowed
+    paths: [/allowed]
+    plugins:
+    - {{name: ip-restriction, config: {{allow: ["127.0.0.1"]}}}}
+plugins:
+- name: correlation-id
+  config: {{echo_downstream: true}}
+consumers:
+- username: alice
+  keyauth_credentials: [{{key: alice-key}}]
+  acls: [{{group: staff}}, {{group: dev}}]
+- username: bob
+  keyauth_credentials: [{{key: bob-key}}]
+"#,
+        up.port()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    let (status, headers, echo) = get(gw.proxy_url("/staff"), &[("apikey", "alice-key")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(echo["headers"]["x-consumer-groups"], "staff, dev");
+    let id = headers["kong-request-id"].to_str().unwrap().to_string();
+    assert_eq!(echo["headers"]["kong-request-id"], id.as_str());
+    assert!(id.contains('#'), "uuid#counter: {id}");
+    let (status, _, body) = get(gw.proxy_url("/staff"), &[("apikey", "bob-key")]).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (403, Some("You cannot consume this service"))
+    );
+    let (status, _, body) = get(gw.proxy_url("/blocked"), &[]).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (451, Some("not from here"))
+    );
+    assert_eq!(get(gw.proxy_url("/allowed"), &[]).await.0, 200);
+    let (_, headers, echo) = get(gw.proxy_url("/allowed"), &[("kong-request-id", "mine")]).await;
+    assert_eq!(echo["headers"]["kong-request-id"], "mine");
+    assert_eq!(headers["kong-request-id"], "mine");
+}

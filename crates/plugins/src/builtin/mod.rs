@@ -2,8 +2,11 @@
 
 use crate::registry::Builtin;
 
+pub mod acl;
 mod auth;
 pub mod basic_auth;
+pub mod correlation_id;
+pub mod ip_restriction;
 pub mod key_auth;
 pub mod rate_limiting;
 pub mod request_termination;
@@ -11,8 +14,11 @@ pub mod request_termination;
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
     vec![
+        correlation_id::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
+        ip_restriction::builtin(),
+        acl::builtin(),
         rate_limiting::builtin(),
         request_termination::builtin(),
     ]

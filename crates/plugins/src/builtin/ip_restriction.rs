@@ -1,0 +1,114 @@
+//! `ip-restriction` (priority 990): allow or deny clients by IP address or CIDR range.
+
+use crate::ctx::RequestCtx;
+use crate::plugin::{Flow, Plugin};
+use crate::registry::{BuildCtx, Builtin};
+use crate::response::PluginResponse;
+use http::StatusCode;
+use ipnet::IpNet;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sluice_model::schema::{Field, FieldError, Schema};
+use sluice_model::PluginDef;
+use std::sync::Arc;
+
+#[derive(Debug, Deserialize)]
+struct Config {
+    allow: Option<Vec<String>>,
+    deny: Option<Vec<String>>,
+    /// Status of the refusal (default 403).
+    status: Option<u16>,
+    /// Message of the refusal (default "Your IP address is not allowed").
+    message: Option<String>,
+}
+
+fn parse_net(s: &str) -> Option<IpNet> {
+    s.parse::<IpNet>()
+        .ok()
+        .or_else(|| s.parse::<std::net::IpAddr>().ok().map(IpNet::from))
+}
+
+fn check_net(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    parse_net(s)
+        .map(|_| ())
+        .ok_or_else(|| format!("invalid ip or cidr range: '{s}'"))
+}
+
+fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    let set = |k: &str| m[k].as_array().is_some_and(|a| !a.is_empty());
+    if !set("allow") && !set("deny") {
+        return Err(vec![FieldError::entity(
+            "at least one of these fields must be non-empty: 'config.allow', 'config.deny'",
+        )]);
+    }
+    Ok(())
+}
+
+pub fn builtin() -> Builtin {
+    let config = Schema::new(vec![
+        ("allow", Field::array(Field::string().check(check_net))),
+        ("deny", Field::array(Field::string().check(check_net))),
+        ("status", Field::integer().between(100.0, 599.0)),
+        ("message", Field::string()),
+    ])
+    .with_check(check);
+    let def = PluginDef {
+        name: "ip-restriction",
+        priority: 990,
+        config,
+        no_consumer: false,
+        no_route: false,
+        no_service: false,
+    };
+    Builtin {
+        def,
+        factory: build,
+    }
+}
+
+fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
+    let config: Config =
+        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let nets = |l: &Option<Vec<String>>| {
+        l.iter()
+            .flatten()
+            .filter_map(|s| parse_net(s))
+            .collect::<Vec<_>>()
+    };
+    let status = StatusCode::from_u16(config.status.unwrap_or(403)).map_err(|e| e.to_string())?;
+    Ok(Arc::new(IpRestriction {
+        allow: config.allow.as_ref().map(|_| nets(&config.allow)),
+        deny: nets(&config.deny),
+        status,
+        message: config
+            .message
+            .unwrap_or_else(|| "Your IP address is not allowed".into()),
+    }))
+}
+
+struct IpRestriction {
+    allow: Option<Vec<IpNet>>,
+    deny: Vec<IpNet>,
+    status: StatusCode,
+    message: String,
+}
+
+impl Plugin for IpRestriction {
+    fn name(&self) -> &'static str {
+        "ip-restriction"
+    }
+
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        let ip = ctx.client_ip;
+        let denied = self.deny.iter().any(|n| n.contains(&ip));
+        let not_allowed = self
+            .allow
+            .as_ref()
+            .is_some_and(|a| !a.iter().any(|n| n.contains(&ip)));
+        if denied || not_allowed {
+            return Flow::Respond(PluginResponse::message(self.status, &self.message));
+        }
+        Flow::Continue
+    }
+}
