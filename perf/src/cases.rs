@@ -1,140 +1,181 @@
-//! The benchmark cases (Kong's published 8-case suite plus the large-config case) and their configs.
+//! Benchmark cases: which routes, consumers and plugins a gateway is loaded with, and how the
+//! load generator addresses them.
+//!
+//! A case is written `name[@routes[/consumers]]` on the command line, e.g. `rl-key-auth@100`
+//! (100 routes, 100 consumers) or `rl-basic-auth@100/10`. Route `i` (0-based) has path `/r{i}`;
+//! consumer `i` is `c{i}` with key `key-{i}` or password `pw-{i}`, as in Kong's benchmark.
 
-use serde_json::{json, Value};
+pub mod config;
+#[cfg(test)]
+mod tests;
 
-/// The plugins of a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Plugins {
-    None,
+use anyhow::{bail, Context, Result};
+use std::fmt;
+
+/// The kinds of benchmark case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CaseKind {
+    /// Routes to one service, no plugins (the baseline every ratio is taken against).
+    NoPlugins,
+    /// A global rate-limiting plugin whose limit never triggers.
     RateLimiting,
-    RateLimitingKeyAuth,
-    RateLimitingBasicAuth,
-    /// 10k routes, 10k consumers with key-auth credentials, key-auth + request-termination on every route.
+    /// Global rate-limiting + key-auth, one key-auth credential per consumer.
+    RlKeyAuth,
+    /// Global rate-limiting + basic-auth, one basic-auth credential per consumer.
+    RlBasicAuth,
+    /// Kong's large-config scenario: 10,000 routes and consumers, key-auth and
+    /// request-termination on every route.
     Large,
 }
 
-/// A case: plugins, and how many routes and consumers the traffic spreads over.
-#[derive(Debug, Clone, serde::Serialize)]
+impl CaseKind {
+    /// Every kind, in report order.
+    pub const ALL: [CaseKind; 5] = [
+        CaseKind::NoPlugins,
+        CaseKind::RateLimiting,
+        CaseKind::RlKeyAuth,
+        CaseKind::RlBasicAuth,
+        CaseKind::Large,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CaseKind::NoPlugins => "no-plugins",
+            CaseKind::RateLimiting => "rate-limiting",
+            CaseKind::RlKeyAuth => "rl-key-auth",
+            CaseKind::RlBasicAuth => "rl-basic-auth",
+            CaseKind::Large => "large",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .with_context(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown case `{name}` (known: {})", names.join(", "))
+            })
+    }
+
+    /// The credential requests must carry, if any.
+    pub fn auth(self) -> Option<Auth> {
+        match self {
+            CaseKind::RlKeyAuth | CaseKind::Large => Some(Auth::Key),
+            CaseKind::RlBasicAuth => Some(Auth::Basic),
+            CaseKind::NoPlugins | CaseKind::RateLimiting => None,
+        }
+    }
+}
+
+/// The credential a request of an authenticated case carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// `apikey: key-{i}`.
+    Key,
+    /// `Authorization: Basic base64(c{i}:pw-{i})`.
+    Basic,
+}
+
+/// One benchmark case: a kind with its route and consumer counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Case {
-    pub name: String,
-    pub plugins: Plugins,
+    /// What plugins are configured.
+    pub kind: CaseKind,
+    /// Number of routes (`/r0` .. `/r{n-1}`), at least 1.
     pub routes: usize,
+    /// Number of consumers (`c0` ..), 0 for cases without authentication.
     pub consumers: usize,
 }
 
+/// Routes and consumers of the large-config scenario.
+pub const LARGE_COUNT: usize = 10_000;
+
 impl Case {
-    /// Parses `no-plugins`, `rate-limiting`, `rl-key-auth`, `rl-basic-auth` (optionally `@N` for N routes and
-    /// consumers, e.g. `rl-key-auth@100`) and `large`.
-    pub fn parse(spec: &str) -> Result<Case, String> {
-        let (name, n) = match spec.split_once('@') {
-            Some((name, n)) => (
-                name,
-                n.parse().map_err(|_| format!("bad count in '{spec}'"))?,
-            ),
-            None => (spec, 1),
+    /// The case with the given counts. Defaults: 1 route (10,000 for `large`); as many consumers
+    /// as routes for authenticated kinds. Consumers are forced to 0 for unauthenticated kinds and
+    /// to at least 1 for authenticated ones; routes to at least 1.
+    pub fn new(kind: CaseKind, routes: Option<usize>, consumers: Option<usize>) -> Self {
+        let default = if kind == CaseKind::Large {
+            LARGE_COUNT
+        } else {
+            1
         };
-        let plugins = match name {
-            "no-plugins" => Plugins::None,
-            "rate-limiting" => Plugins::RateLimiting,
-            "rl-key-auth" => Plugins::RateLimitingKeyAuth,
-            "rl-basic-auth" => Plugins::RateLimitingBasicAuth,
-            "large" => {
-                return Ok(Case {
-                    name: "large".into(),
-                    plugins: Plugins::Large,
-                    routes: 10_000,
-                    consumers: 10_000,
-                })
-            }
-            other => return Err(format!("unknown case '{other}'")),
+        let routes = routes.unwrap_or(default).max(1);
+        let consumers = match kind.auth() {
+            None => 0,
+            Some(_) => consumers.unwrap_or(routes).max(1),
         };
-        Ok(Case {
-            name: format!("{name}@{n}"),
-            plugins,
-            routes: n,
-            consumers: n,
-        })
+        Case {
+            kind,
+            routes,
+            consumers,
+        }
     }
 
-    /// Kong's published suite: the four plugin sets, each with 1 and 100 routes/consumers.
-    pub fn kong8() -> Vec<Case> {
-        [
-            "no-plugins",
-            "rate-limiting",
-            "rl-key-auth",
-            "rl-basic-auth",
+    /// Parses `name[@routes[/consumers]]`.
+    pub fn parse(spec: &str) -> Result<Self> {
+        let (name, counts) = match spec.split_once('@') {
+            Some((name, counts)) => (name, Some(counts)),
+            None => (spec, None),
+        };
+        let kind = CaseKind::parse(name)?;
+        let number = |s: &str| {
+            s.parse::<usize>()
+                .with_context(|| format!("bad count `{s}` in case `{spec}`"))
+        };
+        let (routes, consumers) = match counts {
+            None => (None, None),
+            Some(c) => match c.split_once('/') {
+                Some((r, c)) => (Some(number(r)?), Some(number(c)?)),
+                None => (Some(number(c)?), None),
+            },
+        };
+        Ok(Case::new(kind, routes, consumers))
+    }
+
+    /// Whether nginx peers can serve this case (they have no plugins).
+    pub fn peers_can_run(&self) -> bool {
+        self.kind == CaseKind::NoPlugins
+    }
+
+    /// The no-plugins case with the same routes: the baseline of this case's plugin cost.
+    pub fn baseline(&self) -> Case {
+        Case::new(CaseKind::NoPlugins, Some(self.routes), None)
+    }
+
+    /// A name safe for file names.
+    pub fn file_stem(&self) -> String {
+        self.to_string().replace(['@', '/'], "_")
+    }
+}
+
+impl fmt::Display for Case {
+    /// `name@routes`, or `name@routes/consumers` when consumers differ from routes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.kind.name(), self.routes)?;
+        if self.consumers != 0 && self.consumers != self.routes {
+            write!(f, "/{}", self.consumers)?;
+        }
+        Ok(())
+    }
+}
+
+/// Kong's published benchmark cases (each plugin set over 1 and 100 routes/consumers), in report
+/// order. Selected with `--suite kong8`.
+pub fn suite(name: &str) -> Result<Vec<Case>> {
+    match name {
+        "kong8" => Ok([
+            CaseKind::NoPlugins,
+            CaseKind::RateLimiting,
+            CaseKind::RlKeyAuth,
+            CaseKind::RlBasicAuth,
         ]
-        .iter()
-        .flat_map(|c| [format!("{c}@1"), format!("{c}@100")])
-        .filter_map(|s| Case::parse(&s).ok())
-        .collect()
-    }
-
-    pub fn has_plugins(&self) -> bool {
-        self.plugins != Plugins::None
-    }
-
-    /// The declarative config for this case, proxying to `upstream` (`host:port`).
-    pub fn config(&self, upstream: &str) -> Value {
-        let mut routes = Vec::new();
-        for i in 0..self.routes {
-            let mut route = json!({ "name": format!("r{i}"), "paths": [format!("/r{i}")] });
-            if self.plugins == Plugins::Large {
-                route["plugins"] = json!([
-                    { "name": "key-auth" },
-                    { "name": "request-termination", "config": { "status_code": 200, "message": "terminated" } },
-                ]);
-            }
-            routes.push(route);
-        }
-        let mut consumers = Vec::new();
-        if self.has_plugins() && self.plugins != Plugins::RateLimiting {
-            for i in 0..self.consumers {
-                let mut c = json!({ "username": format!("c{i}") });
-                match self.plugins {
-                    Plugins::RateLimitingBasicAuth => {
-                        c["basicauth_credentials"] =
-                            json!([{ "username": format!("c{i}"), "password": format!("pw-{i}") }])
-                    }
-                    _ => c["keyauth_credentials"] = json!([{ "key": format!("key-{i}") }]),
-                }
-                consumers.push(c);
-            }
-        }
-        let mut plugins = Vec::new();
-        if matches!(
-            self.plugins,
-            Plugins::RateLimiting | Plugins::RateLimitingKeyAuth | Plugins::RateLimitingBasicAuth
-        ) {
-            // A limit that never triggers: the cost of counting is what is measured.
-            plugins.push(json!({ "name": "rate-limiting", "config": { "second": 1_000_000_000u64, "policy": "local" } }));
-        }
-        match self.plugins {
-            Plugins::RateLimitingKeyAuth => plugins.push(json!({ "name": "key-auth" })),
-            Plugins::RateLimitingBasicAuth => plugins.push(json!({ "name": "basic-auth" })),
-            _ => {}
-        }
-        json!({
-            "_format_version": "3.0",
-            "services": [{ "name": "upstream", "url": format!("http://{upstream}"), "routes": routes }],
-            "consumers": consumers,
-            "plugins": plugins,
-        })
-    }
-
-    /// The request header carrying consumer `i`'s credential, for the case's auth plugin.
-    pub fn credential_header(&self, i: usize) -> Option<(String, String)> {
-        use base64::Engine;
-        match self.plugins {
-            Plugins::RateLimitingKeyAuth | Plugins::Large => {
-                Some(("apikey".into(), format!("key-{i}")))
-            }
-            Plugins::RateLimitingBasicAuth => {
-                let raw = format!("c{i}:pw-{i}");
-                let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
-                Some(("Authorization".into(), format!("Basic {encoded}")))
-            }
-            _ => None,
-        }
+        .into_iter()
+        .flat_map(|k| [Case::new(k, Some(1), None), Case::new(k, Some(100), None)])
+        .collect()),
+        other => bail!("unknown suite `{other}` (known: kong8)"),
     }
 }

@@ -1,26 +1,22 @@
-//! `sluice-perf`: Sluice's performance-testing framework.
-//!
-//! It starts a fast upstream, the targets under test (sluice binaries, git refs built on demand, nginx and
-//! nginx-lua peers), drives load with wrk pinned to other CPUs, repeats runs interleaved (A, B, A, B, ...),
-//! combines them, and writes JSON, Markdown and an SVG chart. `compare` applies Kong's release gates.
+//! `sluice-perf`: the command-line front of Sluice's performance-testing framework (see the
+//! library docs and `docs/perf.md`).
 
 use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
+use sluice_perf::cases::{config, Case, CaseKind};
+use sluice_perf::target::Target;
+use sluice_perf::{compare, flamegraph, report, runner, upstream};
 use std::path::PathBuf;
-
-mod cases;
-mod load;
-mod report;
-mod run;
-mod stats;
-mod target;
-mod upstream;
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
     name = "sluice-perf",
     version,
-    about = "Sluice's performance-testing framework"
+    about = "Sluice's performance-testing framework",
+    long_about = "Generates Kong configs for benchmark cases, runs sluice builds and nginx peers under wrk \
+                  with CPU pinning and interleaved repetitions, applies Kong's release gates, and draws \
+                  reports and flame graphs. Progress goes to stderr; see docs/perf.md."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,66 +25,124 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Write the declarative config of a case (e.g. `rl-key-auth@100`, `large`).
+    /// Print (or write) the Kong declarative config of a case: route i has path /r{i}, consumer
+    /// c{i} has key key-{i} or password pw-{i}.
     GenConfig {
+        /// Case name: no-plugins, rate-limiting, rl-key-auth, rl-basic-auth or large
+        /// (`name@routes[/consumers]` also works).
         #[arg(long)]
         case: String,
-        /// `host:port` of the upstream the config points at.
+        /// Number of routes (overrides the case's).
+        #[arg(long)]
+        routes: Option<usize>,
+        /// Number of consumers (authenticated cases; defaults to the number of routes).
+        #[arg(long)]
+        consumers: Option<usize>,
+        /// `host:port` of the upstream the service points at.
         #[arg(long, default_value = "127.0.0.1:9001")]
         upstream: String,
-        /// Output file (stdout when absent); `.json` writes JSON, anything else YAML-compatible JSON.
+        /// Output format (JSON suits the ~5 MB `large` config).
+        #[arg(long, value_enum, default_value_t = config::Format::Yaml)]
+        format: config::Format,
+        /// Output file (stdout when absent).
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Serve a fixed response of `--body-size` bytes (the built-in upstream).
+    /// Serve a fixed response of --body-size bytes with keep-alive on one thread (the upstream
+    /// `run` uses).
     Upstream {
+        /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:9001")]
         listen: std::net::SocketAddr,
+        /// Response body size in bytes.
         #[arg(long, default_value_t = 2)]
         body_size: usize,
     },
-    /// Run cases × targets × connections, N interleaved repetitions, and write the combined report.
-    Run(run::RunArgs),
-    /// Run two targets on the same cases and apply Kong's release gates: exit 0 pass, 1 fail, 2 unstable.
+    /// Run cases × targets × connections with N interleaved repetitions; write results.json,
+    /// results.md and chart.svg.
+    Run(runner::RunArgs),
+    /// Run baseline A and candidate B interleaved and apply Kong's release gates (RPS −5% warn /
+    /// −10% fail, p95 +5%/+15%, p99 +5%/+20%, CV > 15% unstable). Exit 0 pass, 1 fail, 2 unstable.
     Compare {
-        /// The baseline, e.g. `git:main` or `bin:/path/to/sluice`.
+        /// Baseline target, e.g. `git:main`.
         a: String,
-        /// The candidate, e.g. `git:HEAD`.
+        /// Candidate target, e.g. `git:HEAD` or `bin:target/release/sluice`.
         b: String,
         #[command(flatten)]
-        args: run::RunArgs,
+        args: runner::RunArgs,
+    },
+    /// Profile a target under load with `perf record` and write a flame graph SVG.
+    Flamegraph(flamegraph::FlameArgs),
+    /// Re-render results.md and chart.svg from a results directory's results.json.
+    Report {
+        /// A results directory (or a results.json file).
+        dir: PathBuf,
     },
 }
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sluice-perf: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Cmd::GenConfig {
             case,
+            routes,
+            consumers,
             upstream,
+            format,
             out,
         } => {
-            let case = cases::Case::parse(&case).map_err(anyhow::Error::msg)?;
-            let text = serde_json::to_string_pretty(&case.config(&upstream))?;
+            let parsed = Case::parse(&case)?;
+            let case = if routes.is_some() || consumers.is_some() {
+                let kind: CaseKind = parsed.kind;
+                Case::new(kind, routes.or(Some(parsed.routes)), consumers)
+            } else {
+                parsed
+            };
+            let text = config::render(&config::build(&case, &upstream), format)?;
             match out {
-                Some(path) => std::fs::write(path, text)?,
-                None => println!("{text}"),
+                Some(path) => {
+                    std::fs::write(&path, text)?;
+                    sluice_perf::progress(format!("wrote {case} to {}", path.display()));
+                }
+                None => print!("{text}"),
             }
-            Ok(())
         }
-        Cmd::Upstream { listen, body_size } => upstream::serve(listen, body_size),
-        Cmd::Run(args) => run::run(&args, None).map(|_| ()),
+        Cmd::Upstream { listen, body_size } => upstream::serve(listen, body_size)?,
+        Cmd::Run(args) => {
+            let (results, dir) = runner::run(&args)?;
+            println!("{}", report::markdown(&results));
+            sluice_perf::progress(format!("results in {}", dir.display()));
+        }
         Cmd::Compare { a, b, mut args } => {
             if !args.target.is_empty() {
                 bail!("compare takes its two targets as arguments, not --target");
             }
             args.target = vec![a.clone(), b.clone()];
-            let combined = run::run(&args, None)?;
-            let verdict = run::verdict(&combined, &a, &b);
-            std::process::exit(match verdict {
-                stats::Verdict::Pass | stats::Verdict::Warn => 0,
-                stats::Verdict::Fail => 1,
-                stats::Verdict::Unstable => 2,
-            });
+            let targets = [Target::parse(&a)?, Target::parse(&b)?];
+            let [la, lb]: [String; 2] = runner::labels(targets.iter())
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("labels"))?;
+            let (results, dir) = runner::run(&args)?;
+            let rows = compare::judge(&results.combined, &la, &lb);
+            let table = compare::table(&rows, &la, &lb);
+            std::fs::write(dir.join("compare.md"), &table)?;
+            println!("{table}");
+            return Ok(ExitCode::from(compare::overall(&rows).exit_code()));
+        }
+        Cmd::Flamegraph(args) => flamegraph::run(&args)?,
+        Cmd::Report { dir } => {
+            let results = report::rerender(&dir)?;
+            println!("{}", report::markdown(&results));
         }
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,147 +1,77 @@
-//! Combined results: JSON, a Markdown table with ratios, and an SVG bar chart.
+//! Reports: `results.json` (everything), `results.md` (tables with ratios) and `chart.svg`
+//! (grouped bars of RPS and p99). `sluice-perf report <dir>` re-renders them from the JSON.
 
-use crate::stats::{summarize, Summary};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+mod markdown;
+pub mod svg;
+#[cfg(test)]
+mod tests;
 
-/// One repetition of one (case, target, connections).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
-    pub case: String,
-    pub target: String,
-    pub connections: usize,
-    pub rep: usize,
-    pub rps: f64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-    pub errors: u64,
-    pub non2xx: u64,
-    /// Gateway CPU time per request, microseconds.
-    pub cpu_us_per_req: f64,
-    pub peak_rss_kb: u64,
+pub use markdown::markdown;
+
+use crate::results::{combine, Combined, Results};
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// Writes `results.json`, `results.md` and `chart.svg` into `dir`.
+pub fn write(dir: &Path, results: &Results) -> Result<()> {
+    std::fs::write(
+        dir.join("results.json"),
+        serde_json::to_string_pretty(results)?,
+    )?;
+    std::fs::write(dir.join("results.md"), markdown(results))?;
+    std::fs::write(dir.join("chart.svg"), svg::chart(&results.combined))?;
+    crate::progress(format!(
+        "wrote results.json, results.md and chart.svg in {}",
+        dir.display()
+    ));
+    Ok(())
 }
 
-/// The runs of one (case, target, connections), combined.
-#[derive(Debug, Clone, Serialize)]
-pub struct Combined {
-    pub case: String,
-    pub target: String,
-    pub connections: usize,
-    pub rps: Summary,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub cpu_us_per_req: f64,
-    pub peak_rss_kb: u64,
-    pub errors: u64,
-    pub non2xx: u64,
-}
-
-pub fn combine(runs: &[Run]) -> Vec<Combined> {
-    let mut groups: BTreeMap<(String, String, usize), Vec<&Run>> = BTreeMap::new();
-    for r in runs {
-        groups
-            .entry((r.case.clone(), r.target.clone(), r.connections))
-            .or_default()
-            .push(r);
-    }
-    let median = |v: Vec<f64>| summarize(&v).median;
-    groups
-        .into_iter()
-        .map(|((case, target, connections), rs)| Combined {
-            rps: summarize(&rs.iter().map(|r| r.rps).collect::<Vec<_>>()),
-            p95_ms: median(rs.iter().map(|r| r.p95_ms).collect()),
-            p99_ms: median(rs.iter().map(|r| r.p99_ms).collect()),
-            cpu_us_per_req: median(rs.iter().map(|r| r.cpu_us_per_req).collect()),
-            peak_rss_kb: rs.iter().map(|r| r.peak_rss_kb).max().unwrap_or(0),
-            errors: rs.iter().map(|r| r.errors).sum(),
-            non2xx: rs.iter().map(|r| r.non2xx).sum(),
-            case,
-            target,
-            connections,
-        })
-        .collect()
-}
-
-/// The Markdown report: one row per combination, with ratios to nginx and to the same target's no-plugin case.
-pub fn markdown(combined: &[Combined], command: &str) -> String {
-    let find = |case_prefix: &str, target: &str, c: usize| {
-        combined
-            .iter()
-            .find(|x| x.case.starts_with(case_prefix) && x.target == target && x.connections == c)
+/// Reads `<dir>/results.json` (or a results file given directly), recombines the samples with
+/// the current statistics, and re-renders the Markdown and SVG.
+pub fn rerender(path: &Path) -> Result<Results> {
+    let (dir, file) = if path.is_dir() {
+        (path, path.join("results.json"))
+    } else {
+        (path.parent().unwrap_or(Path::new(".")), path.to_path_buf())
     };
-    let mut out = format!("Command: `{command}`\n\n");
-    out.push_str("| case | target | conns | RPS median | min–max | CV | p95 ms | p99 ms | CPU µs/req | peak RSS MB | errors | non-2xx | vs nginx | vs no-plugins |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for x in combined {
-        let n = x.case.split('@').nth(1).unwrap_or("1");
-        let vs_nginx = find("no-plugins", "nginx", x.connections)
-            .filter(|_| x.case.starts_with("no-plugins"))
-            .map_or("—".into(), |b| {
-                format!("{:.2}", x.rps.median / b.rps.median.max(1.0))
-            });
-        let vs_base = find(&format!("no-plugins@{n}"), &x.target, x.connections)
-            .filter(|_| !x.case.starts_with("no-plugins"))
-            .map_or("—".into(), |b| {
-                format!("{:.2}", x.rps.median / b.rps.median.max(1.0))
-            });
-        out.push_str(&format!(
-            "| {} | {} | {} | {:.0} | {:.0}–{:.0} | {:.1}% | {:.2} | {:.2} | {:.1} | {:.1} | {} | {} | {} | {} |\n",
-            x.case,
-            x.target,
-            x.connections,
-            x.rps.median,
-            x.rps.min,
-            x.rps.max,
-            x.rps.cv * 100.0,
-            x.p95_ms,
-            x.p99_ms,
-            x.cpu_us_per_req,
-            x.peak_rss_kb as f64 / 1024.0,
-            x.errors,
-            x.non2xx,
-            vs_nginx,
-            vs_base
-        ));
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let mut results: Results =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+    if !results.samples.is_empty() {
+        results.combined = combine(&results.samples);
     }
-    out
+    std::fs::write(dir.join("results.md"), markdown(&results))?;
+    std::fs::write(dir.join("chart.svg"), svg::chart(&results.combined))?;
+    crate::progress(format!(
+        "re-rendered results.md and chart.svg in {}",
+        dir.display()
+    ));
+    Ok(results)
 }
 
-/// A grouped bar chart of median RPS per case and target (hand-written SVG).
-pub fn svg(combined: &[Combined]) -> String {
-    let max = combined.iter().map(|c| c.rps.median).fold(1.0, f64::max);
-    let (bar, gap, height) = (18.0, 6.0, 300.0);
-    let width = 80.0 + combined.len() as f64 * (bar + gap);
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"10\">\n<text x=\"10\" y=\"14\">median RPS per case / target / connections</text>\n",
-        height + 160.0
-    );
-    let colors = ["#2b7bb9", "#e07b39", "#3aa655", "#9b59b6", "#c0392b"];
-    let mut targets: Vec<&str> = combined.iter().map(|c| c.target.as_str()).collect();
-    targets.dedup();
-    for (i, c) in combined.iter().enumerate() {
-        let h = c.rps.median / max * height;
-        let x = 60.0 + i as f64 * (bar + gap);
-        let color = colors[targets.iter().position(|t| *t == c.target).unwrap_or(0) % colors.len()];
-        out.push_str(&format!(
-            "<rect x=\"{x}\" y=\"{}\" width=\"{bar}\" height=\"{h}\" fill=\"{color}\"><title>{} {} c={}: {:.0} rps, p99 {:.2} ms</title></rect>\n",
-            20.0 + height - h,
-            c.case,
-            c.target,
-            c.connections,
-            c.rps.median,
-            c.p99_ms
-        ));
-        out.push_str(&format!(
-            "<text transform=\"translate({},{}) rotate(60)\">{} {} c{}</text>\n",
-            x + 4.0,
-            height + 26.0,
-            c.case,
-            c.target.rsplit('/').next().unwrap_or(""),
-            c.connections
-        ));
+/// The nginx no-plugins row a row is compared with: same connections, the no-plugins case with
+/// the same routes, or with one route when that was not run.
+pub fn nginx_baseline<'a>(all: &'a [Combined], row: &Combined) -> Option<&'a Combined> {
+    let routes = crate::cases::Case::parse(&row.case).ok()?.routes;
+    let find = |case: String| {
+        all.iter()
+            .find(|x| x.target == "nginx" && x.connections == row.connections && x.case == case)
+    };
+    find(format!("no-plugins@{routes}")).or_else(|| find("no-plugins@1".into()))
+}
+
+/// The same target's no-plugins row (same connections; same routes, or one route when that was
+/// not run) a plugin case is compared with; `None` for no-plugins rows.
+pub fn plugin_baseline<'a>(all: &'a [Combined], row: &Combined) -> Option<&'a Combined> {
+    let case = crate::cases::Case::parse(&row.case).ok()?;
+    if case.kind == crate::cases::CaseKind::NoPlugins {
+        return None;
     }
-    out.push_str(&format!("<text x=\"4\" y=\"24\">{max:.0}</text>\n</svg>\n"));
-    out
+    let find = |case: String| {
+        all.iter()
+            .find(|x| x.target == row.target && x.connections == row.connections && x.case == case)
+    };
+    find(case.baseline().to_string()).or_else(|| find("no-plugins@1".into()))
 }

@@ -1,146 +1,86 @@
-//! Statistics over repeated runs, and Kong's release gates for comparing two versions.
+//! Statistics over repeated runs: median, mean, min/max and coefficient of variation.
+//!
+//! All functions are pure and total: empty inputs give `None` or zero rather than panicking.
 
-use serde::Serialize;
+pub mod gates;
 
-/// Summary of one metric over repetitions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+use serde::{Deserialize, Serialize};
+
+/// Above this coefficient of variation (15%) a set of runs is unstable (Kong's rule).
+pub const UNSTABLE_CV: f64 = 0.15;
+
+/// The spread of one metric over repeated runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Arithmetic mean.
     pub mean: f64,
+    /// Median (mean of the two middle values for an even count).
     pub median: f64,
+    /// Smallest sample.
     pub min: f64,
+    /// Largest sample.
     pub max: f64,
-    /// Coefficient of variation (stddev / mean), 0 for one sample.
+    /// Sample standard deviation over the mean (0 for fewer than 2 samples or a zero mean).
     pub cv: f64,
 }
 
-pub fn summarize(values: &[f64]) -> Summary {
-    if values.is_empty() {
-        return Summary {
-            mean: 0.0,
-            median: 0.0,
-            min: 0.0,
-            max: 0.0,
-            cv: 0.0,
-        };
+impl Summary {
+    /// Summarises `values`; NaN values are ignored. `None` when nothing is left.
+    pub fn of(values: &[f64]) -> Option<Summary> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        v.sort_by(f64::total_cmp);
+        Some(Summary {
+            n: v.len(),
+            mean: mean(&v)?,
+            median: median_sorted(&v)?,
+            min: *v.first()?,
+            max: *v.last()?,
+            cv: cv(&v),
+        })
     }
+
+    /// Whether the runs vary too much to be trusted (CV above [`UNSTABLE_CV`]).
+    pub fn unstable(&self) -> bool {
+        self.cv > UNSTABLE_CV
+    }
+}
+
+/// The arithmetic mean, `None` for an empty slice.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// The median, `None` for an empty slice. The input need not be sorted.
+pub fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let median = if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
-    Summary {
-        mean,
-        median,
-        min: v[0],
-        max: v[v.len() - 1],
-        cv,
+    v.sort_by(f64::total_cmp);
+    median_sorted(&v)
+}
+
+fn median_sorted(v: &[f64]) -> Option<f64> {
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
 }
 
-/// A gate's outcome, from best to worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub enum Verdict {
-    Pass,
-    Warn,
-    /// Too noisy to judge (CV above 15%).
-    Unstable,
-    Fail,
+/// The coefficient of variation: sample standard deviation (n − 1) over the mean. 0 for fewer
+/// than two values or a zero mean.
+pub fn cv(values: &[f64]) -> f64 {
+    let Some(m) = mean(values) else { return 0.0 };
+    if values.len() < 2 || m == 0.0 {
+        return 0.0;
+    }
+    let var = values.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    var.sqrt() / m.abs()
 }
 
-/// Kong's release gates on B relative to A (medians): throughput −5% warn / −10% fail; P95 +5% / +15%;
-/// P99 +5% / +20%; either side with a throughput CV above 15% is unstable.
-pub fn gate(
-    rps_a: Summary,
-    rps_b: Summary,
-    p95: (f64, f64),
-    p99: (f64, f64),
-) -> (Verdict, Vec<String>) {
-    let mut notes = Vec::new();
-    if rps_a.cv > 0.15 || rps_b.cv > 0.15 {
-        notes.push(format!(
-            "unstable: RPS CV {:.1}% / {:.1}%",
-            rps_a.cv * 100.0,
-            rps_b.cv * 100.0
-        ));
-        return (Verdict::Unstable, notes);
-    }
-    let mut verdict = Verdict::Pass;
-    let mut judge = |name: &str, change: f64, warn: f64, fail: f64| {
-        let v = if change >= fail {
-            Verdict::Fail
-        } else if change >= warn {
-            Verdict::Warn
-        } else {
-            Verdict::Pass
-        };
-        if v != Verdict::Pass {
-            notes.push(format!("{name} worse by {:.1}%", change * 100.0));
-        }
-        verdict = verdict.max(v);
-    };
-    let rel = |a: f64, b: f64| if a > 0.0 { (b - a) / a } else { 0.0 };
-    judge("throughput", -rel(rps_a.median, rps_b.median), 0.05, 0.10);
-    judge("p95", rel(p95.0, p95.1), 0.05, 0.15);
-    judge("p99", rel(p99.0, p99.1), 0.05, 0.20);
-    (verdict, notes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(median: f64, cv: f64) -> Summary {
-        Summary {
-            mean: median,
-            median,
-            min: median,
-            max: median,
-            cv,
-        }
-    }
-
-    #[test]
-    fn summary_statistics() {
-        let x = summarize(&[10.0, 30.0, 20.0, 40.0]);
-        assert_eq!((x.median, x.min, x.max, x.mean), (25.0, 10.0, 40.0, 25.0));
-        assert!((x.cv - 0.5164).abs() < 1e-3);
-        assert_eq!(summarize(&[5.0]).cv, 0.0);
-        assert_eq!(summarize(&[]).median, 0.0);
-    }
-
-    #[test]
-    fn kong_release_gates() {
-        // (rps a, rps b, p95 a→b, p99 a→b, verdict)
-        let table = [
-            (100.0, 99.0, (1.0, 1.0), (1.0, 1.0), Verdict::Pass),
-            (100.0, 94.0, (1.0, 1.0), (1.0, 1.0), Verdict::Warn),
-            (100.0, 89.0, (1.0, 1.0), (1.0, 1.0), Verdict::Fail),
-            (100.0, 100.0, (1.0, 1.10), (1.0, 1.0), Verdict::Warn),
-            (100.0, 100.0, (1.0, 1.16), (1.0, 1.0), Verdict::Fail),
-            (100.0, 100.0, (1.0, 1.0), (1.0, 1.19), Verdict::Warn),
-            (100.0, 100.0, (1.0, 1.0), (1.0, 1.21), Verdict::Fail),
-            (100.0, 130.0, (1.0, 0.5), (1.0, 0.5), Verdict::Pass),
-        ];
-        for (a, b, p95, p99, want) in table {
-            assert_eq!(
-                gate(s(a, 0.01), s(b, 0.01), p95, p99).0,
-                want,
-                "{a} {b} {p95:?} {p99:?}"
-            );
-        }
-        assert_eq!(
-            gate(s(100.0, 0.2), s(100.0, 0.01), (1.0, 1.0), (1.0, 1.0)).0,
-            Verdict::Unstable
-        );
-    }
+/// `b / a`, or `None` when `a` is zero or the ratio is not finite.
+pub fn ratio(b: f64, a: f64) -> Option<f64> {
+    let r = b / a;
+    (a != 0.0 && r.is_finite()).then_some(r)
 }

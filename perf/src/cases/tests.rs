@@ -1,0 +1,71 @@
+use super::*;
+
+#[test]
+fn parses_case_specs() {
+    let table: &[(&str, CaseKind, usize, usize)] = &[
+        ("no-plugins", CaseKind::NoPlugins, 1, 0),
+        ("no-plugins@100", CaseKind::NoPlugins, 100, 0),
+        ("no-plugins@100/7", CaseKind::NoPlugins, 100, 0),
+        ("rate-limiting@3", CaseKind::RateLimiting, 3, 0),
+        ("rl-key-auth", CaseKind::RlKeyAuth, 1, 1),
+        ("rl-key-auth@100", CaseKind::RlKeyAuth, 100, 100),
+        ("rl-basic-auth@100/5", CaseKind::RlBasicAuth, 100, 5),
+        ("rl-basic-auth@0/0", CaseKind::RlBasicAuth, 1, 1),
+        ("large", CaseKind::Large, LARGE_COUNT, LARGE_COUNT),
+    ];
+    for &(spec, kind, routes, consumers) in table {
+        let case = Case::parse(spec).unwrap();
+        assert_eq!(
+            case,
+            Case {
+                kind,
+                routes,
+                consumers
+            },
+            "{spec}"
+        );
+    }
+}
+
+#[test]
+fn rejects_bad_specs() {
+    for spec in [
+        "",
+        "nope",
+        "no-plugins@x",
+        "no-plugins@1/2/3",
+        "rl-key-auth@-1",
+        "rl-key-auth@",
+    ] {
+        assert!(Case::parse(spec).is_err(), "{spec}");
+    }
+}
+
+#[test]
+fn display_round_trips() {
+    let mut all = suite("kong8").unwrap();
+    all.push(Case::parse("rl-basic-auth@100/5").unwrap());
+    for case in all {
+        assert_eq!(Case::parse(&case.to_string()).unwrap(), case, "{case}");
+    }
+    assert_eq!(suite("kong8").unwrap().len(), 8);
+    assert!(suite("kong9").is_err());
+}
+
+#[test]
+fn baseline_keeps_routes() {
+    let c = Case::parse("rl-key-auth@100").unwrap();
+    assert_eq!(c.baseline().to_string(), "no-plugins@100");
+    assert_eq!(c.file_stem(), "rl-key-auth_100");
+}
+
+#[test]
+fn basic_credential_is_base64_of_user_and_password() {
+    let (name, value) = config::credential_header(Auth::Basic, 3);
+    assert_eq!(name, "Authorization");
+    assert_eq!(value, "Basic YzM6cHctMw==");
+    assert_eq!(
+        config::credential_header(Auth::Key, 3),
+        ("apikey", "key-3".to_string())
+    );
+}

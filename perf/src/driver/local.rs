@@ -1,0 +1,145 @@
+//! The local driver: every process on this machine, on 127.0.0.1, pinned with `taskset -c`.
+
+use super::{Driver, Usage};
+use crate::cases::Case;
+use crate::loadgen::{self, LoadSpec};
+use crate::procfs;
+use crate::results::LoadResult;
+use crate::target::process::{self, free_addr, Launch, Running};
+use crate::target::{Resolved, Target};
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::process::{Child, Stdio};
+
+/// Processes on this machine, pinned to CPU sets.
+pub struct Local {
+    gateway_cpus: String,
+    load_cpus: String,
+    upstream: Option<Child>,
+    upstream_listen: Option<String>,
+    notes: Vec<String>,
+}
+
+impl Local {
+    /// A driver pinning targets to `gateway_cpus` and the upstream and load to `load_cpus`
+    /// (`taskset -c` lists such as `0` or `2-3`).
+    pub fn new(gateway_cpus: &str, load_cpus: &str) -> Result<Self> {
+        for list in [gateway_cpus, load_cpus] {
+            procfs::parse_cpu_list(list).with_context(|| format!("bad CPU list `{list}`"))?;
+        }
+        Ok(Local {
+            gateway_cpus: gateway_cpus.into(),
+            load_cpus: load_cpus.into(),
+            upstream: None,
+            upstream_listen: None,
+            notes: vec![],
+        })
+    }
+
+    /// Worker count for targets: one per gateway CPU.
+    pub fn workers(&self) -> usize {
+        procfs::parse_cpu_list(&self.gateway_cpus).map_or(1, |s| s.len())
+    }
+
+    fn check(&mut self, pid: u32, what: &str, cpus: &str) {
+        if let Some(w) = procfs::check_pinning(pid, what, cpus) {
+            crate::progress(format!("warning: {w}"));
+            self.notes.push(w);
+        }
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.upstream.take() {
+            process::stop(&mut c);
+        }
+    }
+}
+
+impl Driver for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn start_upstream(&mut self, body_size: usize) -> Result<String> {
+        let addr = free_addr("127.0.0.1")?;
+        let me = std::env::current_exe().context("locating sluice-perf")?;
+        let mut child = loadgen::pinned(Some(&self.load_cpus), &me)
+            .arg("upstream")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--body-size")
+            .arg(body_size.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting the upstream")?;
+        let log = std::env::temp_dir().join("sluice-perf-upstream.log");
+        let ready = process::wait_ready(addr, "/", &mut child, &log);
+        let pid = child.id();
+        self.upstream = Some(child);
+        ready?;
+        self.upstream_listen = Some(addr.to_string());
+        self.check(pid, "upstream", &self.load_cpus.clone());
+        Ok(addr.to_string())
+    }
+
+    fn start_target(
+        &mut self,
+        target: &Resolved,
+        _case: &Case,
+        config: &Path,
+        dir: &Path,
+    ) -> Result<Running> {
+        let upstream = self.upstream_addr()?;
+        let prefix = vec![
+            "taskset".to_string(),
+            "-c".to_string(),
+            self.gateway_cpus.clone(),
+        ];
+        let launch = Launch {
+            prefix: &prefix,
+            proxy: free_addr("127.0.0.1")?,
+            upstream: &upstream,
+            workers: self.workers(),
+            dir,
+        };
+        let running = match (&target.target, &target.bin) {
+            (Target::Nginx, _) => process::start_nginx(false, &launch)?,
+            (Target::NginxLua, _) => process::start_nginx(true, &launch)?,
+            (_, Some(bin)) => process::start_sluice(bin, config, &launch)?,
+            (t, None) => anyhow::bail!("target {} has no binary", t.label()),
+        };
+        for pid in procfs::tree(running.pid()) {
+            self.check(pid, &target.target.label(), &self.gateway_cpus.clone());
+        }
+        Ok(running)
+    }
+
+    fn run_load(&mut self, running: &Running, spec: &LoadSpec) -> Result<LoadResult> {
+        let mut spec = spec.clone();
+        spec.base_url = format!("http://{}", running.proxy);
+        spec.cpus = Some(self.load_cpus.clone());
+        loadgen::run(&spec)
+    }
+
+    fn usage(&self, running: &Running) -> Usage {
+        Usage {
+            cpu_s: procfs::tree_cpu_seconds(running.pid()),
+            peak_rss_kib: procfs::tree_peak_rss_kib(running.pid()),
+        }
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+impl Local {
+    fn upstream_addr(&self) -> Result<String> {
+        self.upstream_listen
+            .clone()
+            .context("start_upstream was not called")
+    }
+}

@@ -1,0 +1,73 @@
+//! Load generation: `wrk` for maximum throughput (closed loop), `oha` for latency under a
+//! constant offered rate (open loop, with latency correction against coordinated omission).
+
+pub mod oha;
+pub mod wrk;
+
+use crate::cases::Case;
+use crate::results::LoadResult;
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// One load run.
+#[derive(Clone, Debug)]
+pub struct LoadSpec {
+    /// Base URL of the proxy, e.g. `http://127.0.0.1:8000`.
+    pub base_url: String,
+    /// The case whose routes and credentials are addressed.
+    pub case: Case,
+    /// Concurrent connections.
+    pub connections: u32,
+    /// Load-generator threads.
+    pub threads: u32,
+    /// How long to load.
+    pub duration: Duration,
+    /// Constant offered rate (requests/s); `None` = as fast as possible with wrk.
+    pub rate: Option<u32>,
+    /// CPUs to pin the generator to (`taskset -c` list).
+    pub cpus: Option<String>,
+    /// Directory for the generated script.
+    pub work_dir: PathBuf,
+}
+
+/// Runs the load described by `spec` and returns what the generator measured.
+pub fn run(spec: &LoadSpec) -> Result<LoadResult> {
+    match spec.rate {
+        None => wrk::run(spec),
+        Some(rate) => oha::run(spec, rate),
+    }
+}
+
+/// Builds a command, pinned with `taskset -c` when `cpus` is given.
+pub fn pinned(cpus: Option<&str>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match cpus {
+        Some(c) => {
+            let mut cmd = Command::new("taskset");
+            cmd.arg("-c").arg(c).arg(program);
+            cmd
+        }
+        None => Command::new(program),
+    }
+}
+
+/// Runs a command to completion and returns its stdout, failing with its stderr.
+pub fn output(mut cmd: Command, what: &str) -> Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run {what} (is it installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whole seconds for a duration, at least 1 (wrk and oha take `Ns`).
+pub fn secs_arg(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64().ceil().max(1.0) as u64)
+}

@@ -1,0 +1,157 @@
+//! The options of `run` (shared by `compare`), and how they turn into a [`Plan`] and load specs.
+
+use super::Plan;
+use crate::cases::{self, Case};
+use crate::loadgen::LoadSpec;
+use crate::target::Target;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Options of `run` and `compare`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// A named suite: `kong8` = Kong's published cases (no-plugins, rate-limiting, rl-key-auth,
+    /// rl-basic-auth, each over 1 and 100 routes/consumers).
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// A case, `name[@routes[/consumers]]`, e.g. `no-plugins`, `rl-key-auth@100` (repeatable).
+    #[arg(long)]
+    pub case: Vec<String>,
+    /// A target: `bin:<path>`, `git:<ref>`, `nginx` or `nginx-lua` (repeatable; interleaved in
+    /// the order given).
+    #[arg(long)]
+    pub target: Vec<String>,
+    /// Repetitions of every (case, target, connections), interleaved across targets.
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+    /// Measured time per run (`10s`, `500ms`, `1m`).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Unmeasured load after each target starts.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Connection counts, comma-separated.
+    #[arg(long, default_value = "50,200", value_delimiter = ',')]
+    pub connections: Vec<u32>,
+    /// Load-generator threads (wrk -t).
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Constant offered rate in requests/s: measures latency with oha (open loop, corrected for
+    /// coordinated omission) instead of maximum throughput with wrk.
+    #[arg(long)]
+    pub rate: Option<u32>,
+    /// Results directory (default `perf-results/<unix time>`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// CPUs of the gateway (`taskset -c` list); one worker per CPU listed.
+    #[arg(long, default_value = "0")]
+    pub gateway_cpus: String,
+    /// CPUs of the upstream and the load generator.
+    #[arg(long, default_value = "1")]
+    pub load_cpus: String,
+    /// Upstream response body size in bytes.
+    #[arg(long, default_value_t = 2)]
+    pub body_size: usize,
+    /// Plain HTTP between the load generator and the gateway (the default; `--https` is not
+    /// supported yet).
+    #[arg(long, conflicts_with = "https")]
+    pub http: bool,
+    /// HTTPS to the gateway (not supported yet: fails with a message).
+    #[arg(long)]
+    pub https: bool,
+    /// The repository `git:` targets are built from.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Build cache for `git:` targets (default `~/.cache/sluice-perf`).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+}
+
+/// Parses `10s`, `500ms`, `2m` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad duration `{s}` (use e.g. 10s, 500ms, 1m)"))?;
+    if !(0.0..=86_400.0).contains(&v) {
+        return Err(format!("duration `{s}` out of range"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+impl RunArgs {
+    /// Parses cases and targets and checks the options.
+    pub fn plan(&self) -> Result<Plan> {
+        if self.https {
+            bail!("--https is not supported yet: the gateway's TLS listener is not wired for benchmarks");
+        }
+        if self.reps == 0 || self.connections.is_empty() || self.connections.contains(&0) {
+            bail!("--reps and every --connections value must be at least 1");
+        }
+        let mut cases: Vec<Case> = match &self.suite {
+            Some(s) => cases::suite(s)?,
+            None => Vec::new(),
+        };
+        for c in &self.case {
+            cases.push(Case::parse(c)?);
+        }
+        let targets = self
+            .target
+            .iter()
+            .map(|t| Target::parse(t))
+            .collect::<Result<Vec<_>>>()?;
+        let started_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let plan = Plan {
+            cases,
+            targets,
+            started_unix,
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+
+    /// The results directory, created.
+    pub fn out_dir(&self) -> Result<PathBuf> {
+        let out = self.out.clone().unwrap_or_else(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            PathBuf::from(format!("perf-results/{now}"))
+        });
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        Ok(out.canonicalize()?)
+    }
+
+    /// The load of one run; the driver fills in the URL and CPUs.
+    pub fn load_spec(
+        &self,
+        case: &Case,
+        connections: u32,
+        duration: Duration,
+        work_dir: &Path,
+    ) -> LoadSpec {
+        LoadSpec {
+            base_url: String::new(),
+            case: *case,
+            connections,
+            threads: self.threads,
+            duration,
+            rate: self.rate,
+            cpus: None,
+            work_dir: work_dir.to_path_buf(),
+        }
+    }
+}

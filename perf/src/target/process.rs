@@ -1,0 +1,193 @@
+//! Starting and stopping target processes: a sluice binary with its `SLUICE_*` settings, or nginx
+//! from a generated config. Processes are stopped on drop, so an error never leaves one running.
+
+use super::nginx;
+use anyhow::{bail, Context, Result};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a target may take to become ready (the large config takes a while to compile).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running target; stopped (SIGTERM, then SIGKILL after 3 s) on drop.
+pub struct Running {
+    /// The started process (nginx's master, or sluice).
+    pub child: Child,
+    /// Where the proxy listens.
+    pub proxy: SocketAddr,
+    /// The target's log file.
+    pub log: PathBuf,
+}
+
+impl Running {
+    /// The pid whose process tree is measured.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
+
+/// Stops a child gracefully (SIGTERM lets nginx's master stop its workers), then forcibly.
+pub fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A free port on `ip` (bind port 0, read it back, release it).
+pub fn free_addr(ip: &str) -> Result<SocketAddr> {
+    Ok(TcpListener::bind((ip, 0))?.local_addr()?)
+}
+
+/// How a target is launched: the command prefix (e.g. `taskset -c 0`, `ip netns exec ns`) is
+/// given by the driver.
+pub struct Launch<'a> {
+    /// Program and arguments put in front of the target's own command.
+    pub prefix: &'a [String],
+    /// The address the proxy listens on.
+    pub proxy: SocketAddr,
+    /// The upstream, `host:port`.
+    pub upstream: &'a str,
+    /// Worker threads/processes (one per gateway CPU).
+    pub workers: usize,
+    /// A directory for this target's files (prefix, logs, config).
+    pub dir: &'a Path,
+}
+
+fn command(prefix: &[String], program: &Path) -> Command {
+    match prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+/// Starts a sluice binary serving `config`, and waits for `GET /status/ready` to answer 200.
+pub fn start_sluice(bin: &Path, config: &Path, launch: &Launch<'_>) -> Result<Running> {
+    let ip = launch.proxy.ip().to_string();
+    let (admin, status) = (free_addr(&ip)?, free_addr(&ip)?);
+    std::fs::create_dir_all(launch.dir)?;
+    let log = launch.dir.join("sluice.log");
+    let out = std::fs::File::create(&log)?;
+    let mut child = command(launch.prefix, bin)
+        .arg("start")
+        .arg("--config")
+        .arg(config)
+        .env("SLUICE_PROXY_LISTEN", launch.proxy.to_string())
+        .env("SLUICE_ADMIN_LISTEN", admin.to_string())
+        .env("SLUICE_STATUS_LISTEN", status.to_string())
+        .env("SLUICE_PREFIX", launch.dir.join("prefix"))
+        .env("SLUICE_WORKER_THREADS", launch.workers.to_string())
+        .env("SLUICE_LOG_LEVEL", "warn")
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    wait_ready(status, "/status/ready", &mut child, &log)?;
+    Ok(Running {
+        child,
+        proxy: launch.proxy,
+        log,
+    })
+}
+
+/// Writes the nginx config into the target's directory and starts nginx in the foreground.
+pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
+    let modules = if lua {
+        Some(nginx::lua_modules()?)
+    } else {
+        None
+    };
+    std::fs::create_dir_all(launch.dir.join("tmp"))?;
+    let conf = launch.dir.join("nginx.conf");
+    let text = nginx::config(
+        modules.as_deref(),
+        launch.workers,
+        launch.dir,
+        &launch.proxy.to_string(),
+        launch.upstream,
+    );
+    std::fs::write(&conf, text)?;
+    let log = launch.dir.join("error.log");
+    let mut child = command(launch.prefix, &nginx::binary()?)
+        .arg("-p")
+        .arg(launch.dir)
+        .arg("-c")
+        .arg(&conf)
+        .arg("-g")
+        .arg("daemon off;")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting nginx")?;
+    wait_ready(launch.proxy, "/__ready", &mut child, &log)?;
+    Ok(Running {
+        child,
+        proxy: launch.proxy,
+        log,
+    })
+}
+
+/// Polls `GET path` on `addr` until it answers 200, the process exits, or the timeout passes.
+pub fn wait_ready(addr: SocketAddr, path: &str, child: &mut Child, log: &Path) -> Result<()> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let tail = || std::fs::read_to_string(log).unwrap_or_default();
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "target exited with {status} before it was ready; log {}:\n{}",
+                log.display(),
+                tail()
+            );
+        }
+        if probe(addr, path) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop(child);
+    bail!(
+        "target not ready on {addr}{path} after {READY_TIMEOUT:?}; log {}:\n{}",
+        log.display(),
+        tail()
+    )
+}
+
+/// One `GET` with `Connection: close`; true when the status is 200.
+pub fn probe(addr: SocketAddr, path: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: perf\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 12];
+    s.read_exact(&mut buf).is_ok() && &buf[9..12] == b"200"
+}

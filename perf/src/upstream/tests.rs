@@ -1,0 +1,28 @@
+use super::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test]
+async fn answers_with_a_fixed_body_on_keep_alive() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_on(listener, 5));
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Two requests on one connection: the second proves keep-alive.
+    for _ in 0..2 {
+        s.write_all(b"GET /r1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let mut got = String::new();
+        while !got.ends_with("xxxxx") {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "connection closed: {got}");
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
+        assert!(
+            got.to_ascii_lowercase().contains("content-length: 5"),
+            "{got}"
+        );
+    }
+}
