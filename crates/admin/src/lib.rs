@@ -1,7 +1,15 @@
-//! Sluice's Admin API and status listener: Kong's paths, list shapes and error bodies, in DB-less mode.
+//! Sluice's Admin API and status listener: Kong 3.x's DB-less paths, list shapes and error bodies.
 //!
-//! This crate is only the HTTP surface. What it serves and how configs are loaded comes from the binary
+//! This crate is only the HTTP surface. What it serves and how configs are loaded come from the binary
 //! through the [`Control`] trait, so the API can be tested over any implementation.
+//!
+//! - [`serve_admin`]: `/`, `/status`, `/config` (GET export, POST load), every entity collection with
+//!   Kong's pagination, tags filters, nested and owner paths, and DB-less' 405 refusals of entity writes.
+//! - [`serve_status`]: `/status`, `/status/ready`, `/metrics` (rendered by [`Control::metrics`]).
+//!
+//! Layout: `server` (accept loop, common headers) → `handlers` (dispatch by `router` endpoint) →
+//! `catalog` (collections and relations), `pagination`, `body` (`POST /config` bodies); `errors` is the one
+//! place failures become responses.
 
 use sluice_model::{Config, ConfigErrors};
 use std::future::Future;
@@ -9,11 +17,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 mod body;
-mod config;
-mod entities;
-mod info;
-mod page;
+mod catalog;
+mod errors;
+mod handlers;
+mod pagination;
+mod query;
 mod reply;
+mod router;
 mod server;
 
 pub use server::{serve_admin, serve_status};
@@ -21,36 +31,45 @@ pub use server::{serve_admin, serve_status};
 /// A boxed future, as [`Control::load`] returns.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// What the Admin API needs from the node.
+/// What the Admin API needs from the node. The binary implements it over its loader and settings; tests
+/// implement it over a plain [`Config`].
 pub trait Control: Send + Sync + 'static {
-    /// The live config (an empty one before any load).
+    /// The live config (an empty one before any load). Called once per entity request.
     fn config(&self) -> Arc<Config>;
-    /// The live config's hash; None before any load.
+    /// The live config's hash (`GET /status` `configuration_hash`); None before any load.
     fn config_hash(&self) -> Option<String>;
-    /// A config is live.
+    /// Whether a config is live (`/status/ready` answers 200).
     fn is_ready(&self) -> bool;
-    /// Validate, compile, store and publish a declarative document.
+    /// Validates, compiles, stores and publishes a declarative document (`POST /config`). The admin crate
+    /// has already parsed the body (JSON, YAML, or a form field `config`) into `doc`.
     fn load(
         &self,
         doc: serde_json::Value,
         opts: LoadOptions,
     ) -> BoxFuture<Result<LoadOutcome, LoadError>>;
-    /// Facts for `GET /`.
+    /// Facts for `GET /` and `GET /plugins/enabled`.
     fn node_info(&self) -> NodeInfo;
     /// Kong's `server` block of `GET /status` (connection and request counters).
     fn server_status(&self) -> serde_json::Value;
+    /// The Prometheus text exposition served at `GET /metrics` on both listeners; None (the default) when
+    /// the node has no metrics, and `/metrics` answers 404.
+    fn metrics(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Options of `POST /config`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LoadOptions {
-    /// `?check_hash=1`: an unchanged config is not reloaded (304).
+    /// `?check_hash=1`: a config whose hash equals the live one is not reloaded (304).
     pub check_hash: bool,
 }
 
 /// A successful `POST /config`.
 pub enum LoadOutcome {
+    /// The new config is live; the response lists its entities (201).
     Loaded(Arc<Config>),
+    /// `check_hash` was set and the hash is unchanged (304).
     Unchanged,
 }
 
@@ -58,22 +77,23 @@ pub enum LoadOutcome {
 pub enum LoadError {
     /// 400, code 14, with every field error.
     Invalid(ConfigErrors),
-    /// 429: another load is running.
+    /// 429 with `Retry-After`: another load is running.
     Busy,
-    /// 413: the store is too small.
+    /// 413 with this message: the config does not fit the store.
     TooLarge(String),
-    /// 500.
+    /// 500; the detail is logged, not sent.
     Internal(String),
 }
 
 /// Node facts for `GET /`.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
+    /// The version reported as `version` (clients such as decK parse it as a Kong version).
     pub version: String,
     pub hostname: String,
     pub node_id: uuid::Uuid,
-    /// Plugin names with their priorities.
+    /// The plugins this node implements, with their priorities.
     pub plugins_available: Vec<(String, i32)>,
-    /// The node settings, as `configuration`.
+    /// The node settings, as `configuration` (secrets already redacted).
     pub configuration: serde_json::Value,
 }

@@ -1,11 +1,11 @@
-//! The admin and status HTTP servers: accept loop, dispatch by path, common headers.
+//! The admin and status HTTP servers: accept loop, HTTP/1 and h2c via hyper-util's auto builder, and the
+//! headers every response carries (`X-Kong-Admin-Latency`, CORS, `Server`).
 
-use crate::reply::{self, Reply};
-use crate::{config, entities, info, Control};
-use bytes::Bytes;
-use http::{HeaderValue, Method, Request};
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use crate::handlers::dispatch;
+use crate::reply::Reply;
+use crate::router::Listener;
+use crate::Control;
+use http::{HeaderMap, HeaderValue};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -13,117 +13,85 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Largest accepted admin request body (a 10k-route config is ~5 MB).
-const MAX_BODY: usize = 64 << 20;
-
-/// Serves the Admin API until `shutdown` completes.
+/// Serves the Admin API on `listener` until `shutdown` completes. Connections already accepted finish on
+/// their own tasks.
 pub async fn serve_admin(
     listener: tokio::net::TcpListener,
     control: Arc<dyn Control>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve(listener, control, shutdown, false).await
+    serve(listener, control, shutdown, Listener::Admin).await
 }
 
-/// Serves the status listener (`/status`, `/status/ready`) until `shutdown` completes.
+/// Serves the status listener (`/status`, `/status/ready`, `/metrics`) until `shutdown` completes.
 pub async fn serve_status(
     listener: tokio::net::TcpListener,
     control: Arc<dyn Control>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve(listener, control, shutdown, true).await
+    serve(listener, control, shutdown, Listener::Status).await
 }
 
 async fn serve(
     listener: tokio::net::TcpListener,
     control: Arc<dyn Control>,
     shutdown: impl Future<Output = ()>,
-    status_only: bool,
+    kind: Listener,
 ) -> std::io::Result<()> {
     tokio::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
+        let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(x) => x,
-                Err(e) => { tracing::warn!(error = %e, "admin accept failed"); continue; }
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: keep serving once it passes.
+                    tracing::warn!(error = %e, "admin accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
             },
             () = &mut shutdown => return Ok(()),
         };
         let control = control.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| {
+            let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                 let control = control.clone();
                 async move {
-                    Ok::<_, std::convert::Infallible>(
-                        respond(req, control.as_ref(), status_only).await,
-                    )
+                    let started = Instant::now();
+                    let origin = req.headers().get(http::header::ORIGIN).cloned();
+                    let mut resp = dispatch(kind, req, control.as_ref()).await;
+                    common_headers(&mut resp, started, origin);
+                    Ok::<Reply, std::convert::Infallible>(resp)
                 }
             });
-            let _ = auto::Builder::new(TokioExecutor::new())
+            let served = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "admin connection ended with an error");
+            }
         });
     }
 }
 
-async fn respond(req: Request<Incoming>, control: &dyn Control, status_only: bool) -> Reply {
-    let started = Instant::now();
-    let mut resp = route(req, control, status_only).await;
-    let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&started.elapsed().as_millis().to_string()) {
-        h.insert("x-kong-admin-latency", v);
-    }
-    h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+/// Kong's headers on every admin response: latency in ms, CORS (the request's origin or `*`, with
+/// credentials), and our `Server`.
+fn common_headers(resp: &mut Reply, started: Instant, origin: Option<HeaderValue>) {
+    let h: &mut HeaderMap = resp.headers_mut();
+    h.insert(
+        "x-kong-admin-latency",
+        HeaderValue::from(started.elapsed().as_millis() as u64),
+    );
+    h.insert(
+        http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        origin.unwrap_or(HeaderValue::from_static("*")),
+    );
+    h.insert(
+        http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+        HeaderValue::from_static("true"),
+    );
     h.insert(
         http::header::SERVER,
         HeaderValue::from_static(concat!("sluice/", env!("CARGO_PKG_VERSION"))),
     );
-    resp
-}
-
-async fn route(req: Request<Incoming>, control: &dyn Control, status_only: bool) -> Reply {
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path().trim_end_matches('/').to_string();
-    let query = parts.uri.query().map(String::from);
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let method = parts.method.clone();
-    let get = method == Method::GET || method == Method::HEAD;
-    match (segments.as_slice(), status_only) {
-        (["status"], _) if get => info::status(control),
-        (["status", "ready"], true) if get => info::ready(control),
-        (_, true) => reply::not_found(),
-        ([], false) if get => info::root(control),
-        (["config"], false) if get => config::get(control),
-        (["config"], false) if method == Method::POST => {
-            let content_type = parts
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let body = match read_body(body).await {
-                Ok(b) => b,
-                Err(r) => return r,
-            };
-            config::post(control, query.as_deref(), &content_type, &body).await
-        }
-        ([] | ["config"] | ["status"], false) => reply::method_not_allowed(),
-        _ => {
-            let config = control.config();
-            entities::handle(&method, &segments, query.as_deref(), &path, &config)
-                .unwrap_or_else(reply::not_found)
-        }
-    }
-}
-
-#[allow(clippy::result_large_err)] // the error is the finished response
-async fn read_body(body: Incoming) -> Result<Bytes, Reply> {
-    let limited = http_body_util::Limited::new(body, MAX_BODY);
-    match limited.collect().await {
-        Ok(b) => Ok(b.to_bytes()),
-        Err(_) => Err(reply::message(
-            http::StatusCode::PAYLOAD_TOO_LARGE,
-            "request body too large",
-        )),
-    }
 }

@@ -58,10 +58,8 @@ async fn collections_items_nesting_and_pagination() {
     assert_eq!(svc["name"], "s7");
     let (_, keys) = get(gw.admin_url("/consumers/alice/key-auth")).await;
     assert_eq!(keys["data"][0]["key"], "secret-key");
-    assert_eq!(
-        get(gw.admin_url("/consumers/a-1")).await.1["username"],
-        "alice"
-    );
+    let by_custom_id = get(gw.admin_url("/consumers?custom_id=a-1")).await.1;
+    assert_eq!(by_custom_id["data"][0]["username"], "alice");
     assert_eq!(
         get(gw.admin_url("/services/nope")).await,
         (404, json!({"message": "Not found"}))
@@ -91,22 +89,22 @@ async fn dbless_writes_are_refused_like_kong() {
         (
             "PATCH",
             "/services/s0",
-            "cannot update 'services' entities when not using a database",
+            "cannot update 'services' entities by 'name' when not using a database",
         ),
         (
             "DELETE",
             "/routes/r0",
-            "cannot delete 'routes' entities when not using a database",
+            "cannot remove 'routes' entities by 'name' when not using a database",
         ),
         (
             "PUT",
             "/consumers/alice",
-            "cannot create or update 'consumers' entities when not using a database",
+            "cannot create or update 'consumers' entities by 'username' when not using a database",
         ),
         (
             "POST",
             "/consumers/alice/key-auth",
-            "cannot create 'key-auths' entities when not using a database",
+            "cannot create 'keyauth_credentials' entities when not using a database",
         ),
     ] {
         let resp = http

@@ -1,0 +1,171 @@
+//! Every way an admin request can fail, and the one function that turns a failure into Kong's response.
+//!
+//! Kong answers with `{"message": ...}` for plain HTTP errors (404, 405, 429, 413, 500) and with
+//! `{"code", "name", "message"[, "fields"]}` for DAO errors (codes 7, 9, 11, 12, 14). Handlers return
+//! [`ApiError`] and never build error bodies themselves, so the shapes stay in one place.
+
+use crate::reply::{self, Reply};
+use http::{HeaderValue, StatusCode};
+use serde_json::{json, Map, Value};
+
+/// Kong's DAO error codes used by the DB-less Admin API.
+const INVALID_OFFSET: u32 = 7;
+const INVALID_SIZE: u32 = 9;
+const INVALID_OPTIONS: u32 = 11;
+const OPERATION_UNSUPPORTED: u32 = 12;
+const DECLARATIVE_CONFIG: u32 = 14;
+
+/// Seconds a client should wait before retrying a `POST /config` refused because another load runs.
+const BUSY_RETRY_AFTER: &str = "1";
+
+/// The body of a code-14 error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid {
+    /// Kong's nested `fields` object.
+    pub fields: Value,
+    pub message: String,
+    /// `flattened_errors`, present with `?flatten_errors=1`.
+    pub flattened: Option<Value>,
+}
+
+/// A failed admin request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    /// 404 `{"message":"Not found"}`: unknown path, or no entity with that id or endpoint key.
+    NotFound,
+    /// 405 `{"message":"Method not allowed"}`: the path exists but not for this method.
+    MethodNotAllowed,
+    /// 405, code 12: an entity write, which DB-less mode refuses; the message names the operation.
+    Unsupported(String),
+    /// 400, code 9: a `size` that is not an integer in 1..=1000.
+    InvalidSize(String),
+    /// 400, code 7: an `offset` this node did not issue (the offending value).
+    InvalidOffset(String),
+    /// 400, code 11: a bad list option, e.g. `tags` mixing `,` and `/`.
+    InvalidOption {
+        option: &'static str,
+        message: String,
+    },
+    /// 400 `{"message": ...}`: a request Kong rejects without a DAO code (empty `POST /config`, ...).
+    BadRequest(String),
+    /// 400, code 14: the declarative config is invalid (boxed: it is much larger than the other variants).
+    Declarative(Box<Invalid>),
+    /// 429 with `Retry-After`: another config load is running.
+    Busy,
+    /// 413: the request body or the config does not fit.
+    TooLarge(String),
+    /// 500; the detail is logged, never sent.
+    Internal(String),
+}
+
+impl ApiError {
+    /// Code 14 for a body that is not a declarative document at all (bad JSON/YAML, not an object).
+    /// Kong reports it as `fields: {"error": ...}` and a message embedding that table.
+    pub fn unparsable(reason: &str) -> ApiError {
+        ApiError::Declarative(Box::new(Invalid {
+            fields: json!({ "error": reason }),
+            message: format!(
+                "declarative config is invalid: {{error={}}}",
+                lua_quote(reason)
+            ),
+            flattened: None,
+        }))
+    }
+
+    /// The HTTP status Kong uses for this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed | ApiError::Unsupported(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::InvalidSize(_)
+            | ApiError::InvalidOffset(_)
+            | ApiError::InvalidOption { .. }
+            | ApiError::BadRequest(_)
+            | ApiError::Declarative(_) => StatusCode::BAD_REQUEST,
+            ApiError::Busy => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Kong's response for this error.
+    pub fn into_reply(self) -> Reply {
+        let status = self.status();
+        match self {
+            ApiError::NotFound => reply::message(status, "Not found"),
+            ApiError::MethodNotAllowed => reply::message(status, "Method not allowed"),
+            ApiError::Unsupported(msg) => coded(
+                status,
+                OPERATION_UNSUPPORTED,
+                "operation unsupported",
+                msg,
+                None,
+            ),
+            ApiError::InvalidSize(msg) => coded(status, INVALID_SIZE, "invalid size", msg, None),
+            ApiError::InvalidOffset(offset) => {
+                let msg = format!("'{offset}' is not a valid offset: bad base64 encoding");
+                coded(status, INVALID_OFFSET, "invalid offset", msg, None)
+            }
+            ApiError::InvalidOption { option, message } => {
+                let msg = format!("invalid option ({option}: {message})");
+                let mut fields = Map::new();
+                fields.insert(option.to_string(), Value::String(message));
+                let fields = Some(Value::Object(fields));
+                coded(status, INVALID_OPTIONS, "invalid options", msg, fields)
+            }
+            ApiError::BadRequest(msg) | ApiError::TooLarge(msg) => reply::message(status, &msg),
+            ApiError::Declarative(invalid) => {
+                let Invalid {
+                    fields,
+                    message,
+                    flattened,
+                } = *invalid;
+                let mut body = json!({
+                    "code": DECLARATIVE_CONFIG,
+                    "name": "invalid declarative configuration",
+                    "message": message,
+                    "fields": fields,
+                });
+                if let Some(flat) = flattened {
+                    body["flattened_errors"] = flat;
+                }
+                reply::json(status, &body)
+            }
+            ApiError::Busy => {
+                let mut r = reply::message(status, "Currently loading previous configuration");
+                r.headers_mut().insert(
+                    http::header::RETRY_AFTER,
+                    HeaderValue::from_static(BUSY_RETRY_AFTER),
+                );
+                r
+            }
+            ApiError::Internal(detail) => {
+                tracing::error!(error = %detail, "admin request failed");
+                reply::message(status, "An unexpected error occurred")
+            }
+        }
+    }
+}
+
+/// `{"code", "name", "message"[, "fields"]}`: Kong's DAO error body (no `fields` key when there are none).
+fn coded(
+    status: StatusCode,
+    code: u32,
+    name: &str,
+    message: String,
+    fields: Option<Value>,
+) -> Reply {
+    let mut body = json!({ "code": code, "name": name, "message": message });
+    if let Some(fields) = fields {
+        body["fields"] = fields;
+    }
+    reply::json(status, &body)
+}
+
+/// A string as Lua's pretty-printer writes it: double-quoted, with `\` and `"` escaped.
+fn lua_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests;

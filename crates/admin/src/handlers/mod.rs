@@ -1,0 +1,127 @@
+//! Request dispatch: route the path, check the method, run the handler, turn errors into responses.
+
+mod config;
+mod entities;
+mod info;
+mod status;
+mod tags;
+
+use crate::errors::ApiError;
+use crate::query;
+use crate::reply::{self, Reply};
+use crate::router::{self, Endpoint, Listener};
+use crate::Control;
+use bytes::Bytes;
+use http::{request::Parts, HeaderValue, Method, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+/// Largest accepted request body: a config of 10,000 routes is about 5 MB.
+const MAX_BODY: usize = 64 << 20;
+
+/// Answers one request on `listener`. Never fails: every error becomes Kong's error response.
+pub async fn dispatch(
+    listener: Listener,
+    req: http::Request<Incoming>,
+    control: &dyn Control,
+) -> Reply {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let raw = router::segments(&path);
+    let decoded: Vec<String> = raw.iter().map(|s| query::unescape_path(s)).collect();
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let Some(endpoint) = router::route(listener, &segments) else {
+        return ApiError::NotFound.into_reply();
+    };
+    if parts.method == Method::OPTIONS {
+        return options(&endpoint, &parts);
+    }
+    if !endpoint.methods().contains(&parts.method) {
+        return ApiError::MethodNotAllowed.into_reply();
+    }
+    // `next` links repeat the path as the client wrote it (still encoded).
+    let base = format!("/{}", raw.join("/"));
+    handle(endpoint, &parts, &base, body, control)
+        .await
+        .unwrap_or_else(ApiError::into_reply)
+}
+
+async fn handle(
+    endpoint: Endpoint<'_>,
+    parts: &Parts,
+    base: &str,
+    body: Incoming,
+    control: &dyn Control,
+) -> Result<Reply, ApiError> {
+    let method = &parts.method;
+    let read = *method == Method::GET || *method == Method::HEAD;
+    let q = parts.uri.query();
+    match endpoint {
+        Endpoint::Root => Ok(info::root(control)),
+        Endpoint::Status => Ok(status::status(control)),
+        Endpoint::Ready => Ok(status::ready(control)),
+        Endpoint::Metrics => status::metrics(control),
+        Endpoint::PluginsEnabled => Ok(info::plugins_enabled(control)),
+        Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),
+        Endpoint::Config if read => Ok(config::get(control)),
+        Endpoint::Config => {
+            let content_type = parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let body = read_body(body).await?;
+            config::post(control, q, content_type, &body).await
+        }
+        Endpoint::List(scope) if read => entities::list(&control.config(), &scope, base, q),
+        Endpoint::List(scope) => Err(entities::refuse_list_write(
+            &control.config(),
+            &scope,
+            method,
+        )),
+        Endpoint::Item(scope, key) if read => entities::item(&control.config(), &scope, key),
+        Endpoint::Item(scope, key) => entities::item_write(&control.config(), &scope, key, method),
+        Endpoint::Owner(child, key, rel) if read => {
+            entities::owner(&control.config(), child, key, rel)
+        }
+        Endpoint::Owner(child, key, rel) => Err(entities::refuse_owner_write(
+            &control.config(),
+            child,
+            key,
+            rel,
+            method,
+        )),
+    }
+}
+
+/// Kong's preflight answer: 204 with the endpoint's methods.
+fn options(endpoint: &Endpoint<'_>, parts: &Parts) -> Reply {
+    let methods: Vec<&str> = endpoint.methods().iter().map(Method::as_str).collect();
+    let methods =
+        HeaderValue::from_str(&methods.join(", ")).unwrap_or(HeaderValue::from_static("GET"));
+    let allow_headers = parts
+        .headers
+        .get("access-control-request-headers")
+        .cloned()
+        .unwrap_or(HeaderValue::from_static("Content-Type"));
+    let mut resp = reply::empty(StatusCode::NO_CONTENT);
+    let h = resp.headers_mut();
+    h.insert(http::header::ALLOW, methods.clone());
+    h.insert(http::header::ACCESS_CONTROL_ALLOW_METHODS, methods);
+    h.insert(http::header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers);
+    resp
+}
+
+/// The whole request body, up to [`MAX_BODY`].
+async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::TooLarge(format!(
+            "request body too large (the limit is {} MB)",
+            MAX_BODY >> 20
+        ))),
+        Err(e) => Err(ApiError::BadRequest(format!(
+            "could not read the request body: {e}"
+        ))),
+    }
+}

@@ -1,0 +1,51 @@
+//! `GET /status`, `GET /status/ready` and `GET /metrics`, on the admin and status listeners.
+
+use crate::errors::ApiError;
+use crate::reply::{self, Reply};
+use crate::Control;
+use http::StatusCode;
+use serde_json::{json, Value};
+
+/// Kong's `configuration_hash` before any config is loaded.
+const NO_HASH: &str = "00000000000000000000000000000000";
+
+/// The Prometheus text exposition content type.
+const METRICS_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// This process' resident set size in bytes (Linux), or null where unknown.
+fn rss_bytes() -> Value {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(Value::Null, |kb| json!(kb * 1024))
+}
+
+/// Kong's DB-less `GET /status`.
+pub fn status(control: &dyn Control) -> Reply {
+    reply::ok(&json!({
+        "database": { "reachable": true },
+        "memory": { "rss_bytes": rss_bytes() },
+        "server": control.server_status(),
+        "configuration_hash": control.config_hash().unwrap_or_else(|| NO_HASH.to_string()),
+    }))
+}
+
+/// `GET /status/ready`: 200 once a config is live, else 503 with Kong's reason.
+pub fn ready(control: &dyn Control) -> Reply {
+    if control.is_ready() {
+        return reply::message(StatusCode::OK, "ready");
+    }
+    let reason = match control.config_hash() {
+        None => "no configuration available (configuration hash is not initialized)",
+        Some(_) => "no configuration available (empty configuration present)",
+    };
+    reply::message(StatusCode::SERVICE_UNAVAILABLE, reason)
+}
+
+/// `GET /metrics`: the node's Prometheus exposition ([`Control::metrics`]); 404 when it has none.
+pub fn metrics(control: &dyn Control) -> Result<Reply, ApiError> {
+    let text = control.metrics().ok_or(ApiError::NotFound)?;
+    Ok(reply::text(METRICS_TYPE, text))
+}
