@@ -1,5 +1,6 @@
 //! The one error type of the request path, and the one place it becomes an HTTP response.
 
+use crate::mime::negotiate;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
@@ -8,22 +9,24 @@ use http::{HeaderValue, Response, StatusCode};
 pub enum ProxyError {
     /// 404: no route matched.
     NoRoute,
-    /// 503: the route has no service.
+    /// 503: the matched route has no service and no plugin answered.
     NoService,
     /// 426: an https-only route was hit over plain http.
     HttpsRequired,
-    /// 3xx redirect to https (the route's `https_redirect_status_code`).
+    /// 301/302/307/308 to https (the route's `https_redirect_status_code`); no body.
     HttpsRedirect { status: u16, location: String },
-    /// 502: connection refused or reset, or an invalid response.
+    /// 502: connection refused or reset, an invalid response, or an upstream scheme this build cannot speak.
     BadGateway,
-    /// 503: every target is down or disabled.
+    /// 503: every target is disabled.
     NoPeer,
     /// 503: the upstream host did not resolve.
     NameResolution,
     /// 504: connect, write or read timeout.
     Timeout,
-    /// 400: the request could not be proxied as sent.
-    BadRequest(&'static str),
+    /// 400: the request cannot be proxied as sent.
+    BadRequest,
+    /// 413: a body a plugin needs is larger than the gateway buffers.
+    PayloadTooLarge,
     /// 500.
     Internal,
 }
@@ -41,7 +44,8 @@ impl ProxyError {
             }
             ProxyError::BadGateway => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout => StatusCode::GATEWAY_TIMEOUT,
-            ProxyError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ProxyError::BadRequest => StatusCode::BAD_REQUEST,
+            ProxyError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -52,51 +56,43 @@ impl ProxyError {
             ProxyError::NoRoute => "no Route matched with those values",
             ProxyError::NoService => "no Service found with those values",
             ProxyError::HttpsRequired => "Please use HTTPS protocol",
-            ProxyError::HttpsRedirect { .. } => "Moved",
+            ProxyError::HttpsRedirect { .. } => "",
             ProxyError::BadGateway => "An invalid response was received from the upstream server",
             ProxyError::NoPeer => "failure to get a peer from the ring-balancer",
             ProxyError::NameResolution => "name resolution failed",
             ProxyError::Timeout => "The upstream server is timing out",
-            ProxyError::BadRequest(m) => m,
+            ProxyError::BadRequest => "Bad request",
+            ProxyError::PayloadTooLarge => "Payload too large",
             ProxyError::Internal => "An unexpected error occurred",
         }
     }
 
-    /// The response, its body negotiated from `Accept` like Kong (JSON by default; HTML, XML, plain text).
-    pub fn into_response(self, accept: Option<&HeaderValue>, request_id: &str) -> Response<Bytes> {
-        let message = self.message();
-        let accept = accept.and_then(|a| a.to_str().ok()).unwrap_or("");
-        let (content_type, body) = if accept.contains("text/html") {
-            (
-                "text/html; charset=utf-8",
-                format!(
-                    "<!doctype html>\n<html>\n  <head>\n    <meta charset=\"utf-8\">\n    <title>Error</title>\n  </head>\n  <body>\n    <h1>Error</h1>\n    <p>{message}.</p>\n    <p>request_id: {request_id}</p>\n  </body>\n</html>\n"
-                ),
-            )
-        } else if accept.contains("application/xml") {
-            (
-                "application/xml; charset=utf-8",
-                format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<error>\n  <message>{message}</message>\n  <requestid>{request_id}</requestid>\n</error>\n"),
-            )
-        } else if accept.contains("text/plain") {
-            (
-                "text/plain; charset=utf-8",
-                format!("{message}\nrequest_id: {request_id}\n"),
-            )
-        } else {
-            (
-                "application/json; charset=utf-8",
-                serde_json::json!({ "message": message, "request_id": request_id }).to_string(),
-            )
-        };
-        let mut resp = Response::new(Bytes::from(body));
+    /// Whether nginx (not Kong's Lua code) produces this error in Kong: its error page then negotiates from
+    /// `Content-Type` when the request has no `Accept`.
+    fn made_by_nginx(&self) -> bool {
+        matches!(
+            self,
+            ProxyError::BadGateway | ProxyError::Timeout | ProxyError::Internal
+        )
+    }
+
+    /// The response, its body in the format `Accept` asks for (JSON by default, HTML, XML, plain text).
+    pub fn into_response(
+        self,
+        accept: Option<&HeaderValue>,
+        content_type: Option<&HeaderValue>,
+        request_id: &str,
+    ) -> Response<Bytes> {
+        let mut resp = Response::new(Bytes::new());
         *resp.status_mut() = self.status();
         let h = resp.headers_mut();
-        h.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static(content_type),
-        );
         match &self {
+            ProxyError::HttpsRedirect { location, .. } => {
+                if let Ok(v) = HeaderValue::from_str(location) {
+                    h.insert(http::header::LOCATION, v);
+                }
+                return resp;
+            }
             ProxyError::HttpsRequired => {
                 h.insert(
                     http::header::CONNECTION,
@@ -107,13 +103,18 @@ impl ProxyError {
                     HeaderValue::from_static("TLS/1.2, HTTP/1.1"),
                 );
             }
-            ProxyError::HttpsRedirect { location, .. } => {
-                if let Ok(v) = HeaderValue::from_str(location) {
-                    h.insert(http::header::LOCATION, v);
-                }
-            }
             _ => {}
         }
+        let source = match accept {
+            None if self.made_by_nginx() => content_type,
+            _ => accept,
+        };
+        let mime = negotiate(source.map(HeaderValue::as_bytes));
+        h.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(mime.content_type()),
+        );
+        *resp.body_mut() = Bytes::from(mime.error_body(self.message(), request_id));
         resp
     }
 }
@@ -125,3 +126,6 @@ impl std::fmt::Display for ProxyError {
 }
 
 impl std::error::Error for ProxyError {}
+
+#[cfg(test)]
+mod tests;

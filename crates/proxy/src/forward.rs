@@ -1,169 +1,161 @@
 //! Header rules between client and upstream: hop-by-hop removal, `X-Forwarded-*`, `X-Real-IP`, `Via`.
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use crate::names;
+use http::header::{HeaderMap, HeaderName, HeaderValue, VIA};
+use http::Version;
+use std::borrow::Cow;
 use std::net::IpAddr;
 
-/// Headers that describe one connection, never forwarded (RFC 9110 §7.6.1, plus the common non-standard ones).
-const HOP_BY_HOP: [&str; 8] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "proxy-authenticate",
+/// Headers that describe one connection and are never forwarded (RFC 9110 §7.6.1 plus the usual
+/// non-standard ones). `TE: trailers` is the one `TE` value kept on requests.
+const HOP_BY_HOP: [HeaderName; 7] = [
+    http::header::CONNECTION,
+    names::KEEP_ALIVE,
+    names::PROXY_CONNECTION,
+    http::header::TRAILER,
+    http::header::TRANSFER_ENCODING,
+    http::header::UPGRADE,
+    http::header::PROXY_AUTHENTICATE,
 ];
 
-/// Removes hop-by-hop headers, including those named in `Connection`.
+/// Removes hop-by-hop headers, including those the `Connection` header names.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
-        .collect();
-    for name in named {
-        headers.remove(name);
+    if headers.contains_key(http::header::CONNECTION) {
+        let named: Vec<HeaderName> = headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+            .collect();
+        for name in named {
+            headers.remove(name);
+        }
     }
     for name in HOP_BY_HOP {
         headers.remove(name);
     }
+    let te_trailers = headers
+        .get(http::header::TE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
+    if !te_trailers {
+        headers.remove(http::header::TE);
+    }
+}
+
+/// The `X-Forwarded-*` values of one request, by Kong's rule: the client's own values are kept only when
+/// the peer is trusted; otherwise they describe this hop.
+pub struct Forwarded {
+    pub proto: HeaderValue,
+    pub host: HeaderValue,
+    pub port: HeaderValue,
+    pub path: HeaderValue,
+    /// The prefix `strip_path` removed (when not `/`), or a trusted client's value.
+    pub prefix: Option<HeaderValue>,
 }
 
 /// What the proxy knows about the downstream side of a request.
 pub struct Downstream<'a> {
-    pub peer: IpAddr,
     pub trusted: bool,
     pub scheme: &'static str,
-    pub listen_port: u16,
-    /// The Host header as the client sent it.
+    /// The listener's port, ready as a header value.
+    pub listen_port: &'a HeaderValue,
+    /// The Host header (or `:authority`) as the client sent it.
     pub host: &'a str,
+    /// The raw request path, without the query.
     pub path: &'a str,
-    /// The prefix strip_path removed, if any.
+    /// The part of the path `strip_path` removes, if any.
     pub stripped_prefix: Option<&'a str>,
 }
 
-fn set(headers: &mut HeaderMap, name: &'static str, value: &str) {
-    if let Ok(v) = HeaderValue::from_str(value) {
-        headers.insert(name, v);
+/// `Host` without its port, lower-cased (nginx's `$host`).
+pub fn bare_host(host: &str) -> Cow<'_, str> {
+    let bare = match host.rfind(':') {
+        Some(i) if !host[i..].contains(']') => &host[..i],
+        _ => host,
+    };
+    if bare.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(bare.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(bare)
     }
 }
 
-/// The client address as seen through trusted proxies: the last untrusted hop of `X-Forwarded-For`.
-pub fn client_ip(headers: &HeaderMap, peer: IpAddr, trusted: &dyn Fn(IpAddr) -> bool) -> IpAddr {
-    if !trusted(peer) {
-        return peer;
-    }
-    let Some(xff) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) else {
-        return peer;
-    };
-    xff.rsplit(',')
-        .filter_map(|s| s.trim().parse::<IpAddr>().ok())
-        .find(|ip| !trusted(*ip))
-        .unwrap_or(peer)
-}
-
-/// Sets the `X-Forwarded-*` family and `X-Real-IP` on the upstream request, trusting the client's own values
-/// only when the peer is in `trusted_ips` (Kong's rule). `X-Forwarded-For` always gets the peer appended.
-pub fn add_forwarded(headers: &mut HeaderMap, d: &Downstream<'_>, client_ip: IpAddr) {
-    let peer = d.peer.to_string();
-    let xff = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-        Some(prev) if !prev.is_empty() => format!("{prev}, {peer}"),
-        _ => peer,
-    };
-    set(headers, "x-forwarded-for", &xff);
-    set(headers, "x-real-ip", &client_ip.to_string());
-    let keep = |headers: &HeaderMap, name: &str| d.trusted && headers.contains_key(name);
-    if !keep(headers, "x-forwarded-proto") {
-        set(headers, "x-forwarded-proto", d.scheme);
-    }
-    if !keep(headers, "x-forwarded-host") {
-        let host = match d.host.rsplit_once(':') {
-            Some((h, p)) if p.parse::<u16>().is_ok() && !h.ends_with(':') => h,
-            _ => d.host,
-        };
-        set(headers, "x-forwarded-host", host);
-    }
-    if !keep(headers, "x-forwarded-port") {
-        set(headers, "x-forwarded-port", &d.listen_port.to_string());
-    }
-    if !keep(headers, "x-forwarded-path") {
-        set(headers, "x-forwarded-path", d.path);
-    }
-    if !keep(headers, "x-forwarded-prefix") {
-        match d.stripped_prefix.filter(|p| !p.is_empty() && *p != "/") {
-            Some(prefix) => set(headers, "x-forwarded-prefix", prefix),
-            None => {
-                headers.remove("x-forwarded-prefix");
-            }
+impl Forwarded {
+    pub fn new(headers: &HeaderMap, d: &Downstream<'_>) -> Forwarded {
+        let trusted = |name: HeaderName| d.trusted.then(|| headers.get(name).cloned()).flatten();
+        let text = |s: &str| HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(""));
+        Forwarded {
+            proto: trusted(names::X_FORWARDED_PROTO).unwrap_or(HeaderValue::from_static(d.scheme)),
+            host: trusted(names::X_FORWARDED_HOST).unwrap_or_else(|| text(&bare_host(d.host))),
+            port: trusted(names::X_FORWARDED_PORT).unwrap_or_else(|| d.listen_port.clone()),
+            path: trusted(names::X_FORWARDED_PATH).unwrap_or_else(|| text(d.path)),
+            prefix: trusted(names::X_FORWARDED_PREFIX).or_else(|| {
+                d.stripped_prefix
+                    .filter(|p| !p.is_empty() && *p != "/")
+                    .map(text)
+            }),
         }
     }
+
+    /// The request came over https, directly or through a trusted proxy.
+    pub fn is_https(&self) -> bool {
+        self.proto.as_bytes().eq_ignore_ascii_case(b"https")
+    }
+
+    /// Sets the `X-Forwarded-*` family, `X-Real-IP` and `Via` on the upstream request. `X-Forwarded-For`
+    /// gets the peer appended to whatever the client sent.
+    pub fn apply(self, headers: &mut HeaderMap, peer: IpAddr, client_ip: IpAddr, version: Version) {
+        let peer_text = peer.to_string();
+        let xff = appended(headers, names::X_FORWARDED_FOR, &peer_text);
+        headers.insert(names::X_FORWARDED_FOR, xff);
+        let real_ip = if client_ip == peer {
+            HeaderValue::from_str(&peer_text)
+        } else {
+            HeaderValue::from_str(&client_ip.to_string())
+        };
+        if let Ok(v) = real_ip {
+            headers.insert(names::X_REAL_IP, v);
+        }
+        headers.insert(names::X_FORWARDED_PROTO, self.proto);
+        headers.insert(names::X_FORWARDED_HOST, self.host);
+        headers.insert(names::X_FORWARDED_PORT, self.port);
+        headers.insert(names::X_FORWARDED_PATH, self.path);
+        match self.prefix {
+            Some(p) => headers.insert(names::X_FORWARDED_PREFIX, p),
+            None => headers.remove(names::X_FORWARDED_PREFIX),
+        };
+        let via = match headers.contains_key(VIA) {
+            true => appended(headers, VIA, via_token(version)),
+            false => HeaderValue::from_static(via_token(version)),
+        };
+        headers.insert(VIA, via);
+    }
+}
+
+/// `<protocol version> sluice/<version>`, as Kong words its `Via` entry.
+pub fn via_token(version: Version) -> &'static str {
+    match version {
+        Version::HTTP_09 => concat!("0.9 sluice/", env!("CARGO_PKG_VERSION")),
+        Version::HTTP_10 => concat!("1.0 sluice/", env!("CARGO_PKG_VERSION")),
+        Version::HTTP_2 => concat!("2 sluice/", env!("CARGO_PKG_VERSION")),
+        Version::HTTP_3 => concat!("3 sluice/", env!("CARGO_PKG_VERSION")),
+        _ => concat!("1.1 sluice/", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+/// Every value of `name` joined with `, `, then `last`.
+pub fn appended(headers: &HeaderMap, name: HeaderName, last: &str) -> HeaderValue {
+    let mut out = String::new();
+    for v in headers.get_all(name).iter().filter_map(|v| v.to_str().ok()) {
+        if !v.trim().is_empty() {
+            out.push_str(v);
+            out.push_str(", ");
+        }
+    }
+    out.push_str(last);
+    HeaderValue::from_str(&out).unwrap_or(HeaderValue::from_static(""))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn downstream(trusted: bool) -> Downstream<'static> {
-        Downstream {
-            peer: "10.0.0.9".parse().unwrap(),
-            trusted,
-            scheme: "http",
-            listen_port: 8000,
-            host: "api.example.com:8000",
-            path: "/api/x",
-            stripped_prefix: Some("/api"),
-        }
-    }
-
-    #[test]
-    fn untrusted_peers_cannot_forge_forwarded_headers() {
-        let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", "1.1.1.1".parse().unwrap());
-        h.insert("x-forwarded-proto", "https".parse().unwrap());
-        h.insert("x-forwarded-prefix", "/evil".parse().unwrap());
-        add_forwarded(&mut h, &downstream(false), "10.0.0.9".parse().unwrap());
-        assert_eq!(h["x-forwarded-for"], "1.1.1.1, 10.0.0.9");
-        assert_eq!(h["x-forwarded-proto"], "http");
-        assert_eq!(h["x-forwarded-host"], "api.example.com");
-        assert_eq!(h["x-forwarded-port"], "8000");
-        assert_eq!(h["x-forwarded-path"], "/api/x");
-        assert_eq!(h["x-forwarded-prefix"], "/api");
-        assert_eq!(h["x-real-ip"], "10.0.0.9");
-        let mut t = HeaderMap::new();
-        t.insert("x-forwarded-proto", "https".parse().unwrap());
-        add_forwarded(&mut t, &downstream(true), "1.1.1.1".parse().unwrap());
-        assert_eq!(t["x-forwarded-proto"], "https");
-        assert_eq!(t["x-real-ip"], "1.1.1.1");
-    }
-
-    #[test]
-    fn client_ip_walks_trusted_hops() {
-        let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", "7.7.7.7, 10.0.0.2".parse().unwrap());
-        let trusted = |ip: IpAddr| ip.to_string().starts_with("10.");
-        assert_eq!(
-            client_ip(&h, "10.0.0.1".parse().unwrap(), &trusted),
-            "7.7.7.7".parse::<IpAddr>().unwrap()
-        );
-        assert_eq!(
-            client_ip(&h, "8.8.8.8".parse().unwrap(), &trusted),
-            "8.8.8.8".parse::<IpAddr>().unwrap()
-        );
-    }
-
-    #[test]
-    fn hop_by_hop_headers_go() {
-        let mut h = HeaderMap::new();
-        h.insert("connection", "keep-alive, x-private".parse().unwrap());
-        h.insert("x-private", "1".parse().unwrap());
-        h.insert("keep-alive", "timeout=5".parse().unwrap());
-        h.insert("te", "trailers".parse().unwrap());
-        h.insert("x-keep", "1".parse().unwrap());
-        strip_hop_by_hop(&mut h);
-        assert_eq!(h.len(), 1);
-        assert!(h.contains_key("x-keep"));
-    }
-}
+mod tests;

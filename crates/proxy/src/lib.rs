@@ -4,24 +4,41 @@
 //! runtime with its own `SO_REUSEPORT` listener per address and its own upstream connection pool, so the
 //! request path shares no lock between workers. Each request loads the live snapshot once from the
 //! [`SharedSnapshot`] and finishes on it, whatever reloads happen meanwhile.
+//!
+//! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
+//! ([`exchange`], [`path`], [`forward`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target
+//! ([`balancer`], [`dns`]) and sends over a pooled connection ([`pool`], [`body`]), [`respond`] adds Kong's
+//! response headers, and [`error`] turns failures into Kong's error responses ([`mime`]).
 
 mod balancer;
+mod body;
+mod dns;
 mod error;
+mod exchange;
 mod forward;
 mod handler;
 mod listen;
+mod mime;
+mod names;
 mod path;
+mod phases;
 mod pool;
+mod realip;
 mod request_id;
+mod respond;
 mod server;
 mod settings;
 mod snapshot;
+mod stats;
+mod upstream;
+mod worker;
 
 pub use error::ProxyError;
 pub use listen::{parse_listen, ListenAddr};
-pub use server::{ProxyServer, ProxyStats};
+pub use server::ProxyServer;
 pub use settings::{HeaderSettings, ProxySettings};
 pub use snapshot::{CompileError, SharedSnapshot, Snapshot};
+pub use stats::ProxyStats;
 
-/// `sluice/<version>`, used in `Via` and `Server`.
+/// `sluice/<version>`: Sluice's word in `Via` and `Server`, where Kong says `kong/<version>`.
 pub const PRODUCT: &str = concat!("sluice/", env!("CARGO_PKG_VERSION"));

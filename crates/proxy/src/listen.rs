@@ -7,12 +7,16 @@ use std::net::{SocketAddr, ToSocketAddrs};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenAddr {
     pub addr: SocketAddr,
+    /// TLS was asked for (`ssl`); the proxy skips such entries until TLS lands.
     pub ssl: bool,
+    /// `http2` was given. Plain-text listeners speak HTTP/1.1 and h2c (prior knowledge) either way.
     pub http2: bool,
+    /// The accept queue length (`backlog=N`, 16384 by default as in Kong).
     pub backlog: u32,
 }
 
-/// Parses a comma-separated listen setting. `off` gives an empty list.
+/// Parses a comma-separated listen setting (`proxy_listen`, `admin_listen`, ...). `off` gives an empty list;
+/// flags nginx accepts but Sluice does not need (`reuseport`, `deferred`, `bind`, ...) are ignored.
 pub fn parse_listen(value: &str) -> Result<Vec<ListenAddr>, String> {
     let mut out = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -68,20 +72,4 @@ pub(crate) fn bind(listen: &ListenAddr) -> std::io::Result<std::net::TcpListener
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_kong_listen_syntax() {
-        let l =
-            parse_listen("0.0.0.0:8000 reuseport backlog=16384, 127.0.0.1:8443 http2 ssl").unwrap();
-        assert_eq!(l.len(), 2);
-        assert_eq!(l[0].addr, "0.0.0.0:8000".parse().unwrap());
-        assert!(!l[0].ssl && l[1].ssl && l[1].http2);
-        assert!(parse_listen("off").unwrap().is_empty());
-        assert!(parse_listen("nonsense").is_err());
-        assert!(parse_listen("127.0.0.1:1 bogus")
-            .unwrap_err()
-            .contains("bogus"));
-    }
-}
+mod tests;

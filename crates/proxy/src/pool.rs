@@ -2,42 +2,21 @@
 //!
 //! Each worker thread keeps its own idle connections per target address (a thread-local: workers never
 //! share a lock). A connection goes back to the pool when its response body has been read to the end
-//! ([`PooledBody`]); a body dropped early takes its connection with it. Connecting is separate from sending,
-//! so the caller knows a failure happened before any byte of the request left, which is when retrying is safe.
+//! ([`crate::body::PooledBody`]); a body dropped early takes its connection with it. Connecting is separate
+//! from sending, so the caller knows a failure happened before any byte of the request left, which is when
+//! retrying is safe.
 
+use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
-use http_body_util::combinators::BoxBody;
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// Errors boxed for bodies.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// Boxes a body error (a named function: closures here trip higher-ranked lifetime inference).
-pub fn box_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> BoxError {
-    Box::new(e)
-}
-
-/// A body with all of `bytes`.
-pub fn full_body(bytes: Bytes) -> UpstreamBody {
-    http_body_util::Full::new(bytes).map_err(box_err).boxed()
-}
-
-/// The body type sent upstream.
-pub type UpstreamBody = BoxBody<Bytes, BoxError>;
-
 struct Idle {
-    sender: SendRequest<UpstreamBody>,
+    sender: SendRequest<ProxyBody>,
     since: Instant,
 }
 
@@ -67,12 +46,12 @@ pub fn configure(max_idle: usize, idle_timeout: Duration) {
 /// A connection ready to send one request; `reused` tells whether it came from the pool (a reused
 /// connection may have been closed by the upstream meanwhile).
 pub struct Conn {
-    pub sender: SendRequest<UpstreamBody>,
+    pub sender: SendRequest<ProxyBody>,
     pub addr: SocketAddr,
     pub reused: bool,
 }
 
-/// An idle pooled connection to `addr`, or a new one.
+/// An idle pooled connection to `addr`, or a new one (502 when refused, 504 on connect timeout).
 pub async fn checkout(addr: SocketAddr, connect_timeout: Duration) -> Result<Conn, ProxyError> {
     if let Some(sender) = take_idle(addr) {
         return Ok(Conn {
@@ -81,12 +60,15 @@ pub async fn checkout(addr: SocketAddr, connect_timeout: Duration) -> Result<Con
             reused: true,
         });
     }
-    let stream =
-        match tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr)).await {
-            Err(_) => return Err(ProxyError::Timeout),
-            Ok(Err(_)) => return Err(ProxyError::BadGateway),
-            Ok(Ok(s)) => s,
-        };
+    let connecting = tokio::net::TcpStream::connect(addr);
+    let stream = match tokio::time::timeout(connect_timeout, connecting).await {
+        Err(_) => return Err(ProxyError::Timeout),
+        Ok(Err(e)) => {
+            tracing::debug!(%addr, error = %e, "upstream connect failed");
+            return Err(ProxyError::BadGateway);
+        }
+        Ok(Ok(s)) => s,
+    };
     let _ = stream.set_nodelay(true);
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -103,14 +85,13 @@ pub async fn checkout(addr: SocketAddr, connect_timeout: Duration) -> Result<Con
     })
 }
 
-fn take_idle(addr: SocketAddr) -> Option<SendRequest<UpstreamBody>> {
+fn take_idle(addr: SocketAddr) -> Option<SendRequest<ProxyBody>> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let timeout = p.idle_timeout;
         let queue = p.idle.get_mut(&addr)?;
         while let Some(idle) = queue.pop_back() {
-            if idle.since.elapsed() < timeout && idle.sender.is_ready() && !idle.sender.is_closed()
-            {
+            if idle.since.elapsed() < timeout && idle.sender.is_ready() {
                 return Some(idle.sender);
             }
         }
@@ -118,15 +99,26 @@ fn take_idle(addr: SocketAddr) -> Option<SendRequest<UpstreamBody>> {
     })
 }
 
-fn checkin(addr: SocketAddr, sender: SendRequest<UpstreamBody>) {
+/// Returns a connection whose exchange finished cleanly. The oldest idle connections of that address
+/// are dropped when past the idle timeout or over the cap.
+pub fn checkin(addr: SocketAddr, sender: SendRequest<ProxyBody>) {
     if sender.is_closed() {
         return;
     }
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        let max = p.max_idle;
+        let (max, timeout) = (p.max_idle, p.idle_timeout);
         let queue = p.idle.entry(addr).or_default();
-        if queue.len() < max {
+        while queue
+            .front()
+            .is_some_and(|i| i.since.elapsed() >= timeout || i.sender.is_closed())
+        {
+            queue.pop_front();
+        }
+        if queue.len() >= max {
+            queue.pop_front();
+        }
+        if max > 0 {
             queue.push_back(Idle {
                 sender,
                 since: Instant::now(),
@@ -135,56 +127,11 @@ fn checkin(addr: SocketAddr, sender: SendRequest<UpstreamBody>) {
     });
 }
 
-/// An upstream response body that returns its connection to the pool once read to the end.
-pub struct PooledBody {
-    inner: Incoming,
-    conn: Option<(SocketAddr, SendRequest<UpstreamBody>)>,
+/// Idle connections this worker holds to `addr`.
+#[cfg(test)]
+pub fn idle_count(addr: SocketAddr) -> usize {
+    POOL.with(|p| p.borrow().idle.get(&addr).map_or(0, VecDeque::len))
 }
 
-impl PooledBody {
-    /// `reusable` is false when the response said `Connection: close`.
-    pub fn new(inner: Incoming, conn: Conn, reusable: bool) -> Self {
-        let mut body = PooledBody {
-            inner,
-            conn: reusable.then_some((conn.addr, conn.sender)),
-        };
-        if body.inner.is_end_stream() {
-            // An empty body may never be polled: the connection is free already.
-            body.release();
-        }
-        body
-    }
-
-    fn release(&mut self) {
-        if let Some((addr, sender)) = self.conn.take() {
-            checkin(addr, sender);
-        }
-    }
-}
-
-impl Body for PooledBody {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(None) => self.release(),
-            Poll::Ready(Some(Ok(_))) if self.inner.is_end_stream() => self.release(),
-            Poll::Ready(Some(Err(_))) => self.conn = None,
-            _ => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -1,19 +1,32 @@
-//! Proxy settings: listen addresses, workers, trusted IPs, and Kong's `headers` setting.
+//! Proxy settings: listen addresses, workers, trusted IPs, real-IP rules, and Kong's `headers` setting.
 
 use crate::listen::ListenAddr;
 use std::time::Duration;
 
-/// What the proxy needs from the node settings.
+/// What the proxy needs from the node settings. Build it with `..ProxySettings::default()` so new fields
+/// keep Kong's defaults.
 #[derive(Debug, Clone)]
 pub struct ProxySettings {
+    /// Where to listen (Kong's `proxy_listen`, parsed by [`crate::parse_listen`]). `ssl` entries are skipped.
     pub listen: Vec<ListenAddr>,
+    /// Worker threads, each with its own runtime, listeners and upstream pool.
     pub workers: usize,
-    /// Peers whose `X-Forwarded-*` headers are believed.
+    /// Peers whose `X-Forwarded-*` and real-IP headers are believed (Kong's `trusted_ips`).
     pub trusted_ips: Vec<ipnet::IpNet>,
+    /// Header carrying the client address when the peer is trusted (Kong's `real_ip_header`, lower-case).
+    pub real_ip_header: String,
+    /// Walk the real-IP header from the right past trusted addresses (Kong's `real_ip_recursive`).
+    pub real_ip_recursive: bool,
+    /// Gateway headers added to responses (Kong's `headers`).
     pub headers: HeaderSettings,
+    /// Send `X-Kong-Request-Id` to the upstream (Kong's `headers_upstream`).
+    pub upstream_request_id: bool,
     /// Idle upstream connections kept per target address and worker.
     pub upstream_keepalive: usize,
+    /// How long an idle upstream connection is kept.
     pub upstream_idle_timeout: Duration,
+    /// How long a client may take to send a request head (Kong's `client_header_timeout`).
+    pub client_header_timeout: Duration,
 }
 
 impl Default for ProxySettings {
@@ -22,14 +35,18 @@ impl Default for ProxySettings {
             listen: Vec::new(),
             workers: 1,
             trusted_ips: Vec::new(),
+            real_ip_header: "x-real-ip".into(),
+            real_ip_recursive: false,
             headers: HeaderSettings::default(),
+            upstream_request_id: true,
             upstream_keepalive: 256,
             upstream_idle_timeout: Duration::from_secs(60),
+            client_header_timeout: Duration::from_secs(60),
         }
     }
 }
 
-/// Which gateway headers are added (Kong's `headers` setting).
+/// Which gateway headers are added to responses (Kong's `headers` setting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderSettings {
     pub via: bool,
@@ -42,14 +59,18 @@ pub struct HeaderSettings {
 }
 
 impl Default for HeaderSettings {
+    /// Kong's default: `server_tokens, latency_tokens, X-Kong-Request-Id`.
     fn default() -> Self {
-        HeaderSettings::parse("server_tokens, latency_tokens, X-Kong-Request-Id")
-            .unwrap_or(HeaderSettings::OFF)
+        HeaderSettings {
+            upstream_status: false,
+            ..HeaderSettings::ALL
+        }
     }
 }
 
 impl HeaderSettings {
-    const OFF: HeaderSettings = HeaderSettings {
+    /// No gateway header at all (`headers = off`).
+    pub const OFF: HeaderSettings = HeaderSettings {
         via: false,
         server: false,
         upstream_latency: false,
@@ -59,7 +80,18 @@ impl HeaderSettings {
         upstream_status: false,
     };
 
-    /// Parses Kong's comma-separated list (`server_tokens`, `latency_tokens`, header names, or `off`).
+    const ALL: HeaderSettings = HeaderSettings {
+        via: true,
+        server: true,
+        upstream_latency: true,
+        proxy_latency: true,
+        response_latency: true,
+        request_id: true,
+        upstream_status: true,
+    };
+
+    /// Parses Kong's comma-separated list: `server_tokens` (Via + Server), `latency_tokens` (the three
+    /// latency headers), single header names, or `off`.
     pub fn parse(value: &str) -> Result<HeaderSettings, String> {
         let mut h = HeaderSettings::OFF;
         for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -83,3 +115,6 @@ impl HeaderSettings {
         Ok(h)
     }
 }
+
+#[cfg(test)]
+mod tests;

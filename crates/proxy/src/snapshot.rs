@@ -1,8 +1,8 @@
 //! A config compiled for serving: router, per-route facts, balancers and plugin chains. Immutable; a reload
 //! builds a new one and publishes it with one `ArcSwap::store`.
 
-use crate::balancer::Balancer;
-use sluice_model::Config;
+use crate::balancer::{Balancer, Peer};
+use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteSpec, Router};
 use std::sync::Arc;
@@ -23,11 +23,13 @@ pub struct Snapshot {
 
 /// Per-route facts the request path reads (indexed like `config.routes`).
 pub(crate) struct RouteInfo {
-    pub accepts_http: bool,
+    /// `protocols` has https but not http: plain-http requests get 426 or a redirect.
+    pub https_only: bool,
     pub strip_path: bool,
     pub preserve_host: bool,
     pub path_handling_v1: bool,
     pub https_redirect_status: u16,
+    /// Index into `config.services`.
     pub service: Option<usize>,
 }
 
@@ -35,17 +37,15 @@ pub(crate) struct RouteInfo {
 pub(crate) struct ServiceInfo {
     pub path: Option<String>,
     pub balancer: Balancer,
-    /// The Host header to send when the route does not preserve the client's.
-    pub host_header: Option<String>,
     pub retries: u32,
     pub connect_timeout: Duration,
     pub write_timeout: Duration,
     pub read_timeout: Duration,
-    /// `protocol: https`: not supported by this build yet (answers 502 with a log line).
+    /// The upstream speaks TLS (`https`, `grpcs`, `tls`): not supported by this build yet (502 + a log line).
     pub tls: bool,
 }
 
-/// Why a validated config could not be compiled.
+/// Why a validated config could not be compiled: one message per problem.
 #[derive(Debug, Clone)]
 pub struct CompileError(pub Vec<String>);
 
@@ -71,37 +71,34 @@ impl Snapshot {
         }
     }
 
+    /// Compiles a validated config: the router (routes of disabled services left out, as Kong does),
+    /// balancers, and plugin chains. Every problem is reported, not just the first.
     pub fn compile(config: Arc<Config>, registry: &Registry) -> Result<Snapshot, CompileError> {
         let started = Instant::now();
+        let service_index = |r: &Route| {
+            r.service
+                .and_then(|s| config.services.iter().position(|x| x.id == s.id))
+        };
         let specs = config
             .routes
             .iter()
             .enumerate()
-            .map(|(i, r)| RouteSpec {
-                id: i,
-                methods: r.methods.clone().unwrap_or_default(),
-                hosts: r.hosts.clone().unwrap_or_default(),
-                paths: r.paths.clone().unwrap_or_default(),
-                headers: r
-                    .headers
-                    .clone()
-                    .map(|h| h.into_iter().collect())
-                    .unwrap_or_default(),
-                snis: r.snis.clone().unwrap_or_default(),
-                regex_priority: r.regex_priority,
-                created_order: i as u64,
-            })
+            .filter(|(_, r)| service_index(r).is_none_or(|s| config.services[s].enabled))
+            .map(|(i, r)| route_spec(i, r))
             .collect();
         let mut errors = Vec::new();
         let router = Router::build(specs).map_err(|errs| {
             errs.into_iter()
-                .map(|e| format!("route {}: {}", config.routes[e.route].id, e.message))
+                .map(|e| match config.routes.get(e.route) {
+                    Some(r) => format!("route {}: {}", r.id, e.message),
+                    None => e.message,
+                })
                 .collect::<Vec<_>>()
         });
         let plugins = registry
             .compile(&config)
             .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>());
-        let services: Vec<ServiceInfo> = config
+        let services = config
             .services
             .iter()
             .map(|s| service_info(&config, s))
@@ -110,14 +107,13 @@ impl Snapshot {
             .routes
             .iter()
             .map(|r| RouteInfo {
-                accepts_http: r.protocols.iter().any(|p| p == "http"),
+                https_only: r.protocols.iter().any(|p| p == "https")
+                    && !r.protocols.iter().any(|p| p == "http"),
                 strip_path: r.strip_path,
                 preserve_host: r.preserve_host,
                 path_handling_v1: r.path_handling == "v1",
                 https_redirect_status: r.https_redirect_status_code,
-                service: r
-                    .service
-                    .and_then(|s| config.services.iter().position(|x| x.id == s.id)),
+                service: service_index(r),
             })
             .collect();
         let (router, plugins) = match (router, plugins) {
@@ -138,6 +134,7 @@ impl Snapshot {
         })
     }
 
+    /// The config this snapshot serves.
     pub fn config(&self) -> &Arc<Config> {
         &self.config
     }
@@ -153,45 +150,69 @@ impl Snapshot {
     }
 }
 
-fn service_info(config: &Config, s: &sluice_model::Service) -> ServiceInfo {
+#[cfg(test)]
+mod tests;
+
+fn route_spec(index: usize, r: &Route) -> RouteSpec {
+    RouteSpec {
+        id: index,
+        methods: r.methods.clone().unwrap_or_default(),
+        hosts: r.hosts.clone().unwrap_or_default(),
+        paths: r.paths.clone().unwrap_or_default(),
+        headers: r
+            .headers
+            .clone()
+            .map(|h| h.into_iter().collect())
+            .unwrap_or_default(),
+        snis: r.snis.clone().unwrap_or_default(),
+        regex_priority: r.regex_priority,
+        created_order: index as u64,
+    }
+}
+
+/// `host:port`, `[v6]:port`, or a host alone (Kong's default target port, 8000).
+fn split_target(target: &str) -> Option<(&str, u16)> {
+    match target.rsplit_once(':') {
+        Some((host, port))
+            if !port.contains(']') && (host.starts_with('[') || !host.contains(':')) =>
+        {
+            Some((host, port.parse().ok()?))
+        }
+        Some(_) if !target.starts_with('[') => None,
+        _ => Some((target, 8000)),
+    }
+}
+
+/// The targets of a service: its upstream's (when the host names one) or the host itself.
+fn service_info(config: &Config, s: &Service) -> ServiceInfo {
+    let default_port = match s.protocol.as_str() {
+        "https" | "grpcs" | "wss" | "tls" => 443,
+        _ => 80,
+    };
     let upstream = config
         .upstreams
         .iter()
         .find(|u| u.name.eq_ignore_ascii_case(&s.host));
-    let (balancer, host_header) = match upstream {
-        Some(u) => {
-            let targets = config
-                .targets
-                .iter()
-                .filter(|t| t.upstream.id == u.id)
-                .filter_map(|t| {
-                    let (host, port) = t.target.rsplit_once(':')?;
-                    Some((host.to_string(), port.parse().ok()?, t.weight))
-                })
-                .collect();
-            (
-                Balancer::new(targets),
-                u.host_header.clone().or_else(|| Some(u.name.clone())),
-            )
-        }
-        None => {
-            let default_port = if s.protocol == "https" { 443 } else { 80 };
-            let host = if s.port == default_port {
-                s.host.clone()
-            } else {
-                format!("{}:{}", s.host, s.port)
-            };
-            (Balancer::new(vec![(s.host.clone(), s.port, 1)]), Some(host))
-        }
+    let targets = match upstream {
+        Some(u) => config
+            .targets
+            .iter()
+            .filter(|t| t.upstream.id == u.id)
+            .filter_map(|t| {
+                let (host, port) = split_target(&t.target)?;
+                let name = u.host_header.as_deref().unwrap_or(host);
+                Some((Peer::new(host, port, name, default_port), t.weight))
+            })
+            .collect(),
+        None => vec![(Peer::new(&s.host, s.port, &s.host, default_port), 1)],
     };
     ServiceInfo {
         path: s.path.clone(),
-        balancer,
-        host_header,
+        balancer: Balancer::new(targets),
         retries: s.retries,
         connect_timeout: Duration::from_millis(s.connect_timeout),
         write_timeout: Duration::from_millis(s.write_timeout),
         read_timeout: Duration::from_millis(s.read_timeout),
-        tls: matches!(s.protocol.as_str(), "https" | "grpcs" | "tls"),
+        tls: default_port == 443,
     }
 }

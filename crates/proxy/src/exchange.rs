@@ -1,0 +1,211 @@
+//! The steps every proxied request takes, with or without plugins: routing with Kong's protocol check,
+//! building the upstream request, and sending it.
+
+use crate::body::{PooledBody, ProxyBody};
+use crate::error::ProxyError;
+use crate::forward::{self, Downstream, Forwarded};
+use crate::names;
+use crate::path;
+use crate::respond::{self, Timings};
+use crate::server::Shared;
+use crate::snapshot::{RouteInfo, ServiceInfo, Snapshot};
+use crate::upstream;
+use http::header::{HeaderValue, HOST};
+use http::{request, Request, Uri, Version};
+use sluice_router::{Match, RequestParts};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+/// Facts about the downstream connection.
+#[derive(Debug, Clone)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    /// The listener's port as a header value (`X-Forwarded-Port`), built once per listener.
+    pub local_port: HeaderValue,
+    pub scheme: &'static str,
+}
+
+/// Per-request facts every step reads.
+pub struct Exchange<'a> {
+    pub shared: &'a Shared,
+    pub conn: ConnInfo,
+    pub request_id: &'a str,
+    /// When the request head was received.
+    pub started: Instant,
+}
+
+/// A request that matched a route, with what was decided while routing.
+pub struct Routed {
+    pub found: Match,
+    /// The normalized path the router saw, when it differs from the path as sent.
+    pub normalized: Option<String>,
+    /// The URI as the client sent it: the upstream path is computed only while plugins left it unchanged.
+    pub original: Uri,
+    /// Bytes `strip_path` removes from `path` (None: the route keeps the path).
+    pub strip: Option<usize>,
+    pub forwarded: Forwarded,
+    pub client_ip: IpAddr,
+    pub version: Version,
+}
+
+/// Routes a request (HTTP/2 `:authority` becomes `Host` first) and applies the https-only check.
+pub fn route(
+    parts: &mut request::Parts,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+) -> Result<Routed, ProxyError> {
+    let (conn, shared) = (&x.conn, x.shared);
+    if !parts.headers.contains_key(HOST) {
+        if let Some(v) = parts
+            .uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        {
+            parts.headers.insert(HOST, v);
+        }
+    }
+    let host = parts
+        .headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let raw_path = parts.uri.path();
+    let path = path::normalize(raw_path);
+    let found = snap
+        .router
+        .find(&RequestParts {
+            method: parts.method.as_str(),
+            host,
+            path: &path,
+            headers: &parts.headers,
+            sni: None,
+        })
+        .ok_or(ProxyError::NoRoute)?;
+    let info = snap.routes.get(found.id).ok_or(ProxyError::Internal)?;
+    let strip = info
+        .strip_path
+        .then(|| found.matched_path.map_or(0, |m| m.len));
+    let trusted = shared.trust.is_trusted(conn.peer.ip());
+    let forwarded = Forwarded::new(
+        &parts.headers,
+        &Downstream {
+            trusted,
+            scheme: conn.scheme,
+            listen_port: &conn.local_port,
+            host,
+            path: raw_path,
+            stripped_prefix: strip.filter(|n| *n > 0).and_then(|n| path.get(..n)),
+        },
+    );
+    if info.https_only && !forwarded.is_https() {
+        if info.https_redirect_status == 426 {
+            return Err(ProxyError::HttpsRequired);
+        }
+        let pq = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        return Err(ProxyError::HttpsRedirect {
+            status: info.https_redirect_status,
+            location: format!("https://{}{pq}", forwarded.host.to_str().unwrap_or("")),
+        });
+    }
+    Ok(Routed {
+        client_ip: shared.trust.client_ip(&parts.headers, conn.peer.ip()),
+        normalized: match path {
+            std::borrow::Cow::Owned(p) => Some(p),
+            std::borrow::Cow::Borrowed(_) => None,
+        },
+        original: parts.uri.clone(),
+        strip,
+        forwarded,
+        found,
+        version: parts.version,
+    })
+}
+
+/// Turns the (possibly plugin-edited) client request into the upstream request: path per `strip_path` and
+/// `path_handling` (unless a plugin set its own), query as received, hop-by-hop headers out, `X-Forwarded-*`,
+/// `X-Real-IP`, `Via` and the request id in.
+pub fn upstream_request(
+    mut parts: request::Parts,
+    body: ProxyBody,
+    routed: Routed,
+    info: &RouteInfo,
+    svc: &ServiceInfo,
+    x: &Exchange<'_>,
+) -> Result<Request<ProxyBody>, ProxyError> {
+    let path = if parts.uri.path() == routed.original.path() {
+        let normalized = routed.normalized.as_deref().unwrap_or(parts.uri.path());
+        let joined = path::upstream_path(
+            svc.path.as_deref(),
+            normalized,
+            routed.strip,
+            info.path_handling_v1,
+        );
+        path::escape(&joined).into_owned()
+    } else {
+        parts.uri.path().to_string()
+    };
+    let target = match parts.uri.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    parts.uri = Uri::try_from(target).map_err(|_| ProxyError::BadRequest)?;
+    parts.version = Version::HTTP_11;
+    forward::strip_hop_by_hop(&mut parts.headers);
+    routed.forwarded.apply(
+        &mut parts.headers,
+        x.conn.peer.ip(),
+        routed.client_ip,
+        routed.version,
+    );
+    if x.shared.settings.upstream_request_id {
+        if let Ok(v) = HeaderValue::from_str(x.request_id) {
+            parts.headers.insert(names::X_KONG_REQUEST_ID, v);
+        }
+    }
+    Ok(Request::from_parts(parts, body))
+}
+
+/// What came back from the upstream, decorated with Kong's response headers.
+pub struct Proxied {
+    pub head: http::response::Parts,
+    pub body: PooledBody,
+    pub upstream_addr: SocketAddr,
+    pub timings: Timings,
+}
+
+/// Sends the upstream request and decorates the response head.
+pub async fn proxy(
+    req: Request<ProxyBody>,
+    info: &RouteInfo,
+    svc: &ServiceInfo,
+    x: &Exchange<'_>,
+) -> Result<Proxied, ProxyError> {
+    if svc.tls {
+        tracing::error!("upstream TLS (service protocol https) is not supported by this build yet");
+        return Err(ProxyError::BadGateway);
+    }
+    let proxy_latency = x.started.elapsed();
+    let answer = upstream::send(req, svc, info.preserve_host).await?;
+    let timings = Timings {
+        proxy: proxy_latency,
+        upstream: answer.sent_at.elapsed(),
+    };
+    let (mut head, incoming) = answer.response.into_parts();
+    let reusable = !head
+        .headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .any(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .to_ascii_lowercase()
+                .contains("close")
+        });
+    respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
+    let upstream_addr = answer.conn.addr;
+    Ok(Proxied {
+        head,
+        body: PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout),
+        upstream_addr,
+        timings,
+    })
+}

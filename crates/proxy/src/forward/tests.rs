@@ -1,0 +1,111 @@
+use super::*;
+
+static PORT: HeaderValue = HeaderValue::from_static("8000");
+
+fn downstream(trusted: bool) -> Downstream<'static> {
+    Downstream {
+        trusted,
+        scheme: "http",
+        listen_port: &PORT,
+        host: "API.example.com:8000",
+        path: "/api/x",
+        stripped_prefix: Some("/api"),
+    }
+}
+
+fn client_headers() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in [
+        ("x-forwarded-for", "1.1.1.1"),
+        ("x-forwarded-proto", "https"),
+        ("x-forwarded-host", "edge.example"),
+        ("x-forwarded-port", "443"),
+        ("x-forwarded-path", "/edge"),
+        ("x-forwarded-prefix", "/evil"),
+        ("via", "1.1 edge"),
+    ] {
+        h.insert(k, v.parse().unwrap());
+    }
+    h
+}
+
+#[test]
+fn untrusted_peers_cannot_forge_forwarded_headers() {
+    let mut h = client_headers();
+    let f = Forwarded::new(&h, &downstream(false));
+    assert!(!f.is_https());
+    let peer: IpAddr = "10.0.0.9".parse().unwrap();
+    f.apply(&mut h, peer, peer, Version::HTTP_11);
+    assert_eq!(h["x-forwarded-for"], "1.1.1.1, 10.0.0.9");
+    assert_eq!(h["x-forwarded-proto"], "http");
+    assert_eq!(h["x-forwarded-host"], "api.example.com");
+    assert_eq!(h["x-forwarded-port"], "8000");
+    assert_eq!(h["x-forwarded-path"], "/api/x");
+    assert_eq!(h["x-forwarded-prefix"], "/api");
+    assert_eq!(h["x-real-ip"], "10.0.0.9");
+    assert_eq!(h["via"], format!("1.1 edge, 1.1 {}", crate::PRODUCT));
+}
+
+#[test]
+fn trusted_peers_keep_their_values() {
+    let mut h = client_headers();
+    let f = Forwarded::new(&h, &downstream(true));
+    assert!(f.is_https());
+    f.apply(
+        &mut h,
+        "10.0.0.9".parse().unwrap(),
+        "1.1.1.1".parse().unwrap(),
+        Version::HTTP_2,
+    );
+    assert_eq!(h["x-forwarded-proto"], "https");
+    assert_eq!(h["x-forwarded-host"], "edge.example");
+    assert_eq!(h["x-forwarded-port"], "443");
+    assert_eq!(h["x-forwarded-path"], "/edge");
+    assert_eq!(h["x-forwarded-prefix"], "/evil");
+    assert_eq!(h["x-real-ip"], "1.1.1.1");
+    assert!(h["via"]
+        .to_str()
+        .unwrap()
+        .ends_with(&format!(", 2 {}", crate::PRODUCT)));
+}
+
+#[test]
+fn no_prefix_header_without_a_stripped_prefix() {
+    let mut h = client_headers();
+    let d = Downstream {
+        stripped_prefix: Some("/"),
+        ..downstream(false)
+    };
+    Forwarded::new(&h, &d).apply(
+        &mut h,
+        [127, 0, 0, 1].into(),
+        [127, 0, 0, 1].into(),
+        Version::HTTP_11,
+    );
+    assert!(!h.contains_key("x-forwarded-prefix"));
+}
+
+#[test]
+fn hosts_lose_their_port() {
+    assert_eq!(bare_host("Example.COM:8000"), "example.com");
+    assert_eq!(bare_host("[::1]:8000"), "[::1]");
+    assert_eq!(bare_host("[::1]"), "[::1]");
+    assert_eq!(bare_host("plain"), "plain");
+}
+
+#[test]
+fn hop_by_hop_headers_go() {
+    let mut h = HeaderMap::new();
+    h.insert("connection", "keep-alive, x-private".parse().unwrap());
+    h.insert("x-private", "1".parse().unwrap());
+    h.insert("keep-alive", "timeout=5".parse().unwrap());
+    h.insert("te", "gzip".parse().unwrap());
+    h.insert("upgrade", "h2c".parse().unwrap());
+    h.insert("x-keep", "1".parse().unwrap());
+    strip_hop_by_hop(&mut h);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert!(h.contains_key("x-keep"));
+    h.insert("te", "trailers".parse().unwrap());
+    strip_hop_by_hop(&mut h);
+    assert!(h.contains_key("te"));
+}

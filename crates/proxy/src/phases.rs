@@ -1,0 +1,207 @@
+//! The plugin path: `rewrite`/`access`, the upstream, `header_filter`, `body_filter` per chunk, and `log`
+//! once the response has been sent (or the client went away).
+//!
+//! A [`RequestCtx`] borrows from the snapshot, and the log phase runs after the handler has returned the
+//! response head to hyper, so the whole plugin path runs in a task that owns the snapshot: it hands the head
+//! over through a oneshot channel and keeps feeding the body through [`ChannelBody`]. Routes without plugins
+//! never come here.
+
+mod ctx;
+mod streaming;
+
+pub use ctx::unrouted;
+use ctx::{add_headers, copy_head, new_ctx};
+
+use crate::body::{box_err, full, ChannelBody, PooledBody, ProxyBody};
+use crate::error::ProxyError;
+use crate::exchange::{self, ConnInfo, Exchange, Proxied, Routed};
+use crate::handler::{error_response, Negotiation};
+use crate::request_id;
+use crate::respond::{self, Timings};
+use crate::server::Shared;
+use crate::snapshot::Snapshot;
+use bytes::Bytes;
+use http::{request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// Largest request body buffered for a plugin that reads it (`key_in_body`, `echo`).
+const MAX_BUFFERED_BODY: usize = 8 << 20;
+
+/// Runs a routed request through its plugin chain in a task of its own; returns the response head as soon
+/// as it is known.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    parts: request::Parts,
+    body: Incoming,
+    routed: Routed,
+    snap: Arc<Snapshot>,
+    shared: Arc<Shared>,
+    conn: ConnInfo,
+    id: [u8; 32],
+    started: Instant,
+) -> Response<ProxyBody> {
+    let (head_tx, head_rx) = oneshot::channel();
+    let negotiation = Negotiation::of(&parts);
+    let (task_shared, task_conn) = (shared.clone(), conn.clone());
+    tokio::spawn(async move {
+        let x = Exchange {
+            shared: &task_shared,
+            conn: task_conn,
+            request_id: request_id::as_str(&id),
+            started,
+        };
+        serve(parts, body, routed, &snap, &x, head_tx).await;
+    });
+    match head_rx.await {
+        Ok(resp) => resp,
+        Err(_) => {
+            let x = Exchange {
+                shared: &shared,
+                conn,
+                request_id: request_id::as_str(&id),
+                started,
+            };
+            error_response(ProxyError::Internal, &negotiation, &x)
+        }
+    }
+}
+
+/// The body of the response, by who made it.
+enum Payload {
+    Whole(Bytes),
+    Streamed {
+        body: PooledBody,
+        timings: Timings,
+        upstream_addr: SocketAddr,
+    },
+}
+
+/// What the request produced before `header_filter`.
+enum Outcome {
+    Plugin(PluginResponse),
+    Upstream(Proxied),
+    Failed(ProxyError),
+}
+
+async fn serve(
+    parts: request::Parts,
+    body: Incoming,
+    mut routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+    head_tx: oneshot::Sender<Response<ProxyBody>>,
+) {
+    let index = routed.found.id;
+    let chain = snap.plugins.route_chain(index);
+    let captures = routed.found.captures.take();
+    let negotiation = Negotiation::of(&parts);
+    let mut ctx = new_ctx(parts, snap, x, Some(index), routed.client_ip);
+    ctx.captures = captures.as_ref();
+    let outcome = access_and_proxy(&mut ctx, chain, body, routed, snap, x).await;
+    let (mut head, body, source) = match outcome {
+        Outcome::Plugin(resp) => {
+            let mut r = Response::new(());
+            (*r.status_mut(), *r.headers_mut()) = (resp.status, resp.headers);
+            (r.into_parts().0, Payload::Whole(resp.body), "plugin")
+        }
+        Outcome::Upstream(p) => {
+            let payload = Payload::Streamed {
+                body: p.body,
+                timings: p.timings,
+                upstream_addr: p.upstream_addr,
+            };
+            (p.head, payload, "upstream")
+        }
+        Outcome::Failed(e) => {
+            let (head, body) = error_response(e, &negotiation, x).into_parts();
+            let bytes = body
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            (head, Payload::Whole(bytes), "gateway")
+        }
+    };
+    add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
+    chain.header_filter(&mut ctx, &mut head);
+    if source == "plugin" {
+        respond::gateway_response(
+            &mut head.headers,
+            x.shared.settings.headers,
+            x.request_id,
+            x.started,
+        );
+    }
+    let filtering = chain.has_body_filter() && ctx.request.method != http::Method::HEAD;
+    if filtering {
+        head.headers.remove(http::header::CONTENT_LENGTH);
+    }
+    let log = streaming::LogFacts::new(&head, source, x.started);
+    match body {
+        Payload::Whole(mut bytes) => {
+            if filtering {
+                chain.body_filter(&mut ctx, &mut bytes, true);
+            }
+            let sent = bytes.len() as u64;
+            let _ = head_tx.send(Response::from_parts(head, full(bytes)));
+            chain.log(&ctx, &log.record(&ctx, sent, None, None));
+        }
+        Payload::Streamed {
+            body,
+            timings,
+            upstream_addr,
+        } => {
+            let (tx, channel) = ChannelBody::channel();
+            let _ = head_tx.send(Response::from_parts(head, channel.boxed()));
+            let sent = streaming::pump(body, tx, chain, &mut ctx, filtering).await;
+            let record = log.record(&ctx, sent, Some(timings), Some(upstream_addr));
+            chain.log(&ctx, &record);
+        }
+    }
+}
+
+/// `rewrite`/`access`, then the upstream unless a plugin answered.
+async fn access_and_proxy(
+    ctx: &mut RequestCtx<'_>,
+    chain: &PluginChain,
+    body: Incoming,
+    routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+) -> Outcome {
+    let mut upstream_body = body.map_err(box_err).boxed();
+    if chain.needs_request_body() {
+        match streaming::read_body(upstream_body, MAX_BUFFERED_BODY).await {
+            Ok(bytes) => ctx.body = Some(bytes),
+            Err(e) => return Outcome::Failed(e),
+        }
+        upstream_body = full(Bytes::new());
+    }
+    if let Some(resp) = chain.access(ctx).await {
+        return Outcome::Plugin(resp);
+    }
+    let Some(info) = snap.routes.get(routed.found.id) else {
+        return Outcome::Failed(ProxyError::Internal);
+    };
+    let Some(svc) = info.service.and_then(|s| snap.services.get(s)) else {
+        return Outcome::Failed(ProxyError::NoService);
+    };
+    if let Some(buffered) = &ctx.body {
+        upstream_body = full(buffered.clone());
+    }
+    let head = copy_head(&ctx.request);
+    let result = match exchange::upstream_request(head, upstream_body, routed, info, svc, x) {
+        Ok(req) => exchange::proxy(req, info, svc, x).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(p) => Outcome::Upstream(p),
+        Err(e) => Outcome::Failed(e),
+    }
+}

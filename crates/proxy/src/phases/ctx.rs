@@ -1,0 +1,93 @@
+//! The per-request plugin context: building it, and moving headers and request heads in and out of it.
+
+use super::streaming;
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::exchange::Exchange;
+use crate::handler::{error_response, Negotiation};
+use crate::snapshot::Snapshot;
+use http::header::HeaderMap;
+use http::{request, Request, Response};
+use sluice_plugins::RequestCtx;
+use std::time::SystemTime;
+
+/// A request without a route: the error, plus `header_filter` and `log` of the global plugins.
+pub fn unrouted(
+    err: ProxyError,
+    parts: request::Parts,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+) -> Response<ProxyBody> {
+    let resp = error_response(err, &Negotiation::of(&parts), x);
+    let chain = snap.plugins.global_chain();
+    if chain.is_empty() {
+        return resp;
+    }
+    let (mut head, body) = resp.into_parts();
+    let client_ip = x.shared.trust.client_ip(&parts.headers, x.conn.peer.ip());
+    let mut ctx = new_ctx(parts, snap, x, None, client_ip);
+    chain.header_filter(&mut ctx, &mut head);
+    let log = streaming::LogFacts::new(&head, "gateway", x.started);
+    let size = http_body::Body::size_hint(&body).exact().unwrap_or(0);
+    chain.log(&ctx, &log.record(&ctx, size, None, None));
+    Response::from_parts(head, body)
+}
+
+pub(super) fn new_ctx<'s>(
+    request: request::Parts,
+    snap: &'s Snapshot,
+    x: &Exchange<'s>,
+    route: Option<usize>,
+    client_ip: std::net::IpAddr,
+) -> RequestCtx<'s> {
+    let config = snap.config();
+    let route_info = route.and_then(|i| snap.routes.get(i));
+    RequestCtx {
+        request,
+        body: None,
+        client_addr: x.conn.peer,
+        client_ip,
+        scheme: x.conn.scheme,
+        request_id: x.request_id,
+        route: route.and_then(|i| config.routes.get(i)),
+        service: route_info
+            .and_then(|r| r.service)
+            .and_then(|s| config.services.get(s)),
+        captures: None,
+        consumer: None,
+        credential: None,
+        anonymous: false,
+        credentials: snap.plugins.credentials(),
+        response_headers: HeaderMap::new(),
+        started: x.started,
+        started_wall: SystemTime::now() - x.started.elapsed(),
+    }
+}
+
+/// Headers plugins asked for: each name replaces the response's own values.
+pub(super) fn add_headers(headers: &mut HeaderMap, extra: HeaderMap) {
+    let mut last = None;
+    for (name, value) in extra {
+        match name {
+            Some(name) => {
+                headers.insert(name.clone(), value);
+                last = Some(name);
+            }
+            None => {
+                if let Some(name) = &last {
+                    headers.append(name.clone(), value);
+                }
+            }
+        }
+    }
+}
+
+/// The request head without extensions, for the upstream (plugins keep reading `ctx.request`).
+pub(super) fn copy_head(parts: &request::Parts) -> request::Parts {
+    let mut req = Request::new(());
+    *req.method_mut() = parts.method.clone();
+    *req.uri_mut() = parts.uri.clone();
+    *req.version_mut() = parts.version;
+    *req.headers_mut() = parts.headers.clone();
+    req.into_parts().0
+}

@@ -1,0 +1,128 @@
+//! Bodies on the plugin path: buffering a request body a plugin reads, feeding the upstream's body to the
+//! client through `body_filter`, and the facts the `log` phase gets.
+
+use crate::body::{BoxError, PooledBody, ProxyBody};
+use crate::error::ProxyError;
+use crate::respond::Timings;
+use bytes::{Bytes, BytesMut};
+use http_body::Frame;
+use http_body_util::BodyExt;
+use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Reads a whole request body, up to `limit` bytes (413 beyond, 400 when the client fails).
+pub async fn read_body(mut body: ProxyBody, limit: usize) -> Result<Bytes, ProxyError> {
+    let mut out = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| ProxyError::BadRequest)?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(ProxyError::PayloadTooLarge);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out.freeze())
+}
+
+/// Feeds the upstream body to the client, through `body_filter` when `filtering`; returns the bytes sent.
+/// Stops when the upstream ends or fails, or the client goes away.
+pub async fn pump(
+    mut body: PooledBody,
+    tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
+    chain: &PluginChain,
+    ctx: &mut RequestCtx<'_>,
+    filtering: bool,
+) -> u64 {
+    let mut sent = 0u64;
+    loop {
+        let frame = match body.frame().await {
+            None => break,
+            Some(Err(e)) => {
+                let _ = tx.send(Err(e)).await;
+                return sent;
+            }
+            Some(Ok(frame)) => frame,
+        };
+        let frame = match frame.into_data() {
+            Ok(mut data) => {
+                if filtering {
+                    chain.body_filter(ctx, &mut data, false);
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                sent += data.len() as u64;
+                Frame::data(data)
+            }
+            Err(other) => other,
+        };
+        if tx.send(Ok(frame)).await.is_err() {
+            return sent;
+        }
+    }
+    if filtering {
+        let mut last = Bytes::new();
+        chain.body_filter(ctx, &mut last, true);
+        if !last.is_empty() {
+            sent += last.len() as u64;
+            let _ = tx.send(Ok(Frame::data(last))).await;
+        }
+    }
+    sent
+}
+
+/// What the log record needs from the response head, taken before the head is handed to hyper.
+pub struct LogFacts {
+    status: u16,
+    headers: http::HeaderMap,
+    source: &'static str,
+    started: Instant,
+    /// Time until the response head was ready.
+    head_latency: Duration,
+}
+
+impl LogFacts {
+    pub fn new(head: &http::response::Parts, source: &'static str, started: Instant) -> LogFacts {
+        LogFacts {
+            status: head.status.as_u16(),
+            headers: head.headers.clone(),
+            source,
+            started,
+            head_latency: started.elapsed(),
+        }
+    }
+
+    /// The record for the log phase, once `response_bytes` were sent.
+    pub fn record(
+        self,
+        ctx: &RequestCtx<'_>,
+        response_bytes: u64,
+        timings: Option<Timings>,
+        upstream_addr: Option<SocketAddr>,
+    ) -> LogRecord {
+        let request_bytes = match &ctx.body {
+            Some(b) => b.len() as u64,
+            None => ctx
+                .request
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        };
+        LogRecord {
+            status: self.status,
+            response_headers: self.headers,
+            request_bytes,
+            response_bytes,
+            kong_latency_ms: timings.map_or(self.head_latency, |t| t.proxy).as_millis() as u64,
+            upstream_latency_ms: timings.map(|t| t.upstream.as_millis() as u64),
+            request_latency_ms: self.started.elapsed().as_millis() as u64,
+            upstream_addr,
+            source: self.source,
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! One worker thread: a `current_thread` runtime, its own listeners, the downstream connections it
+//! accepted, and its upstream pool. Nothing here is shared with other workers except the snapshot handle
+//! and the counters.
+
+use crate::exchange::ConnInfo;
+use crate::handler;
+use crate::pool;
+use crate::server::Shared;
+use crate::stats::Counters;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Largest request head (request line + headers) a client may send.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// Runs a worker until `stop` carries a grace period, then drains its connections for at most that long.
+pub fn run(
+    listeners: Vec<(std::net::TcpListener, u16)>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<Option<Duration>>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start a worker runtime");
+            return;
+        }
+    };
+    pool::configure(
+        shared.settings.upstream_keepalive,
+        shared.settings.upstream_idle_timeout,
+    );
+    runtime.block_on(async move {
+        let graceful = Arc::new(GracefulShutdown::new());
+        let mut accept_tasks = Vec::new();
+        for (listener, port) in listeners {
+            match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => accept_tasks.push(tokio::spawn(accept_loop(
+                    l,
+                    port,
+                    shared.clone(),
+                    graceful.clone(),
+                ))),
+                Err(e) => tracing::error!(error = %e, "cannot register a listener"),
+            }
+        }
+        let grace = loop {
+            if let Some(grace) = *stop.borrow_and_update() {
+                break grace;
+            }
+            if stop.changed().await.is_err() {
+                break Duration::ZERO;
+            }
+        };
+        for t in &accept_tasks {
+            t.abort();
+        }
+        for t in accept_tasks {
+            let _ = t.await;
+        }
+        if let Ok(graceful) = Arc::try_unwrap(graceful) {
+            if tokio::time::timeout(grace, graceful.shutdown())
+                .await
+                .is_err()
+            {
+                tracing::warn!("grace period over; closing the remaining connections");
+            }
+        }
+    });
+}
+
+/// Decrements the active-connection count when a connection ends, however it ends.
+struct ActiveGuard(Arc<Shared>);
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.counters.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn builder(shared: &Shared) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(shared.settings.client_header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
+    builder.http2().timer(TokioTimer::new());
+    builder
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    local_port: u16,
+    shared: Arc<Shared>,
+    graceful: Arc<GracefulShutdown>,
+) {
+    let builder = builder(&shared);
+    let port_value = http::HeaderValue::from(local_port);
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        Counters::bump(&shared.counters.accepted);
+        Counters::bump(&shared.counters.handled);
+        Counters::bump(&shared.counters.active);
+        let guard = ActiveGuard(shared.clone());
+        let info = ConnInfo {
+            peer,
+            local_port: port_value.clone(),
+            scheme: "http",
+        };
+        let conn_shared = shared.clone();
+        let service = service_fn(move |req| {
+            let (shared, info) = (conn_shared.clone(), info.clone());
+            Counters::bump(&shared.counters.requests);
+            async move { Ok::<_, std::convert::Infallible>(handler::handle(req, info, shared).await) }
+        });
+        let conn = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "downstream connection ended with an error");
+            }
+            drop(guard);
+        });
+    }
+}
