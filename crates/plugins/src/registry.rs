@@ -24,6 +24,39 @@ pub struct Builtin {
     pub factory: Factory,
 }
 
+impl Builtin {
+    /// A plugin that may be scoped to services, routes and consumers.
+    pub fn new(
+        name: &'static str,
+        priority: i32,
+        config: sluice_model::Schema,
+        factory: Factory,
+    ) -> Builtin {
+        let def = PluginDef {
+            name,
+            priority,
+            config,
+            no_consumer: false,
+            no_route: false,
+            no_service: false,
+        };
+        Builtin { def, factory }
+    }
+
+    /// Kong's `no_consumer`: the plugin cannot be scoped to a consumer (authentication plugins).
+    pub fn no_consumer(mut self) -> Builtin {
+        self.def.no_consumer = true;
+        self
+    }
+}
+
+/// A plugin entity's `config` (already validated, defaults filled) as the plugin's typed struct.
+pub fn typed_config<T: serde::de::DeserializeOwned>(
+    entity: &sluice_model::Plugin,
+) -> Result<T, String> {
+    serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())
+}
+
 /// A plugin entity that could not be instantiated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginBuildError {

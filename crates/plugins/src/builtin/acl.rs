@@ -2,13 +2,12 @@
 
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError, Schema};
-use sluice_model::PluginDef;
 use std::sync::Arc;
 
 #[derive(Debug, Deserialize)]
@@ -45,23 +44,11 @@ pub fn builtin() -> Builtin {
         ),
     ])
     .with_check(check);
-    let def = PluginDef {
-        name: "acl",
-        priority: 950,
-        config,
-        no_consumer: true,
-        no_route: false,
-        no_service: false,
-    };
-    Builtin {
-        def,
-        factory: build,
-    }
+    Builtin::new("acl", 950, config, build).no_consumer()
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     Ok(Arc::new(Acl { config }))
 }
 

@@ -3,12 +3,11 @@
 use super::auth;
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use base64::Engine;
 use serde::Deserialize;
 use sha1::{Digest, Sha1};
 use sluice_model::schema::{Field, Schema};
-use sluice_model::PluginDef;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
@@ -28,23 +27,11 @@ pub fn builtin() -> Builtin {
         ("hide_credentials", Field::boolean().default(false)),
         ("realm", Field::string().default("service")),
     ]);
-    let def = PluginDef {
-        name: "basic-auth",
-        priority: 1100,
-        config,
-        no_consumer: true,
-        no_route: false,
-        no_service: false,
-    };
-    Builtin {
-        def,
-        factory: build,
-    }
+    Builtin::new("basic-auth", 1100, config, build).no_consumer()
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     Ok(Arc::new(BasicAuth { config }))
 }
 

@@ -2,11 +2,10 @@
 
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use http::{HeaderName, HeaderValue};
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
-use sluice_model::PluginDef;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -30,23 +29,11 @@ pub fn builtin() -> Builtin {
         ),
         ("echo_downstream", Field::boolean().default(false)),
     ]);
-    let def = PluginDef {
-        name: "correlation-id",
-        priority: 100001,
-        config,
-        no_consumer: false,
-        no_route: false,
-        no_service: false,
-    };
-    Builtin {
-        def,
-        factory: build,
-    }
+    Builtin::new("correlation-id", 100001, config, build)
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     let header = HeaderName::from_bytes(config.header_name.to_ascii_lowercase().as_bytes())
         .map_err(|e| e.to_string())?;
     Ok(Arc::new(CorrelationId {

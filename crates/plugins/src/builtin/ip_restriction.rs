@@ -2,14 +2,13 @@
 
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::StatusCode;
 use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError, Schema};
-use sluice_model::PluginDef;
 use std::sync::Arc;
 
 #[derive(Debug, Deserialize)]
@@ -53,23 +52,11 @@ pub fn builtin() -> Builtin {
         ("message", Field::string()),
     ])
     .with_check(check);
-    let def = PluginDef {
-        name: "ip-restriction",
-        priority: 990,
-        config,
-        no_consumer: false,
-        no_route: false,
-        no_service: false,
-    };
-    Builtin {
-        def,
-        factory: build,
-    }
+    Builtin::new("ip-restriction", 990, config, build)
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     let nets = |l: &Option<Vec<String>>| {
         l.iter()
             .flatten()

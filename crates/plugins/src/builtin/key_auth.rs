@@ -3,10 +3,9 @@
 use super::auth;
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
-use sluice_model::PluginDef;
 use std::sync::Arc;
 
 #[derive(Debug, Deserialize)]
@@ -43,23 +42,11 @@ pub fn builtin() -> Builtin {
         ("run_on_preflight", Field::boolean().default(true)),
         ("realm", Field::string()),
     ]);
-    let def = PluginDef {
-        name: "key-auth",
-        priority: 1250,
-        config,
-        no_consumer: true,
-        no_route: false,
-        no_service: false,
-    };
-    Builtin {
-        def,
-        factory: build,
-    }
+    Builtin::new("key-auth", 1250, config, build).no_consumer()
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     Ok(Arc::new(KeyAuth { config }))
 }
 

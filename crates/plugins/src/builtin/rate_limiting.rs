@@ -10,14 +10,13 @@ mod window;
 
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use crate::state::PluginState;
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError, Schema};
-use sluice_model::PluginDef;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use window::{Period, PERIODS};
@@ -143,23 +142,11 @@ fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
 }
 
 pub fn builtin() -> Builtin {
-    let def = PluginDef {
-        name: "rate-limiting",
-        priority: 910,
-        config: schema(),
-        no_consumer: false,
-        no_route: false,
-        no_service: false,
-    };
-    Builtin {
-        def,
-        factory: build,
-    }
+    Builtin::new("rate-limiting", 910, schema(), build)
 }
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     let limits: Vec<(Period, u64, HeaderName, HeaderName)> = PERIODS
         .iter()
         .filter_map(|p| {

@@ -3,13 +3,12 @@
 
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin};
-use crate::registry::{BuildCtx, Builtin};
+use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sluice_model::schema::{Field, FieldError, Schema};
-use sluice_model::PluginDef;
 use std::sync::Arc;
 
 /// The plugin's config, after schema validation.
@@ -54,22 +53,11 @@ fn schema() -> Schema {
 }
 
 pub fn builtin() -> Builtin {
-    Builtin {
-        def: PluginDef {
-            name: "request-termination",
-            priority: 2,
-            config: schema(),
-            no_consumer: false,
-            no_route: false,
-            no_service: false,
-        },
-        factory: build,
-    }
+    Builtin::new("request-termination", 2, schema(), build)
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config =
-        serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())?;
+    let config: Config = typed_config(entity)?;
     let status = StatusCode::from_u16(config.status_code).map_err(|e| e.to_string())?;
     Ok(Arc::new(RequestTermination { config, status }))
 }
