@@ -45,13 +45,7 @@ consumers:
 }
 
 async fn get(url: String, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Value) {
-    let mut req = client().get(url);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let resp = req.send().await.unwrap();
-    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
-    (status, headers, resp.json().await.unwrap_or(Value::Null))
+    sluice_testkit::get_json(&url, headers).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

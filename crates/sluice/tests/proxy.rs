@@ -13,13 +13,8 @@ type Case = (
 );
 
 async fn echo(url: String, headers: &[(&str, &str)]) -> (u16, Value) {
-    let mut req = client().get(url);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    let (status, _, body) = sluice_testkit::get_json(&url, headers).await;
+    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

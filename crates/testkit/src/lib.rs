@@ -20,6 +20,28 @@ pub fn client() -> reqwest::Client {
         .expect("building a reqwest client")
 }
 
+/// A GET with extra request headers: the status, the response headers and the JSON body (`null` when the
+/// body is not JSON). Panics when no response arrives — tests that expect a transport error use [`client`].
+pub async fn get_json(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+    let mut req = client().get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
+    (
+        status,
+        headers,
+        resp.json().await.unwrap_or(serde_json::Value::Null),
+    )
+}
+
 /// A client that speaks HTTP/2 without TLS (h2c, prior knowledge).
 pub fn h2c_client() -> reqwest::Client {
     reqwest::Client::builder()
