@@ -18,7 +18,7 @@ fn replace_all_round_trips_in_order_and_replaces() {
     let mut svc = rec("services", "s1", b"{\"name\":\"a\"}");
     svc.unique.push(("name", "a".into()));
     let mut route = rec("routes", "r1", b"{}");
-    route.foreign.push(("service", "s1"));
+    route.foreign.push(("services", "s1"));
     let records = vec![
         rec("routes", "r0", b"0"),
         svc,
@@ -49,7 +49,7 @@ fn replace_all_round_trips_in_order_and_replaces() {
         Some(&b"{\"name\":\"a\"}"[..])
     );
     assert_eq!(
-        store.referencing("service", "s1", "routes").unwrap(),
+        store.referencing("services", "s1", "routes").unwrap(),
         vec!["r1".to_string()]
     );
 
@@ -116,4 +116,123 @@ fn garbage_files_give_an_error_naming_the_path() {
         .err()
         .expect("a file is not a directory");
     assert!(err.to_string().contains("a-file"), "{err}");
+}
+
+#[test]
+fn list_keeps_insertion_order_across_kinds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 10 << 20).unwrap();
+    let bodies: Vec<String> = (0..300).map(|i| format!("{{\"n\":{i}}}")).collect();
+    let ids: Vec<String> = (0..300).map(|i| format!("id-{:03}", 299 - i)).collect();
+    let records: Vec<_> = bodies
+        .iter()
+        .zip(&ids)
+        .enumerate()
+        .map(|(i, (b, id))| rec(if i % 3 == 0 { "a" } else { "b" }, id, b.as_bytes()))
+        .collect();
+    store.replace_all("h", "3.0", &records).unwrap();
+    let want_a: Vec<Vec<u8>> = records
+        .iter()
+        .filter(|r| r.kind == "a")
+        .map(|r| r.body.to_vec())
+        .collect();
+    assert_eq!(store.list("a").unwrap(), want_a);
+    assert_eq!(store.list("b").unwrap().len(), 200);
+    assert!(store.list("ab").unwrap().is_empty());
+    let snap = store.load().unwrap().unwrap();
+    assert_eq!(snap.entities[0].0, "a");
+    assert_eq!(snap.entities[0].1, want_a);
+}
+
+#[test]
+fn put_and_delete_maintain_order_and_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 10 << 20).unwrap();
+    let mut r1 = rec("routes", "r1", b"one");
+    r1.unique.push(("name", "first".into()));
+    r1.foreign.push(("services", "s1"));
+    store
+        .replace_all("h", "3.0", &[r1, rec("routes", "r2", b"two")])
+        .unwrap();
+
+    // Updating r1 keeps its position and replaces its indexes.
+    let mut r1b = rec("routes", "r1", b"one-b");
+    r1b.unique.push(("name", "renamed".into()));
+    r1b.foreign.push(("services", "s2"));
+    store.put(&r1b).unwrap();
+    store.put(&rec("routes", "r3", b"three")).unwrap();
+    assert_eq!(
+        store.list("routes").unwrap(),
+        vec![b"one-b".to_vec(), b"two".to_vec(), b"three".to_vec()]
+    );
+    assert_eq!(
+        store.get_by_unique("routes", "name", "first").unwrap(),
+        None
+    );
+    assert_eq!(
+        store.get_by_unique("routes", "name", "renamed").unwrap(),
+        Some(b"one-b".to_vec())
+    );
+    assert!(store
+        .referencing("services", "s1", "routes")
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.referencing("services", "s2", "routes").unwrap(),
+        vec!["r1"]
+    );
+    assert_eq!(store.current_hash().unwrap().as_deref(), Some(""));
+
+    assert!(store.delete("routes", "r1").unwrap());
+    assert!(!store.delete("routes", "r1").unwrap());
+    assert_eq!(store.get("routes", "r1").unwrap(), None);
+    assert_eq!(
+        store.get_by_unique("routes", "name", "renamed").unwrap(),
+        None
+    );
+    assert!(store
+        .referencing("services", "s2", "routes")
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.list("routes").unwrap(),
+        vec![b"two".to_vec(), b"three".to_vec()]
+    );
+}
+
+#[test]
+fn put_into_an_empty_store_commits_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 10 << 20).unwrap();
+    store.put(&rec("services", "s", b"x")).unwrap();
+    store.put(&rec("services", "t", b"y")).unwrap();
+    let snap = store.load().unwrap().unwrap();
+    assert_eq!(snap.hash, "");
+    assert_eq!(
+        snap.entities,
+        vec![("services".to_string(), vec![b"x".to_vec(), b"y".to_vec()])]
+    );
+    assert!(store.used_bytes().unwrap() > 0);
+    assert!(store.map_size() >= 10 << 20);
+    assert_eq!(store.map_size() % 4096, 0);
+}
+
+#[test]
+fn another_layout_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path(), 10 << 20).unwrap();
+        store.replace_all("h", "3.0", &[]).unwrap();
+        let mut wtxn = store.env.write_txn().unwrap();
+        store.meta.put(&mut wtxn, b"schema_version", b"99").unwrap();
+        wtxn.commit().unwrap();
+    }
+    match Store::open(dir.path(), 10 << 20) {
+        Err(StoreError::Corrupt { path, detail }) => {
+            assert_eq!(path, dir.path());
+            assert!(detail.contains("99"), "{detail}");
+        }
+        Err(other) => panic!("expected Corrupt, got {other}"),
+        Ok(_) => panic!("expected Corrupt, got a store"),
+    }
 }

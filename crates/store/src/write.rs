@@ -1,0 +1,219 @@
+//! Writes: the whole-config replace (one transaction) and single-entity put/delete.
+
+use crate::{key_into, EntityRecord, Store, StoreError, SCHEMA_VERSION};
+use heed::RwTxn;
+
+/// Tag of a `unique` index key inside an `ids` value.
+const TAG_UNIQUE: u8 = b'u';
+/// Tag of a `foreign` index key inside an `ids` value.
+const TAG_FOREIGN: u8 = b'f';
+
+/// Reusable buffers so a bulk write does not allocate per record.
+#[derive(Default)]
+struct Scratch {
+    key: Vec<u8>,
+    ids_value: Vec<u8>,
+}
+
+/// Unix milliseconds now (0 if the clock is before 1970).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// An entity's index keys as kept in its `ids` value: (tag, key in `unique` or `foreign`).
+pub(crate) type IndexKeys<'v> = Vec<(u8, &'v [u8])>;
+
+/// Splits an `ids` value into its seq and its (tag, index key) entries; None when malformed.
+pub(crate) fn decode_ids_value(v: &[u8]) -> Option<(u64, IndexKeys<'_>)> {
+    let (seq, mut rest) = v.split_first_chunk::<8>()?;
+    let mut keys = Vec::new();
+    while let Some((&tag, after)) = rest.split_first() {
+        let (len, after) = after.split_first_chunk::<4>()?;
+        let len = usize::try_from(u32::from_be_bytes(*len)).ok()?;
+        if after.len() < len {
+            return None;
+        }
+        keys.push((tag, &after[..len]));
+        rest = &after[len..];
+    }
+    Some((u64::from_be_bytes(*seq), keys))
+}
+
+/// Appends one tagged index key to an `ids` value.
+fn push_index(out: &mut Vec<u8>, tag: u8, key: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(key);
+}
+
+impl Store {
+    /// Replaces the whole config in one write transaction: everything is cleared, then `records` (in
+    /// order), their indexes and the meta are written. On any error (e.g. [`StoreError::Full`]) the
+    /// transaction is aborted and the previous config stays as it was. Durable once this returns.
+    pub fn replace_all(
+        &self,
+        hash: &str,
+        format_version: &str,
+        records: &[EntityRecord<'_>],
+    ) -> Result<(), StoreError> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
+        self.write_all(&mut wtxn, hash, format_version, records)
+            .map_err(|e| self.lmdb(e))?;
+        wtxn.commit().map_err(|e| self.lmdb(e))
+    }
+
+    /// Inserts or replaces one entity (keeping its position when it exists, appending otherwise) and
+    /// its indexes. The stored hash becomes empty: the content no longer matches any declarative file.
+    pub fn put(&self, rec: &EntityRecord<'_>) -> Result<(), StoreError> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
+        let seq = match self.remove_entity(&mut wtxn, rec.kind, rec.id)? {
+            Some(seq) => seq,
+            None => self.take_next_seq(&mut wtxn)?,
+        };
+        self.put_at(&mut wtxn, rec, seq, &mut Scratch::default())
+            .and_then(|()| self.touch_meta(&mut wtxn))
+            .map_err(|e| self.lmdb(e))?;
+        wtxn.commit().map_err(|e| self.lmdb(e))
+    }
+
+    /// Deletes one entity and its indexes; returns whether it existed. The stored hash becomes empty.
+    pub fn delete(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
+        let existed = self.remove_entity(&mut wtxn, kind, id)?.is_some();
+        if existed {
+            self.touch_meta(&mut wtxn).map_err(|e| self.lmdb(e))?;
+        }
+        wtxn.commit().map_err(|e| self.lmdb(e))?;
+        Ok(existed)
+    }
+
+    fn write_all(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        hash: &str,
+        format_version: &str,
+        records: &[EntityRecord<'_>],
+    ) -> heed::Result<()> {
+        for db in [
+            &self.entities,
+            &self.ids,
+            &self.unique,
+            &self.foreign,
+            &self.meta,
+        ] {
+            db.clear(wtxn)?;
+        }
+        let mut scratch = Scratch::default();
+        for (seq, r) in (0u64..).zip(records) {
+            self.put_at(wtxn, r, seq, &mut scratch)?;
+        }
+        let next_seq = records.len().to_string();
+        self.meta.put(wtxn, b"next_seq", next_seq.as_bytes())?;
+        self.meta.put(wtxn, b"hash", hash.as_bytes())?;
+        self.meta
+            .put(wtxn, b"format_version", format_version.as_bytes())?;
+        self.meta
+            .put(wtxn, b"committed_at", now_ms().to_string().as_bytes())?;
+        self.meta
+            .put(wtxn, b"schema_version", SCHEMA_VERSION.as_bytes())
+    }
+
+    /// Writes one entity at `seq` with its indexes (no removal of previous entries).
+    fn put_at(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        r: &EntityRecord<'_>,
+        seq: u64,
+        s: &mut Scratch,
+    ) -> heed::Result<()> {
+        let kind = r.kind.as_bytes();
+        let id = r.id.as_bytes();
+        let seq_bytes = seq.to_be_bytes();
+        key_into(&mut s.key, &[kind, &seq_bytes]);
+        self.entities.put(wtxn, &s.key, r.body)?;
+        s.ids_value.clear();
+        s.ids_value.extend_from_slice(&seq_bytes);
+        for (field, value) in &r.unique {
+            key_into(&mut s.key, &[kind, field.as_bytes(), value.as_bytes()]);
+            self.unique.put(wtxn, &s.key, id)?;
+            push_index(&mut s.ids_value, TAG_UNIQUE, &s.key);
+        }
+        for (to_kind, to_id) in &r.foreign {
+            key_into(
+                &mut s.key,
+                &[to_kind.as_bytes(), to_id.as_bytes(), kind, id],
+            );
+            self.foreign.put(wtxn, &s.key, b"")?;
+            push_index(&mut s.ids_value, TAG_FOREIGN, &s.key);
+        }
+        key_into(&mut s.key, &[kind, id]);
+        self.ids.put(wtxn, &s.key, &s.ids_value)
+    }
+
+    /// Removes an entity's body, id entry and index entries; returns its seq when it existed.
+    fn remove_entity(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        let id_key = crate::key(&[kind.as_bytes(), id.as_bytes()]);
+        let Some(value) = self
+            .ids
+            .get(wtxn, &id_key)
+            .map_err(|e| self.lmdb(e))?
+            .map(<[u8]>::to_vec)
+        else {
+            return Ok(None);
+        };
+        let (seq, keys) =
+            decode_ids_value(&value).ok_or_else(|| self.corrupt("malformed id entry"))?;
+        let del = |wtxn: &mut RwTxn<'_>| -> heed::Result<()> {
+            for (tag, k) in keys {
+                let db = if tag == TAG_UNIQUE {
+                    &self.unique
+                } else {
+                    &self.foreign
+                };
+                db.delete(wtxn, k)?;
+            }
+            let entity_key = crate::key(&[kind.as_bytes(), &seq.to_be_bytes()]);
+            self.entities.delete(wtxn, &entity_key)?;
+            self.ids.delete(wtxn, &id_key)?;
+            Ok(())
+        };
+        del(wtxn).map_err(|e| self.lmdb(e))?;
+        Ok(Some(seq))
+    }
+
+    /// Reserves the next insertion seq.
+    fn take_next_seq(&self, wtxn: &mut RwTxn<'_>) -> Result<u64, StoreError> {
+        let seq = match self.meta.get(wtxn, b"next_seq").map_err(|e| self.lmdb(e))? {
+            Some(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or_else(|| self.corrupt("malformed next_seq"))?,
+            None => 0,
+        };
+        let next = seq.saturating_add(1).to_string();
+        self.meta
+            .put(wtxn, b"next_seq", next.as_bytes())
+            .map_err(|e| self.lmdb(e))?;
+        Ok(seq)
+    }
+
+    /// Marks the config as changed by a single-entity write: no file hash, a new commit time.
+    fn touch_meta(&self, wtxn: &mut RwTxn<'_>) -> heed::Result<()> {
+        self.meta.put(wtxn, b"hash", b"")?;
+        self.meta
+            .put(wtxn, b"committed_at", now_ms().to_string().as_bytes())?;
+        self.meta
+            .put(wtxn, b"schema_version", SCHEMA_VERSION.as_bytes())?;
+        if self.meta.get(wtxn, b"format_version")?.is_none() {
+            self.meta.put(wtxn, b"format_version", b"")?;
+        }
+        Ok(())
+    }
+}
