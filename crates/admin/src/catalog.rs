@@ -23,6 +23,8 @@ pub trait AdminEntity {
     fn foreign(&self, field: &str) -> Option<Uuid>;
     /// The entity in Kong's Admin API shape.
     fn to_json(&self) -> Value;
+    /// Appends the entity's JSON to `out` without building a `Value` (large `POST /config` replies).
+    fn write_json(&self, out: &mut Vec<u8>);
 }
 
 /// One top-level Admin API collection.
@@ -239,6 +241,10 @@ macro_rules! admin_entity {
             }
             fn to_json(&self) -> Value {
                 serde_json::to_value(self).unwrap_or(Value::Null)
+            }
+            fn write_json(&self, out: &mut Vec<u8>) {
+                // Serializing a validated entity into memory cannot fail.
+                let _ = serde_json::to_writer(out, self);
             }
         }
     };

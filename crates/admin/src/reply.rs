@@ -13,7 +13,12 @@ const JSON_TYPE: &str = "application/json; charset=utf-8";
 
 /// A JSON response with Kong's content type.
 pub fn json(status: StatusCode, body: &Value) -> Reply {
-    let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
+    json_bytes(status, body.to_string().into_bytes())
+}
+
+/// A JSON response with Kong's content type, from already serialized JSON.
+pub fn json_bytes(status: StatusCode, body: Vec<u8>) -> Reply {
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -18,8 +18,10 @@ mod kinds;
 pub mod schemas;
 #[cfg(test)]
 mod tests;
+mod typed;
 
-pub use export::{export, export_yaml};
+pub use export::{export, export_yaml, for_each_entity};
+pub use typed::from_store;
 
 /// Reads YAML or JSON text into a document. YAML is a superset of JSON, but JSON is parsed directly when it
 /// looks like JSON, for speed on large `POST /config` bodies.

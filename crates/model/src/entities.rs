@@ -8,6 +8,11 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+/// Reads `null` as an empty list (a certificate's `snis` in validated input, where nesting left it unset).
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(Option::<Vec<String>>::deserialize(d)?.unwrap_or_default())
+}
+
 /// A foreign key, serialized the way Kong does: `{"id": "<uuid>"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ref {
@@ -239,7 +244,8 @@ pub struct Certificate {
     pub key: String,
     pub cert_alt: Option<String>,
     pub key_alt: Option<String>,
-    /// Names of the SNIs attached to this certificate (Kong returns them inline).
+    /// Names of the SNIs attached to this certificate (Kong returns them inline; filled from [`Config::snis`]).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub snis: Vec<String>,
     pub tags: Option<Vec<String>>,
     pub created_at: i64,

@@ -201,7 +201,7 @@ impl Schema {
     /// Validates `input` (an object, or null for "all defaults") and returns it normalized, or every error found.
     pub fn validate(&self, input: &Value) -> Result<Value, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let out = validate::record(self, input, "", &mut errors);
+        let out = validate::record(self, input, &validate::Path::Root, &mut errors);
         if errors.is_empty() {
             Ok(out)
         } else {

@@ -144,31 +144,10 @@ impl Loader {
         else {
             return Ok(false);
         };
-        let mut doc = serde_json::Map::new();
-        doc.insert(
-            "_format_version".into(),
-            stored.format_version.clone().into(),
-        );
-        doc.insert("_transform".into(), false.into());
-        for (kind, bodies) in stored.entities {
-            let mut items = Vec::with_capacity(bodies.len());
-            for body in bodies {
-                let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-                    anyhow::anyhow!(
-                        "the config store {path} holds an unreadable {kind} record: {e}"
-                    )
-                })?;
-                items.push(value);
-            }
-            doc.insert(kind, items.into());
-        }
-        let mut config =
-            declarative::parse_value(doc.into(), self.registry.as_ref()).map_err(|e| {
-                anyhow::anyhow!("the config in the store {path} is no longer valid:\n{e}")
-            })?;
-        // Keep the hash of the file that was loaded (the stored export differs in form, e.g. generated
-        // timestamps), so `check_hash` and `configuration_hash` hold across restarts.
-        config.hash = stored.hash.clone();
+        // Committed configs were validated before they were written: rebuild the typed entities directly.
+        let config =
+            declarative::from_store(stored.format_version, stored.hash.clone(), stored.entities)
+                .map_err(|e| anyhow::anyhow!("the config store {path} holds {e}"))?;
         let snapshot = Snapshot::compile(Arc::new(config), &self.registry)
             .map_err(|e| anyhow::anyhow!("the config in the store {path} does not compile: {e}"))?;
         self.publish(snapshot);
@@ -194,45 +173,48 @@ struct Row {
 /// Foreign-key fields of the export, whose `{"id": ...}` values the store indexes.
 const FOREIGN_FIELDS: [&str; 5] = ["service", "route", "consumer", "upstream", "certificate"];
 
-fn rows(doc: &serde_json::Value) -> Result<Vec<Row>, LoadError> {
+fn rows(config: &Config) -> Result<Vec<Row>, LoadError> {
     let mut rows = Vec::new();
-    let Some(map) = doc.as_object() else {
-        return Err(LoadError::Store(
-            "declarative export is not an object".into(),
-        ));
-    };
-    for (kind, items) in map {
-        for item in items.as_array().into_iter().flatten() {
-            let text = |f: &str| item.get(f).and_then(|v| v.as_str()).map(String::from);
-            let body = serde_json::to_vec(item).map_err(|e| LoadError::Store(e.to_string()))?;
-            let unique = ["name", "username", "custom_id", "key"]
-                .into_iter()
-                .filter_map(|f| text(f).map(|v| (f, v)))
-                .collect();
-            let foreign = FOREIGN_FIELDS
-                .into_iter()
-                .filter_map(|f| {
-                    item.get(f)?
-                        .get("id")?
-                        .as_str()
-                        .map(|id| (f.to_string(), id.to_string()))
-                })
-                .collect();
-            rows.push(Row {
-                kind: kind.clone(),
-                id: text("id").unwrap_or_default(),
-                body,
-                unique,
-                foreign,
-            });
-        }
+    let mut failure = None;
+    declarative::for_each_entity(config, |kind, item| {
+        let text = |f: &str| item.get(f).and_then(|v| v.as_str()).map(String::from);
+        let body = match serde_json::to_vec(&item) {
+            Ok(body) => body,
+            Err(e) => {
+                failure.get_or_insert_with(|| LoadError::Store(e.to_string()));
+                return;
+            }
+        };
+        let unique = ["name", "username", "custom_id", "key"]
+            .into_iter()
+            .filter_map(|f| text(f).map(|v| (f, v)))
+            .collect();
+        let foreign = FOREIGN_FIELDS
+            .into_iter()
+            .filter_map(|f| {
+                item.get(f)?
+                    .get("id")?
+                    .as_str()
+                    .map(|id| (f.to_string(), id.to_string()))
+            })
+            .collect();
+        rows.push(Row {
+            kind: kind.to_string(),
+            id: text("id").unwrap_or_default(),
+            body,
+            unique,
+            foreign,
+        });
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(rows),
     }
-    Ok(rows)
 }
 
 /// Writes the whole config to the store in one transaction, as the flat declarative export.
 fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
-    let rows = rows(&declarative::export(config))?;
+    let rows = rows(config)?;
     let records: Vec<EntityRecord<'_>> = rows
         .iter()
         .map(|r| EntityRecord {

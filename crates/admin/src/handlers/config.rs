@@ -34,7 +34,7 @@ pub async fn post(
     let doc = declarative_doc(content_type, body)?;
     match control.load(doc, LoadOptions { check_hash }).await {
         Ok(LoadOutcome::Loaded(config)) => {
-            Ok(reply::json(StatusCode::CREATED, &by_schema(&config)))
+            Ok(reply::json_bytes(StatusCode::CREATED, by_schema(&config)))
         }
         Ok(LoadOutcome::Unchanged) => Ok(reply::empty(StatusCode::NOT_MODIFIED)),
         Err(LoadError::Invalid(errors)) => Err(ApiError::Declarative(Box::new(Invalid {

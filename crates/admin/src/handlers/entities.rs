@@ -7,7 +7,7 @@ use crate::query;
 use crate::reply::{self, Reply};
 use crate::router::Scope;
 use http::Method;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sluice_model::Config;
 use uuid::Uuid;
 
@@ -168,19 +168,30 @@ pub fn refuse_owner_write(
     }
 }
 
-/// Kong's `POST /config` success body: `{schema: {id: entity}}` for every non-empty collection.
-pub fn by_schema(config: &Config) -> Value {
-    let mut out = Map::new();
+/// Kong's `POST /config` success body, `{schema: {id: entity}}` for every non-empty collection, written
+/// straight to bytes: for a large config this reply is as big as the config, so no `Value` tree is built.
+pub fn by_schema(config: &Config) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4096);
+    out.push(b'{');
+    let mut first_schema = true;
     for coll in catalog::COLLECTIONS {
         let items = (coll.entities)(config);
         if items.is_empty() {
             continue;
         }
-        let by_id: Map<String, Value> = items
-            .iter()
-            .map(|e| (e.id().to_string(), e.to_json()))
-            .collect();
-        out.insert(coll.schema.to_string(), Value::Object(by_id));
+        if !std::mem::take(&mut first_schema) {
+            out.push(b',');
+        }
+        out.extend_from_slice(format!("\"{}\":{{", coll.schema).as_bytes());
+        for (i, e) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(format!("\"{}\":", e.id()).as_bytes());
+            e.write_json(&mut out);
+        }
+        out.push(b'}');
     }
-    Value::Object(out)
+    out.push(b'}');
+    out
 }

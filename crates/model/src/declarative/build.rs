@@ -1,12 +1,13 @@
 //! Ids, references, validation, uniqueness and hashing over the collected entities.
 
 use super::collect::{Collected, Raw};
-use super::kinds::{Kind, ALL};
+use super::kinds::Kind;
 use super::prepare;
+use super::typed;
 use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -49,12 +50,7 @@ pub fn build(
     for e in entities.iter_mut() {
         prepare::before_validation(e.raw.kind, &mut e.raw.value, e.id, &mut e.errors);
         if e.errors.is_empty() {
-            let mut input = e.raw.value.clone();
-            input.insert("id".into(), Value::String(e.id.to_string()));
-            match e.raw.kind.schema().validate(&Value::Object(input)) {
-                Ok(v) => e.normalized = v,
-                Err(errs) => e.errors.extend(errs),
-            }
+            validate(e);
         }
         if e.errors.is_empty() && e.raw.kind == Kind::Plugin {
             prepare::plugin_config(&mut e.normalized, registry, &mut e.errors);
@@ -78,6 +74,26 @@ pub fn build(
         document: vec![e],
         entities: vec![],
     })
+}
+
+/// Validates the entity's raw value with its id set, without copying it: the id is inserted for the
+/// walk and taken out again when the input did not give it (error reports show the input as given).
+fn validate(e: &mut Entity) {
+    let given_id = e.raw.value.contains_key("id");
+    let mut input = std::mem::take(&mut e.raw.value);
+    input.insert("id".into(), Value::String(e.id.to_string()));
+    let input = Value::Object(input);
+    match e.raw.kind.schema().validate(&input) {
+        Ok(v) => e.normalized = v,
+        Err(errs) => e.errors.extend(errs),
+    }
+    let Value::Object(mut input) = input else {
+        unreachable!("wrapped an object above")
+    };
+    if !given_id {
+        input.shift_remove("id");
+    }
+    e.raw.value = input;
 }
 
 /// Given ids are kept (and must be UUIDs); others derive from the entity's identity: its kind and its natural
@@ -282,12 +298,26 @@ fn entity_error(e: &Entity) -> EntityError {
     }
 }
 
+/// Feeds serialized JSON straight into the hasher (no intermediate buffer per entity).
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn hash(format_version: &str, entities: &[Entity]) -> String {
     let mut h = Sha256::new();
     h.update(format_version.as_bytes());
     for e in entities {
         h.update(e.raw.kind.key().as_bytes());
-        h.update(serde_json::to_vec(&e.normalized).unwrap_or_default());
+        // Writing into a hasher cannot fail; a serialization error would only drop bytes from the hash.
+        let _ = serde_json::to_writer(HashWriter(&mut h), &e.normalized);
     }
     h.finalize()[..16]
         .iter()
@@ -295,7 +325,8 @@ fn hash(format_version: &str, entities: &[Entity]) -> String {
         .collect()
 }
 
-/// Fills load-time timestamps and deserializes the normalized values into the typed [`Config`].
+/// Fills load-time timestamps and converts each normalized value into its typed entity, one at a time, so
+/// the normalized form of the whole config is never held twice.
 fn assemble(
     format_version: String,
     hash: String,
@@ -305,8 +336,11 @@ fn assemble(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let mut by_kind: HashMap<Kind, Vec<Value>> = HashMap::new();
-    let mut cert_snis: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut config = Config {
+        format_version,
+        hash,
+        ..Config::default()
+    };
     for e in entities {
         let mut v = e.normalized;
         if let Value::Object(m) = &mut v {
@@ -315,37 +349,14 @@ fn assemble(
                     m.insert(f.into(), now.into());
                 }
             }
-            if e.raw.kind == Kind::Sni {
-                if let (Some(cert), Some(name)) = (m["certificate"]["id"].as_str(), m.get("name")) {
-                    cert_snis
-                        .entry(cert.to_string())
-                        .or_default()
-                        .push(name.clone());
-                }
-            }
         }
-        by_kind.entry(e.raw.kind).or_default().push(v);
+        typed::push(&mut config, e.raw.kind, typed::Source::Value(v)).map_err(|err| {
+            FieldError::new(
+                e.raw.path.clone(),
+                format!("internal error building the config: {err}"),
+            )
+        })?;
     }
-    if let Some(certs) = by_kind.get_mut(&Kind::Certificate) {
-        for c in certs.iter_mut() {
-            let id = c["id"].as_str().unwrap_or_default().to_string();
-            c["snis"] = Value::Array(cert_snis.remove(&id).unwrap_or_default());
-        }
-    }
-    let mut doc = Map::new();
-    doc.insert("_format_version".into(), format_version.into());
-    for kind in ALL {
-        doc.insert(
-            kind.key().into(),
-            Value::Array(by_kind.remove(&kind).unwrap_or_default()),
-        );
-    }
-    let mut config: Config = serde_json::from_value(Value::Object(doc)).map_err(|e| {
-        FieldError::new(
-            "@document",
-            format!("internal error building the config: {e}"),
-        )
-    })?;
-    config.hash = hash;
+    typed::attach_snis(&mut config);
     Ok(config)
 }

@@ -2,23 +2,52 @@
 //! keys by id, `_transform: false` because basic-auth passwords are already hashed.
 
 use crate::Config;
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Visits every entity of the flat export in order, as (top-level key, entity JSON), one at a time, so a
+/// caller that writes entities out (the store) never holds a second copy of a large config.
+pub fn for_each_entity(config: &Config, mut f: impl FnMut(&'static str, Value)) {
+    fn each<T: Serialize>(key: &'static str, items: &[T], f: &mut dyn FnMut(&'static str, Value)) {
+        for item in items {
+            f(key, serde_json::to_value(item).unwrap_or(Value::Null));
+        }
+    }
+    let f = &mut f;
+    each("services", &config.services, f);
+    each("routes", &config.routes, f);
+    each("upstreams", &config.upstreams, f);
+    each("targets", &config.targets, f);
+    each("consumers", &config.consumers, f);
+    each("keyauth_credentials", &config.keyauth_credentials, f);
+    each("basicauth_credentials", &config.basicauth_credentials, f);
+    each("acls", &config.acls, f);
+    each("plugins", &config.plugins, f);
+    // A certificate's SNIs are their own entities in the flat form.
+    each("certificates", &config.certificates, &mut |key, mut v| {
+        if let Value::Object(m) = &mut v {
+            m.remove("snis");
+        }
+        f(key, v)
+    });
+    each("snis", &config.snis, f);
+    each("ca_certificates", &config.ca_certificates, f);
+}
 
 /// The config as a flat declarative document; parsing it again yields an equal config.
 pub fn export(config: &Config) -> Value {
-    let mut doc = serde_json::to_value(config).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut doc {
-        m.insert("_transform".into(), false.into());
-        if let Some(Value::Array(certs)) = m.get_mut("certificates") {
-            for c in certs {
-                if let Value::Object(c) = c {
-                    c.remove("snis");
-                }
-            }
+    let mut doc = Map::new();
+    doc.insert(
+        "_format_version".into(),
+        config.format_version.clone().into(),
+    );
+    doc.insert("_transform".into(), false.into());
+    for_each_entity(config, |key, v| {
+        if let Value::Array(items) = doc.entry(key).or_insert_with(|| Value::Array(Vec::new())) {
+            items.push(v);
         }
-        m.retain(|k, v| k.starts_with('_') || v.as_array().is_some_and(|a| !a.is_empty()));
-    }
-    doc
+    });
+    Value::Object(doc)
 }
 
 /// [`export`] as YAML.

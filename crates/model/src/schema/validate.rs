@@ -3,11 +3,38 @@
 use super::{Field, FieldError, Kind, Rule, Schema};
 use serde_json::{Map, Value};
 
-fn join(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() {
-        name.to_string()
-    } else {
-        format!("{prefix}.{name}")
+/// Where a value sits in the entity: a chain of stack frames, rendered as the dotted path (`config.paths.2`)
+/// only when an error is reported, so validating a valid entity formats no strings.
+#[derive(Clone, Copy)]
+pub(super) enum Path<'a> {
+    Root,
+    Field(&'a Path<'a>, &'a str),
+    /// A 1-based array position, as Kong reports it.
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn is_root(&self) -> bool {
+        matches!(self, Path::Root)
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        out
+    }
+
+    fn render_into(&self, out: &mut String) {
+        let (parent, segment) = match self {
+            Path::Root => return,
+            Path::Field(parent, name) => (parent, (*name).to_string()),
+            Path::Index(parent, i) => (parent, i.to_string()),
+        };
+        parent.render_into(out);
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(&segment);
     }
 }
 
@@ -15,7 +42,7 @@ fn join(prefix: &str, name: &str) -> String {
 pub(super) fn record(
     schema: &Schema,
     input: &Value,
-    path: &str,
+    path: &Path<'_>,
     errors: &mut Vec<FieldError>,
 ) -> Value {
     let empty = Map::new();
@@ -23,33 +50,39 @@ pub(super) fn record(
         Value::Object(m) => m,
         Value::Null => &empty,
         _ => {
-            errors.push(FieldError::new(
-                if path.is_empty() { "@entity" } else { path },
-                "expected a record",
-            ));
+            let at = if path.is_root() {
+                "@entity".to_string()
+            } else {
+                path.render()
+            };
+            errors.push(FieldError::new(at, "expected a record"));
             return Value::Null;
         }
     };
     let before = errors.len();
     for key in obj.keys() {
         if !schema.fields.iter().any(|(name, _)| name == key) {
-            errors.push(FieldError::new(join(path, key), "unknown field"));
+            errors.push(FieldError::new(
+                Path::Field(path, key).render(),
+                "unknown field",
+            ));
         }
     }
     let mut out = Map::with_capacity(schema.fields.len());
     for (name, field) in &schema.fields {
-        let fpath = join(path, name);
+        let fpath = Path::Field(path, name);
         let value = field_value(field, obj.get(*name), &fpath, errors);
         out.insert((*name).to_string(), value);
     }
     if errors.len() == before {
         for check in &schema.checks {
             if let Err(errs) = check(&out) {
+                let prefix = path.render();
                 errors.extend(errs.into_iter().map(|e| {
-                    if path.is_empty() {
+                    if prefix.is_empty() {
                         e
                     } else {
-                        e.nested(path)
+                        e.nested(&prefix)
                     }
                 }));
             }
@@ -61,7 +94,7 @@ pub(super) fn record(
 fn field_value(
     field: &Field,
     given: Option<&Value>,
-    path: &str,
+    path: &Path<'_>,
     errors: &mut Vec<FieldError>,
 ) -> Value {
     let given = given.filter(|v| !v.is_null());
@@ -72,7 +105,7 @@ fn field_value(
             if let Kind::Record(schema) = &field.kind {
                 return record(schema, &Value::Null, path, errors);
             }
-            errors.push(FieldError::new(path, "required field missing"));
+            errors.push(FieldError::new(path.render(), "required field missing"));
             Value::Null
         }
         (None, None) => match &field.kind {
@@ -91,7 +124,7 @@ fn field_value(
     }
 }
 
-fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Value {
+fn value(field: &Field, v: &Value, path: &Path<'_>, errors: &mut Vec<FieldError>) -> Value {
     let before = errors.len();
     let out = match &field.kind {
         Kind::Any => v.clone(),
@@ -122,9 +155,9 @@ fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> 
             };
             let mut out: Vec<Value> = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                let ipath = format!("{path}.{}", i + 1);
+                let ipath = Path::Index(path, i + 1);
                 let item = if item.is_null() {
-                    errors.push(FieldError::new(ipath, "required field missing"));
+                    errors.push(FieldError::new(ipath.render(), "required field missing"));
                     continue;
                 } else {
                     value(element, item, &ipath, errors)
@@ -142,7 +175,7 @@ fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> 
             };
             let mut out = Map::with_capacity(m.len());
             for (k, item) in m {
-                let kpath = join(path, k);
+                let kpath = Path::Field(path, k);
                 out.insert(k.clone(), value(val, item, &kpath, errors));
             }
             Value::Object(out)
@@ -152,7 +185,7 @@ fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> 
     if errors.len() == before {
         for rule in &field.rules {
             if let Err(msg) = check_rule(rule, &out) {
-                errors.push(FieldError::new(path, msg));
+                errors.push(FieldError::new(path.render(), msg));
                 break;
             }
         }
@@ -160,8 +193,8 @@ fn value(field: &Field, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> 
     out
 }
 
-fn type_error(path: &str, msg: &str, errors: &mut Vec<FieldError>) -> Value {
-    errors.push(FieldError::new(path, msg));
+fn type_error(path: &Path<'_>, msg: &str, errors: &mut Vec<FieldError>) -> Value {
+    errors.push(FieldError::new(path.render(), msg));
     Value::Null
 }
 
