@@ -11,6 +11,7 @@
 pub mod declarative;
 pub mod entities;
 pub mod errors;
+pub mod records;
 pub mod schema;
 
 pub use entities::*;

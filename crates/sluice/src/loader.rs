@@ -5,7 +5,7 @@
 //! the snapshot they started with. A failure at any step leaves the live config and the store untouched.
 
 use arc_swap::ArcSwap;
-use sluice_model::{declarative, Config, ConfigErrors};
+use sluice_model::{declarative, records, Config, ConfigErrors};
 use sluice_plugins::Registry;
 use sluice_proxy::{SharedSnapshot, Snapshot};
 use sluice_store::{EntityRecord, Store, StoreError};
@@ -111,12 +111,14 @@ impl Loader {
             .map_err(|e| LoadError::Compile(e.to_string()))?;
         let compiled = started.elapsed();
         commit(&self.store, &config, &hash)?;
+        let committed = started.elapsed();
         self.publish(snapshot);
         tracing::info!(
             hash = %hash,
             summary = %config.summary(),
             parse_ms = parsed.as_secs_f64() * 1e3,
             compile_ms = (compiled - parsed).as_secs_f64() * 1e3,
+            commit_ms = (committed - compiled).as_secs_f64() * 1e3,
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "configuration loaded"
         );
@@ -161,72 +163,48 @@ impl Loader {
     }
 }
 
-/// One entity of the flat export, owned, before it is lent to the store as an [`EntityRecord`].
+/// One entity, owned, before it is lent to the store as an [`EntityRecord`].
 struct Row {
-    kind: String,
+    kind: &'static str,
     id: String,
     body: Vec<u8>,
     unique: Vec<(&'static str, String)>,
-    foreign: Vec<(String, String)>,
+    foreign: Vec<(&'static str, String)>,
 }
 
-/// Foreign-key fields of the export, whose `{"id": ...}` values the store indexes.
-const FOREIGN_FIELDS: [&str; 5] = ["service", "route", "consumer", "upstream", "certificate"];
-
-fn rows(config: &Config) -> Result<Vec<Row>, LoadError> {
-    let mut rows = Vec::new();
-    let mut failure = None;
-    declarative::for_each_entity(config, |kind, item| {
-        let text = |f: &str| item.get(f).and_then(|v| v.as_str()).map(String::from);
-        let body = match serde_json::to_vec(&item) {
-            Ok(body) => body,
-            Err(e) => {
-                failure.get_or_insert_with(|| LoadError::Store(e.to_string()));
-                return;
-            }
-        };
-        let unique = ["name", "username", "custom_id", "key"]
-            .into_iter()
-            .filter_map(|f| text(f).map(|v| (f, v)))
-            .collect();
-        let foreign = FOREIGN_FIELDS
-            .into_iter()
-            .filter_map(|f| {
-                item.get(f)?
-                    .get("id")?
-                    .as_str()
-                    .map(|id| (f.to_string(), id.to_string()))
-            })
-            .collect();
+fn rows(config: &Config) -> Vec<Row> {
+    let mut rows = Vec::with_capacity(config.counts().iter().map(|(_, n)| n).sum());
+    records::for_each_record(config, |r| {
         rows.push(Row {
-            kind: kind.to_string(),
-            id: text("id").unwrap_or_default(),
-            body,
-            unique,
-            foreign,
-        });
+            kind: r.kind,
+            id: r.id.to_string(),
+            body: r.body,
+            unique: r
+                .unique
+                .into_iter()
+                .map(|(f, v)| (f, v.to_string()))
+                .collect(),
+            foreign: r
+                .foreign
+                .into_iter()
+                .map(|(f, id)| (f, id.to_string()))
+                .collect(),
+        })
     });
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(rows),
-    }
+    rows
 }
 
 /// Writes the whole config to the store in one transaction, as the flat declarative export.
 fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
-    let rows = rows(config)?;
+    let rows = rows(config);
     let records: Vec<EntityRecord<'_>> = rows
         .iter()
         .map(|r| EntityRecord {
-            kind: &r.kind,
+            kind: r.kind,
             id: &r.id,
             body: &r.body,
             unique: r.unique.clone(),
-            foreign: r
-                .foreign
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect(),
+            foreign: r.foreign.iter().map(|(k, v)| (*k, v.as_str())).collect(),
         })
         .collect();
     store

@@ -7,7 +7,7 @@ use super::typed;
 use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -47,6 +47,12 @@ pub fn build(
     for i in 0..entities.len() {
         resolve_refs(&mut entities, i, &index);
     }
+    // One pass in input order: each entity is validated, checked for uniqueness against those before it,
+    // hashed, and turned into its typed form at once, so the normalized form of a large config is never
+    // held whole. A valid entity's raw input is dropped once it is built; invalid ones keep theirs for the
+    // error report.
+    let mut seen = Seen::new();
+    let mut out = Assembler::new(format_version);
     for e in entities.iter_mut() {
         prepare::before_validation(e.raw.kind, &mut e.raw.value, e.id, &mut e.errors);
         if e.errors.is_empty() {
@@ -58,22 +64,20 @@ pub fn build(
         if e.errors.is_empty() && e.raw.kind == Kind::BasicAuth && transform {
             prepare::hash_password(&mut e.normalized);
         }
-    }
-    check_unique(&mut entities);
-
-    for e in &entities {
-        if !e.errors.is_empty() {
+        check_unique(e, &mut seen);
+        if e.errors.is_empty() && errors.entities.is_empty() {
+            if let Err(err) = out.add(e) {
+                errors.document.push(err);
+            }
+            e.raw.value = Map::new();
+        } else if !e.errors.is_empty() {
             errors.entities.push(entity_error(e));
         }
     }
     if !errors.is_empty() {
         return Err(std::mem::take(errors));
     }
-    let hash = hash(&format_version, &entities);
-    assemble(format_version, hash, entities).map_err(|e| ConfigErrors {
-        document: vec![e],
-        entities: vec![],
-    })
+    Ok(out.finish())
 }
 
 /// Validates the entity's raw value with its id set, without copying it: the id is inserted for the
@@ -222,9 +226,11 @@ fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex) {
 }
 
 /// Kong's unique constraints: natural keys per kind, ids per kind, plugin scope, target per upstream.
-fn check_unique(entities: &mut [Entity]) {
-    let mut seen: HashMap<(Kind, &'static str, String), ()> = HashMap::new();
-    for e in entities.iter_mut() {
+/// Natural keys seen so far, per kind and field.
+type Seen = HashMap<(Kind, &'static str, String), ()>;
+
+fn check_unique(e: &mut Entity, seen: &mut Seen) {
+    {
         let kind = e.raw.kind;
         // Invalid entities still take part with their raw values, so a clash is reported even then.
         let raw;
@@ -298,65 +304,65 @@ fn entity_error(e: &Entity) -> EntityError {
     }
 }
 
-/// Feeds serialized JSON straight into the hasher (no intermediate buffer per entity).
-struct HashWriter<'a>(&'a mut Sha256);
-
-impl std::io::Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Builds the typed [`Config`] and its hash from valid entities, one at a time, in input order.
+struct Assembler {
+    hasher: Sha256,
+    /// Reused serialization buffer: one hasher update per entity instead of one per JSON token.
+    scratch: Vec<u8>,
+    config: Config,
+    /// Load time, for entities without `created_at`/`updated_at`.
+    now: u64,
 }
 
-fn hash(format_version: &str, entities: &[Entity]) -> String {
-    let mut h = Sha256::new();
-    h.update(format_version.as_bytes());
-    for e in entities {
-        h.update(e.raw.kind.key().as_bytes());
-        // Writing into a hasher cannot fail; a serialization error would only drop bytes from the hash.
-        let _ = serde_json::to_writer(HashWriter(&mut h), &e.normalized);
+impl Assembler {
+    fn new(format_version: String) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(format_version.as_bytes());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Assembler {
+            hasher,
+            scratch: Vec::with_capacity(4096),
+            config: Config {
+                format_version,
+                ..Config::default()
+            },
+            now,
+        }
     }
-    h.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
-/// Fills load-time timestamps and converts each normalized value into its typed entity, one at a time, so
-/// the normalized form of the whole config is never held twice.
-fn assemble(
-    format_version: String,
-    hash: String,
-    entities: Vec<Entity>,
-) -> Result<Config, FieldError> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let mut config = Config {
-        format_version,
-        hash,
-        ..Config::default()
-    };
-    for e in entities {
-        let mut v = e.normalized;
+    /// Hashes the normalized entity (before load-time timestamps, so the same file keeps its hash), fills
+    /// the timestamps and moves it into the typed config.
+    fn add(&mut self, e: &mut Entity) -> Result<(), FieldError> {
+        self.hasher.update(e.raw.kind.key().as_bytes());
+        self.scratch.clear();
+        // Serializing a `Value` into memory cannot fail.
+        let _ = serde_json::to_writer(&mut self.scratch, &e.normalized);
+        self.hasher.update(&self.scratch);
+        let mut v = std::mem::take(&mut e.normalized);
         if let Value::Object(m) = &mut v {
             for f in ["created_at", "updated_at"] {
                 if m.get(f).is_none_or(Value::is_null) {
-                    m.insert(f.into(), now.into());
+                    m.insert(f.into(), self.now.into());
                 }
             }
         }
-        typed::push(&mut config, e.raw.kind, typed::Source::Value(v)).map_err(|err| {
+        typed::push(&mut self.config, e.raw.kind, typed::Source::Value(v)).map_err(|err| {
             FieldError::new(
                 e.raw.path.clone(),
                 format!("internal error building the config: {err}"),
             )
-        })?;
+        })
     }
-    typed::attach_snis(&mut config);
-    Ok(config)
+
+    fn finish(mut self) -> Config {
+        self.config.hash = self.hasher.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        typed::attach_snis(&mut self.config);
+        self.config
+    }
 }

@@ -119,7 +119,18 @@ impl Kind {
         }
     }
 
-    pub fn schema(self) -> Schema {
+    /// The entity schema, built once per process (validation asks for it once per entity).
+    pub fn schema(self) -> &'static Schema {
+        static SCHEMAS: std::sync::LazyLock<Vec<Schema>> = std::sync::LazyLock::new(|| {
+            let mut kinds = ALL;
+            kinds.sort();
+            kinds.into_iter().map(Kind::build_schema).collect()
+        });
+        // `ALL` sorted is the declaration order, so the discriminant indexes the list.
+        &SCHEMAS[self as usize]
+    }
+
+    fn build_schema(self) -> Schema {
         use super::schemas as s;
         match self {
             Kind::Service => s::service(),

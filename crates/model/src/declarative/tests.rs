@@ -152,6 +152,28 @@ fn export_then_parse_round_trips() {
 }
 
 #[test]
+fn records_read_back_from_a_store_equal_the_config() {
+    let a = ok(BASIC);
+    let mut kinds: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
+    let mut keys = Vec::new();
+    crate::records::for_each_record(&a, |r| {
+        keys.push((r.kind, r.unique.len(), r.foreign.len()));
+        match kinds.last_mut() {
+            Some((k, bodies)) if k == r.kind => bodies.push(r.body),
+            _ => kinds.push((r.kind.to_string(), vec![r.body])),
+        }
+    });
+    let b = from_store(a.format_version.clone(), a.hash.clone(), kinds.clone()).unwrap();
+    assert_eq!(a, b);
+    // A route is indexed by its name and its service; a credential by its key and its consumer.
+    assert!(keys.contains(&("routes", 1, 1)));
+    assert!(keys.contains(&("keyauth_credentials", 1, 1)));
+    kinds[0].0 = "bogus".into();
+    let err = from_store(a.format_version.clone(), a.hash.clone(), kinds).unwrap_err();
+    assert!(err.contains("unknown entity kind 'bogus'"), "{err}");
+}
+
+#[test]
 fn every_error_is_collected_with_kong_messages() {
     let got = errs(
         r#"
