@@ -13,6 +13,7 @@ pub mod driver;
 pub mod flamegraph;
 pub mod loadgen;
 pub mod procfs;
+pub mod reload;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 use sluice_perf::cases::{config, Case, CaseKind};
 use sluice_perf::target::Target;
-use sluice_perf::{compare, flamegraph, report, runner, upstream};
+use sluice_perf::{compare, flamegraph, reload, report, runner, upstream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -73,6 +73,9 @@ enum Cmd {
     },
     /// Profile a target under load with `perf record` and write a flame graph SVG.
     Flamegraph(flamegraph::FlameArgs),
+    /// The large-config benchmark: POST /config latency, RPS while re-posting under load, RSS
+    /// across reloads, cold start from the store — each next to its goal.
+    Reload(reload::ReloadArgs),
     /// Re-render results.md and chart.svg from a results directory's results.json.
     Report {
         /// A results directory (or a results.json file).
@@ -139,6 +142,7 @@ fn real_main() -> Result<ExitCode> {
             return Ok(ExitCode::from(compare::overall(&rows).exit_code()));
         }
         Cmd::Flamegraph(args) => flamegraph::run(&args)?,
+        Cmd::Reload(args) => println!("{}", reload::run(&args)?),
         Cmd::Report { dir } => {
             let results = report::rerender(&dir)?;
             println!("{}", report::markdown(&results));

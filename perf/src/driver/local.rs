@@ -93,11 +93,7 @@ impl Driver for Local {
         dir: &Path,
     ) -> Result<Running> {
         let upstream = self.upstream_addr()?;
-        let prefix = vec![
-            "taskset".to_string(),
-            "-c".to_string(),
-            self.gateway_cpus.clone(),
-        ];
+        let prefix = self.gateway_prefix();
         let launch = Launch {
             prefix: &prefix,
             proxy: free_addr("127.0.0.1")?,
@@ -108,12 +104,10 @@ impl Driver for Local {
         let running = match (&target.target, &target.bin) {
             (Target::Nginx, _) => process::start_nginx(false, &launch)?,
             (Target::NginxLua, _) => process::start_nginx(true, &launch)?,
-            (_, Some(bin)) => process::start_sluice(bin, config, &launch)?,
+            (_, Some(bin)) => process::start_sluice(bin, Some(config), &launch, "warn")?,
             (t, None) => anyhow::bail!("target {} has no binary", t.label()),
         };
-        for pid in procfs::tree(running.pid()) {
-            self.check(pid, &target.target.label(), &self.gateway_cpus.clone());
-        }
+        self.check_gateway_pinning(running.pid(), &target.target.label());
         Ok(running)
     }
 
@@ -137,7 +131,20 @@ impl Driver for Local {
 }
 
 impl Local {
-    fn upstream_addr(&self) -> Result<String> {
+    /// The command prefix that pins a target to the gateway CPUs.
+    pub fn gateway_prefix(&self) -> Vec<String> {
+        vec!["taskset".into(), "-c".into(), self.gateway_cpus.clone()]
+    }
+
+    /// Checks (and notes) that every process of `pid`'s tree got the gateway CPUs.
+    pub fn check_gateway_pinning(&mut self, pid: u32, what: &str) {
+        let cpus = self.gateway_cpus.clone();
+        for p in procfs::tree(pid) {
+            self.check(p, what, &cpus);
+        }
+    }
+
+    pub fn upstream_addr(&self) -> Result<String> {
         self.upstream_listen
             .clone()
             .context("start_upstream was not called")

@@ -18,6 +18,8 @@ pub struct Running {
     pub child: Child,
     /// Where the proxy listens.
     pub proxy: SocketAddr,
+    /// Where sluice's Admin API listens (None for nginx).
+    pub admin: Option<SocketAddr>,
     /// The target's log file.
     pub log: PathBuf,
 }
@@ -83,23 +85,31 @@ fn command(prefix: &[String], program: &Path) -> Command {
     }
 }
 
-/// Starts a sluice binary serving `config`, and waits for `GET /status/ready` to answer 200.
-pub fn start_sluice(bin: &Path, config: &Path, launch: &Launch<'_>) -> Result<Running> {
+/// Starts a sluice binary serving `config` (or, without one, the config in its store under
+/// `launch.dir`), and waits for `GET /status/ready` to answer 200.
+pub fn start_sluice(
+    bin: &Path,
+    config: Option<&Path>,
+    launch: &Launch<'_>,
+    log_level: &str,
+) -> Result<Running> {
     let ip = launch.proxy.ip().to_string();
     let (admin, status) = (free_addr(&ip)?, free_addr(&ip)?);
     std::fs::create_dir_all(launch.dir)?;
     let log = launch.dir.join("sluice.log");
     let out = std::fs::File::create(&log)?;
-    let mut child = command(launch.prefix, bin)
-        .arg("start")
-        .arg("--config")
-        .arg(config)
+    let mut cmd = command(launch.prefix, bin);
+    cmd.arg("start");
+    if let Some(config) = config {
+        cmd.arg("--config").arg(config);
+    }
+    let mut child = cmd
         .env("SLUICE_PROXY_LISTEN", launch.proxy.to_string())
         .env("SLUICE_ADMIN_LISTEN", admin.to_string())
         .env("SLUICE_STATUS_LISTEN", status.to_string())
         .env("SLUICE_PREFIX", launch.dir.join("prefix"))
         .env("SLUICE_WORKER_THREADS", launch.workers.to_string())
-        .env("SLUICE_LOG_LEVEL", "warn")
+        .env("SLUICE_LOG_LEVEL", log_level)
         .stdout(out.try_clone()?)
         .stderr(out)
         .spawn()
@@ -108,6 +118,7 @@ pub fn start_sluice(bin: &Path, config: &Path, launch: &Launch<'_>) -> Result<Ru
     Ok(Running {
         child,
         proxy: launch.proxy,
+        admin: Some(admin),
         log,
     })
 }
@@ -145,6 +156,7 @@ pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
     Ok(Running {
         child,
         proxy: launch.proxy,
+        admin: None,
         log,
     })
 }
