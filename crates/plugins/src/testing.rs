@@ -45,3 +45,29 @@ impl<'s> RequestCtx<'s> {
         }
     }
 }
+
+/// A request head: `method`, `uri` (path and query) and headers.
+pub fn request(method: &str, uri: &str, headers: &[(&str, &str)]) -> http::request::Parts {
+    let mut builder = http::Request::builder().method(method).uri(uri);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder
+        .body(())
+        .unwrap_or_else(|e| panic!("bad test request: {e}"))
+        .into_parts()
+        .0
+}
+
+/// Drives a future to completion on a fresh single-threaded runtime (plugin phases outside the proxy).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::yield_now();
+    }
+}
