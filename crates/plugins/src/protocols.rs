@@ -8,6 +8,9 @@
 
 use crate::ctx::RequestCtx;
 
+#[cfg(test)]
+mod tests;
+
 /// A set of request protocols, as bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Protocols(u8);
