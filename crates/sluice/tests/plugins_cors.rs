@@ -74,7 +74,7 @@ async fn send(method: &str, url: String, headers: &[(&str, &str)]) -> Resp {
     }
 }
 
-fn preflight<'a>(origin: &'a str) -> [(&'a str, &'a str); 2] {
+fn preflight(origin: &str) -> [(&str, &str); 2] {
     [
         ("origin", origin),
         ("access-control-request-method", "POST"),
