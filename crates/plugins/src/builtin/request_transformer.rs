@@ -251,7 +251,11 @@ impl Plugin for RequestTransformer {
     }
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
-        let mut query = form::parse(ctx.request.uri.query().unwrap_or_default());
+        let reads_query = !self.query.is_empty() || self.templated || self.moves_form_to_query();
+        let mut query = match ctx.request.uri.query() {
+            Some(q) if reads_query => form::parse(q),
+            _ => Map::new(),
+        };
         // Templates read the request as it came in; copied only when some value is a template.
         let (original_headers, original_query) = if self.templated {
             (ctx.request.headers.clone(), query.clone())
