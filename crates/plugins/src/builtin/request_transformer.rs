@@ -6,6 +6,7 @@
 //! use the templates of [`super::transform::template`]. The body is buffered only when a body transform (or
 //! a `http_method` that moves a form body into the query) is configured.
 
+mod body;
 mod ops;
 #[cfg(test)]
 mod tests;
@@ -14,8 +15,8 @@ use super::transform::{self, form, template};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin};
 use crate::registry::{typed_config, BuildCtx, Builtin};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderValue, Method};
+use http::header::HOST;
+use http::{HeaderMap, Method};
 use ops::{HeaderOps, ParamOps};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -131,28 +132,6 @@ struct RequestTransformer {
     templated: bool,
 }
 
-/// The request body formats Kong's request-transformer edits.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum BodyKind {
-    Json,
-    Form,
-}
-
-fn body_kind(headers: &HeaderMap) -> Option<BodyKind> {
-    let ct = headers
-        .get(CONTENT_TYPE)?
-        .to_str()
-        .ok()?
-        .to_ascii_lowercase();
-    if ct.contains("application/json") {
-        Some(BodyKind::Json)
-    } else if ct.contains("application/x-www-form-urlencoded") {
-        Some(BodyKind::Form)
-    } else {
-        None
-    }
-}
-
 impl RequestTransformer {
     /// `GET`/`HEAD`/`TRACE` move a form body's fields into the query string, as Kong does.
     fn moves_form_to_query(&self) -> bool {
@@ -166,63 +145,12 @@ impl RequestTransformer {
             return false;
         };
         ctx.request.method = method.clone();
-        if !self.moves_form_to_query() || body_kind(&ctx.request.headers) != Some(BodyKind::Form) {
+        if !self.moves_form_to_query() || body::kind(&ctx.request.headers) != Some(body::Kind::Form)
+        {
             return false;
         }
-        let fields = ctx
-            .body
-            .as_ref()
-            .map(|b| form::parse(&String::from_utf8_lossy(b)))
-            .unwrap_or_default();
-        for (name, value) in fields {
-            let merged = match query.get_mut(&name).map(Value::take) {
-                Some(prev) => match value {
-                    Value::Array(list) => list
-                        .into_iter()
-                        .fold(prev, |acc, v| transform::append_json(Some(acc), v)),
-                    v => transform::append_json(Some(prev), v),
-                },
-                None => value,
-            };
-            query.insert(name, merged);
-        }
+        body::form_into_query(ctx.body.as_deref(), query);
         true
-    }
-
-    fn transform_body(&self, ctx: &mut RequestCtx<'_>, env: &template::Env<'_>) {
-        if self.body.is_empty() {
-            return;
-        }
-        let Some(kind) = body_kind(&ctx.request.headers) else {
-            return;
-        };
-        let body = ctx.body.clone().unwrap_or_default();
-        let has_content = !body.is_empty();
-        let new_body = match kind {
-            BodyKind::Json => {
-                let mut params = match serde_json::from_slice::<Value>(&body) {
-                    Ok(Value::Object(m)) => m,
-                    _ if !has_content => Map::new(),
-                    _ => return,
-                };
-                if !self.body.apply(&mut params, has_content, env) {
-                    return;
-                }
-                Value::Object(params).to_string()
-            }
-            BodyKind::Form => {
-                let mut params = form::parse(&String::from_utf8_lossy(&body));
-                if !self.body.apply(&mut params, has_content, env) {
-                    return;
-                }
-                form::encode(&params)
-            }
-        };
-        ctx.request
-            .headers
-            .insert(CONTENT_LENGTH, HeaderValue::from(new_body.len()));
-        ctx.request.headers.remove(TRANSFER_ENCODING);
-        ctx.body = Some(new_body.into());
     }
 
     /// Sets the path and/or query of the request URI.
@@ -271,7 +199,7 @@ impl Plugin for RequestTransformer {
         let moved = self.transform_method(ctx, &mut query);
         let host = ctx.request.headers.get(HOST).cloned();
         self.headers.apply(&mut ctx.request.headers, &env);
-        self.transform_body(ctx, &env);
+        body::transform(&self.body, ctx, &env);
         let query_changed = self.query.apply(&mut query, true, &env) || moved;
         let new_query = (query_changed || !self.query.is_empty()).then(|| form::encode(&query));
         if path.is_some() || new_query.is_some() {
