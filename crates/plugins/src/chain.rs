@@ -2,30 +2,40 @@
 
 use crate::ctx::{LogRecord, RequestCtx};
 use crate::plugin::{Flow, Plugin};
+use crate::protocols::Protocols;
 use crate::response::PluginResponse;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::Arc;
 use uuid::Uuid;
 
+/// One configured instance in a chain, with the request protocols it runs for.
+#[derive(Clone)]
+pub(crate) struct Slot {
+    pub plugin: Arc<dyn Plugin>,
+    pub protocols: Protocols,
+}
+
 /// One plugin name in a chain: the config that applies without a consumer, and consumer-specific overrides
 /// (only those more specific than the default, by Kong's precedence).
 pub(crate) struct ChainEntry {
     pub priority: i32,
-    pub default: Option<Arc<dyn Plugin>>,
-    pub by_consumer: HashMap<Uuid, Arc<dyn Plugin>>,
+    pub default: Option<Slot>,
+    pub by_consumer: HashMap<Uuid, Slot>,
     /// The default is a global plugin (so it also runs in the rewrite phase).
     pub global: bool,
 }
 
 impl ChainEntry {
-    fn pick(&self, consumer: Option<&Uuid>) -> Option<&Arc<dyn Plugin>> {
-        if !self.by_consumer.is_empty() {
-            if let Some(p) = consumer.and_then(|c| self.by_consumer.get(c)) {
-                return Some(p);
-            }
-        }
-        self.default.as_ref()
+    /// The config for this consumer, if it runs for a request of protocol `proto` (the most specific config
+    /// decides; a narrower `protocols` does not fall back to a less specific one).
+    fn pick(&self, consumer: Option<&Uuid>, proto: Protocols) -> Option<&Arc<dyn Plugin>> {
+        let by_consumer = consumer.filter(|_| !self.by_consumer.is_empty());
+        let slot = match by_consumer.and_then(|c| self.by_consumer.get(c)) {
+            Some(s) => Some(s),
+            None => self.default.as_ref(),
+        }?;
+        slot.protocols.allows(proto).then_some(&slot.plugin)
     }
 }
 
@@ -35,6 +45,8 @@ pub struct PluginChain {
     entries: Vec<ChainEntry>,
     needs_request_body: bool,
     has_body_filter: bool,
+    /// Some instance runs only for some protocols, so requests' protocols must be checked.
+    restricted: bool,
 }
 
 impl PluginChain {
@@ -44,12 +56,14 @@ impl PluginChain {
                 .iter()
                 .flat_map(|e| e.default.iter().chain(e.by_consumer.values()))
         };
-        let needs_request_body = all().any(|p| p.needs_request_body());
-        let has_body_filter = all().any(|p| p.has_body_filter());
+        let needs_request_body = all().any(|s| s.plugin.needs_request_body());
+        let has_body_filter = all().any(|s| s.plugin.has_body_filter());
+        let restricted = all().any(|s| s.protocols != Protocols::ALL);
         PluginChain {
             entries,
             needs_request_body,
             has_body_filter,
+            restricted,
         }
     }
 
@@ -70,6 +84,15 @@ impl PluginChain {
         self.has_body_filter
     }
 
+    /// The request's protocol, looked at only when some instance is restricted (any protocol passes otherwise).
+    fn protocol(&self, ctx: &RequestCtx<'_>) -> Protocols {
+        if self.restricted {
+            Protocols::of(ctx)
+        } else {
+            Protocols::HTTP
+        }
+    }
+
     /// The priorities in run order (for tests and docs).
     pub fn priorities(&self) -> Vec<i32> {
         self.entries.iter().map(|e| e.priority).collect()
@@ -77,8 +100,9 @@ impl PluginChain {
 
     /// Runs `rewrite` (global plugins) then `access`; `Some` means answer with that response.
     pub async fn access(&self, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
+        let proto = self.protocol(ctx);
         for entry in self.entries.iter().filter(|e| e.global) {
-            if let Some(p) = entry.default.as_ref() {
+            if let Some(p) = entry.pick(None, proto) {
                 if let Some(resp) = settle(p.rewrite(ctx)).await {
                     return Some(resp);
                 }
@@ -86,7 +110,7 @@ impl PluginChain {
         }
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
-            let Some(p) = entry.pick(consumer.as_ref()) else {
+            let Some(p) = entry.pick(consumer.as_ref(), proto) else {
                 continue;
             };
             if let Some(resp) = settle(p.access(ctx)).await {
@@ -97,9 +121,10 @@ impl PluginChain {
     }
 
     pub fn header_filter(&self, ctx: &mut RequestCtx<'_>, resp: &mut http::response::Parts) {
+        let proto = self.protocol(ctx);
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
-            if let Some(p) = entry.pick(consumer.as_ref()) {
+            if let Some(p) = entry.pick(consumer.as_ref(), proto) {
                 p.header_filter(ctx, resp);
             }
         }
@@ -109,10 +134,11 @@ impl PluginChain {
         if !self.has_body_filter {
             return;
         }
+        let proto = self.protocol(ctx);
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
             if let Some(p) = entry
-                .pick(consumer.as_ref())
+                .pick(consumer.as_ref(), proto)
                 .filter(|p| p.has_body_filter())
             {
                 p.body_filter(ctx, chunk, eof);
@@ -122,8 +148,9 @@ impl PluginChain {
 
     pub fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
         let consumer = ctx.consumer.map(|c| c.id);
+        let proto = self.protocol(ctx);
         for entry in &self.entries {
-            if let Some(p) = entry.pick(consumer.as_ref()) {
+            if let Some(p) = entry.pick(consumer.as_ref(), proto) {
                 p.log(ctx, record);
             }
         }

@@ -1,8 +1,9 @@
 //! The plugins of one snapshot: instances, credentials, and one chain per route with Kong's precedence
 //! already resolved.
 
-use crate::chain::{ChainEntry, PluginChain};
+use crate::chain::{ChainEntry, PluginChain, Slot};
 use crate::plugin::Plugin;
+use crate::protocols::Protocols;
 use crate::registry::{BuildCtx, PluginBuildError, Registry};
 use crate::Credentials;
 use sluice_model::{Config, Route};
@@ -21,6 +22,16 @@ struct Instance<'c> {
     entity: &'c sluice_model::Plugin,
     priority: i32,
     plugin: Arc<dyn Plugin>,
+    protocols: Protocols,
+}
+
+impl Instance<'_> {
+    fn slot(&self) -> Slot {
+        Slot {
+            plugin: self.plugin.clone(),
+            protocols: self.protocols,
+        }
+    }
 }
 
 /// Kong's precedence rank (0 = most specific): route+service+consumer, route+consumer, service+consumer,
@@ -51,7 +62,11 @@ impl CompiledPlugins {
         };
         let mut errors = Vec::new();
         let mut instances = Vec::new();
-        for entity in config.plugins.iter().filter(|p| p.enabled) {
+        // As Kong, instances whose protocols are all of another subsystem (tcp, tls, ...) are not loaded.
+        let loaded = |p: &&sluice_model::Plugin| {
+            p.enabled && !Protocols::from_names(&p.protocols).is_empty()
+        };
+        for entity in config.plugins.iter().filter(loaded) {
             let Some(builtin) = registry.builtin_named(&entity.name) else {
                 errors.push(PluginBuildError {
                     plugin_id: entity.id,
@@ -65,6 +80,7 @@ impl CompiledPlugins {
                     entity,
                     priority: builtin.def.priority,
                     plugin,
+                    protocols: Protocols::from_names(&entity.protocols),
                 }),
                 Err(message) => errors.push(PluginBuildError {
                     plugin_id: entity.id,
@@ -178,7 +194,7 @@ fn chain_for(instances: Vec<&Instance<'_>>, route: Option<&Route>) -> PluginChai
             .filter(|i| i.entity.consumer.is_none())
             .min_by_key(|i| rank(i.entity));
         let default_rank = default.map_or(u8::MAX, |d| rank(d.entity));
-        let mut by_consumer: HashMap<Uuid, Arc<dyn Plugin>> = HashMap::new();
+        let mut by_consumer: HashMap<Uuid, Slot> = HashMap::new();
         let mut best: HashMap<Uuid, (u8, &Instance<'_>)> = HashMap::new();
         for inst in candidates.iter().filter(|i| i.entity.consumer.is_some()) {
             let consumer = inst.entity.consumer.map(|c| c.id).unwrap_or_default();
@@ -188,12 +204,12 @@ fn chain_for(instances: Vec<&Instance<'_>>, route: Option<&Route>) -> PluginChai
             }
         }
         for (consumer, (_, inst)) in best {
-            by_consumer.insert(consumer, inst.plugin.clone());
+            by_consumer.insert(consumer, inst.slot());
         }
         let global_only = default.is_some_and(|d| rank(d.entity) == 7);
         entries.push(ChainEntry {
             priority: -neg_priority,
-            default: default.map(|d| d.plugin.clone()),
+            default: default.map(|d| d.slot()),
             by_consumer,
             global: global_only,
         });

@@ -20,9 +20,11 @@ pub mod compiled;
 pub mod credentials;
 pub mod ctx;
 pub mod plugin;
+pub mod protocols;
 pub mod registry;
 pub mod response;
 pub mod state;
+pub mod testing;
 
 pub use chain::PluginChain;
 pub use compiled::CompiledPlugins;

@@ -6,20 +6,27 @@ pub mod acl;
 mod auth;
 pub mod basic_auth;
 pub mod correlation_id;
+pub mod cors;
 pub mod ip_restriction;
 pub mod key_auth;
 pub mod rate_limiting;
 pub mod request_termination;
+pub mod request_transformer;
+pub mod response_transformer;
+mod transform;
 
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
     vec![
         correlation_id::builtin(),
+        cors::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
         ip_restriction::builtin(),
         acl::builtin(),
         rate_limiting::builtin(),
+        request_transformer::builtin(),
+        response_transformer::builtin(),
         request_termination::builtin(),
     ]
 }

@@ -1,0 +1,70 @@
+//! Query strings and `application/x-www-form-urlencoded` bodies as an ordered JSON map, the way Kong's
+//! `ngx.decode_args` / `ngx.encode_args` see them: a repeated name becomes an array, a name without `=` is
+//! `true`, values are percent-decoded (`+` is a space).
+
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde_json::{Map, Value};
+
+/// Everything but RFC 3986 unreserved characters is escaped (as `ngx.escape_uri` does for arguments).
+const ESCAPED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+fn decode(s: &str) -> String {
+    let spaced = s.replace('+', " ");
+    percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
+}
+
+/// Parses `a=1&b&a=2` into `{"a": ["1", "2"], "b": true}`; empty parts are skipped.
+pub fn parse(text: &str) -> Map<String, Value> {
+    let mut out = Map::new();
+    for part in text.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = match part.split_once('=') {
+            Some((n, v)) => (decode(n), Value::String(decode(v))),
+            None => (decode(part), Value::Bool(true)),
+        };
+        match out.get_mut(&name) {
+            Some(Value::Array(list)) => list.push(value),
+            Some(prev) => *prev = Value::Array(vec![prev.take(), value]),
+            None => {
+                out.insert(name, value);
+            }
+        }
+    }
+    out
+}
+
+fn push(out: &mut String, name: &str, value: &Value) {
+    match value {
+        Value::Array(list) => list.iter().for_each(|v| push(out, name, v)),
+        Value::Bool(false) | Value::Null => {}
+        v => {
+            if !out.is_empty() {
+                out.push('&');
+            }
+            out.extend(utf8_percent_encode(name, ESCAPED));
+            match v {
+                Value::Bool(true) => {}
+                Value::String(s) => {
+                    out.push('=');
+                    out.extend(utf8_percent_encode(s, ESCAPED));
+                }
+                other => {
+                    out.push('=');
+                    out.push_str(&other.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// The inverse of [`parse`]: arrays become repeated names, `true` a bare name; `false`/null are dropped.
+pub fn encode(params: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    for (name, value) in params {
+        push(&mut out, name, value);
+    }
+    out
+}
