@@ -122,6 +122,7 @@ impl Loader {
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "configuration loaded"
         );
+        crate::alloc::release_unused_memory();
         Ok(Loaded::Applied(config))
     }
 
@@ -154,11 +155,13 @@ impl Loader {
             .map_err(|e| anyhow::anyhow!("the config in the store {path} does not compile: {e}"))?;
         self.publish(snapshot);
         tracing::info!(hash = %stored.hash, "configuration restored from the store");
+        crate::alloc::release_unused_memory();
         Ok(true)
     }
 
     fn publish(&self, snapshot: Snapshot) {
-        self.live.store(Arc::new(snapshot));
+        // The previous snapshot is released here unless a request still holds it.
+        drop(self.live.swap(Arc::new(snapshot)));
         self.ready.store(true, Ordering::Release);
     }
 }

@@ -8,15 +8,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod alloc;
 mod check;
 mod control;
 mod loader;
 mod logging;
 mod run;
 mod settings;
-
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The version reported by `sluice version`, `GET /` and the `Via` header.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -76,6 +74,7 @@ pub enum LogFormat {
 }
 
 fn main() -> ExitCode {
+    alloc::configure();
     let cli = Cli::parse();
     let result: Result<ExitCode> = match cli.command {
         Command::Version => {
