@@ -45,6 +45,7 @@ pub struct PluginChain {
     entries: Vec<ChainEntry>,
     needs_request_body: bool,
     has_body_filter: bool,
+    has_log: bool,
     /// Some instance runs only for some protocols, so requests' protocols must be checked.
     restricted: bool,
 }
@@ -58,11 +59,13 @@ impl PluginChain {
         };
         let needs_request_body = all().any(|s| s.plugin.needs_request_body());
         let has_body_filter = all().any(|s| s.plugin.has_body_filter());
+        let has_log = all().any(|s| s.plugin.has_log());
         let restricted = all().any(|s| s.protocols != Protocols::ALL);
         PluginChain {
             entries,
             needs_request_body,
             has_body_filter,
+            has_log,
             restricted,
         }
     }
@@ -82,6 +85,17 @@ impl PluginChain {
 
     pub fn has_body_filter(&self) -> bool {
         self.has_body_filter
+    }
+
+    /// Some plugin runs in the log phase.
+    pub fn has_log(&self) -> bool {
+        self.has_log
+    }
+
+    /// Something runs after the response head (body filters or the log phase), so the request's context
+    /// must outlive the handler's return.
+    pub fn runs_after_head(&self) -> bool {
+        self.has_body_filter || self.has_log
     }
 
     /// The request's protocol, looked at only when some instance is restricted (any protocol passes otherwise).

@@ -59,6 +59,14 @@ pub trait Plugin: Send + Sync + 'static {
         false
     }
 
+    /// Whether [`Plugin::log`] does anything. Return true when you implement `log`: the proxy only keeps a
+    /// request's context alive past the response head (a task and a body channel per request, a few µs) for
+    /// chains that log or filter bodies.
+    fn has_log(&self) -> bool {
+        false
+    }
+
     /// Runs after the response was sent (or the request failed); must not block: hand work to a queue.
+    /// Called only when [`Plugin::has_log`] is true.
     fn log(&self, _ctx: &RequestCtx<'_>, _record: &LogRecord) {}
 }

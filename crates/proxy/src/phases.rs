@@ -33,8 +33,10 @@ use tokio::sync::oneshot;
 /// Largest request body buffered for a plugin that reads it (`key_in_body`, `echo`).
 const MAX_BUFFERED_BODY: usize = 8 << 20;
 
-/// Runs a routed request through its plugin chain in a task of its own; returns the response head as soon
-/// as it is known.
+/// Runs a routed request through its plugin chain and returns the response. When some plugin filters bodies
+/// or logs, the chain runs in a task of its own (which owns the snapshot and outlives this call) and the head
+/// comes back as soon as it is known; otherwise everything runs inline and the upstream body is returned
+/// as is.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     parts: request::Parts,
@@ -46,6 +48,21 @@ pub async fn run(
     id: [u8; 32],
     started: Instant,
 ) -> Response<ProxyBody> {
+    if !snap.plugins.route_chain(routed.found.id).runs_after_head() {
+        let x = Exchange {
+            shared: &shared,
+            conn,
+            request_id: request_id::as_str(&id),
+            started,
+        };
+        let mut routed = routed;
+        let captures = routed.found.captures.take();
+        let done = through_header_filter(parts, body, routed, captures.as_ref(), &snap, &x).await;
+        return match done.payload {
+            Payload::Whole(bytes) => Response::from_parts(done.head, full(bytes)),
+            Payload::Streamed { body, .. } => Response::from_parts(done.head, body.boxed()),
+        };
+    }
     let (head_tx, head_rx) = oneshot::channel();
     let negotiation = Negotiation::of(&parts);
     let (task_shared, task_conn) = (shared.clone(), conn.clone());
@@ -89,22 +106,30 @@ enum Outcome {
     Failed(ProxyError),
 }
 
-async fn serve(
+/// A request taken through `rewrite`/`access`, the upstream (or a plugin's answer) and `header_filter`.
+struct HeadDone<'a> {
+    ctx: RequestCtx<'a>,
+    chain: &'a PluginChain,
+    head: http::response::Parts,
+    payload: Payload,
+    source: &'static str,
+}
+
+async fn through_header_filter<'a>(
     parts: request::Parts,
     body: Incoming,
-    mut routed: Routed,
-    snap: &Snapshot,
-    x: &Exchange<'_>,
-    head_tx: oneshot::Sender<Response<ProxyBody>>,
-) {
+    routed: Routed,
+    captures: Option<&'a sluice_router::Captures>,
+    snap: &'a Snapshot,
+    x: &'a Exchange<'a>,
+) -> HeadDone<'a> {
     let index = routed.found.id;
     let chain = snap.plugins.route_chain(index);
-    let captures = routed.found.captures.take();
     let negotiation = Negotiation::of(&parts);
     let mut ctx = new_ctx(parts, snap, x, Some(index), routed.client_ip);
-    ctx.captures = captures.as_ref();
+    ctx.captures = captures;
     let outcome = access_and_proxy(&mut ctx, chain, body, routed, snap, x).await;
-    let (mut head, body, source) = match outcome {
+    let (mut head, payload, source) = match outcome {
         Outcome::Plugin(resp) => {
             let mut r = Response::new(());
             (*r.status_mut(), *r.headers_mut()) = (resp.status, resp.headers);
@@ -138,12 +163,39 @@ async fn serve(
             x.started,
         );
     }
+    HeadDone {
+        ctx,
+        chain,
+        head,
+        payload,
+        source,
+    }
+}
+
+/// The task of a chain that filters bodies or logs: sends the head as soon as it is known, then feeds the
+/// body through the filters and runs the log phase after the last byte.
+async fn serve(
+    parts: request::Parts,
+    body: Incoming,
+    mut routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+    head_tx: oneshot::Sender<Response<ProxyBody>>,
+) {
+    let captures = routed.found.captures.take();
+    let HeadDone {
+        mut ctx,
+        chain,
+        mut head,
+        payload,
+        source,
+    } = through_header_filter(parts, body, routed, captures.as_ref(), snap, x).await;
     let filtering = chain.has_body_filter() && ctx.request.method != http::Method::HEAD;
     if filtering {
         head.headers.remove(http::header::CONTENT_LENGTH);
     }
     let log = streaming::LogFacts::new(&head, source, x.started);
-    match body {
+    match payload {
         Payload::Whole(mut bytes) => {
             if filtering {
                 chain.body_filter(&mut ctx, &mut bytes, true);

@@ -113,6 +113,10 @@ impl Plugin for Shouting {
         *chunk = Bytes::from(upper);
     }
 
+    fn has_log(&self) -> bool {
+        true
+    }
+
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
         let path = ctx.request.uri.path().to_string();
         let entry = (path, record.status, record.response_bytes, record.source);
