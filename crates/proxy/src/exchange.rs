@@ -20,6 +20,8 @@ use std::time::Instant;
 #[derive(Debug, Clone)]
 pub struct ConnInfo {
     pub peer: SocketAddr,
+    /// The peer's IP address as a header value (`X-Real-IP`, `X-Forwarded-For`), made once per connection.
+    pub peer_ip: HeaderValue,
     /// The listener's port as a header value (`X-Forwarded-Port`), built once per listener.
     pub local_port: HeaderValue,
     pub scheme: &'static str,
@@ -154,6 +156,7 @@ pub fn upstream_request(
     routed.forwarded.apply(
         &mut parts.headers,
         x.conn.peer.ip(),
+        &x.conn.peer_ip,
         routed.client_ip,
         routed.version,
     );

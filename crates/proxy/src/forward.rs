@@ -18,8 +18,15 @@ const HOP_BY_HOP: [HeaderName; 7] = [
     http::header::PROXY_AUTHENTICATE,
 ];
 
-/// Removes hop-by-hop headers, including those the `Connection` header names.
+/// Removes hop-by-hop headers, including those the `Connection` header names. One pass over the (few)
+/// headers first: most messages carry none, and each `remove` hashes its name.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let present = headers
+        .keys()
+        .any(|n| *n == http::header::TE || HOP_BY_HOP.contains(n));
+    if !present {
+        return;
+    }
     if headers.contains_key(http::header::CONNECTION) {
         let named: Vec<HeaderName> = headers
             .get_all(http::header::CONNECTION)
@@ -104,13 +111,28 @@ impl Forwarded {
     }
 
     /// Sets the `X-Forwarded-*` family, `X-Real-IP` and `Via` on the upstream request. `X-Forwarded-For`
-    /// gets the peer appended to whatever the client sent.
-    pub fn apply(self, headers: &mut HeaderMap, peer: IpAddr, client_ip: IpAddr, version: Version) {
-        let peer_text = peer.to_string();
-        let xff = appended(headers, names::X_FORWARDED_FOR, &peer_text);
+    /// gets the peer appended to whatever the client sent. `peer_text` is the peer's address as a header
+    /// value, made once per connection.
+    pub fn apply(
+        self,
+        headers: &mut HeaderMap,
+        peer: IpAddr,
+        peer_text: &HeaderValue,
+        client_ip: IpAddr,
+        version: Version,
+    ) {
+        let xff = if headers.contains_key(names::X_FORWARDED_FOR) {
+            appended(
+                headers,
+                names::X_FORWARDED_FOR,
+                peer_text.to_str().unwrap_or_default(),
+            )
+        } else {
+            peer_text.clone()
+        };
         headers.insert(names::X_FORWARDED_FOR, xff);
         let real_ip = if client_ip == peer {
-            HeaderValue::from_str(&peer_text)
+            Ok(peer_text.clone())
         } else {
             HeaderValue::from_str(&client_ip.to_string())
         };

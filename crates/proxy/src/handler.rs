@@ -43,7 +43,9 @@ pub async fn handle(
             Err(e) => error_response(e, &negotiation, &x),
         }
     } else {
-        phases::run(
+        // Boxed: the plugin path's state machine is large, and keeping it out of this future keeps the
+        // fast path's future small (hyper moves it into place on every request).
+        Box::pin(phases::run(
             parts,
             body,
             routed,
@@ -52,7 +54,7 @@ pub async fn handle(
             x.conn.clone(),
             id,
             started,
-        )
+        ))
         .await
     }
 }

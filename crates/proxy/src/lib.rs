@@ -31,6 +31,7 @@ mod settings;
 mod snapshot;
 mod stats;
 mod upstream;
+mod watchdog;
 mod worker;
 
 pub use error::ProxyError;

@@ -10,8 +10,9 @@ use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -21,14 +22,15 @@ struct Idle {
 }
 
 struct Pool {
-    idle: HashMap<SocketAddr, VecDeque<Idle>>,
+    /// Keyed with a fast non-DoS-resistant hash: the keys are the config's own target addresses.
+    idle: FxHashMap<SocketAddr, VecDeque<Idle>>,
     max_idle: usize,
     idle_timeout: Duration,
 }
 
 thread_local! {
     static POOL: RefCell<Pool> = RefCell::new(Pool {
-        idle: HashMap::new(),
+        idle: FxHashMap::default(),
         max_idle: 256,
         idle_timeout: Duration::from_secs(60),
     });

@@ -7,6 +7,7 @@ use crate::handler;
 use crate::pool;
 use crate::server::Shared;
 use crate::stats::Counters;
+use crate::watchdog::{self, ConnState, Tracked};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -87,12 +88,13 @@ impl Drop for ActiveGuard {
     }
 }
 
-fn builder(shared: &Shared) -> auto::Builder<TokioExecutor> {
+fn builder() -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(shared.settings.client_header_timeout)
+        // The header timeout is per connection (`watchdog`), not a timer per request.
+        .header_read_timeout(None)
         .max_buf_size(MAX_HEAD_BYTES);
     builder.http2().timer(TokioTimer::new());
     builder
@@ -104,7 +106,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     graceful: Arc<GracefulShutdown>,
 ) {
-    let builder = builder(&shared);
+    let builder = builder();
     let port_value = http::HeaderValue::from(local_port);
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -123,22 +125,37 @@ async fn accept_loop(
         let guard = ActiveGuard(shared.clone());
         let info = ConnInfo {
             peer,
+            peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())
+                .unwrap_or(http::HeaderValue::from_static("")),
             local_port: port_value.clone(),
             scheme: "http",
         };
         let conn_shared = shared.clone();
+        let state = ConnState::new();
+        let conn_state = state.clone();
         let service = service_fn(move |req| {
-            let (shared, info) = (conn_shared.clone(), info.clone());
+            let (shared, info, state) = (conn_shared.clone(), info.clone(), conn_state.clone());
             Counters::bump(&shared.counters.requests);
-            async move { Ok::<_, std::convert::Infallible>(handler::handle(req, info, shared).await) }
+            state.request_started();
+            async move {
+                let resp = handler::handle(req, info, shared).await;
+                Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, state)))
+            }
         });
         let conn = builder
             .serve_connection(TokioIo::new(stream), service)
             .into_owned();
         let conn = graceful.watch(conn);
+        let timeout = shared.settings.client_header_timeout;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "downstream connection ended with an error");
+            match watchdog::guard(conn, state, timeout).await {
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "downstream connection ended with an error")
+                }
+                Some(Ok(())) => {}
+                None => {
+                    tracing::debug!(%peer, "closed: no request head within client_header_timeout")
+                }
             }
             drop(guard);
         });

@@ -104,3 +104,52 @@ async fn workers_share_the_port_and_counters_add_up() {
     assert_eq!(json["total_requests"], 30);
     assert_eq!(json["connections_handled"], 30);
 }
+
+/// `client_header_timeout`: a client that trickles a head, or idles on a keep-alive connection, is cut off;
+/// a request that takes longer than the timeout to answer is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_timeout_closes_slow_and_idle_clients_only() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = EchoUpstream::start();
+    let settings = ProxySettings {
+        client_header_timeout: Duration::from_millis(400),
+        ..ProxySettings::default()
+    };
+    let proxy = Proxy::with(
+        &one_service(&upstream.url(), &["paths: [/]"]),
+        settings,
+        Registry::builtin(),
+    );
+
+    // A slow upstream answer (1 s, more than twice the timeout) on a keep-alive connection goes through.
+    let mut s = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    s.write_all(b"GET /slow HTTP/1.1\r\nHost: t\r\nx-echo-delay-ms: 1000\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    // Then idle: closed after about the timeout (read returns 0).
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "an idle keep-alive connection was not closed");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+
+    // A head trickled one byte at a time never completes: closed too.
+    let mut s = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        for b in b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: ".iter().cycle() {
+            if s.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "a trickled head was not cut off");
+}

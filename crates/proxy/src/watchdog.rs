@@ -1,0 +1,131 @@
+//! The client header timeout, per connection instead of per request.
+//!
+//! hyper's own `header_read_timeout` arms a timer for every request head; with keep-alive that is a timer
+//! registration and cancellation per request, measured at ~2 µs of the ~24 µs a proxied request costs (wrk,
+//! no plugins, 1 worker: 40.2k → 43.1k RPS without it). Here each connection has a small shared state the
+//! request path updates with two atomic stores, and one watchdog wakes a few times per timeout to close a
+//! connection that has been waiting for a request head for longer than `client_header_timeout`.
+//!
+//! "Waiting for a head" starts when the connection is accepted and whenever its last in-flight response has
+//! been sent (hyper's rule too), so the timeout also bounds idle keep-alive connections and clients that
+//! trickle a head byte by byte.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::Instant;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+
+use crate::body::{BoxError, ProxyBody};
+
+/// Milliseconds since the first call in this process (a monotonic clock cheap to store in an atomic).
+fn now_ms() -> u64 {
+    // tokio's clock (the std clock in production; pausable in tests).
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    // +1 keeps 0 free to mean "not waiting".
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
+
+/// One connection's request accounting, shared by its requests and its watchdog.
+#[derive(Debug)]
+pub struct ConnState {
+    in_flight: AtomicU32,
+    /// When the connection began waiting for a request head (ms, see [`now_ms`]); 0 while requests run.
+    waiting_since: AtomicU64,
+}
+
+impl ConnState {
+    /// A freshly accepted connection: waiting for its first head.
+    pub fn new() -> Arc<ConnState> {
+        Arc::new(ConnState {
+            in_flight: AtomicU32::new(0),
+            waiting_since: AtomicU64::new(now_ms()),
+        })
+    }
+
+    /// A request head arrived. Call when the service is called.
+    pub fn request_started(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.waiting_since.store(0, Ordering::Relaxed);
+    }
+
+    /// A response was sent (or dropped); the last one makes the connection wait for a head again.
+    fn request_finished(&self) {
+        if self.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.waiting_since.store(now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// Resolves when the connection has waited for a head for longer than `timeout`.
+    pub async fn expired(self: Arc<Self>, timeout: Duration) {
+        let limit = timeout.as_millis() as u64;
+        let tick = (timeout / 4).max(Duration::from_millis(50));
+        loop {
+            tokio::time::sleep(tick).await;
+            let since = self.waiting_since.load(Ordering::Relaxed);
+            if since != 0 && now_ms().saturating_sub(since) >= limit {
+                return;
+            }
+        }
+    }
+}
+
+/// A response body that tells its connection's [`ConnState`] when it is done (dropped by hyper after the
+/// last byte was written, or when the client went away).
+pub struct Tracked {
+    inner: ProxyBody,
+    state: Arc<ConnState>,
+}
+
+impl Tracked {
+    pub fn new(inner: ProxyBody, state: Arc<ConnState>) -> Tracked {
+        Tracked { inner, state }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.state.request_finished();
+    }
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Drives `conn` until it ends or `state` says it waited too long for a request head (then it is dropped,
+/// which closes the socket).
+pub async fn guard<F: Future>(
+    conn: F,
+    state: Arc<ConnState>,
+    timeout: Duration,
+) -> Option<F::Output> {
+    tokio::select! {
+        out = conn => Some(out),
+        () = state.expired(timeout) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
