@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# User-space instructions per proxied request, counted by callgrind: repeatable to a few tenths of a percent
+# whatever else the machine is doing (unlike RPS). Kernel work (loopback TCP) is not counted.
+#
+#   scripts/instructions.sh [SLUICE_BIN] [CONFIG] [PATH]
+#   defaults: target/release/sluice, a one-route no-plugins config, /r0
+#
+# Runs sluice (1 worker) under valgrind twice, with 500 and 2500 keep-alive requests from one client, and
+# prints the difference / 2000, so start-up and shutdown cancel out. Needs valgrind and a release build
+# of sluice-perf (for its upstream).
+set -euo pipefail
+BIN=${1:-target/release/sluice}
+CONFIG=${2:-}
+URL_PATH=${3:-/r0}
+PERF=${PERF:-target/release/sluice-perf}
+WORK=$(mktemp -d)
+trap 'kill $UP 2>/dev/null || true; rm -rf "$WORK"' EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+UPSTREAM=127.0.0.1:$(port)
+"$PERF" upstream --listen "$UPSTREAM" >/dev/null 2>&1 &
+UP=$!
+if [ -z "$CONFIG" ]; then
+  CONFIG=$WORK/config.yml
+  "$PERF" gen-config --case no-plugins --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
+fi
+count() {
+  local n=$1 proxy=$(port) admin=$(port) status=$(port)
+  rm -rf "$WORK/p"
+  SLUICE_WORKER_THREADS=1 SLUICE_PROXY_LISTEN=127.0.0.1:$proxy SLUICE_ADMIN_LISTEN=127.0.0.1:$admin \
+    SLUICE_STATUS_LISTEN=127.0.0.1:$status SLUICE_LOG_LEVEL=warn \
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$BIN" start --config "$CONFIG" \
+    --prefix "$WORK/p" >"$WORK/log" 2>&1 &
+  local vg=$!
+  for _ in $(seq 1 150); do
+    curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
+    sleep 0.2
+  done
+  python3 - "$n" "$proxy" "$URL_PATH" <<'PY'
+import http.client, sys
+n, port, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+c = http.client.HTTPConnection("127.0.0.1", port)
+for _ in range(n):
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    if r.status >= 500:
+        sys.exit(f"status {r.status}")
+PY
+  kill -TERM $vg
+  wait $vg || true
+  awk '/^summary:/ {print $2}' "$WORK/cg.out"
+}
+small=$(count 500)
+large=$(count 2500)
+echo "$(( (large - small) / 2000 )) instructions per request ($BIN, $URL_PATH)"
