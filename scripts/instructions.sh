@@ -2,27 +2,27 @@
 # User-space instructions per proxied request, counted by callgrind: repeatable to a few tenths of a percent
 # whatever else the machine is doing (unlike RPS). Kernel work (loopback TCP) is not counted.
 #
-#   scripts/instructions.sh [SLUICE_BIN] [CONFIG] [PATH]
-#   defaults: target/release/sluice, a one-route no-plugins config, /r0
+#   scripts/instructions.sh [SLUICE_BIN] [CASE] [PATH] [HEADER]
+#   defaults: target/release/sluice, no-plugins (any `sluice-perf gen-config` case, e.g. rl-key-auth@100),
+#   /r0, no extra header (e.g. "apikey: key-0" for the key-auth cases)
 #
 # Runs sluice (1 worker) under valgrind twice, with 500 and 2500 keep-alive requests from one client, and
 # prints the difference / 2000, so start-up and shutdown cancel out. Needs valgrind and a release build
 # of sluice-perf (for its upstream).
 set -euo pipefail
 BIN=${1:-target/release/sluice}
-CONFIG=${2:-}
+CASE=${2:-no-plugins}
 URL_PATH=${3:-/r0}
+HEADER=${4:-}
 PERF=${PERF:-target/release/sluice-perf}
 WORK=$(mktemp -d)
-trap 'kill $UP 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $UP 2>/dev/null || true; [ -n "${KEEP_CALLGRIND:-}" ] && cp "$WORK/cg.out" "$KEEP_CALLGRIND"; rm -rf "$WORK"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 UPSTREAM=127.0.0.1:$(port)
 "$PERF" upstream --listen "$UPSTREAM" >/dev/null 2>&1 &
 UP=$!
-if [ -z "$CONFIG" ]; then
-  CONFIG=$WORK/config.yml
-  "$PERF" gen-config --case no-plugins --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
-fi
+CONFIG=$WORK/config.yml
+"$PERF" gen-config --case "$CASE" --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
 count() {
   local n=$1 proxy=$(port) admin=$(port) status=$(port)
   rm -rf "$WORK/p"
@@ -35,12 +35,13 @@ count() {
     curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
     sleep 0.2
   done
-  python3 - "$n" "$proxy" "$URL_PATH" <<'PY'
+  python3 - "$n" "$proxy" "$URL_PATH" "$HEADER" <<'PY'
 import http.client, sys
-n, port, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+n, port, path, header = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+headers = dict([header.split(": ", 1)]) if header else {}
 c = http.client.HTTPConnection("127.0.0.1", port)
 for _ in range(n):
-    c.request("GET", path)
+    c.request("GET", path, headers=headers)
     r = c.getresponse()
     r.read()
     if r.status >= 500:
@@ -52,4 +53,4 @@ PY
 }
 small=$(count 500)
 large=$(count 2500)
-echo "$(( (large - small) / 2000 )) instructions per request ($BIN, $URL_PATH)"
+echo "$(( (large - small) / 2000 )) instructions per request ($BIN, $CASE, $URL_PATH)"

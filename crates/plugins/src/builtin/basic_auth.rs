@@ -63,11 +63,20 @@ fn credentials(headers: &http::HeaderMap) -> Option<(http::HeaderName, String, S
 }
 
 /// Kong's stored form: hex SHA-1 of the password followed by the consumer id.
-fn hash(password: &str, consumer_id: &uuid::Uuid) -> String {
+/// Kong's stored form, `sha1(password .. consumer_id)` as lower-case hex, built on the stack (this runs on
+/// every authenticated request).
+fn hash(password: &str, consumer_id: &uuid::Uuid) -> [u8; 40] {
+    let mut id = [0u8; uuid::fmt::Hyphenated::LENGTH];
     let mut h = Sha1::new();
     h.update(password.as_bytes());
-    h.update(consumer_id.to_string().as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    h.update(consumer_id.hyphenated().encode_lower(&mut id).as_bytes());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 40];
+    for (i, b) in h.finalize().iter().enumerate() {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 15)];
+    }
+    out
 }
 
 impl Plugin for BasicAuth {
@@ -89,7 +98,6 @@ impl Plugin for BasicAuth {
             return auth::reject_or_anonymous(ctx, anonymous, deny());
         };
         let ok: bool = hash(&pass, &cred.consumer.id)
-            .as_bytes()
             .ct_eq(cred.password.as_bytes())
             .into();
         let consumer = store.consumer(&cred.consumer.id);
