@@ -296,3 +296,23 @@ pub struct Config {
     pub snis: Vec<Sni>,
     pub ca_certificates: Vec<CaCertificate>,
 }
+
+/// Calls `$each(key, &config.<list>, $f)` for every entity list of a [`Config`], in the flat export's order
+/// (parents before children), so each way of walking a config names the lists once.
+macro_rules! each_entity_list {
+    ($config:expr, $each:ident, $f:expr) => {{
+        $each("services", &$config.services, $f);
+        $each("routes", &$config.routes, $f);
+        $each("upstreams", &$config.upstreams, $f);
+        $each("targets", &$config.targets, $f);
+        $each("consumers", &$config.consumers, $f);
+        $each("keyauth_credentials", &$config.keyauth_credentials, $f);
+        $each("basicauth_credentials", &$config.basicauth_credentials, $f);
+        $each("acls", &$config.acls, $f);
+        $each("plugins", &$config.plugins, $f);
+        $each("certificates", &$config.certificates, $f);
+        $each("snis", &$config.snis, $f);
+        $each("ca_certificates", &$config.ca_certificates, $f);
+    }};
+}
+pub(crate) use each_entity_list;

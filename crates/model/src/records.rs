@@ -188,17 +188,5 @@ pub fn for_each_record(config: &Config, mut f: impl FnMut(Record<'_>)) {
             });
         }
     }
-    let f = &mut f;
-    each("services", &config.services, f);
-    each("routes", &config.routes, f);
-    each("upstreams", &config.upstreams, f);
-    each("targets", &config.targets, f);
-    each("consumers", &config.consumers, f);
-    each("keyauth_credentials", &config.keyauth_credentials, f);
-    each("basicauth_credentials", &config.basicauth_credentials, f);
-    each("acls", &config.acls, f);
-    each("plugins", &config.plugins, f);
-    each("certificates", &config.certificates, f);
-    each("snis", &config.snis, f);
-    each("ca_certificates", &config.ca_certificates, f);
+    crate::entities::each_entity_list!(config, each, &mut f);
 }

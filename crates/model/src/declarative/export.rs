@@ -13,25 +13,16 @@ pub fn for_each_entity(config: &Config, mut f: impl FnMut(&'static str, Value)) 
             f(key, serde_json::to_value(item).unwrap_or(Value::Null));
         }
     }
-    let f = &mut f;
-    each("services", &config.services, f);
-    each("routes", &config.routes, f);
-    each("upstreams", &config.upstreams, f);
-    each("targets", &config.targets, f);
-    each("consumers", &config.consumers, f);
-    each("keyauth_credentials", &config.keyauth_credentials, f);
-    each("basicauth_credentials", &config.basicauth_credentials, f);
-    each("acls", &config.acls, f);
-    each("plugins", &config.plugins, f);
     // A certificate's SNIs are their own entities in the flat form.
-    each("certificates", &config.certificates, &mut |key, mut v| {
-        if let Value::Object(m) = &mut v {
-            m.remove("snis");
+    let mut visit = |key: &'static str, mut v: Value| {
+        if key == "certificates" {
+            if let Value::Object(m) = &mut v {
+                m.remove("snis");
+            }
         }
         f(key, v)
-    });
-    each("snis", &config.snis, f);
-    each("ca_certificates", &config.ca_certificates, f);
+    };
+    crate::entities::each_entity_list!(config, each, &mut visit);
 }
 
 /// The config as a flat declarative document; parsing it again yields an equal config.

@@ -59,7 +59,7 @@ pub fn attach_snis(config: &mut Config) {
 
 /// Rebuilds a config committed to the store without validating it again (it was validated before it was
 /// committed, and the store refuses another layout version). `kinds` are (top-level key, entity bodies in
-/// order), as [`super::for_each_entity`] produced them. An unreadable record is an error naming its kind.
+/// order), as [`crate::records::for_each_record`] produced them. An unreadable record is an error naming its kind.
 pub fn from_store(
     format_version: String,
     hash: String,
