@@ -8,7 +8,6 @@ use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -52,7 +51,7 @@ pub fn build(
     // held whole. A valid entity's raw input is dropped once it is built; invalid ones keep theirs for the
     // error report.
     let mut seen = Seen::new();
-    let mut out = Assembler::new(format_version);
+    let mut out = typed::Assembler::new(format_version);
     for e in entities.iter_mut() {
         prepare::before_validation(e.raw.kind, &mut e.raw.value, e.id, &mut e.errors);
         if e.errors.is_empty() {
@@ -66,7 +65,8 @@ pub fn build(
         }
         check_unique(e, &mut seen);
         if e.errors.is_empty() && errors.entities.is_empty() {
-            if let Err(err) = out.add(e) {
+            let normalized = std::mem::take(&mut e.normalized);
+            if let Err(err) = out.add(e.raw.kind, &e.raw.path, normalized) {
                 errors.document.push(err);
             }
             e.raw.value = Map::new();
@@ -301,68 +301,5 @@ fn entity_error(e: &Entity) -> EntityError {
         entity: Value::Object(v.clone()),
         path: e.raw.path.clone(),
         errors: e.errors.clone(),
-    }
-}
-
-/// Builds the typed [`Config`] and its hash from valid entities, one at a time, in input order.
-struct Assembler {
-    hasher: Sha256,
-    /// Reused serialization buffer: one hasher update per entity instead of one per JSON token.
-    scratch: Vec<u8>,
-    config: Config,
-    /// Load time, for entities without `created_at`/`updated_at`.
-    now: u64,
-}
-
-impl Assembler {
-    fn new(format_version: String) -> Self {
-        let mut hasher = Sha256::new();
-        hasher.update(format_version.as_bytes());
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        Assembler {
-            hasher,
-            scratch: Vec::with_capacity(4096),
-            config: Config {
-                format_version,
-                ..Config::default()
-            },
-            now,
-        }
-    }
-
-    /// Hashes the normalized entity (before load-time timestamps, so the same file keeps its hash), fills
-    /// the timestamps and moves it into the typed config.
-    fn add(&mut self, e: &mut Entity) -> Result<(), FieldError> {
-        self.hasher.update(e.raw.kind.key().as_bytes());
-        self.scratch.clear();
-        // Serializing a `Value` into memory cannot fail.
-        let _ = serde_json::to_writer(&mut self.scratch, &e.normalized);
-        self.hasher.update(&self.scratch);
-        let mut v = std::mem::take(&mut e.normalized);
-        if let Value::Object(m) = &mut v {
-            for f in ["created_at", "updated_at"] {
-                if m.get(f).is_none_or(Value::is_null) {
-                    m.insert(f.into(), self.now.into());
-                }
-            }
-        }
-        typed::push(&mut self.config, e.raw.kind, typed::Source::Value(v)).map_err(|err| {
-            FieldError::new(
-                e.raw.path.clone(),
-                format!("internal error building the config: {err}"),
-            )
-        })
-    }
-
-    fn finish(mut self) -> Config {
-        self.config.hash = self.hasher.finalize()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        typed::attach_snis(&mut self.config);
-        self.config
     }
 }

@@ -1,9 +1,13 @@
-//! Normalized JSON → typed entities, one entity at a time: after validation (from `serde_json::Value`) and
+//! Normalized JSON → typed entities, one entity at a time (the [`Assembler`] also hashes them): after
+//! validation (from `serde_json::Value`) and
 //! when a node restarts from its store (from the stored JSON bytes, which were validated when committed).
 
 use super::kinds::Kind;
+use crate::schema::FieldError;
 use crate::Config;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -79,4 +83,64 @@ pub fn from_store(
     }
     attach_snis(&mut config);
     Ok(config)
+}
+
+/// Builds the typed [`Config`] and its hash from valid entities, one at a time, in input order.
+pub struct Assembler {
+    hasher: Sha256,
+    /// Reused serialization buffer: one hasher update per entity instead of one per JSON token.
+    scratch: Vec<u8>,
+    config: Config,
+    /// Load time, for entities without `created_at`/`updated_at`.
+    now: u64,
+}
+
+impl Assembler {
+    pub fn new(format_version: String) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(format_version.as_bytes());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Assembler {
+            hasher,
+            scratch: Vec::with_capacity(4096),
+            config: Config {
+                format_version,
+                ..Config::default()
+            },
+            now,
+        }
+    }
+
+    /// Hashes the normalized entity (before load-time timestamps, so the same file keeps its hash), fills
+    /// the timestamps and moves it into the typed config. `path` is its input position, for errors.
+    pub fn add(&mut self, kind: Kind, path: &str, normalized: Value) -> Result<(), FieldError> {
+        self.hasher.update(kind.key().as_bytes());
+        self.scratch.clear();
+        // Serializing a `Value` into memory cannot fail.
+        let _ = serde_json::to_writer(&mut self.scratch, &normalized);
+        self.hasher.update(&self.scratch);
+        let mut v = normalized;
+        if let Value::Object(m) = &mut v {
+            for f in ["created_at", "updated_at"] {
+                if m.get(f).is_none_or(Value::is_null) {
+                    m.insert(f.into(), self.now.into());
+                }
+            }
+        }
+        push(&mut self.config, kind, Source::Value(v)).map_err(|err| {
+            FieldError::new(path, format!("internal error building the config: {err}"))
+        })
+    }
+
+    pub fn finish(mut self) -> Config {
+        self.config.hash = self.hasher.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        attach_snis(&mut self.config);
+        self.config
+    }
 }
