@@ -1,6 +1,5 @@
-//! Normalized JSON → typed entities, one entity at a time (the [`Assembler`] also hashes them): after
-//! validation (from `serde_json::Value`) and
-//! when a node restarts from its store (from the stored JSON bytes, which were validated when committed).
+//! Normalized JSON → typed entities, one entity at a time: after validation (the [`Assembler`], which also
+//! hashes them) and when a node restarts from its store (from the stored JSON bytes, validated when committed).
 
 use super::kinds::Kind;
 use crate::schema::FieldError;
