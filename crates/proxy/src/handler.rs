@@ -47,6 +47,7 @@ pub async fn handle(
                     None,
                     bytes_in,
                     resp.headers(),
+                    None,
                 );
             }
             return resp;
@@ -72,6 +73,7 @@ pub async fn handle(
                 timings.as_ref(),
                 bytes_in,
                 resp.headers(),
+                None,
             );
         }
         resp

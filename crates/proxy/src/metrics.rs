@@ -83,10 +83,16 @@ impl RouteMeter {
         let route = route.map_or(String::new(), |r| {
             r.name.clone().unwrap_or_else(|| r.id.to_string())
         });
-        Some(RouteMeter {
-            flags,
-            series: registry().series(&service, &route),
-        })
+        let series = registry().series(&service, &route);
+        if flags.per_consumer {
+            series.enable_consumers();
+        }
+        Some(RouteMeter { flags, series })
+    }
+
+    /// Whether requests are counted per consumer (the caller then passes the consumer's slot).
+    pub fn per_consumer(&self) -> bool {
+        self.flags.per_consumer
     }
 
     /// Records one request whose response head is `status` with `headers`.
@@ -98,6 +104,7 @@ impl RouteMeter {
         timings: Option<&Timings>,
         bytes_in: u64,
         headers: &HeaderMap,
+        consumer: Option<u32>,
     ) {
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         let observation = Observation {
@@ -108,10 +115,23 @@ impl RouteMeter {
             request_ms: ms(started.elapsed()),
             bytes_in,
             bytes_out: content_length(headers),
+            consumer,
         };
         self.series
             .record(WORKER.with(Cell::get), self.flags, &observation);
     }
+}
+
+/// Stable metric slots of a config's consumers (label: username, else id), for `per_consumer`.
+pub(crate) fn consumer_slots(config: &Config) -> rustc_hash::FxHashMap<uuid::Uuid, u32> {
+    config
+        .consumers
+        .iter()
+        .map(|c| {
+            let name = c.username.clone().unwrap_or_else(|| c.id.to_string());
+            (c.id, registry().consumer_slot(&name))
+        })
+        .collect()
 }
 
 /// The `Content-Length` of a message (0 when absent).

@@ -163,13 +163,19 @@ async fn through_header_filter<'a>(
             Payload::Whole(_) => (Source::Error, None),
         };
         let bytes_in = crate::metrics::content_length(&ctx.request.headers);
+        let consumer = ctx
+            .consumer
+            .filter(|_| m.per_consumer())
+            .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+        let status = head.status.as_u16();
         m.record(
-            head.status.as_u16(),
+            status,
             source,
             x.started,
             timings,
             bytes_in,
             &head.headers,
+            consumer,
         );
     }
     if source == "plugin" {
