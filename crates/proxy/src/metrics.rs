@@ -63,6 +63,18 @@ pub fn render(out: &mut String) {
     }
 }
 
+/// What the proxy knows of a request when its response head is ready.
+pub(crate) struct Finished<'a> {
+    pub source: Source,
+    pub started: Instant,
+    /// Present when the upstream answered.
+    pub timings: Option<&'a Timings>,
+    /// The request's `Content-Length`.
+    pub bytes_in: u64,
+    /// The consumer's slot, for `per_consumer`.
+    pub consumer: Option<u32>,
+}
+
 /// A route's series and the flags of the prometheus instance that applies to it.
 pub(crate) struct RouteMeter {
     flags: Flags,
@@ -96,26 +108,17 @@ impl RouteMeter {
     }
 
     /// Records one request whose response head is `status` with `headers`.
-    pub fn record(
-        &self,
-        status: u16,
-        source: Source,
-        started: Instant,
-        timings: Option<&Timings>,
-        bytes_in: u64,
-        headers: &HeaderMap,
-        consumer: Option<u32>,
-    ) {
+    pub fn record(&self, status: u16, headers: &HeaderMap, f: Finished<'_>) {
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         let observation = Observation {
             status,
-            source,
-            kong_ms: timings.map(|t| ms(t.proxy)),
-            upstream_ms: timings.map(|t| ms(t.upstream)),
-            request_ms: ms(started.elapsed()),
-            bytes_in,
+            source: f.source,
+            kong_ms: f.timings.map(|t| ms(t.proxy)),
+            upstream_ms: f.timings.map(|t| ms(t.upstream)),
+            request_ms: ms(f.started.elapsed()),
+            bytes_in: f.bytes_in,
             bytes_out: content_length(headers),
-            consumer,
+            consumer: f.consumer,
         };
         self.series
             .record(WORKER.with(Cell::get), self.flags, &observation);

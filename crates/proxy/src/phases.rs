@@ -167,16 +167,14 @@ async fn through_header_filter<'a>(
             .consumer
             .filter(|_| m.per_consumer())
             .and_then(|c| snap.consumer_slots.get(&c.id).copied());
-        let status = head.status.as_u16();
-        m.record(
-            status,
+        let finished = crate::metrics::Finished {
             source,
-            x.started,
+            started: x.started,
             timings,
             bytes_in,
-            &head.headers,
             consumer,
-        );
+        };
+        m.record(head.status.as_u16(), &head.headers, finished);
     }
     if source == "plugin" {
         respond::gateway_response(
