@@ -17,6 +17,7 @@ mod error;
 mod exchange;
 mod forward;
 mod handler;
+mod health;
 mod listen;
 mod mime;
 mod names;
@@ -39,7 +40,7 @@ pub use error::ProxyError;
 pub use listen::{parse_listen, ListenAddr};
 pub use server::ProxyServer;
 pub use settings::{HeaderSettings, ProxySettings};
-pub use snapshot::{CompileError, SharedSnapshot, Snapshot};
+pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
 pub use stats::ProxyStats;
 
 /// `sluice/<version>`: Sluice's word in `Via` and `Server`, where Kong says `kong/<version>`.

@@ -6,9 +6,13 @@
 //! (the upstream's idle timeout raced with us). A read or write timeout is never retried: the upstream may
 //! be acting on the request. The wait for the response head is `read_timeout` for body-less requests and
 //! `write_timeout + read_timeout` when a body is streamed.
+//!
+//! Each try picks a target not tried yet when one is usable, and reports its outcome to the upstream's
+//! passive health check ([`report`]); the answer carries the target's in-flight guard.
 
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
+use crate::health::{Failure, InFlight};
 use crate::pool::{self, Conn, PoolKey};
 use crate::snapshot::ServiceInfo;
 use http::header::HOST;
@@ -23,14 +27,17 @@ pub struct Answer {
     pub conn: Conn,
     /// When the request that got this answer was sent (start of the upstream latency).
     pub sent_at: Instant,
+    /// Counts the request against the target until the response body is done.
+    pub inflight: InFlight,
 }
 
 /// Sends `req` to one of the service's targets, with Kong's retries. `preserve_host` keeps the client's
-/// `Host`; otherwise each try sets the target's.
+/// `Host`; otherwise each try sets the target's. `hash` is the request's consistent-hashing value.
 pub async fn send(
     req: Request<ProxyBody>,
     svc: &ServiceInfo,
     preserve_host: bool,
+    hash: Option<u64>,
 ) -> Result<Answer, ProxyError> {
     let bodyless = req.body().is_end_stream();
     let wait = if bodyless {
@@ -40,9 +47,14 @@ pub async fn send(
     };
     let mut pending = req;
     let mut tries = 0;
+    let mut tried = Vec::new();
     loop {
-        let peer = svc.balancer.pick().ok_or(ProxyError::NoPeer)?;
+        let pick = svc.balancer.pick(hash, &tried).ok_or(ProxyError::NoPeer)?;
+        tried.push(pick.index);
+        let (peer, state) = (&pick.target.peer, &pick.target.state);
+        let observe = |outcome| report(svc, &pick.target.name, state, outcome);
         let addr = peer.resolve().await?;
+        let inflight = state.start();
         let mut req = pending;
         if !preserve_host {
             req.headers_mut().insert(HOST, peer.host_header.clone());
@@ -68,13 +80,18 @@ pub async fn send(
         let mut conn = match pool::checkout(key, target, svc.connect_timeout).await {
             Ok(c) => c,
             Err(e) if can_retry => {
+                observe(Err(failure(&e)));
                 tracing::debug!(%addr, error = %e, tries, "connect failed, retrying");
                 (tries, pending) = (tries + 1, req);
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                observe(Err(failure(&e)));
+                return Err(e);
+            }
         };
         if !conn.reused && conn.sender.ready().await.is_err() {
+            observe(Err(Failure::Tcp));
             if can_retry {
                 (tries, pending) = (tries + 1, req);
                 continue;
@@ -85,23 +102,60 @@ pub async fn send(
         let sent_at = Instant::now();
         let sending = conn.sender.try_send_request(req);
         match tokio::time::timeout(wait, sending).await {
-            Err(_) => return Err(ProxyError::Timeout),
+            Err(_) => {
+                observe(Err(Failure::Timeout));
+                return Err(ProxyError::Timeout);
+            }
             Ok(Ok(response)) => {
+                state.record_latency(sent_at.elapsed());
+                observe(Ok(response.status().as_u16()));
                 return Ok(Answer {
                     response,
                     conn,
                     sent_at,
-                })
+                    inflight,
+                });
             }
             Ok(Err(mut e)) => {
                 let retry = e.take_message().or(replay).filter(|_| can_retry);
                 tracing::debug!(%addr, error = %e.error(), retrying = retry.is_some(), "upstream request failed");
+                observe(Err(Failure::Tcp));
                 match retry {
                     Some(back) => (tries, pending) = (tries + 1, back),
                     None => return Err(ProxyError::BadGateway),
                 }
             }
         }
+    }
+}
+
+/// The kind of failure an error of connecting counts as.
+fn failure(e: &ProxyError) -> Failure {
+    match e {
+        ProxyError::Timeout => Failure::Timeout,
+        _ => Failure::Tcp,
+    }
+}
+
+/// Feeds one try's outcome (a status, or a failure) to the upstream's passive check, logging a change.
+fn report(
+    svc: &ServiceInfo,
+    target: &str,
+    state: &crate::health::TargetState,
+    outcome: Result<u16, Failure>,
+) {
+    if !svc.checks.passive_on {
+        return;
+    }
+    let rules = &svc.checks.passive;
+    let changed = match outcome {
+        Ok(status) => rules.report_status(state, status),
+        Err(kind) => rules.report_failure(state, kind),
+    };
+    match changed {
+        Some(true) => tracing::warn!(target, "target is healthy again (passive check)"),
+        Some(false) => tracing::warn!(target, ?outcome, "target is unhealthy (passive check)"),
+        None => {}
     }
 }
 
