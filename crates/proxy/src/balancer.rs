@@ -186,6 +186,15 @@ impl Balancer {
         })
     }
 
+    /// Whether a pick would find a target now (some enabled target is healthy, above the threshold).
+    pub fn available(&self) -> bool {
+        self.above_threshold()
+            && self
+                .targets
+                .iter()
+                .any(|t| t.weight > 0 && t.state.is_healthy())
+    }
+
     /// Whether enough of the weight is healthy (always, when the threshold is 0).
     fn above_threshold(&self) -> bool {
         if self.threshold <= 0.0 {

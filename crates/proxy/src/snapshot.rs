@@ -161,6 +161,11 @@ impl Snapshot {
         self.upstreams.health(upstream)
     }
 
+    /// Whether the upstream named `upstream` would pick a target now (Kong's balancer health).
+    pub fn upstream_available(&self, upstream: &str) -> bool {
+        self.upstreams.available(upstream)
+    }
+
     /// Marks a target healthy or unhealthy by hand (Admin API); the state outlives this snapshot like any
     /// health. False when the upstream or target does not exist.
     pub fn set_target_health(&self, upstream: &str, target: &str, healthy: bool) -> bool {

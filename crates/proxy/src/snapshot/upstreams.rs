@@ -158,6 +158,11 @@ impl Upstreams {
         )
     }
 
+    /// Whether `upstream` exists and would pick a target now.
+    pub fn available(&self, upstream: &str) -> bool {
+        self.find(upstream).is_some_and(|u| u.balancer.available())
+    }
+
     /// Sets a target's health by hand; false when the upstream or target does not exist.
     pub fn set_health(&self, upstream: &str, target: &str, healthy: bool) -> bool {
         let found = self.find(upstream).and_then(|u| {
