@@ -19,6 +19,7 @@ mod forward;
 mod handler;
 mod health;
 mod listen;
+pub mod metrics;
 mod mime;
 mod names;
 mod path;

@@ -5,6 +5,7 @@ mod upstreams;
 
 use crate::balancer::{Balancer, Peer};
 use crate::health::Checks;
+use crate::metrics::RouteMeter;
 use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteSpec, Router};
@@ -26,6 +27,8 @@ pub struct Snapshot {
     pub(crate) plugins: CompiledPlugins,
     /// Certificates by SNI for the `ssl` listeners.
     pub(crate) certs: sluice_tls::CertStore,
+    /// Metrics of requests that matched no route (a global prometheus instance).
+    pub(crate) unrouted_metrics: Option<crate::metrics::RouteMeter>,
     compile_duration: Duration,
 }
 
@@ -39,6 +42,8 @@ pub(crate) struct RouteInfo {
     pub https_redirect_status: u16,
     /// Index into `config.services`.
     pub service: Option<usize>,
+    /// Set when a prometheus instance applies to the route.
+    pub metrics: Option<crate::metrics::RouteMeter>,
 }
 
 /// Per-service facts (indexed like `config.services`).
@@ -80,6 +85,7 @@ impl Snapshot {
             upstreams: Upstreams::compile(&Config::default()),
             plugins: CompiledPlugins::empty(),
             certs: Default::default(),
+            unrouted_metrics: None,
             compile_duration: Duration::ZERO,
         }
     }
@@ -122,10 +128,17 @@ impl Snapshot {
             })
             .collect();
         let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
+        let metered = plugins.as_ref().ok();
         let routes = config
             .routes
             .iter()
-            .map(|r| RouteInfo {
+            .enumerate()
+            .map(|(i, r)| RouteInfo {
+                metrics: RouteMeter::new(
+                    &config,
+                    Some(r),
+                    metered.and_then(|p| p.route_metrics(i)),
+                ),
                 https_only: r.protocols.iter().any(|p| p == "https")
                     && !r.protocols.iter().any(|p| p == "http"),
                 strip_path: r.strip_path,
@@ -143,9 +156,11 @@ impl Snapshot {
                 return Err(CompileError(errors));
             }
         };
+        let unrouted_metrics = RouteMeter::new(&config, None, plugins.global_metrics());
         Ok(Snapshot {
             config,
             router,
+            unrouted_metrics,
             routes,
             services,
             upstreams,

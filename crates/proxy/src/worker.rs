@@ -30,6 +30,7 @@ pub struct Listener {
 
 /// Runs a worker until `stop` carries a grace period, then drains its connections for at most that long.
 pub fn run(
+    index: usize,
     listeners: Vec<Listener>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<Option<Duration>>,
@@ -44,6 +45,7 @@ pub fn run(
             return;
         }
     };
+    crate::metrics::set_worker(index);
     pool::configure(
         shared.settings.upstream_keepalive,
         shared.settings.upstream_idle_timeout,

@@ -9,6 +9,7 @@ pub mod correlation_id;
 pub mod cors;
 pub mod ip_restriction;
 pub mod key_auth;
+pub mod prometheus;
 pub mod rate_limiting;
 pub mod request_termination;
 pub mod request_transformer;
@@ -28,5 +29,6 @@ pub fn all() -> Vec<Builtin> {
         request_transformer::builtin(),
         response_transformer::builtin(),
         request_termination::builtin(),
+        prometheus::builtin(),
     ]
 }
