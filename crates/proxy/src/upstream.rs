@@ -2,8 +2,9 @@
 //! target while retrying is safe, up to the service's `retries`.
 //!
 //! Safe means the request was not sent at all (connect refused or timed out, a connection found closed
-//! before writing), or the request has no body and a reused keep-alive connection closed before answering
-//! (the upstream's idle timeout raced with us). A read or write timeout is never retried: the upstream may
+//! before writing), or the request has no body and the connection closed before answering while it was
+//! either reused (the upstream's idle timeout raced with us) or the method is idempotent (an upstream that
+//! accepts and resets). A read or write timeout is never retried: the upstream may
 //! be acting on the request. The wait for the response head is `read_timeout` for body-less requests and
 //! `write_timeout + read_timeout` when a body is streamed.
 //!
@@ -98,7 +99,8 @@ pub async fn send(
             }
             return Err(ProxyError::BadGateway);
         }
-        let replay = (conn.reused && bodyless && can_retry).then(|| copy_head(&req));
+        let replayable = conn.reused || req.method().is_idempotent();
+        let replay = (replayable && bodyless && can_retry).then(|| copy_head(&req));
         let sent_at = Instant::now();
         let sending = conn.sender.try_send_request(req);
         match tokio::time::timeout(wait, sending).await {

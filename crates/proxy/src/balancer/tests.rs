@@ -220,3 +220,23 @@ async fn ip_literals_resolve_without_dns() {
     let addr = peer("127.0.0.1").resolve().await.unwrap();
     assert_eq!(addr, "127.0.0.1:80".parse().unwrap());
 }
+
+#[test]
+fn latency_shares_between_equally_fast_targets_and_starves_the_slow_one() {
+    let b = balancer(&[100, 100, 100], AlgorithmSpec::Latency);
+    b.targets()[0]
+        .state
+        .record_latency(Duration::from_millis(2));
+    b.targets()[1]
+        .state
+        .record_latency(Duration::from_millis(3));
+    b.targets()[2]
+        .state
+        .record_latency(Duration::from_millis(80));
+    let counts = spread(&b, 300);
+    assert_eq!(counts[2], 0, "{counts:?}");
+    assert!(
+        counts[1] >= 60,
+        "the slightly slower fast target still gets traffic: {counts:?}"
+    );
+}

@@ -3,8 +3,8 @@
 //! worker, so it is all atomics: a report on the healthy path is loads only, and no lock is taken.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 
 /// What a health report counts (Kong's counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,16 @@ pub struct TargetState {
     inflight: AtomicU32,
     /// Microseconds; 0 means no sample yet.
     ewma_us: AtomicU64,
+    /// When `ewma_us` was last updated, in ms since [`EPOCH`].
+    ewma_at_ms: AtomicU64,
 }
+
+/// The clock origin of latency samples.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// How fast an unrefreshed latency average fades: after `DECAY` without a sample it is worth 1/e, so a
+/// target that was slow once gets tried again instead of being starved for good.
+const DECAY: Duration = Duration::from_secs(10);
 
 impl Default for TargetState {
     fn default() -> Self {
@@ -37,6 +46,7 @@ impl Default for TargetState {
             failures: Default::default(),
             inflight: AtomicU32::new(0),
             ewma_us: AtomicU64::new(0),
+            ewma_at_ms: AtomicU64::new(0),
         }
     }
 }
@@ -67,6 +77,14 @@ impl TargetState {
         self.ewma_us.load(Ordering::Relaxed)
     }
 
+    /// The latency average faded by the time since its last sample (see [`DECAY`]).
+    pub fn latency_cost(&self) -> f64 {
+        let ewma = self.ewma_us() as f64;
+        let age_ms = (EPOCH.elapsed().as_millis() as u64)
+            .saturating_sub(self.ewma_at_ms.load(Ordering::Relaxed));
+        ewma * (-(age_ms as f64) / DECAY.as_millis() as f64).exp()
+    }
+
     /// Counts a request that starts using the target until the guard is dropped.
     pub fn start(self: &Arc<Self>) -> InFlight {
         self.inflight.fetch_add(1, Ordering::Relaxed);
@@ -78,6 +96,8 @@ impl TargetState {
     /// gradually.
     pub fn record_latency(&self, took: Duration) {
         let sample = (took.as_micros() as u64).max(1);
+        self.ewma_at_ms
+            .store(EPOCH.elapsed().as_millis() as u64, Ordering::Relaxed);
         let _ = self
             .ewma_us
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
