@@ -2,6 +2,9 @@
 //!
 //! Answers are kept for [`TTL`] (failures for [`NEGATIVE_TTL`]); a name with several addresses is walked
 //! round-robin. The cache is a thread-local: each worker has its own and never waits on another.
+//!
+//! A failed lookup of a name that had addresses keeps serving the last known ones (asking again after
+//! [`NEGATIVE_TTL`]): 503 "name resolution failed" only when no address was ever known, as in Kong.
 
 use crate::error::ProxyError;
 use std::cell::RefCell;
@@ -58,6 +61,11 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
         }
     };
     addrs.sort_by_key(SocketAddr::is_ipv6);
+    if addrs.is_empty() {
+        if let Some(stale) = keep_stale(host, port) {
+            return Ok(stale);
+        }
+    }
     let first = addrs.first().copied();
     CACHE.with(|c| {
         c.borrow_mut().insert(
@@ -70,6 +78,21 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
         )
     });
     first.ok_or(ProxyError::NameResolution)
+}
+
+/// The last known address of a name whose lookup just failed, kept for another [`NEGATIVE_TTL`].
+fn keep_stale(host: &str, port: u16) -> Option<SocketAddr> {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let entry = c.get_mut(&(host.to_string(), port))?;
+        let addr = *entry.addrs.get(entry.next % entry.addrs.len().max(1))?;
+        entry.next = entry.next.wrapping_add(1);
+        entry.at = Instant::now()
+            .checked_sub(TTL.saturating_sub(NEGATIVE_TTL))
+            .unwrap_or_else(Instant::now);
+        tracing::warn!(host, %addr, "DNS resolution failed; using the last known address");
+        Some(addr)
+    })
 }
 
 #[cfg(test)]

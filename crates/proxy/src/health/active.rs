@@ -200,7 +200,10 @@ async fn check_loop(upstream: String, spec: Arc<Spec>, balancer: Arc<Balancer>) 
         for p in probes {
             let _ = p.await;
         }
-        tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
+        // Intervals run from the start of a probe, not its end: a probe that times out does not delay the
+        // next one by its timeout.
+        let next = now + wait.max(Duration::from_millis(10));
+        tokio::time::sleep_until(next.into()).await;
     }
 }
 
