@@ -12,10 +12,13 @@ use crate::histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Distinct (code, source) pairs counted exactly per route and worker; more are counted as code 0.
 const CODE_SLOTS: usize = 24;
+/// Distinct (consumer, code, source) triples per route and worker when `per_consumer` is on; more are
+/// counted without their consumer.
+const CONSUMER_SLOTS: usize = 256;
 
 /// Which families a prometheus plugin instance asked for (Kong's config flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,6 +26,8 @@ pub struct Flags {
     pub status_code: bool,
     pub latency: bool,
     pub bandwidth: bool,
+    /// Requests of identified consumers are counted per consumer (Kong's `per_consumer`).
+    pub per_consumer: bool,
 }
 
 /// Who produced a response, as Kong's `kong.response.get_source()` names it.
@@ -66,6 +71,8 @@ pub struct Observation {
     pub request_ms: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// The consumer's slot ([`Registry::consumer_slot`]) when one was identified.
+    pub consumer: Option<u32>,
 }
 
 /// One worker's counters for one route, on its own cache lines.
@@ -80,6 +87,8 @@ struct Shard {
     request: Histogram,
     ingress: AtomicU64,
     egress: AtomicU64,
+    /// Allocated when a `per_consumer` instance first applies to the route (at compile time).
+    consumers: OnceLock<Box<[(AtomicU64, AtomicU64)]>>,
 }
 
 impl Shard {
@@ -93,7 +102,30 @@ impl Shard {
             request: Histogram::new(UPSTREAM_LATENCY_BUCKETS),
             ingress: AtomicU64::new(0),
             egress: AtomicU64::new(0),
+            consumers: OnceLock::new(),
         }
+    }
+
+    /// Counts a consumer's request; false when the table is absent or full.
+    fn count_consumer(&self, consumer: u32, status: u16, source: Source) -> bool {
+        let Some(table) = self.consumers.get() else {
+            return false;
+        };
+        let key = ((u64::from(consumer) << 20) | (u64::from(status) << 2) | source as u64) + 1;
+        for (k, c) in table.iter() {
+            let current = k.load(Ordering::Relaxed);
+            let mine = current == key
+                || (current == 0
+                    && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                        Ok(_) => true,
+                        Err(other) => other == key,
+                    });
+            if mine {
+                c.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+        }
+        false
     }
 
     fn count_code(&self, status: u16, source: Source) {
@@ -127,7 +159,12 @@ impl RouteSeries {
     pub fn record(&self, worker: usize, flags: Flags, o: &Observation) {
         let shard = &self.shards[worker % self.shards.len()];
         if flags.status_code {
-            shard.count_code(o.status, o.source);
+            let by_consumer = flags.per_consumer
+                && o.consumer
+                    .is_some_and(|c| shard.count_consumer(c, o.status, o.source));
+            if !by_consumer {
+                shard.count_code(o.status, o.source);
+            }
         }
         if flags.latency {
             if let Some(ms) = o.kong_ms {
@@ -142,6 +179,35 @@ impl RouteSeries {
             shard.ingress.fetch_add(o.bytes_in, Ordering::Relaxed);
             shard.egress.fetch_add(o.bytes_out, Ordering::Relaxed);
         }
+    }
+
+    /// Prepares the per-consumer tables (call when compiling a snapshot whose instance has `per_consumer`).
+    pub fn enable_consumers(&self) {
+        for shard in self.shards.iter() {
+            shard.consumers.get_or_init(|| {
+                (0..CONSUMER_SLOTS)
+                    .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                    .collect()
+            });
+        }
+    }
+
+    /// (consumer slot, code, source) → count, over every worker.
+    fn consumer_codes(&self) -> BTreeMap<(u32, u16, Source), u64> {
+        let mut out = BTreeMap::new();
+        for table in self.shards.iter().filter_map(|s| s.consumers.get()) {
+            for (k, c) in table.iter() {
+                let key = k.load(Ordering::Relaxed);
+                if key != 0 {
+                    let key = key - 1;
+                    let slot = (key >> 20) as u32;
+                    let code = ((key >> 2) & 0x3ffff) as u16;
+                    let source = Source::from_index((key & 3) as u32);
+                    *out.entry((slot, code, source)).or_default() += c.load(Ordering::Relaxed);
+                }
+            }
+        }
+        out
     }
 
     fn codes(&self) -> BTreeMap<(u16, Source), u64> {
@@ -167,6 +233,8 @@ impl RouteSeries {
 pub struct Registry {
     workers: usize,
     series: Mutex<BTreeMap<(String, String), Arc<RouteSeries>>>,
+    /// Consumer label values by slot; slots are stable for the life of the process.
+    consumers: Mutex<(std::collections::HashMap<String, u32>, Vec<String>)>,
 }
 
 /// A label value escaped for the text format.
@@ -183,7 +251,20 @@ impl Registry {
         Registry {
             workers: workers.max(1),
             series: Mutex::new(BTreeMap::new()),
+            consumers: Mutex::new(Default::default()),
         }
+    }
+
+    /// The stable slot of a consumer label (its username, else its id). Call when compiling a snapshot.
+    pub fn consumer_slot(&self, name: &str) -> u32 {
+        let mut c = self.consumers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = c.0.get(name) {
+            return *slot;
+        }
+        let slot = c.1.len() as u32;
+        c.1.push(escape(name));
+        c.0.insert(name.to_string(), slot);
+        slot
     }
 
     /// The series of a (service, route) pair, created on first use. Call when compiling a snapshot.
@@ -213,6 +294,12 @@ impl Registry {
             .values()
             .cloned()
             .collect();
+        let names = self
+            .consumers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone();
         family(
             out,
             "kong_http_requests_total",
@@ -220,6 +307,15 @@ impl Registry {
             "HTTP status codes per consumer/service/route in Kong",
         );
         for s in &all {
+            for ((slot, code, source), n) in s.consumer_codes() {
+                let consumer = names.get(slot as usize).map_or("", String::as_str);
+                let _ = writeln!(
+                    out,
+                    "kong_http_requests_total{{{},code=\"{code}\",source=\"{}\",workspace=\"default\",consumer=\"{consumer}\"}} {n}",
+                    s.labels,
+                    source.name()
+                );
+            }
             for ((code, source), n) in s.codes() {
                 let _ = writeln!(
                     out,

@@ -4,7 +4,7 @@
 use crate::body::{box_err, full, ProxyBody};
 use crate::error::ProxyError;
 use crate::exchange::{self, ConnInfo, Exchange, Routed};
-use crate::metrics;
+use crate::metrics::{self, Finished};
 use crate::phases;
 use crate::request_id;
 use crate::respond::{self, Timings};
@@ -40,14 +40,14 @@ pub async fn handle(
             let bytes_in = metrics::content_length(&parts.headers);
             let resp = phases::unrouted(e, parts, &snap, &x);
             if let Some(m) = &snap.unrouted_metrics {
-                m.record(
-                    resp.status().as_u16(),
-                    Source::Error,
+                let finished = Finished {
+                    source: Source::Error,
                     started,
-                    None,
+                    timings: None,
                     bytes_in,
-                    resp.headers(),
-                );
+                    consumer: None,
+                };
+                m.record(resp.status().as_u16(), resp.headers(), finished);
             }
             return resp;
         }
@@ -64,15 +64,14 @@ pub async fn handle(
             Err(e) => (error_response(e, &negotiation, &x), Source::Error, None),
         };
         if let Some(m) = meter {
-            let status = resp.status().as_u16();
-            m.record(
-                status,
+            let finished = Finished {
                 source,
                 started,
-                timings.as_ref(),
+                timings: timings.as_ref(),
                 bytes_in,
-                resp.headers(),
-            );
+                consumer: None,
+            };
+            m.record(resp.status().as_u16(), resp.headers(), finished);
         }
         resp
     } else {

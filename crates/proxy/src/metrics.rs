@@ -63,6 +63,18 @@ pub fn render(out: &mut String) {
     }
 }
 
+/// What the proxy knows of a request when its response head is ready.
+pub(crate) struct Finished<'a> {
+    pub source: Source,
+    pub started: Instant,
+    /// Present when the upstream answered.
+    pub timings: Option<&'a Timings>,
+    /// The request's `Content-Length`.
+    pub bytes_in: u64,
+    /// The consumer's slot, for `per_consumer`.
+    pub consumer: Option<u32>,
+}
+
 /// A route's series and the flags of the prometheus instance that applies to it.
 pub(crate) struct RouteMeter {
     flags: Flags,
@@ -83,35 +95,46 @@ impl RouteMeter {
         let route = route.map_or(String::new(), |r| {
             r.name.clone().unwrap_or_else(|| r.id.to_string())
         });
-        Some(RouteMeter {
-            flags,
-            series: registry().series(&service, &route),
-        })
+        let series = registry().series(&service, &route);
+        if flags.per_consumer {
+            series.enable_consumers();
+        }
+        Some(RouteMeter { flags, series })
+    }
+
+    /// Whether requests are counted per consumer (the caller then passes the consumer's slot).
+    pub fn per_consumer(&self) -> bool {
+        self.flags.per_consumer
     }
 
     /// Records one request whose response head is `status` with `headers`.
-    pub fn record(
-        &self,
-        status: u16,
-        source: Source,
-        started: Instant,
-        timings: Option<&Timings>,
-        bytes_in: u64,
-        headers: &HeaderMap,
-    ) {
+    pub fn record(&self, status: u16, headers: &HeaderMap, f: Finished<'_>) {
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         let observation = Observation {
             status,
-            source,
-            kong_ms: timings.map(|t| ms(t.proxy)),
-            upstream_ms: timings.map(|t| ms(t.upstream)),
-            request_ms: ms(started.elapsed()),
-            bytes_in,
+            source: f.source,
+            kong_ms: f.timings.map(|t| ms(t.proxy)),
+            upstream_ms: f.timings.map(|t| ms(t.upstream)),
+            request_ms: ms(f.started.elapsed()),
+            bytes_in: f.bytes_in,
             bytes_out: content_length(headers),
+            consumer: f.consumer,
         };
         self.series
             .record(WORKER.with(Cell::get), self.flags, &observation);
     }
+}
+
+/// Stable metric slots of a config's consumers (label: username, else id), for `per_consumer`.
+pub(crate) fn consumer_slots(config: &Config) -> rustc_hash::FxHashMap<uuid::Uuid, u32> {
+    config
+        .consumers
+        .iter()
+        .map(|c| {
+            let name = c.username.clone().unwrap_or_else(|| c.id.to_string());
+            (c.id, registry().consumer_slot(&name))
+        })
+        .collect()
 }
 
 /// The `Content-Length` of a message (0 when absent).

@@ -163,14 +163,18 @@ async fn through_header_filter<'a>(
             Payload::Whole(_) => (Source::Error, None),
         };
         let bytes_in = crate::metrics::content_length(&ctx.request.headers);
-        m.record(
-            head.status.as_u16(),
+        let consumer = ctx
+            .consumer
+            .filter(|_| m.per_consumer())
+            .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+        let finished = crate::metrics::Finished {
             source,
-            x.started,
+            started: x.started,
             timings,
             bytes_in,
-            &head.headers,
-        );
+            consumer,
+        };
+        m.record(head.status.as_u16(), &head.headers, finished);
     }
     if source == "plugin" {
         respond::gateway_response(

@@ -29,6 +29,8 @@ pub struct Snapshot {
     pub(crate) certs: sluice_tls::CertStore,
     /// Metrics of requests that matched no route (a global prometheus instance).
     pub(crate) unrouted_metrics: Option<crate::metrics::RouteMeter>,
+    /// Consumers' metric slots, filled when some prometheus instance counts per consumer.
+    pub(crate) consumer_slots: rustc_hash::FxHashMap<uuid::Uuid, u32>,
     compile_duration: Duration,
 }
 
@@ -86,6 +88,7 @@ impl Snapshot {
             plugins: CompiledPlugins::empty(),
             certs: Default::default(),
             unrouted_metrics: None,
+            consumer_slots: Default::default(),
             compile_duration: Duration::ZERO,
         }
     }
@@ -129,7 +132,7 @@ impl Snapshot {
             .collect();
         let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
         let metered = plugins.as_ref().ok();
-        let routes = config
+        let routes: Vec<RouteInfo> = config
             .routes
             .iter()
             .enumerate()
@@ -157,7 +160,16 @@ impl Snapshot {
             }
         };
         let unrouted_metrics = RouteMeter::new(&config, None, plugins.global_metrics());
+        let per_consumer = routes
+            .iter()
+            .filter_map(|r: &RouteInfo| r.metrics.as_ref())
+            .any(RouteMeter::per_consumer);
+        let consumer_slots = match per_consumer {
+            true => crate::metrics::consumer_slots(&config),
+            false => Default::default(),
+        };
         Ok(Snapshot {
+            consumer_slots,
             config,
             router,
             unrouted_metrics,

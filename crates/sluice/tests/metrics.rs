@@ -139,3 +139,56 @@ async fn prometheus_counts_a_known_mix_exactly() {
         .unwrap_or_default()
         .contains("kong_http_requests_total"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_consumer_labels_requests_with_the_authenticated_consumer() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        r#"_format_version: "3.0"
+services:
+- name: echo
+  url: http://127.0.0.1:{}
+  routes:
+  - name: keyed
+    paths: [/keyed]
+    plugins:
+    - name: key-auth
+consumers:
+- username: alice
+  keyauth_credentials:
+  - key: alice-key
+plugins:
+- name: prometheus
+  config:
+    status_code_metrics: true
+    per_consumer: true
+"#,
+        up.port()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    for _ in 0..2 {
+        let status = get_json(&gw.proxy_url("/keyed"), &[("apikey", "alice-key")])
+            .await
+            .0;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(get_json(&gw.proxy_url("/keyed"), &[]).await.0, 401);
+    let text = client()
+        .get(gw.status_url("/metrics"))
+        .send()
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("body");
+    let m = parse(&text);
+    let key = |code: u16, source: &str, consumer: &str| {
+        format!("kong_http_requests_total{{code={code},consumer={consumer},route=keyed,service=echo,source={source},workspace=default}}")
+    };
+    assert_eq!(m.get(&key(200, "service", "alice")), Some(&2.0), "{text}");
+    assert_eq!(m.get(&key(401, "exit", "")), Some(&1.0), "{text}");
+    assert!(
+        !text.contains("kong_request_latency_ms_bucket"),
+        "latency_metrics is off"
+    );
+}

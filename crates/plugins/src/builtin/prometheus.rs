@@ -38,16 +38,11 @@ pub fn builtin() -> Builtin {
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    if config.per_consumer {
-        tracing::warn!(
-            plugin = %entity.id,
-            "prometheus: per_consumer is not supported yet; series carry an empty consumer label"
-        );
-    }
     Ok(Arc::new(Prometheus(Flags {
         status_code: config.status_code_metrics,
         latency: config.latency_metrics,
         bandwidth: config.bandwidth_metrics,
+        per_consumer: config.per_consumer,
     })))
 }
 
