@@ -327,3 +327,38 @@ async fn a_reload_mid_outage_keeps_the_target_unhealthy() {
     down.set(Mode::Healthy);
     time_until(&gw, "o", &target, "HEALTHY", Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn target_health_is_a_prometheus_metric_when_asked_for() {
+    let (a, b) = (EchoUpstream::named("a"), EchoUpstream::named("b"));
+    let mut yaml = doc(&[service("m", 0, 1000, PASSIVE, &[a.port(), b.port()])]);
+    yaml.push_str("plugins:\n- name: prometheus\n  config: {upstream_health_metrics: true}\n");
+    let gw = gateway(&yaml);
+    let b_target = format!("127.0.0.1:{}", b.port());
+    let url = gw.admin_url(&format!("/upstreams/m/targets/{b_target}/unhealthy"));
+    assert_eq!(client().post(url).send().await.unwrap().status(), 204);
+    let text = client()
+        .get(gw.status_url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = |target: &str, state: &str| {
+        format!("kong_upstream_target_health{{upstream=\"m\",target=\"{target}\",address=\"{target}\",state=\"{state}\",subsystem=\"http\"}}")
+    };
+    let a_target = format!("127.0.0.1:{}", a.port());
+    for (target, state, value) in [
+        (&b_target, "unhealthy", 1),
+        (&b_target, "healthy", 0),
+        (&a_target, "healthy", 1),
+        (&a_target, "healthchecks_off", 0),
+    ] {
+        let line = format!("{} {value}", series(target, state));
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line} in:\n{text}"
+        );
+    }
+}
