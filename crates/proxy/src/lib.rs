@@ -7,8 +7,9 @@
 //!
 //! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
 //! ([`exchange`], [`path`], [`forward`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target
-//! ([`balancer`], [`dns`]) and sends over a pooled connection ([`pool`], [`body`]), [`respond`] adds Kong's
-//! response headers, and [`error`] turns failures into Kong's error responses ([`mime`]).
+//! ([`balancer`], [`dns`], skipping those [`health`] marks down) and sends over a pooled connection ([`pool`],
+//! [`body`]), [`respond`] adds Kong's response headers, and [`error`] turns failures into Kong's error
+//! responses ([`mime`]). Active health probes run on one `sluice-health` thread beside the workers.
 
 mod balancer;
 mod body;

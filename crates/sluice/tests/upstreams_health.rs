@@ -362,3 +362,70 @@ async fn target_health_is_a_prometheus_metric_when_asked_for() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_and_tcp_probes() {
+    let cert = sluice_testkit::self_signed(&["localhost"]);
+    let tls = sluice_testkit::TlsEchoUpstream::start(&cert, None);
+    let echo = EchoUpstream::named("echo");
+    let dead = closed_port();
+    let probe = |kind: &str, verify: bool| {
+        format!("{{active: {{type: {kind}, https_verify_certificate: {verify}, timeout: 0.5, healthy: {{interval: 0.1, successes: 1}}, unhealthy: {{interval: 0.1, tcp_failures: 1, http_failures: 1, timeouts: 1}}}}}}")
+    };
+    let gw = gateway(&doc(&[
+        service("tlsok", 0, 1000, &probe("https", false), &[tls.port()]),
+        service("tlsbad", 0, 1000, &probe("https", true), &[tls.port()]),
+        service("tcp", 0, 1000, &probe("tcp", false), &[dead, echo.port()]),
+    ]));
+    let tls_target = format!("127.0.0.1:{}", tls.port());
+    time_until(
+        &gw,
+        "tlsbad",
+        &tls_target,
+        "UNHEALTHY",
+        Duration::from_secs(5),
+    )
+    .await;
+    time_until(
+        &gw,
+        "tcp",
+        &format!("127.0.0.1:{dead}"),
+        "UNHEALTHY",
+        Duration::from_secs(5),
+    )
+    .await;
+    // Only a successful https probe brings a target marked down back.
+    let url = gw.admin_url(&format!("/upstreams/tlsok/targets/{tls_target}/unhealthy"));
+    assert_eq!(client().post(url).send().await.unwrap().status(), 204);
+    time_until(&gw, "tlsok", &tls_target, "HEALTHY", Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(health_of(&gw, "tlsok", &tls_target).await, "HEALTHY");
+    assert_eq!(
+        health_of(&gw, "tcp", &format!("127.0.0.1:{}", echo.port())).await,
+        "HEALTHY"
+    );
+    assert_eq!(echo.requests(), 0, "a tcp probe sends no request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_an_upstream_stops_its_probes() {
+    let f = FlakyUpstream::start("f");
+    let checks = "{active: {http_path: /probe, healthy: {interval: 0.1, successes: 1}, unhealthy: {interval: 0.1, http_failures: 1}}}";
+    let gw = gateway(&doc(&[service("gone", 0, 1000, checks, &[f.port()])]));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(f.probes() >= 2, "{} probes", f.probes());
+    let other = EchoUpstream::named("other");
+    reload(
+        &gw,
+        &doc(&[service("kept", 0, 1000, "{}", &[other.port()])]),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = f.probes();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        f.probes(),
+        after,
+        "probes continued after the upstream was removed"
+    );
+}
