@@ -186,6 +186,12 @@ impl Balancer {
         })
     }
 
+    /// Whether picks read in-flight counts and latency (least-connections, latency): only then does the
+    /// request path keep them up to date.
+    pub fn tracks_load(&self) -> bool {
+        matches!(self.algorithm, Algorithm::Scored(_))
+    }
+
     /// Whether a pick would find a target now (some enabled target is healthy, above the threshold).
     pub fn available(&self) -> bool {
         self.above_threshold()

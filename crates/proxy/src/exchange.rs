@@ -235,7 +235,9 @@ pub async fn proxy(
     }
     let upstream_addr = answer.conn.key.addr;
     let mut body = PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout);
-    body.hold(answer.inflight);
+    if let Some(inflight) = answer.inflight {
+        body.hold(inflight);
+    }
     Ok(Proxied {
         head,
         body,

@@ -120,7 +120,14 @@ impl Checks {
 /// The process-wide target states, held weakly: a state lives as long as some snapshot has its target.
 #[derive(Debug, Default)]
 pub struct Registry {
-    targets: Mutex<HashMap<(String, String), Weak<TargetState>>>,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    targets: HashMap<(String, String), Weak<TargetState>>,
+    /// Size at which released entries are swept next.
+    sweep_at: usize,
 }
 
 static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default);
@@ -134,14 +141,18 @@ impl Registry {
     /// The state of `target` in `upstream`: the existing one when a live snapshot has it, else a new
     /// healthy one. Called while compiling a snapshot, never per request.
     pub fn state(&self, upstream: &str, target: &str) -> Arc<TargetState> {
-        let mut map = self.targets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let key = (upstream.to_ascii_lowercase(), target.to_ascii_lowercase());
-        if let Some(found) = map.get(&key).and_then(Weak::upgrade) {
+        if let Some(found) = map.targets.get(&key).and_then(Weak::upgrade) {
             return found;
         }
-        map.retain(|_, w| w.strong_count() > 0);
+        // Forget released states now and then (amortized: when the map has doubled since the last sweep).
+        if map.targets.len() >= map.sweep_at {
+            map.targets.retain(|_, w| w.strong_count() > 0);
+            map.sweep_at = (map.targets.len() * 2).max(64);
+        }
         let state = Arc::new(TargetState::default());
-        map.insert(key, Arc::downgrade(&state));
+        map.targets.insert(key, Arc::downgrade(&state));
         state
     }
 }

@@ -28,8 +28,9 @@ pub struct Answer {
     pub conn: Conn,
     /// When the request that got this answer was sent (start of the upstream latency).
     pub sent_at: Instant,
-    /// Counts the request against the target until the response body is done.
-    pub inflight: InFlight,
+    /// Counts the request against the target until the response body is done (only for the algorithms
+    /// that read in-flight counts).
+    pub inflight: Option<InFlight>,
 }
 
 /// Sends `req` to one of the service's targets, with Kong's retries. `preserve_host` keeps the client's
@@ -48,14 +49,18 @@ pub async fn send(
     };
     let mut pending = req;
     let mut tries = 0;
+    // Targets of failed tries (allocated only when a try fails).
     let mut tried = Vec::new();
+    let mut last = None;
     loop {
+        tried.extend(last.take());
         let pick = svc.balancer.pick(hash, &tried).ok_or(ProxyError::NoPeer)?;
-        tried.push(pick.index);
+        last = Some(pick.index);
         let (peer, state) = (&pick.target.peer, &pick.target.state);
         let observe = |outcome| report(svc, &pick.target.name, state, outcome);
         let addr = peer.resolve().await?;
-        let inflight = state.start();
+        let tracks = svc.balancer.tracks_load();
+        let inflight = tracks.then(|| state.start());
         let mut req = pending;
         if !preserve_host {
             req.headers_mut().insert(HOST, peer.host_header.clone());
@@ -109,7 +114,9 @@ pub async fn send(
                 return Err(ProxyError::Timeout);
             }
             Ok(Ok(response)) => {
-                state.record_latency(sent_at.elapsed());
+                if tracks {
+                    state.record_latency(sent_at.elapsed());
+                }
                 observe(Ok(response.status().as_u16()));
                 return Ok(Answer {
                     response,
