@@ -11,7 +11,7 @@
 use crate::histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Distinct (code, source) pairs counted exactly per route and worker; more are counted as code 0.
@@ -75,12 +75,54 @@ pub struct Observation {
     pub consumer: Option<u32>,
 }
 
+/// A claimable counter: a packed key ([`pack`]; 0 = free) and its count.
+type Slot = (AtomicU64, AtomicU64);
+
+/// Packs (consumer slot, status, source) into a slot key; never 0.
+fn pack(consumer: Option<u32>, status: u16, source: Source) -> u64 {
+    let consumer = consumer.map_or(0, |c| u64::from(c) + 1);
+    ((consumer << 20) | (u64::from(status) << 2) | source as u64) + 1
+}
+
+fn unpack(key: u64) -> (Option<u32>, u16, Source) {
+    let key = key - 1;
+    let consumer = (key >> 20) as u32;
+    let consumer = consumer.checked_sub(1);
+    (
+        consumer,
+        ((key >> 2) & 0x3ffff) as u16,
+        Source::from_index((key & 3) as u32),
+    )
+}
+
+/// Adds one to the slot holding `key`, claiming a free slot if none does; false when all are taken.
+fn add(slots: &[Slot], key: u64) -> bool {
+    for (k, c) in slots {
+        let current = k.load(Ordering::Relaxed);
+        let mine = current == key
+            || (current == 0
+                && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => true,
+                    Err(other) => other == key,
+                });
+        if mine {
+            c.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+    }
+    false
+}
+
+fn new_slots(n: usize) -> Box<[Slot]> {
+    (0..n)
+        .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+        .collect()
+}
+
 /// One worker's counters for one route, on its own cache lines.
 #[repr(align(64))]
 struct Shard {
-    /// `code << 2 | source` + 1; 0 is a free slot.
-    keys: [AtomicU32; CODE_SLOTS],
-    counts: [AtomicU64; CODE_SLOTS],
+    codes: Box<[Slot]>,
     overflow: AtomicU64,
     kong: Histogram,
     upstream: Histogram,
@@ -88,14 +130,13 @@ struct Shard {
     ingress: AtomicU64,
     egress: AtomicU64,
     /// Allocated when a `per_consumer` instance first applies to the route (at compile time).
-    consumers: OnceLock<Box<[(AtomicU64, AtomicU64)]>>,
+    consumers: OnceLock<Box<[Slot]>>,
 }
 
 impl Shard {
     fn new() -> Shard {
         Shard {
-            keys: std::array::from_fn(|_| AtomicU32::new(0)),
-            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            codes: new_slots(CODE_SLOTS),
             overflow: AtomicU64::new(0),
             kong: Histogram::new(KONG_LATENCY_BUCKETS),
             upstream: Histogram::new(UPSTREAM_LATENCY_BUCKETS),
@@ -106,44 +147,15 @@ impl Shard {
         }
     }
 
-    /// Counts a consumer's request; false when the table is absent or full.
-    fn count_consumer(&self, consumer: u32, status: u16, source: Source) -> bool {
-        let Some(table) = self.consumers.get() else {
-            return false;
-        };
-        let key = ((u64::from(consumer) << 20) | (u64::from(status) << 2) | source as u64) + 1;
-        for (k, c) in table.iter() {
-            let current = k.load(Ordering::Relaxed);
-            let mine = current == key
-                || (current == 0
-                    && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
-                        Ok(_) => true,
-                        Err(other) => other == key,
-                    });
-            if mine {
-                c.fetch_add(1, Ordering::Relaxed);
-                return true;
-            }
+    /// Counts a request by code and source, and by consumer when `consumer` is given and the route has
+    /// a consumer table with room; whatever does not fit is counted as code 0.
+    fn count(&self, consumer: Option<u32>, status: u16, source: Source) {
+        let by_consumer = consumer
+            .zip(self.consumers.get())
+            .is_some_and(|(c, table)| add(table, pack(Some(c), status, source)));
+        if !by_consumer && !add(&self.codes, pack(None, status, source)) {
+            self.overflow.fetch_add(1, Ordering::Relaxed);
         }
-        false
-    }
-
-    fn count_code(&self, status: u16, source: Source) {
-        let key = ((u32::from(status) << 2) | source as u32) + 1;
-        for (k, c) in self.keys.iter().zip(&self.counts) {
-            let current = k.load(Ordering::Relaxed);
-            let mine = current == key
-                || (current == 0
-                    && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
-                        Ok(_) => true,
-                        Err(other) => other == key,
-                    });
-            if mine {
-                c.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        }
-        self.overflow.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -159,12 +171,8 @@ impl RouteSeries {
     pub fn record(&self, worker: usize, flags: Flags, o: &Observation) {
         let shard = &self.shards[worker % self.shards.len()];
         if flags.status_code {
-            let by_consumer = flags.per_consumer
-                && o.consumer
-                    .is_some_and(|c| shard.count_consumer(c, o.status, o.source));
-            if !by_consumer {
-                shard.count_code(o.status, o.source);
-            }
+            let consumer = o.consumer.filter(|_| flags.per_consumer);
+            shard.count(consumer, o.status, o.source);
         }
         if flags.latency {
             if let Some(ms) = o.kong_ms {
@@ -184,45 +192,24 @@ impl RouteSeries {
     /// Prepares the per-consumer tables (call when compiling a snapshot whose instance has `per_consumer`).
     pub fn enable_consumers(&self) {
         for shard in self.shards.iter() {
-            shard.consumers.get_or_init(|| {
-                (0..CONSUMER_SLOTS)
-                    .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
-                    .collect()
-            });
+            shard.consumers.get_or_init(|| new_slots(CONSUMER_SLOTS));
         }
     }
 
-    /// (consumer slot, code, source) → count, over every worker.
-    fn consumer_codes(&self) -> BTreeMap<(u32, u16, Source), u64> {
-        let mut out = BTreeMap::new();
-        for table in self.shards.iter().filter_map(|s| s.consumers.get()) {
-            for (k, c) in table.iter() {
-                let key = k.load(Ordering::Relaxed);
-                if key != 0 {
-                    let key = key - 1;
-                    let slot = (key >> 20) as u32;
-                    let code = ((key >> 2) & 0x3ffff) as u16;
-                    let source = Source::from_index((key & 3) as u32);
-                    *out.entry((slot, code, source)).or_default() += c.load(Ordering::Relaxed);
-                }
-            }
-        }
-        out
-    }
-
-    fn codes(&self) -> BTreeMap<(u16, Source), u64> {
+    /// (consumer slot, code, source) → count, over every worker; overflow is code 0 without consumer.
+    fn counts(&self) -> BTreeMap<(Option<u32>, u16, Source), u64> {
         let mut out = BTreeMap::new();
         for shard in self.shards.iter() {
-            for (k, c) in shard.keys.iter().zip(&shard.counts) {
+            let tables = [Some(&shard.codes), shard.consumers.get()];
+            for (k, c) in tables.into_iter().flatten().flat_map(|t| t.iter()) {
                 let key = k.load(Ordering::Relaxed);
                 if key != 0 {
-                    let (code, source) = ((key - 1) >> 2, Source::from_index((key - 1) & 3));
-                    *out.entry((code as u16, source)).or_default() += c.load(Ordering::Relaxed);
+                    *out.entry(unpack(key)).or_default() += c.load(Ordering::Relaxed);
                 }
             }
             let overflow = shard.overflow.load(Ordering::Relaxed);
             if overflow > 0 {
-                *out.entry((0, Source::Error)).or_default() += overflow;
+                *out.entry((None, 0, Source::Error)).or_default() += overflow;
             }
         }
         out
@@ -307,19 +294,13 @@ impl Registry {
             "HTTP status codes per consumer/service/route in Kong",
         );
         for s in &all {
-            for ((slot, code, source), n) in s.consumer_codes() {
-                let consumer = names.get(slot as usize).map_or("", String::as_str);
+            for ((consumer, code, source), n) in s.counts() {
+                let consumer = consumer
+                    .and_then(|c| names.get(c as usize))
+                    .map_or("", String::as_str);
                 let _ = writeln!(
                     out,
                     "kong_http_requests_total{{{},code=\"{code}\",source=\"{}\",workspace=\"default\",consumer=\"{consumer}\"}} {n}",
-                    s.labels,
-                    source.name()
-                );
-            }
-            for ((code, source), n) in s.codes() {
-                let _ = writeln!(
-                    out,
-                    "kong_http_requests_total{{{},code=\"{code}\",source=\"{}\",workspace=\"default\",consumer=\"\"}} {n}",
                     s.labels,
                     source.name()
                 );

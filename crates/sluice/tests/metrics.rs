@@ -59,6 +59,12 @@ fn parse(text: &str) -> HashMap<String, f64> {
     out
 }
 
+async fn scrape(url: &str) -> String {
+    let resp = client().get(url).send().await.expect("scrape");
+    assert_eq!(resp.status(), 200);
+    resp.text().await.expect("body")
+}
+
 fn requests(route: &str, code: u16, source: &str) -> String {
     let service = if route.is_empty() { "" } else { "echo" };
     format!("kong_http_requests_total{{code={code},consumer=,route={route},service={service},source={source},workspace=default}}")
@@ -90,14 +96,7 @@ async fn prometheus_counts_a_known_mix_exactly() {
     assert_eq!(get_json(&gw.proxy_url("/locked"), &[]).await.0, 401);
     assert_eq!(get_json(&gw.proxy_url("/nowhere"), &[]).await.0, 404);
 
-    let text = client()
-        .get(gw.status_url("/metrics"))
-        .send()
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("body");
+    let text = scrape(&gw.status_url("/metrics")).await;
     let m = parse(&text);
     let get = |k: &str| {
         m.get(k)
@@ -173,14 +172,7 @@ plugins:
         assert_eq!(status, 200);
     }
     assert_eq!(get_json(&gw.proxy_url("/keyed"), &[]).await.0, 401);
-    let text = client()
-        .get(gw.status_url("/metrics"))
-        .send()
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("body");
+    let text = scrape(&gw.status_url("/metrics")).await;
     let m = parse(&text);
     let key = |code: u16, source: &str, consumer: &str| {
         format!("kong_http_requests_total{{code={code},consumer={consumer},route=keyed,service=echo,source={source},workspace=default}}")

@@ -101,6 +101,6 @@ fn more_distinct_codes_than_slots_are_still_counted() {
     for code in 200..(200 + CODE_SLOTS as u16 + 3) {
         s.record(0, ALL, &obs(code, Source::Service, 1));
     }
-    let total: u64 = s.codes().values().sum();
+    let total: u64 = s.counts().values().sum();
     assert_eq!(total, CODE_SLOTS as u64 + 3);
 }
