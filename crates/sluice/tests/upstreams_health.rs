@@ -429,3 +429,40 @@ async fn removing_an_upstream_stops_its_probes() {
         "probes continued after the upstream was removed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_in_flight_to_a_removed_target_finish() {
+    let slow = FlakyUpstream::start("slow");
+    slow.set(Mode::SlowHeaders(Duration::from_millis(1500)));
+    let next = EchoUpstream::named("next");
+    let gw = gateway(&doc(&[service("drain", 0, 5000, PASSIVE, &[slow.port()])]));
+    let url = gw.proxy_url("/drain");
+    let pending: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let resp = client().get(url).send().await.unwrap();
+                let status = resp.status().as_u16();
+                let body: Value = resp.json().await.unwrap_or(Value::Null);
+                (status, body["upstream"].as_str().unwrap_or("").to_string())
+            })
+        })
+        .collect();
+    // All four are at the upstream (waiting for their headers) before the reload.
+    while slow.requests() < 4 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    reload(
+        &gw,
+        &doc(&[service("drain", 0, 5000, PASSIVE, &[next.port()])]),
+    )
+    .await;
+    assert_eq!(hit(&gw, "/drain", &[]).await, (200, "next".to_string()));
+    for p in pending {
+        assert_eq!(
+            p.await.unwrap(),
+            (200, "slow".to_string()),
+            "an in-flight request to the removed target"
+        );
+    }
+}
