@@ -6,6 +6,10 @@ use serde_json::Value;
 use sluice_testkit::{client, Gateway};
 use std::time::{Duration, Instant};
 
+/// Passive checks that take a target out after 2 failures of any kind (and never bring it back).
+pub const PASSIVE: &str =
+    "{passive: {unhealthy: {http_failures: 2, tcp_failures: 2, timeouts: 2}}}";
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
 /// Starts the real binary with `yaml` and two workers (so health must be shared between workers).
@@ -87,4 +91,34 @@ pub async fn time_until(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// A config part: service `/{name}` (with `retries` and `read_timeout` ms) over upstream `name` with
+/// `healthchecks` (YAML flow text) and `targets` on 127.0.0.1; join parts with [`doc`].
+pub fn service(
+    name: &str,
+    retries: u32,
+    read_timeout: u32,
+    healthchecks: &str,
+    targets: &[u16],
+) -> String {
+    let targets: Vec<String> = targets
+        .iter()
+        .map(|p| format!("{{target: \"127.0.0.1:{p}\"}}"))
+        .collect();
+    format!(
+        "services:\n- {{name: {name}, host: {name}, retries: {retries}, read_timeout: {read_timeout}, routes: [{{paths: [/{name}]}}]}}\nupstreams:\n- name: {name}\n  healthchecks: {healthchecks}\n  targets: [{}]\n",
+        targets.join(", ")
+    )
+}
+
+/// A whole config from [`service`] parts (their `services:` and `upstreams:` blocks merged).
+pub fn doc(parts: &[String]) -> String {
+    let (mut services, mut upstreams) = (String::new(), String::new());
+    for p in parts {
+        let (s, u) = p.split_once("upstreams:\n").unwrap();
+        services.push_str(s.trim_start_matches("services:\n"));
+        upstreams.push_str(u);
+    }
+    format!("_format_version: \"3.0\"\nservices:\n{services}upstreams:\n{upstreams}")
 }
