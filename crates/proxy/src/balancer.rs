@@ -75,7 +75,7 @@ pub struct Target {
 #[derive(Debug)]
 enum Algorithm {
     RoundRobin(RoundRobin),
-    Hashing(Ring, HashKey),
+    Hashing(Arc<Ring>, HashKey),
     Scored(Scored),
 }
 
@@ -116,7 +116,7 @@ impl Balancer {
                     .iter()
                     .map(|t| (t.name.as_str(), t.weight))
                     .collect();
-                Algorithm::Hashing(Ring::new(&named, slots), key)
+                Algorithm::Hashing(Ring::shared(&named, slots), key)
             }
             AlgorithmSpec::LeastConnections => {
                 Algorithm::Scored(Scored::new(Cost::LeastConnections))

@@ -7,7 +7,9 @@
 //! removing a target remaps exactly the slots it owned, adding one takes only the slots it now wins, and the
 //! rest of the ring does not move. An unusable target's slots fall through to the next usable slot.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 /// The ring: slot → target index.
 #[derive(Debug)]
@@ -47,6 +49,25 @@ impl Ring {
             slots: owners,
             next: AtomicUsize::new(0),
         }
+    }
+
+    /// The ring of `targets` and `slots`, shared with any live snapshot that has the same targets, weights
+    /// and slots: a reload that leaves an upstream's targets alone does not rebuild its ring.
+    pub fn shared(targets: &[(&str, u32)], slots: usize) -> Arc<Ring> {
+        type Key = (usize, Vec<(String, u32)>);
+        static RINGS: LazyLock<Mutex<HashMap<Key, Weak<Ring>>>> = LazyLock::new(Default::default);
+        let key: Key = (
+            slots,
+            targets.iter().map(|(n, w)| (n.to_string(), *w)).collect(),
+        );
+        let mut rings = RINGS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ring) = rings.get(&key).and_then(Weak::upgrade) {
+            return ring;
+        }
+        rings.retain(|_, w| w.strong_count() > 0);
+        let ring = Arc::new(Ring::new(targets, slots));
+        rings.insert(key, Arc::downgrade(&ring));
+        ring
     }
 
     /// The target owning the slot of `key` (or the next usable slot after it); without a key, the ring is

@@ -88,3 +88,15 @@ fn the_hash_is_stable_across_processes() {
     assert_eq!(hash64(b"a"), hash64(b"a"));
     assert_ne!(hash64(b"a"), hash64(b"b"));
 }
+
+#[test]
+fn equal_rings_are_built_once_while_alive() {
+    let targets = [("10.7.0.1:80", 100), ("10.7.0.2:80", 50)];
+    let a = Ring::shared(&targets, 500);
+    assert!(Arc::ptr_eq(&a, &Ring::shared(&targets, 500)));
+    assert!(!Arc::ptr_eq(&a, &Ring::shared(&targets, 501)));
+    assert!(!Arc::ptr_eq(
+        &a,
+        &Ring::shared(&[("10.7.0.1:80", 100)], 500)
+    ));
+}
