@@ -56,6 +56,20 @@ pub trait Control: Send + Sync + 'static {
     fn metrics(&self) -> Option<String> {
         None
     }
+    /// The health of each target (`host:port`) of the upstream named `upstream` in the live snapshot, as
+    /// Kong's words (`HEALTHY`, `UNHEALTHY`, `HEALTHCHECKS_OFF`); None when there is no such upstream.
+    fn target_health(&self, _upstream: &str) -> Option<Vec<(String, &'static str)>> {
+        None
+    }
+    /// Whether the upstream would pick a target now (`?balancer_health=1`).
+    fn upstream_available(&self, _upstream: &str) -> bool {
+        false
+    }
+    /// Marks a target of the live snapshot healthy or unhealthy by hand; false when the upstream or the
+    /// target does not exist.
+    fn set_target_health(&self, _upstream: &str, _target: &str, _healthy: bool) -> bool {
+        false
+    }
 }
 
 /// Options of `POST /config`.

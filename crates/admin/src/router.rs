@@ -2,7 +2,8 @@
 //!
 //! Kong's paths: `/`, `/status`, `/config`, `/{collection}[/{key}]`, nested collections
 //! `/{parent}/{key}/{child}[/{key}]` (see [`catalog::RELATIONS`]), owner lookups like `/routes/{r}/service`,
-//! `/upstreams/{u}/targets/all`, `/plugins/enabled`, `/tags[/{tag}]`, `/metrics`. The status listener serves
+//! `/upstreams/{u}/targets/all`, `/upstreams/{u}/health`, `/upstreams/{u}/targets/{t}/healthy|unhealthy`,
+//! `/plugins/enabled`, `/tags[/{tag}]`, `/metrics`. The status listener serves
 //! only `/status`, `/status/ready` and `/metrics`.
 
 use crate::catalog::{self, Collection, Relation};
@@ -51,6 +52,10 @@ pub enum Endpoint<'a> {
     List(Scope<'a>),
     /// One entity by id or endpoint key, top-level or nested.
     Item(Scope<'a>, &'a str),
+    /// `GET /upstreams/{u}/health`.
+    UpstreamHealth(&'a str),
+    /// `POST /upstreams/{u}/targets/{t}/healthy` (true) or `.../unhealthy` (false).
+    SetTargetHealth(&'a str, &'a str, bool),
     /// The entity a foreign key points at: `/routes/{key}/service` (child collection, child key, relation).
     Owner(&'static Collection, &'a str, &'static Relation),
 }
@@ -69,6 +74,9 @@ const ENTITY: &[Method] = &[
     Method::OPTIONS,
 ];
 
+/// Methods of the target health actions.
+const ACTION: &[Method] = &[Method::POST, Method::OPTIONS];
+
 /// Collections Kong does not serve at the top level (`/targets` lives under `/upstreams/{u}`).
 const NESTED_ONLY: &[&str] = &["targets"];
 
@@ -78,6 +86,7 @@ impl Endpoint<'_> {
         match self {
             Endpoint::Config | Endpoint::List(_) => COLLECTION,
             Endpoint::Item(..) | Endpoint::Owner(..) => ENTITY,
+            Endpoint::SetTargetHealth(..) => ACTION,
             _ => READ,
         }
     }
@@ -108,6 +117,10 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         ["tags", tag] => Some(Endpoint::Tags(Some(tag))),
         [coll] => Some(Endpoint::List(top_level(coll)?)),
         [coll, key] => Some(Endpoint::Item(top_level(coll)?, key)),
+        ["upstreams", key, "health"] => Some(Endpoint::UpstreamHealth(key)),
+        ["upstreams", u, "targets", t, action @ ("healthy" | "unhealthy")] => {
+            Some(Endpoint::SetTargetHealth(u, t, *action == "healthy"))
+        }
         [coll, key, child] => match nested(coll, key, child) {
             Some(scope) => Some(Endpoint::List(scope)),
             None => owner(coll, key, child),

@@ -1,15 +1,28 @@
-//! Choosing the upstream address: a service's own host, or weighted round-robin over an upstream's targets.
+//! Choosing the upstream address: a service's own host, or one of an upstream's targets by Kong's
+//! algorithms — weighted round-robin ([`round_robin`]), consistent hashing ([`ring`] over
+//! [`hash_input`]), least-connections and latency ([`scored`]).
 //!
-//! The order is precomputed per snapshot with nginx's smooth weighted round-robin (a 3:1 split interleaves
-//! a-a-b-a rather than a-a-a-b) and walked with one atomic counter, so the split is exact across workers.
-//! A retry simply picks again and so lands on the next target in the order.
+//! A [`Balancer`] is built per snapshot; each [`Target`] carries the shared runtime state of its target
+//! ([`crate::health::TargetState`]: health, in-flight count, latency), which outlives the snapshot. Disabled
+//! (weight 0) and unhealthy targets are never picked; a retry passes the targets it already tried so it
+//! lands on another one while another usable one exists.
+
+mod hash_input;
+mod ring;
+mod round_robin;
+mod scored;
+
+pub use hash_input::{HashKey, Hashed, PickInput};
+use ring::Ring;
+use round_robin::RoundRobin;
+use scored::{Cost, Scored};
 
 use crate::dns;
 use crate::error::ProxyError;
+use crate::health::TargetState;
 use http::HeaderValue;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
+use std::sync::Arc;
 /// One address to proxy to.
 #[derive(Debug, Clone)]
 pub struct Peer {
@@ -48,81 +61,157 @@ impl Peer {
     }
 }
 
-/// The peers of a service and the order to use them in.
+/// One target of a balancer.
+#[derive(Debug)]
+pub struct Target {
+    pub peer: Peer,
+    /// `host:port` as configured (the key of its runtime state and of the hash ring).
+    pub name: String,
+    pub weight: u32,
+    pub state: Arc<TargetState>,
+}
+
+/// Kong's `algorithm`, compiled.
+#[derive(Debug)]
+enum Algorithm {
+    RoundRobin(RoundRobin),
+    Hashing(Arc<Ring>, HashKey),
+    Scored(Scored),
+}
+
+/// Which algorithm a balancer uses (Kong's `algorithm` with its settings).
+#[derive(Debug, Clone)]
+pub enum AlgorithmSpec {
+    RoundRobin,
+    ConsistentHashing { key: HashKey, slots: usize },
+    LeastConnections,
+    Latency,
+}
+
+/// The targets of a service and how to choose among them.
 #[derive(Debug)]
 pub struct Balancer {
-    peers: Vec<Peer>,
-    schedule: Vec<u32>,
-    next: AtomicUsize,
+    targets: Vec<Target>,
+    algorithm: Algorithm,
+    /// Kong's `healthchecks.threshold`: below this percentage of healthy weight, no target is picked.
+    threshold: f64,
+}
+
+/// A chosen target.
+#[derive(Debug)]
+pub struct Pick<'a> {
+    /// Index among the balancer's targets (pass it back in `tried` on a retry).
+    pub index: usize,
+    pub target: &'a Target,
 }
 
 impl Balancer {
-    /// `targets` with their weights; weight 0 disables a target.
-    pub fn new(targets: Vec<(Peer, u32)>) -> Balancer {
-        let live: Vec<(Peer, u32)> = targets.into_iter().filter(|t| t.1 > 0).collect();
-        let schedule = smooth_schedule(&live.iter().map(|(_, w)| *w).collect::<Vec<_>>());
+    /// A balancer over `targets`; weight 0 disables a target.
+    pub fn new(targets: Vec<Target>, spec: AlgorithmSpec, threshold: f64) -> Balancer {
+        let weights: Vec<u32> = targets.iter().map(|t| t.weight).collect();
+        let algorithm = match spec {
+            AlgorithmSpec::RoundRobin => Algorithm::RoundRobin(RoundRobin::new(&weights)),
+            AlgorithmSpec::ConsistentHashing { key, slots } => {
+                let named: Vec<(&str, u32)> = targets
+                    .iter()
+                    .map(|t| (t.name.as_str(), t.weight))
+                    .collect();
+                Algorithm::Hashing(Ring::shared(&named, slots), key)
+            }
+            AlgorithmSpec::LeastConnections => {
+                Algorithm::Scored(Scored::new(Cost::LeastConnections))
+            }
+            AlgorithmSpec::Latency => Algorithm::Scored(Scored::new(Cost::Latency)),
+        };
         Balancer {
-            peers: live.into_iter().map(|(p, _)| p).collect(),
-            schedule,
-            next: AtomicUsize::new(0),
+            targets,
+            algorithm,
+            threshold,
         }
     }
 
-    /// The next peer in the weighted order; None when no target is enabled.
-    pub fn pick(&self) -> Option<&Peer> {
-        if self.schedule.is_empty() {
+    /// The balancer of a service without an upstream: its own host, always healthy.
+    pub fn single(peer: Peer) -> Balancer {
+        let name = format!("{}:{}", peer.host, peer.port);
+        let target = Target {
+            peer,
+            name,
+            weight: 1,
+            state: Arc::default(),
+        };
+        Balancer::new(vec![target], AlgorithmSpec::RoundRobin, 0.0)
+    }
+
+    /// The targets, in config order.
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// The hash value of a request for consistent hashing (computed once per request, before the first
+    /// pick, so retries walk the ring from the same place); nothing for the other algorithms.
+    pub fn hash(&self, input: &PickInput<'_>) -> Hashed {
+        match &self.algorithm {
+            Algorithm::Hashing(_, key) => key.hash(input),
+            _ => Hashed::default(),
+        }
+    }
+
+    /// A usable target (for consistent hashing, the one `hash` maps to), avoiding those in `tried` while
+    /// another usable one exists. None when every target is disabled or unhealthy, or the healthy weight
+    /// is below the threshold.
+    pub fn pick(&self, hash: Option<u64>, tried: &[usize]) -> Option<Pick<'_>> {
+        if !self.above_threshold() {
             return None;
         }
-        let n = if self.schedule.len() == 1 {
-            0
-        } else {
-            self.next.fetch_add(1, Ordering::Relaxed) % self.schedule.len()
+        let usable = |i: usize| {
+            self.targets
+                .get(i)
+                .is_some_and(|t| t.weight > 0 && t.state.is_healthy())
         };
-        self.peers.get(self.schedule[n] as usize)
-    }
-}
-
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// nginx's smooth weighted round-robin, unrolled for one full cycle (weights reduced by their gcd, and
-/// scaled down when a cycle would be longer than 10,000 picks).
-fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
-    if weights.is_empty() {
-        return Vec::new();
-    }
-    let g = weights.iter().copied().fold(0, gcd).max(1);
-    let mut w: Vec<i64> = weights.iter().map(|x| (*x / g) as i64).collect();
-    let total: i64 = w.iter().sum();
-    if total > 10_000 {
-        let scale = total as f64 / 10_000.0;
-        w = w
-            .iter()
-            .map(|x| ((*x as f64 / scale).round() as i64).max(1))
-            .collect();
-    }
-    let total: i64 = w.iter().sum();
-    let mut current = vec![0i64; w.len()];
-    let mut out = Vec::with_capacity(total as usize);
-    for _ in 0..total {
-        for (c, wi) in current.iter_mut().zip(&w) {
-            *c += wi;
-        }
-        let mut best = 0;
-        for (i, c) in current.iter().enumerate() {
-            if *c > current[best] {
-                best = i;
+        let fresh = |i: usize| usable(i) && !tried.contains(&i);
+        let index = match &self.algorithm {
+            Algorithm::RoundRobin(rr) => rr.pick(fresh).or_else(|| rr.pick(usable)),
+            Algorithm::Hashing(ring, _) => {
+                ring.pick(hash, fresh).or_else(|| ring.pick(hash, usable))
             }
-        }
-        current[best] -= total;
-        out.push(best as u32);
+            Algorithm::Scored(s) => {
+                let views = self.targets.iter().map(|t| (t.weight, &*t.state));
+                s.pick(views.clone(), fresh)
+                    .or_else(|| s.pick(views, usable))
+            }
+        }?;
+        Some(Pick {
+            index,
+            target: self.targets.get(index)?,
+        })
     }
-    out
+
+    /// Whether picks read in-flight counts and latency (least-connections, latency): only then does the
+    /// request path keep them up to date.
+    pub fn tracks_load(&self) -> bool {
+        matches!(self.algorithm, Algorithm::Scored(_))
+    }
+
+    /// Whether a pick would find a target now (some enabled target is healthy, above the threshold).
+    pub fn available(&self) -> bool {
+        self.above_threshold()
+            && self
+                .targets
+                .iter()
+                .any(|t| t.weight > 0 && t.state.is_healthy())
+    }
+
+    /// Whether enough of the weight is healthy (always, when the threshold is 0).
+    fn above_threshold(&self) -> bool {
+        if self.threshold <= 0.0 {
+            return true;
+        }
+        let (healthy, total) = self.targets.iter().fold((0u64, 0u64), |(h, t), x| {
+            let w = u64::from(x.weight);
+            (h + if x.state.is_healthy() { w } else { 0 }, t + w)
+        });
+        total > 0 && healthy as f64 * 100.0 >= self.threshold * total as f64
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! bodies through a channel.
 
 use crate::error::ProxyError;
+use crate::health::InFlight;
 use crate::pool::PoolKey;
 use crate::pool::{self, Conn};
 use bytes::Bytes;
@@ -41,6 +42,8 @@ pub struct PooledBody {
     read_timeout: Duration,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     armed: bool,
+    /// Counts the request against its target (least-connections) until the body ends or is dropped.
+    inflight: Option<InFlight>,
 }
 
 impl PooledBody {
@@ -52,6 +55,7 @@ impl PooledBody {
             read_timeout,
             timer: None,
             armed: false,
+            inflight: None,
         };
         if body.inner.is_end_stream() {
             // An empty body may never be polled: the connection is free already.
@@ -60,7 +64,15 @@ impl PooledBody {
         body
     }
 
+    /// Keeps the target's in-flight count up for as long as this body is being read.
+    pub fn hold(&mut self, inflight: InFlight) {
+        if !self.inner.is_end_stream() {
+            self.inflight = Some(inflight);
+        }
+    }
+
     fn release(&mut self) {
+        self.inflight = None;
         if let Some((key, sender)) = self.conn.take() {
             pool::checkin(key, sender);
         }

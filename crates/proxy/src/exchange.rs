@@ -1,6 +1,7 @@
 //! The steps every proxied request takes, with or without plugins: routing with Kong's protocol check,
 //! building the upstream request, and sending it.
 
+use crate::balancer::{Hashed, PickInput};
 use crate::body::{PooledBody, ProxyBody};
 use crate::error::ProxyError;
 use crate::forward::{self, Downstream, Forwarded};
@@ -178,15 +179,39 @@ pub struct Proxied {
     pub timings: Timings,
 }
 
-/// Sends the upstream request and decorates the response head.
+/// The consistent-hashing value of a request (nothing unless the service's upstream hashes), computed
+/// from the client's request before it becomes the upstream request.
+pub fn hash_request(
+    svc: &ServiceInfo,
+    parts: &request::Parts,
+    routed: &Routed,
+    consumer: Option<&str>,
+    captures: Option<&sluice_router::Captures>,
+) -> Hashed {
+    svc.balancer.hash(&PickInput {
+        client_ip: Some(routed.client_ip),
+        headers: Some(&parts.headers),
+        consumer,
+        path: routed
+            .normalized
+            .as_deref()
+            .unwrap_or(routed.original.path()),
+        query: routed.original.query(),
+        captures,
+    })
+}
+
+/// Sends the upstream request and decorates the response head (with the hashing cookie when one was
+/// made up).
 pub async fn proxy(
     req: Request<ProxyBody>,
     info: &RouteInfo,
     svc: &ServiceInfo,
     x: &Exchange<'_>,
+    hashed: Hashed,
 ) -> Result<Proxied, ProxyError> {
     let proxy_latency = x.started.elapsed();
-    let answer = upstream::send(req, svc, info.preserve_host).await?;
+    let answer = upstream::send(req, svc, info.preserve_host, hashed.value).await?;
     let timings = Timings {
         proxy: proxy_latency,
         upstream: answer.sent_at.elapsed(),
@@ -202,10 +227,20 @@ pub async fn proxy(
                 .contains("close")
         });
     respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
+    if let Some(v) = hashed
+        .set_cookie
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
+        head.headers.append(http::header::SET_COOKIE, v);
+    }
     let upstream_addr = answer.conn.key.addr;
+    let mut body = PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout);
+    if let Some(inflight) = answer.inflight {
+        body.hold(inflight);
+    }
     Ok(Proxied {
         head,
-        body: PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout),
+        body,
         upstream_addr,
         timings,
     })

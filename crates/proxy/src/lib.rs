@@ -7,8 +7,9 @@
 //!
 //! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
 //! ([`exchange`], [`path`], [`forward`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target
-//! ([`balancer`], [`dns`]) and sends over a pooled connection ([`pool`], [`body`]), [`respond`] adds Kong's
-//! response headers, and [`error`] turns failures into Kong's error responses ([`mime`]).
+//! ([`balancer`], [`dns`], skipping those [`health`] marks down) and sends over a pooled connection ([`pool`],
+//! [`body`]), [`respond`] adds Kong's response headers, and [`error`] turns failures into Kong's error
+//! responses ([`mime`]). Active health probes run on one `sluice-health` thread beside the workers.
 
 mod balancer;
 mod body;
@@ -17,6 +18,7 @@ mod error;
 mod exchange;
 mod forward;
 mod handler;
+mod health;
 mod listen;
 pub mod metrics;
 mod mime;
@@ -40,7 +42,7 @@ pub use error::ProxyError;
 pub use listen::{parse_listen, ListenAddr};
 pub use server::ProxyServer;
 pub use settings::{HeaderSettings, ProxySettings};
-pub use snapshot::{CompileError, SharedSnapshot, Snapshot};
+pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
 pub use stats::ProxyStats;
 
 /// `sluice/<version>`: Sluice's word in `Via` and `Server`, where Kong says `kong/<version>`.

@@ -269,8 +269,10 @@ async fn access_and_proxy(
         upstream_body = full(buffered.clone());
     }
     let head = copy_head(&ctx.request);
+    let consumer = ctx.consumer.map(|c| c.id.to_string());
+    let hashed = exchange::hash_request(svc, &head, &routed, consumer.as_deref(), ctx.captures);
     let result = match exchange::upstream_request(head, upstream_body, routed, info, svc, x) {
-        Ok(req) => exchange::proxy(req, info, svc, x).await,
+        Ok(req) => exchange::proxy(req, info, svc, x, hashed).await,
         Err(e) => Err(e),
     };
     match result {

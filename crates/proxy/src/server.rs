@@ -76,6 +76,7 @@ impl ProxyServer {
             counters: counters.clone(),
         });
         let (stop, _) = watch::channel(None);
+        crate::health::active::start(shared.snapshot.clone(), stop.subscribe())?;
         let mut handles = Vec::new();
         for (i, listeners) in per_worker.into_iter().enumerate() {
             let (shared, stop_rx) = (shared.clone(), stop.subscribe());

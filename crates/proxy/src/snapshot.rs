@@ -1,13 +1,18 @@
 //! A config compiled for serving: router, per-route facts, balancers and plugin chains. Immutable; a reload
 //! builds a new one and publishes it with one `ArcSwap::store`.
 
+mod upstreams;
+
 use crate::balancer::{Balancer, Peer};
+use crate::health::Checks;
 use crate::metrics::RouteMeter;
 use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteSpec, Router};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use upstreams::Health;
+pub(crate) use upstreams::Upstreams;
 
 /// The live snapshot handle shared by the workers and the loader.
 pub type SharedSnapshot = Arc<arc_swap::ArcSwap<Snapshot>>;
@@ -18,6 +23,7 @@ pub struct Snapshot {
     pub(crate) router: Router,
     pub(crate) routes: Vec<RouteInfo>,
     pub(crate) services: Vec<ServiceInfo>,
+    pub(crate) upstreams: Upstreams,
     pub(crate) plugins: CompiledPlugins,
     /// Certificates by SNI for the `ssl` listeners.
     pub(crate) certs: sluice_tls::CertStore,
@@ -45,7 +51,10 @@ pub(crate) struct RouteInfo {
 /// Per-service facts (indexed like `config.services`).
 pub(crate) struct ServiceInfo {
     pub path: Option<String>,
-    pub balancer: Balancer,
+    /// Shared by the services of one upstream.
+    pub balancer: Arc<Balancer>,
+    /// The upstream's health checks (all off for a service without an upstream).
+    pub checks: Arc<Checks>,
     pub retries: u32,
     pub connect_timeout: Duration,
     pub write_timeout: Duration,
@@ -75,6 +84,7 @@ impl Snapshot {
                 .unwrap_or_else(|_| unreachable!("an empty router always builds")),
             routes: Vec::new(),
             services: Vec::new(),
+            upstreams: Upstreams::compile(&Config::default()),
             plugins: CompiledPlugins::empty(),
             certs: Default::default(),
             unrouted_metrics: None,
@@ -110,10 +120,15 @@ impl Snapshot {
         let plugins = registry
             .compile(&config)
             .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+        let mut upstreams = Upstreams::compile(&config);
         let services: Vec<ServiceInfo> = config
             .services
             .iter()
-            .filter_map(|s| service_info(&config, s).map_err(|e| errors.push(e)).ok())
+            .filter_map(|s| {
+                service_info(&config, s, &mut upstreams)
+                    .map_err(|e| errors.push(e))
+                    .ok()
+            })
             .collect();
         let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
         let metered = plugins.as_ref().ok();
@@ -160,10 +175,28 @@ impl Snapshot {
             unrouted_metrics,
             routes,
             services,
+            upstreams,
             plugins,
             certs,
             compile_duration: started.elapsed(),
         })
+    }
+
+    /// The health of each target (`host:port`) of the upstream named `upstream`, for the Admin API; None
+    /// when the snapshot has no such upstream.
+    pub fn upstream_health(&self, upstream: &str) -> Option<Vec<(String, Health)>> {
+        self.upstreams.health(upstream)
+    }
+
+    /// Whether the upstream named `upstream` would pick a target now (Kong's balancer health).
+    pub fn upstream_available(&self, upstream: &str) -> bool {
+        self.upstreams.available(upstream)
+    }
+
+    /// Marks a target healthy or unhealthy by hand (Admin API); the state outlives this snapshot like any
+    /// health. False when the upstream or target does not exist.
+    pub fn set_target_health(&self, upstream: &str, target: &str, healthy: bool) -> bool {
+        self.upstreams.set_health(upstream, target, healthy)
     }
 
     /// The config this snapshot serves.
@@ -216,31 +249,26 @@ fn split_target(target: &str) -> Option<(&str, u16)> {
 }
 
 /// The targets of a service: its upstream's (when the host names one) or the host itself.
-fn service_info(config: &Config, s: &Service) -> Result<ServiceInfo, String> {
+fn service_info(
+    config: &Config,
+    s: &Service,
+    upstreams: &mut Upstreams,
+) -> Result<ServiceInfo, String> {
     let default_port = match s.protocol.as_str() {
         "https" | "grpcs" | "wss" | "tls" => 443,
         _ => 80,
     };
-    let upstream = config
-        .upstreams
-        .iter()
-        .find(|u| u.name.eq_ignore_ascii_case(&s.host));
-    let targets = match upstream {
-        Some(u) => config
-            .targets
-            .iter()
-            .filter(|t| t.upstream.id == u.id)
-            .filter_map(|t| {
-                let (host, port) = split_target(&t.target)?;
-                let name = u.host_header.as_deref().unwrap_or(host);
-                Some((Peer::new(host, port, name, default_port), t.weight))
-            })
-            .collect(),
-        None => vec![(Peer::new(&s.host, s.port, &s.host, default_port), 1)],
+    let (balancer, checks) = match upstreams.for_service(config, &s.host, default_port) {
+        Some(found) => found,
+        None => {
+            let peer = Peer::new(&s.host, s.port, &s.host, default_port);
+            (Arc::new(Balancer::single(peer)), Arc::default())
+        }
     };
     Ok(ServiceInfo {
         path: s.path.clone(),
-        balancer: Balancer::new(targets),
+        balancer,
+        checks,
         retries: s.retries,
         connect_timeout: Duration::from_millis(s.connect_timeout),
         write_timeout: Duration::from_millis(s.write_timeout),

@@ -2,13 +2,18 @@
 //! target while retrying is safe, up to the service's `retries`.
 //!
 //! Safe means the request was not sent at all (connect refused or timed out, a connection found closed
-//! before writing), or the request has no body and a reused keep-alive connection closed before answering
-//! (the upstream's idle timeout raced with us). A read or write timeout is never retried: the upstream may
+//! before writing), or the request has no body and the connection closed before answering while it was
+//! either reused (the upstream's idle timeout raced with us) or the method is idempotent (an upstream that
+//! accepts and resets). A read or write timeout is never retried: the upstream may
 //! be acting on the request. The wait for the response head is `read_timeout` for body-less requests and
 //! `write_timeout + read_timeout` when a body is streamed.
+//!
+//! Each try picks a target not tried yet when one is usable, and reports its outcome to the upstream's
+//! passive health check ([`report`]); the answer carries the target's in-flight guard.
 
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
+use crate::health::{Failure, InFlight};
 use crate::pool::{self, Conn, PoolKey};
 use crate::snapshot::ServiceInfo;
 use http::header::HOST;
@@ -23,14 +28,18 @@ pub struct Answer {
     pub conn: Conn,
     /// When the request that got this answer was sent (start of the upstream latency).
     pub sent_at: Instant,
+    /// Counts the request against the target until the response body is done (only for the algorithms
+    /// that read in-flight counts).
+    pub inflight: Option<InFlight>,
 }
 
 /// Sends `req` to one of the service's targets, with Kong's retries. `preserve_host` keeps the client's
-/// `Host`; otherwise each try sets the target's.
+/// `Host`; otherwise each try sets the target's. `hash` is the request's consistent-hashing value.
 pub async fn send(
     req: Request<ProxyBody>,
     svc: &ServiceInfo,
     preserve_host: bool,
+    hash: Option<u64>,
 ) -> Result<Answer, ProxyError> {
     let bodyless = req.body().is_end_stream();
     let wait = if bodyless {
@@ -40,9 +49,18 @@ pub async fn send(
     };
     let mut pending = req;
     let mut tries = 0;
+    // Targets of failed tries (allocated only when a try fails).
+    let mut tried = Vec::new();
+    let mut last = None;
     loop {
-        let peer = svc.balancer.pick().ok_or(ProxyError::NoPeer)?;
+        tried.extend(last.take());
+        let pick = svc.balancer.pick(hash, &tried).ok_or(ProxyError::NoPeer)?;
+        last = Some(pick.index);
+        let (peer, state) = (&pick.target.peer, &pick.target.state);
+        let observe = |outcome| report(svc, &pick.target.name, state, outcome);
         let addr = peer.resolve().await?;
+        let tracks = svc.balancer.tracks_load();
+        let inflight = tracks.then(|| state.start());
         let mut req = pending;
         if !preserve_host {
             req.headers_mut().insert(HOST, peer.host_header.clone());
@@ -68,40 +86,85 @@ pub async fn send(
         let mut conn = match pool::checkout(key, target, svc.connect_timeout).await {
             Ok(c) => c,
             Err(e) if can_retry => {
+                observe(Err(failure(&e)));
                 tracing::debug!(%addr, error = %e, tries, "connect failed, retrying");
                 (tries, pending) = (tries + 1, req);
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                observe(Err(failure(&e)));
+                return Err(e);
+            }
         };
         if !conn.reused && conn.sender.ready().await.is_err() {
+            observe(Err(Failure::Tcp));
             if can_retry {
                 (tries, pending) = (tries + 1, req);
                 continue;
             }
             return Err(ProxyError::BadGateway);
         }
-        let replay = (conn.reused && bodyless && can_retry).then(|| copy_head(&req));
+        let replayable = conn.reused || req.method().is_idempotent();
+        let replay = (replayable && bodyless && can_retry).then(|| copy_head(&req));
         let sent_at = Instant::now();
         let sending = conn.sender.try_send_request(req);
         match tokio::time::timeout(wait, sending).await {
-            Err(_) => return Err(ProxyError::Timeout),
+            Err(_) => {
+                observe(Err(Failure::Timeout));
+                return Err(ProxyError::Timeout);
+            }
             Ok(Ok(response)) => {
+                if tracks {
+                    state.record_latency(sent_at.elapsed());
+                }
+                observe(Ok(response.status().as_u16()));
                 return Ok(Answer {
                     response,
                     conn,
                     sent_at,
-                })
+                    inflight,
+                });
             }
             Ok(Err(mut e)) => {
                 let retry = e.take_message().or(replay).filter(|_| can_retry);
                 tracing::debug!(%addr, error = %e.error(), retrying = retry.is_some(), "upstream request failed");
+                observe(Err(Failure::Tcp));
                 match retry {
                     Some(back) => (tries, pending) = (tries + 1, back),
                     None => return Err(ProxyError::BadGateway),
                 }
             }
         }
+    }
+}
+
+/// The kind of failure an error of connecting counts as.
+fn failure(e: &ProxyError) -> Failure {
+    match e {
+        ProxyError::Timeout => Failure::Timeout,
+        _ => Failure::Tcp,
+    }
+}
+
+/// Feeds one try's outcome (a status, or a failure) to the upstream's passive check, logging a change.
+fn report(
+    svc: &ServiceInfo,
+    target: &str,
+    state: &crate::health::TargetState,
+    outcome: Result<u16, Failure>,
+) {
+    if !svc.checks.passive_on {
+        return;
+    }
+    let rules = &svc.checks.passive;
+    let changed = match outcome {
+        Ok(status) => rules.report_status(state, status),
+        Err(kind) => rules.report_failure(state, kind),
+    };
+    match changed {
+        Some(true) => tracing::warn!(target, "target is healthy again (passive check)"),
+        Some(false) => tracing::warn!(target, ?outcome, "target is unhealthy (passive check)"),
+        None => {}
     }
 }
 

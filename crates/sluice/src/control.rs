@@ -30,6 +30,22 @@ impl Control for NodeControl {
             .then(|| self.loader.snapshot().load().hash().to_string())
     }
 
+    fn target_health(&self, upstream: &str) -> Option<Vec<(String, &'static str)>> {
+        let health = self.loader.snapshot().load().upstream_health(upstream)?;
+        Some(health.into_iter().map(|(t, h)| (t, h.as_str())).collect())
+    }
+
+    fn upstream_available(&self, upstream: &str) -> bool {
+        self.loader.snapshot().load().upstream_available(upstream)
+    }
+
+    fn set_target_health(&self, upstream: &str, target: &str, healthy: bool) -> bool {
+        self.loader
+            .snapshot()
+            .load()
+            .set_target_health(upstream, target, healthy)
+    }
+
     fn is_ready(&self) -> bool {
         self.loader.is_ready()
     }

@@ -101,5 +101,39 @@ pub fn render(node: &NodeControl) -> String {
         "sluice_config_entities {}",
         loads.entities.load(Ordering::Relaxed)
     );
+    target_health(node, &mut out);
     out
+}
+
+/// `kong_upstream_target_health`, when an enabled prometheus plugin sets `upstream_health_metrics`: one
+/// series per target and state, 1 for the target's current state and 0 for the others.
+fn target_health(node: &NodeControl, out: &mut String) {
+    let snap = node.loader.snapshot().load();
+    let config = snap.config();
+    let wanted = config.plugins.iter().any(|p| {
+        p.enabled && p.name == "prometheus" && p.config["upstream_health_metrics"] == true
+    });
+    if !wanted {
+        return;
+    }
+    family(
+        out,
+        "kong_upstream_target_health",
+        "gauge",
+        "Health status of targets of upstream. States = healthchecks_off|healthy|unhealthy|dns_error, value is 1 when state is populated.",
+    );
+    for u in &config.upstreams {
+        for (target, health) in snap.upstream_health(&u.name).unwrap_or_default() {
+            let current = health.as_str().to_ascii_lowercase();
+            for state in ["healthchecks_off", "healthy", "unhealthy", "dns_error"] {
+                let _ = writeln!(
+                    out,
+                    "kong_upstream_target_health{{upstream=\"{}\",target=\"{t}\",address=\"{t}\",state=\"{state}\",subsystem=\"http\"}} {}",
+                    escape(&u.name),
+                    u8::from(state == current),
+                    t = escape(&target),
+                );
+            }
+        }
+    }
 }

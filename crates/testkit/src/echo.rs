@@ -145,7 +145,7 @@ pub(crate) async fn serve_echo<IO>(
 }
 
 #[derive(Debug)]
-struct Close;
+pub(crate) struct Close;
 
 impl std::fmt::Display for Close {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -155,7 +155,7 @@ impl std::fmt::Display for Close {
 
 impl std::error::Error for Close {}
 
-async fn respond(
+pub(crate) async fn respond(
     req: Request<hyper::body::Incoming>,
     name: Arc<str>,
 ) -> Result<Response<Full<Bytes>>, Close> {

@@ -3,11 +3,13 @@
 //! ports and cleans up on drop; servers run on their own threads, so any test runtime (or none) can use them.
 
 mod echo;
+mod flaky;
 mod gateway;
 mod load;
 mod tls;
 
 pub use echo::{closed_port, EchoUpstream, SilentServer};
+pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
 pub use tls::{

@@ -2,6 +2,7 @@
 
 mod config;
 mod entities;
+mod health;
 mod info;
 mod status;
 mod tags;
@@ -62,6 +63,8 @@ async fn handle(
         Endpoint::Ready => Ok(status::ready(control)),
         Endpoint::Metrics => status::metrics(control),
         Endpoint::PluginsEnabled => Ok(info::plugins_enabled(control)),
+        Endpoint::UpstreamHealth(key) => health::get(control, key, q),
+        Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),
         Endpoint::Config if read => Ok(config::get(control)),
         Endpoint::Config => {

@@ -19,6 +19,8 @@ fn describe(e: Option<Endpoint<'_>>) -> String {
         Some(Endpoint::List(s)) => format!("list {}{}", s.coll.path, parent(&s)),
         Some(Endpoint::Item(s, k)) => format!("item {}/{k}{}", s.coll.path, parent(&s)),
         Some(Endpoint::Owner(c, k, r)) => format!("owner {}/{k} -> {}", c.path, r.parent),
+        Some(Endpoint::UpstreamHealth(u)) => format!("health {u}"),
+        Some(Endpoint::SetTargetHealth(u, t, h)) => format!("set {u}/{t} healthy={h}"),
     }
 }
 
@@ -58,6 +60,13 @@ fn admin_paths_map_to_endpoints() {
             "/upstreams/u/targets",
             "list targets of upstreams/u by upstream",
         ),
+        ("/upstreams/u/health", "health u"),
+        (
+            "/upstreams/u/targets/10.0.0.1:80/healthy",
+            "set u/10.0.0.1:80 healthy=true",
+        ),
+        ("/upstreams/u/targets/t/unhealthy", "set u/t healthy=false"),
+        ("/upstreams/u/targets/t/sick", "none"),
         (
             "/upstreams/u/targets/all",
             "list targets of upstreams/u by upstream",
