@@ -7,6 +7,8 @@ mod auth;
 pub mod basic_auth;
 pub mod correlation_id;
 pub mod cors;
+pub mod file_log;
+pub mod http_log;
 pub mod ip_restriction;
 pub mod key_auth;
 pub mod rate_limiting;
@@ -28,5 +30,7 @@ pub fn all() -> Vec<Builtin> {
         request_transformer::builtin(),
         response_transformer::builtin(),
         request_termination::builtin(),
+        http_log::builtin(),
+        file_log::builtin(),
     ]
 }
