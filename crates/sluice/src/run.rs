@@ -1,5 +1,6 @@
 //! `sluice start`: open the store, load the config, start the proxy workers, the admin and status listeners,
-//! and handle signals (SIGHUP reloads the declarative file; SIGTERM/SIGINT drain and exit 0).
+//! and handle signals (SIGHUP reloads the declarative file; SIGUSR1 reopens file-log files; SIGTERM/SIGINT
+//! drain and exit 0).
 
 use crate::control::NodeControl;
 use crate::loader::Loader;
@@ -123,11 +124,16 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
     }
 
     let mut hup = signal(SignalKind::hangup())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     loop {
         tokio::select! {
             _ = hup.recv() => reload(&control, &settings).await,
+            _ = usr1.recv() => {
+                sluice_plugins::logging::reopen_log_files();
+                tracing::info!("SIGUSR1: file-log files will be reopened");
+            }
             _ = term.recv() => break,
             _ = int.recv() => break,
         }

@@ -1,14 +1,16 @@
-//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a launcher for the
+//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a log sink, a launcher for the
 //! real `sluice` binary, an HTTP client and a bounded load loop. Everything binds 127.0.0.1 on ephemeral
 //! ports and cleans up on drop; servers run on their own threads, so any test runtime (or none) can use them.
 
 mod echo;
 mod gateway;
 mod load;
+mod sink;
 
 pub use echo::{closed_port, EchoUpstream, SilentServer};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
+pub use sink::{LogSink, SinkRequest};
 
 /// A client for tests: no proxy from the environment, HTTP/1.1.
 pub fn client() -> reqwest::Client {
