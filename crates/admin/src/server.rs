@@ -11,29 +11,36 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use tokio_rustls::TlsAcceptor;
 
-/// Serves the Admin API on `listener` until `shutdown` completes. Connections already accepted finish on
-/// their own tasks.
+/// How long an admin client may take to finish a TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves the Admin API on `listener` (over TLS when `tls` is given: `admin_listen ... ssl`) until
+/// `shutdown` completes. Connections already accepted finish on their own tasks.
 pub async fn serve_admin(
     listener: tokio::net::TcpListener,
+    tls: Option<TlsAcceptor>,
     control: Arc<dyn Control>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve(listener, control, shutdown, Listener::Admin).await
+    serve(listener, tls, control, shutdown, Listener::Admin).await
 }
 
 /// Serves the status listener (`/status`, `/status/ready`, `/metrics`) until `shutdown` completes.
 pub async fn serve_status(
     listener: tokio::net::TcpListener,
+    tls: Option<TlsAcceptor>,
     control: Arc<dyn Control>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve(listener, control, shutdown, Listener::Status).await
+    serve(listener, tls, control, shutdown, Listener::Status).await
 }
 
 async fn serve(
     listener: tokio::net::TcpListener,
+    tls: Option<TlsAcceptor>,
     control: Arc<dyn Control>,
     shutdown: impl Future<Output = ()>,
     kind: Listener,
@@ -52,7 +59,7 @@ async fn serve(
             },
             () = &mut shutdown => return Ok(()),
         };
-        let control = control.clone();
+        let (control, tls) = (control.clone(), tls.clone());
         tokio::spawn(async move {
             let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                 let control = control.clone();
@@ -64,9 +71,26 @@ async fn serve(
                     Ok::<Reply, std::convert::Infallible>(resp)
                 }
             });
-            let served = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let served = match tls {
+                None => {
+                    builder
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await
+                }
+                Some(acceptor) => {
+                    let handshake = acceptor.accept(stream);
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+                        Ok(Ok(stream)) => {
+                            builder
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await
+                        }
+                        Ok(Err(e)) => Err(e.into()),
+                        Err(_) => return,
+                    }
+                }
+            };
             if let Err(e) = served {
                 tracing::debug!(error = %e, "admin connection ended with an error");
             }

@@ -3,6 +3,7 @@
 //! bodies through a channel.
 
 use crate::error::ProxyError;
+use crate::pool::PoolKey;
 use crate::pool::{self, Conn};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -11,7 +12,6 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -37,7 +37,7 @@ pub fn full(bytes: Bytes) -> ProxyBody {
 /// upstream is silent for longer than the read timeout between two chunks.
 pub struct PooledBody {
     inner: Incoming,
-    conn: Option<(SocketAddr, SendRequest<ProxyBody>)>,
+    conn: Option<(PoolKey, SendRequest<ProxyBody>)>,
     read_timeout: Duration,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     armed: bool,
@@ -48,7 +48,7 @@ impl PooledBody {
     pub fn new(inner: Incoming, conn: Conn, reusable: bool, read_timeout: Duration) -> Self {
         let mut body = PooledBody {
             inner,
-            conn: reusable.then_some((conn.addr, conn.sender)),
+            conn: reusable.then_some((conn.key, conn.sender)),
             read_timeout,
             timer: None,
             armed: false,
@@ -61,8 +61,8 @@ impl PooledBody {
     }
 
     fn release(&mut self) {
-        if let Some((addr, sender)) = self.conn.take() {
-            pool::checkin(addr, sender);
+        if let Some((key, sender)) = self.conn.take() {
+            pool::checkin(key, sender);
         }
     }
 

@@ -25,6 +25,8 @@ pub struct ConnInfo {
     /// The listener's port as a header value (`X-Forwarded-Port`), built once per listener.
     pub local_port: HeaderValue,
     pub scheme: &'static str,
+    /// The server name the TLS client sent (routes with `snis` match on it).
+    pub sni: Option<std::sync::Arc<str>>,
 }
 
 /// Per-request facts every step reads.
@@ -80,7 +82,7 @@ pub fn route(
             host,
             path: &path,
             headers: &parts.headers,
-            sni: None,
+            sni: conn.sni.as_deref(),
         })
         .ok_or(ProxyError::NoRoute)?;
     let info = snap.routes.get(found.id).ok_or(ProxyError::Internal)?;
@@ -183,10 +185,6 @@ pub async fn proxy(
     svc: &ServiceInfo,
     x: &Exchange<'_>,
 ) -> Result<Proxied, ProxyError> {
-    if svc.tls {
-        tracing::error!("upstream TLS (service protocol https) is not supported by this build yet");
-        return Err(ProxyError::BadGateway);
-    }
     let proxy_latency = x.started.elapsed();
     let answer = upstream::send(req, svc, info.preserve_host).await?;
     let timings = Timings {
@@ -204,7 +202,7 @@ pub async fn proxy(
                 .contains("close")
         });
     respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
-    let upstream_addr = answer.conn.addr;
+    let upstream_addr = answer.conn.key.addr;
     Ok(Proxied {
         head,
         body: PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout),

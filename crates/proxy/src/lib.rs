@@ -30,6 +30,7 @@ mod server;
 mod settings;
 mod snapshot;
 mod stats;
+mod tls;
 mod upstream;
 mod watchdog;
 mod worker;

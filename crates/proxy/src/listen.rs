@@ -7,9 +7,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenAddr {
     pub addr: SocketAddr,
-    /// TLS was asked for (`ssl`); the proxy skips such entries until TLS lands.
+    /// TLS was asked for (`ssl`).
     pub ssl: bool,
-    /// `http2` was given. Plain-text listeners speak HTTP/1.1 and h2c (prior knowledge) either way.
+    /// `http2` was given: TLS listeners offer `h2` in ALPN. Plain-text listeners speak HTTP/1.1 and h2c
+    /// (prior knowledge) either way.
     pub http2: bool,
     /// The accept queue length (`backlog=N`, 16384 by default as in Kong).
     pub backlog: u32,

@@ -5,8 +5,8 @@ use crate::realip::Trust;
 use crate::settings::ProxySettings;
 use crate::snapshot::SharedSnapshot;
 use crate::stats::{Counters, ProxyStats};
-use crate::worker;
-use std::net::SocketAddr;
+use crate::tls;
+use crate::worker::{self, Listener};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -22,39 +22,49 @@ pub struct Shared {
 
 /// The running proxy: its worker threads and their listeners.
 pub struct ProxyServer {
-    addrs: Vec<SocketAddr>,
+    addrs: Vec<ListenAddr>,
     stop: watch::Sender<Option<Duration>>,
     workers: Vec<JoinHandle<()>>,
     counters: Arc<Counters>,
 }
 
 impl ProxyServer {
-    /// Binds every plain-text listen address once per worker (`SO_REUSEPORT`, the kernel spreads the
-    /// connections) and starts the workers. A port of 0 is resolved by the first bind and reused by the
-    /// other workers, so tests can ask for an ephemeral port. `ssl` addresses are skipped with a warning.
+    /// Binds every listen address once per worker (`SO_REUSEPORT`, the kernel spreads the connections) and
+    /// starts the workers. A port of 0 is resolved by the first bind and reused by the other workers, so
+    /// tests can ask for an ephemeral port. `ssl` addresses need `settings.default_certificate`.
     pub fn start(
         settings: ProxySettings,
         snapshot: SharedSnapshot,
     ) -> std::io::Result<ProxyServer> {
-        let mut plain: Vec<ListenAddr> = Vec::new();
-        for listen in &settings.listen {
-            if listen.ssl {
-                tracing::warn!(addr = %listen.addr, "TLS proxy listeners are not supported yet; skipped");
-            } else {
-                plain.push(listen.clone());
-            }
+        let mut addrs: Vec<ListenAddr> = settings.listen.clone();
+        let mut acceptors = Vec::with_capacity(addrs.len());
+        for listen in &addrs {
+            acceptors.push(match (listen.ssl, &settings.default_certificate) {
+                (false, _) => None,
+                (true, Some(default)) => Some(tls::acceptor(&snapshot, default, listen.http2)?),
+                (true, None) => {
+                    return Err(std::io::Error::other(format!(
+                        "{}: an ssl listener needs a default certificate",
+                        listen.addr
+                    )))
+                }
+            });
         }
         let workers = settings.workers.max(1);
         let mut per_worker = Vec::with_capacity(workers);
         for w in 0..workers {
             let mut listeners = Vec::new();
-            for listen in plain.iter_mut() {
+            for (listen, tls) in addrs.iter_mut().zip(&acceptors) {
                 let l = bind(listen)?;
                 let local = l.local_addr()?;
                 if w == 0 {
                     listen.addr = local;
                 }
-                listeners.push((l, local.port()));
+                listeners.push(Listener {
+                    socket: l,
+                    port: local.port(),
+                    tls: tls.clone(),
+                });
             }
             per_worker.push(listeners);
         }
@@ -75,15 +85,15 @@ impl ProxyServer {
             handles.push(handle);
         }
         Ok(ProxyServer {
-            addrs: plain.iter().map(|l| l.addr).collect(),
+            addrs,
             stop,
             workers: handles,
             counters,
         })
     }
 
-    /// The bound proxy addresses (with real ports when 0 was asked for).
-    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+    /// The bound proxy listeners (with real ports when 0 was asked for).
+    pub fn local_addrs(&self) -> Vec<ListenAddr> {
         self.addrs.clone()
     }
 

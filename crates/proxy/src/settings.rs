@@ -7,7 +7,7 @@ use std::time::Duration;
 /// keep Kong's defaults.
 #[derive(Debug, Clone)]
 pub struct ProxySettings {
-    /// Where to listen (Kong's `proxy_listen`, parsed by [`crate::parse_listen`]). `ssl` entries are skipped.
+    /// Where to listen (Kong's `proxy_listen`, parsed by [`crate::parse_listen`]).
     pub listen: Vec<ListenAddr>,
     /// Worker threads, each with its own runtime, listeners and upstream pool.
     pub workers: usize,
@@ -27,6 +27,9 @@ pub struct ProxySettings {
     pub upstream_idle_timeout: Duration,
     /// How long a client may take to send a request head (Kong's `client_header_timeout`).
     pub client_header_timeout: Duration,
+    /// The certificate `ssl` listeners present when no configured SNI matches (Kong's `ssl_cert`, or the
+    /// generated default). Required when any listener has `ssl`.
+    pub default_certificate: Option<sluice_tls::CertPair>,
 }
 
 impl Default for ProxySettings {
@@ -42,6 +45,7 @@ impl Default for ProxySettings {
             upstream_keepalive: 256,
             upstream_idle_timeout: Duration::from_secs(60),
             client_header_timeout: Duration::from_secs(60),
+            default_certificate: None,
         }
     }
 }

@@ -18,6 +18,8 @@ pub struct Snapshot {
     pub(crate) routes: Vec<RouteInfo>,
     pub(crate) services: Vec<ServiceInfo>,
     pub(crate) plugins: CompiledPlugins,
+    /// Certificates by SNI for the `ssl` listeners.
+    pub(crate) certs: sluice_tls::CertStore,
     compile_duration: Duration,
 }
 
@@ -41,8 +43,8 @@ pub(crate) struct ServiceInfo {
     pub connect_timeout: Duration,
     pub write_timeout: Duration,
     pub read_timeout: Duration,
-    /// The upstream speaks TLS (`https`, `grpcs`, `tls`): not supported by this build yet (502 + a log line).
-    pub tls: bool,
+    /// The upstream speaks TLS (`https`, `grpcs`, `tls`, `wss`).
+    pub tls: Option<crate::tls::UpstreamTls>,
 }
 
 /// Why a validated config could not be compiled: one message per problem.
@@ -67,6 +69,7 @@ impl Snapshot {
             routes: Vec::new(),
             services: Vec::new(),
             plugins: CompiledPlugins::empty(),
+            certs: Default::default(),
             compile_duration: Duration::ZERO,
         }
     }
@@ -98,11 +101,12 @@ impl Snapshot {
         let plugins = registry
             .compile(&config)
             .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>());
-        let services = config
+        let services: Vec<ServiceInfo> = config
             .services
             .iter()
-            .map(|s| service_info(&config, s))
+            .filter_map(|s| service_info(&config, s).map_err(|e| errors.push(e)).ok())
             .collect();
+        let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
         let routes = config
             .routes
             .iter()
@@ -116,9 +120,9 @@ impl Snapshot {
                 service: service_index(r),
             })
             .collect();
-        let (router, plugins) = match (router, plugins) {
-            (Ok(r), Ok(p)) => (r, p),
-            (r, p) => {
+        let (router, plugins, certs) = match (router, plugins, certs) {
+            (Ok(r), Ok(p), Ok(c)) if errors.is_empty() => (r, p, c),
+            (r, p, _) => {
                 errors.extend(r.err().into_iter().flatten());
                 errors.extend(p.err().into_iter().flatten());
                 return Err(CompileError(errors));
@@ -130,6 +134,7 @@ impl Snapshot {
             routes,
             services,
             plugins,
+            certs,
             compile_duration: started.elapsed(),
         })
     }
@@ -184,7 +189,7 @@ fn split_target(target: &str) -> Option<(&str, u16)> {
 }
 
 /// The targets of a service: its upstream's (when the host names one) or the host itself.
-fn service_info(config: &Config, s: &Service) -> ServiceInfo {
+fn service_info(config: &Config, s: &Service) -> Result<ServiceInfo, String> {
     let default_port = match s.protocol.as_str() {
         "https" | "grpcs" | "wss" | "tls" => 443,
         _ => 80,
@@ -206,13 +211,13 @@ fn service_info(config: &Config, s: &Service) -> ServiceInfo {
             .collect(),
         None => vec![(Peer::new(&s.host, s.port, &s.host, default_port), 1)],
     };
-    ServiceInfo {
+    Ok(ServiceInfo {
         path: s.path.clone(),
         balancer: Balancer::new(targets),
         retries: s.retries,
         connect_timeout: Duration::from_millis(s.connect_timeout),
         write_timeout: Duration::from_millis(s.write_timeout),
         read_timeout: Duration::from_millis(s.read_timeout),
-        tls: default_port == 443,
-    }
+        tls: crate::tls::upstream_tls(config, s)?,
+    })
 }

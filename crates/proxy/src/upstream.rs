@@ -9,7 +9,7 @@
 
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use crate::pool::{self, Conn};
+use crate::pool::{self, Conn, PoolKey};
 use crate::snapshot::ServiceInfo;
 use http::header::HOST;
 use http::{Request, Response};
@@ -48,7 +48,24 @@ pub async fn send(
             req.headers_mut().insert(HOST, peer.host_header.clone());
         }
         let can_retry = tries < svc.retries;
-        let mut conn = match pool::checkout(addr, svc.connect_timeout).await {
+        let (key, tls) = match &svc.tls {
+            None => (PoolKey { addr, tls: 0 }, None),
+            Some(tls) => {
+                // Kong sends the upstream Host (without port) as SNI, so preserve_host names the client's.
+                let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+                let server_name = crate::forward::bare_host(host.unwrap_or(&peer.host));
+                let key = PoolKey {
+                    addr,
+                    tls: crate::tls::pool_key(tls, &server_name),
+                };
+                (key, Some((tls, server_name)))
+            }
+        };
+        let target = tls.as_ref().map(|(tls, name)| pool::TlsTarget {
+            tls,
+            server_name: name,
+        });
+        let mut conn = match pool::checkout(key, target, svc.connect_timeout).await {
             Ok(c) => c,
             Err(e) if can_retry => {
                 tracing::debug!(%addr, error = %e, tries, "connect failed, retrying");

@@ -20,9 +20,17 @@ use tokio::sync::watch;
 /// Largest request head (request line + headers) a client may send.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
+/// One bound listening socket of a worker.
+pub struct Listener {
+    pub socket: std::net::TcpListener,
+    pub port: u16,
+    /// Set for `ssl` listeners.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
 /// Runs a worker until `stop` carries a grace period, then drains its connections for at most that long.
 pub fn run(
-    listeners: Vec<(std::net::TcpListener, u16)>,
+    listeners: Vec<Listener>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<Option<Duration>>,
 ) {
@@ -43,11 +51,12 @@ pub fn run(
     runtime.block_on(async move {
         let graceful = Arc::new(GracefulShutdown::new());
         let mut accept_tasks = Vec::new();
-        for (listener, port) in listeners {
-            match tokio::net::TcpListener::from_std(listener) {
+        for listener in listeners {
+            match tokio::net::TcpListener::from_std(listener.socket) {
                 Ok(l) => accept_tasks.push(tokio::spawn(accept_loop(
                     l,
-                    port,
+                    listener.port,
+                    listener.tls,
                     shared.clone(),
                     graceful.clone(),
                 ))),
@@ -103,10 +112,11 @@ fn builder() -> auto::Builder<TokioExecutor> {
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     local_port: u16,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     graceful: Arc<GracefulShutdown>,
 ) {
-    let builder = builder();
+    let builder = Arc::new(builder());
     let port_value = http::HeaderValue::from(local_port);
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -129,35 +139,76 @@ async fn accept_loop(
                 .unwrap_or(http::HeaderValue::from_static("")),
             local_port: port_value.clone(),
             scheme: "http",
+            sni: None,
         };
-        let conn_shared = shared.clone();
-        let state = ConnState::new();
-        let conn_state = state.clone();
-        let service = service_fn(move |req| {
-            let (shared, info, state) = (conn_shared.clone(), info.clone(), conn_state.clone());
-            Counters::bump(&shared.counters.requests);
-            state.request_started();
-            async move {
-                let resp = handler::handle(req, info, shared).await;
-                Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, state)))
+        let (shared, graceful, builder) = (shared.clone(), graceful.clone(), builder.clone());
+        match &tls {
+            None => {
+                tokio::spawn(serve(stream, info, shared, graceful, builder, guard));
             }
-        });
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        let timeout = shared.settings.client_header_timeout;
-        tokio::spawn(async move {
-            match watchdog::guard(conn, state, timeout).await {
-                Some(Err(e)) => {
-                    tracing::debug!(error = %e, "downstream connection ended with an error")
-                }
-                Some(Ok(())) => {}
-                None => {
-                    tracing::debug!(%peer, "closed: no request head within client_header_timeout")
-                }
+            Some(acceptor) => {
+                let accepting = acceptor.accept(stream);
+                tokio::spawn(async move {
+                    // The handshake counts against the header timeout, as in nginx.
+                    let timeout = shared.settings.client_header_timeout;
+                    let stream = match tokio::time::timeout(timeout, accepting).await {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    let sni = stream.get_ref().1.server_name().map(Arc::from);
+                    let info = ConnInfo {
+                        scheme: "https",
+                        sni,
+                        ..info
+                    };
+                    serve(stream, info, shared, graceful, builder, guard).await
+                });
             }
-            drop(guard);
-        });
+        }
     }
+}
+
+/// Serves one accepted connection (plain or TLS) until it closes.
+async fn serve<IO>(
+    io: IO,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+    graceful: Arc<GracefulShutdown>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    guard: ActiveGuard,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let peer = info.peer;
+    let conn_shared = shared.clone();
+    let state = ConnState::new();
+    let conn_state = state.clone();
+    let service = service_fn(move |req| {
+        let (shared, info, state) = (conn_shared.clone(), info.clone(), conn_state.clone());
+        Counters::bump(&shared.counters.requests);
+        state.request_started();
+        async move {
+            let resp = handler::handle(req, info, shared).await;
+            Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, state)))
+        }
+    });
+    let conn = builder
+        .serve_connection(TokioIo::new(io), service)
+        .into_owned();
+    let conn = graceful.watch(conn);
+    let timeout = shared.settings.client_header_timeout;
+    match watchdog::guard(conn, state, timeout).await {
+        Some(Err(e)) => {
+            tracing::debug!(error = %e, "downstream connection ended with an error")
+        }
+        Some(Ok(())) => {}
+        None => {
+            tracing::debug!(%peer, "closed: no request head within client_header_timeout")
+        }
+    }
+    drop(guard);
 }

@@ -52,9 +52,20 @@ pub fn start(args: StartArgs) -> Result<()> {
         }
     }
 
+    let listen =
+        parse_listen(&settings.proxy_listen).map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?;
+    let default_certificate = match listen.iter().any(|l| l.ssl) {
+        true => Some(certificate(
+            &settings,
+            "ssl_cert",
+            &settings.ssl_cert,
+            &settings.ssl_cert_key,
+        )?),
+        false => None,
+    };
     let proxy_settings = ProxySettings {
-        listen: parse_listen(&settings.proxy_listen)
-            .map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?,
+        listen,
+        default_certificate,
         workers: settings.worker_threads,
         trusted_ips: parse_trusted_ips(&settings.trusted_ips)?,
         headers: sluice_proxy::HeaderSettings::parse(&settings.headers)
@@ -63,8 +74,8 @@ pub fn start(args: StartArgs) -> Result<()> {
     };
     let proxy = ProxyServer::start(proxy_settings, loader.snapshot())
         .context("starting the proxy listeners")?;
-    for addr in proxy.local_addrs() {
-        tracing::info!(%addr, "proxy listening");
+    for listen in proxy.local_addrs() {
+        tracing::info!(addr = %listen.addr, ssl = listen.ssl, http2 = listen.http2, "proxy listening");
     }
 
     let control = Arc::new(NodeControl {
@@ -92,19 +103,37 @@ pub fn start(args: StartArgs) -> Result<()> {
 /// Serves the admin and status listeners and handles signals until SIGTERM/SIGINT.
 async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    for (setting, value, status) in [
-        ("admin_listen", &settings.admin_listen, false),
-        ("status_listen", &settings.status_listen, true),
+    for (setting, value, status, cert, key) in [
+        (
+            "admin_listen",
+            &settings.admin_listen,
+            false,
+            &settings.admin_ssl_cert,
+            &settings.admin_ssl_cert_key,
+        ),
+        (
+            "status_listen",
+            &settings.status_listen,
+            true,
+            &settings.status_ssl_cert,
+            &settings.status_ssl_cert_key,
+        ),
     ] {
         for listen in parse_listen(value).map_err(|e| anyhow::anyhow!("{setting}: {e}"))? {
-            if listen.ssl {
-                tracing::warn!(setting, addr = %listen.addr, "TLS listeners are not supported yet; skipped");
-                continue;
-            }
+            let tls = match listen.ssl {
+                false => None,
+                true => {
+                    let pair = certificate(&settings, setting, cert, key)?;
+                    let resolver = sluice_tls::SniResolver::new(None, pair);
+                    let config = sluice_tls::server_config(Arc::new(resolver), listen.http2)
+                        .map_err(|e| anyhow::anyhow!("{setting}: {e}"))?;
+                    Some(tokio_rustls::TlsAcceptor::from(config))
+                }
+            };
             let listener = tokio::net::TcpListener::bind(listen.addr)
                 .await
                 .with_context(|| format!("{setting}: cannot listen on {}", listen.addr))?;
-            tracing::info!(addr = %listen.addr, "{} listening", if status { "status" } else { "admin" });
+            tracing::info!(addr = %listen.addr, ssl = listen.ssl, "{} listening", if status { "status" } else { "admin" });
             let control: Arc<dyn sluice_admin::Control> = control.clone();
             let mut stop = stop_rx.clone();
             let shutdown = async move {
@@ -112,9 +141,9 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
             };
             tokio::spawn(async move {
                 let served = if status {
-                    sluice_admin::serve_status(listener, control, shutdown).await
+                    sluice_admin::serve_status(listener, tls, control, shutdown).await
                 } else {
-                    sluice_admin::serve_admin(listener, control, shutdown).await
+                    sluice_admin::serve_admin(listener, tls, control, shutdown).await
                 };
                 if let Err(e) = served {
                     tracing::error!(error = %e, "{setting} listener failed");
@@ -153,6 +182,24 @@ async fn reload(control: &Arc<NodeControl>, settings: &Settings) {
         Ok(Ok(_)) => tracing::info!("configuration reloaded on SIGHUP"),
         Ok(Err(e)) => tracing::error!("reload failed, keeping the old configuration: {e:#}"),
         Err(e) => tracing::error!("reload task failed: {e}"),
+    }
+}
+
+/// The certificate a TLS listener presents by default: the configured files (`ssl_cert`, `admin_ssl_cert`,
+/// ...), else the one generated under `<prefix>/ssl` on first start.
+fn certificate(
+    settings: &Settings,
+    what: &str,
+    cert: &Option<String>,
+    key: &Option<String>,
+) -> Result<sluice_tls::CertPair> {
+    match (cert, key) {
+        (Some(c), Some(k)) => {
+            sluice_tls::load_pair_files(c, k).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+        }
+        (None, None) => sluice_tls::default_pair(&settings.prefix.join("ssl"))
+            .map_err(|e| anyhow::anyhow!("default certificate: {e}")),
+        _ => bail!("{what}: set both the certificate and its key"),
     }
 }
 

@@ -23,6 +23,15 @@ pub struct Settings {
     pub lmdb_environment_path: PathBuf,
     pub lmdb_map_size: u64,
     pub database: String,
+    /// Certificate and key files (comma lists of up to two: RSA and ECDSA) for the proxy's `ssl` listeners;
+    /// unset means the generated default under `<prefix>/ssl`.
+    pub ssl_cert: Option<String>,
+    pub ssl_cert_key: Option<String>,
+    /// The same for `admin_listen ... ssl` and `status_listen ... ssl`.
+    pub admin_ssl_cert: Option<String>,
+    pub admin_ssl_cert_key: Option<String>,
+    pub status_ssl_cert: Option<String>,
+    pub status_ssl_cert_key: Option<String>,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -40,6 +49,12 @@ const KNOWN: &[&str] = &[
     "lmdb_environment_path",
     "lmdb_map_size",
     "database",
+    "ssl_cert",
+    "ssl_cert_key",
+    "admin_ssl_cert",
+    "admin_ssl_cert_key",
+    "status_ssl_cert",
+    "status_ssl_cert_key",
 ];
 
 impl Settings {
@@ -110,6 +125,12 @@ impl Settings {
             lmdb_environment_path,
             lmdb_map_size,
             database,
+            ssl_cert: get("ssl_cert"),
+            ssl_cert_key: get("ssl_cert_key"),
+            admin_ssl_cert: get("admin_ssl_cert"),
+            admin_ssl_cert_key: get("admin_ssl_cert_key"),
+            status_ssl_cert: get("status_ssl_cert"),
+            status_ssl_cert_key: get("status_ssl_cert_key"),
         })
     }
 
@@ -128,6 +149,9 @@ impl Settings {
             "lmdb_environment_path": self.lmdb_environment_path,
             "lmdb_map_size": self.lmdb_map_size,
             "database": self.database,
+            "ssl_cert": self.ssl_cert,
+            "admin_ssl_cert": self.admin_ssl_cert,
+            "status_ssl_cert": self.status_ssl_cert,
             "role": "traditional",
             "router_flavor": "traditional_compatible",
         })

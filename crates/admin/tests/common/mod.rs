@@ -160,9 +160,9 @@ pub async fn start(node: Arc<TestNode>) -> Servers {
                 let _ = rx.changed().await;
             };
             if is_admin {
-                serve_admin(listener, control, shutdown).await
+                serve_admin(listener, None, control, shutdown).await
             } else {
-                serve_status(listener, control, shutdown).await
+                serve_status(listener, None, control, shutdown).await
             }
         });
     }
@@ -224,8 +224,24 @@ plugins:
 - name: key-auth
   instance_name: global-auth
 certificates:
-- cert: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
-  key: "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----"
+- cert: |
+    -----BEGIN CERTIFICATE-----
+    MIIBhDCCASugAwIBAgIUDg2KDNOH4uoMImf6+wmsbe6u+OEwCgYIKoZIzj0EAwIw
+    FzEVMBMGA1UEAwwMZXhhbXBsZS50ZXN0MCAXDTI2MTEyMzA4NDEwNVoYDzIxMjYx
+    MDMwMDg0MTA1WjAXMRUwEwYDVQQDDAxleGFtcGxlLnRlc3QwWTATBgcqhkjOPQIB
+    BggqhkjOPQMBBwNCAAS32HAUdUV2n5oOURB5KFpZiqkVhKaXDapW0DpNLqT/ZhAK
+    wMsfgpbUzVEQ9K8+7QtWdIKT6Cs59kbM6uIraMZBo1MwUTAdBgNVHQ4EFgQUIXRi
+    w+K7iIq29d9w4RMulGqPJhIwHwYDVR0jBBgwFoAUIXRiw+K7iIq29d9w4RMulGqP
+    JhIwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiAn4Y2EWfOkZT92
+    wQsPWTzRU4+TmWGaZTHorWbEen487QIgSkyGKdBf+nrwRzpyxteFDHlgnGEzDRAF
+    iONiPSwTj7E=
+    -----END CERTIFICATE-----
+  key: |
+    -----BEGIN PRIVATE KEY-----
+    MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgGFrfHMEbYIknCGte
+    1UMzByX171cr24+3Y5Kove+A5UahRANCAAS32HAUdUV2n5oOURB5KFpZiqkVhKaX
+    DapW0DpNLqT/ZhAKwMsfgpbUzVEQ9K8+7QtWdIKT6Cs59kbM6uIraMZB
+    -----END PRIVATE KEY-----
   snis:
   - name: example.test
 "#;

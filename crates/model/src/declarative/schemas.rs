@@ -307,6 +307,29 @@ pub fn certificate() -> Schema {
         ("key_alt", Field::string().check(check_pem)),
         ("snis", Field::any()),
     ]))
+    .with_check(certificate_pairs)
+}
+
+/// Kong's certificate checks that need the crypto: each key matches its certificate, and an alternate pair
+/// is complete and of the other key type. Runs only when the PEM fields passed their own checks.
+fn certificate_pairs(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    let text = |k: &str| m.get(k).and_then(Value::as_str);
+    let (Some(cert), Some(key)) = (text("cert"), text("key")) else {
+        return Ok(());
+    };
+    let errors: Vec<FieldError> =
+        sluice_tls::check_certificate(cert, key, text("cert_alt"), text("key_alt"))
+            .into_iter()
+            .map(|(field, message)| match field {
+                Some(f) => FieldError::new(f, message),
+                None => FieldError::entity(message),
+            })
+            .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// `snis`.

@@ -37,7 +37,9 @@ async fn counting_server() -> (SocketAddr, Arc<AtomicUsize>) {
 }
 
 async fn exchange(addr: SocketAddr, path: &str) -> bool {
-    let mut conn = checkout(addr, Duration::from_secs(5)).await.unwrap();
+    let mut conn = checkout(plain(addr), None, Duration::from_secs(5))
+        .await
+        .unwrap();
     let reused = conn.reused;
     let req = http::Request::get(path)
         .header("host", "t")
@@ -55,14 +57,14 @@ async fn exchange(addr: SocketAddr, path: &str) -> bool {
 async fn connections_are_reused_once_their_body_was_read() {
     let (addr, accepted) = counting_server().await;
     assert!(!exchange(addr, "/").await);
-    assert_eq!(idle_count(addr), 1);
+    assert_eq!(idle_count(plain(addr)), 1);
     for _ in 0..3 {
         assert!(exchange(addr, "/").await);
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     // `Connection: close` takes the connection out of the pool.
     assert!(exchange(addr, "/close").await);
-    assert_eq!(idle_count(addr), 0);
+    assert_eq!(idle_count(plain(addr)), 0);
     assert!(!exchange(addr, "/").await);
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
@@ -73,7 +75,9 @@ async fn refused_connections_are_bad_gateway() {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     assert_eq!(
-        checkout(addr, Duration::from_secs(5)).await.err(),
+        checkout(plain(addr), None, Duration::from_secs(5))
+            .await
+            .err(),
         Some(ProxyError::BadGateway)
     );
 }
@@ -82,13 +86,21 @@ async fn refused_connections_are_bad_gateway() {
 async fn the_idle_cap_holds() {
     let (addr, _) = counting_server().await;
     configure(1, Duration::from_secs(60));
-    let a = checkout(addr, Duration::from_secs(5)).await.unwrap();
-    let b = checkout(addr, Duration::from_secs(5)).await.unwrap();
+    let a = checkout(plain(addr), None, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let b = checkout(plain(addr), None, Duration::from_secs(5))
+        .await
+        .unwrap();
     let (mut a, mut b) = (a, b);
     a.sender.ready().await.unwrap();
     b.sender.ready().await.unwrap();
-    checkin(addr, a.sender);
-    checkin(addr, b.sender);
-    assert_eq!(idle_count(addr), 1);
+    checkin(plain(addr), a.sender);
+    checkin(plain(addr), b.sender);
+    assert_eq!(idle_count(plain(addr)), 1);
     configure(256, Duration::from_secs(60));
+}
+
+fn plain(addr: std::net::SocketAddr) -> PoolKey {
+    PoolKey { addr, tls: 0 }
 }

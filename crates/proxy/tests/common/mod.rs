@@ -36,7 +36,7 @@ impl Proxy {
         let snapshot: SharedSnapshot =
             Arc::new(arc_swap::ArcSwap::from_pointee(compile(yaml, &registry)));
         let server = ProxyServer::start(settings, snapshot.clone()).expect("proxy starts");
-        let addr = server.local_addrs()[0];
+        let addr = server.local_addrs()[0].addr;
         Proxy {
             server: Some(server),
             snapshot,

@@ -1,0 +1,198 @@
+//! Client configs for TLS to upstreams (services with `protocol: https`): verification on or off
+//! (`tls_verify`), the chain depth limit (`tls_verify_depth`), trusted CAs (the service's `ca_certificates`,
+//! else the system store, as Kong's `lua_ssl_trusted_certificate = system`), and a client certificate for
+//! mTLS (`client_certificate`). Built when a snapshot is compiled and shared by every worker; rustls keeps
+//! session tickets per config, so reconnects resume.
+
+use crate::pem::certified_key;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::sync::{Arc, OnceLock};
+
+/// What a service asks of its upstream TLS.
+#[derive(Debug, Default, Clone)]
+pub struct UpstreamTls<'a> {
+    pub verify: bool,
+    /// Most intermediates accepted between the leaf and the trust anchor (`proxy_ssl_verify_depth`).
+    pub depth: Option<u32>,
+    /// PEM texts of trusted CAs; empty means the system store.
+    pub ca_pems: Vec<&'a str>,
+    /// PEM certificate and key presented to the upstream.
+    pub client_cert: Option<(&'a str, &'a str)>,
+}
+
+/// The system's trusted CAs (Debian and Red Hat bundle paths), read once.
+pub fn system_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        [
+            "/etc/ssl/certs/ca-certificates.crt",
+            "/etc/pki/tls/certs/ca-bundle.crt",
+            "/etc/ssl/cert.pem",
+        ]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .and_then(|pem| crate::pem::certificates(&pem).ok())
+        .unwrap_or_default()
+    })
+}
+
+/// Builds the client config for one kind of upstream TLS.
+pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String> {
+    let provider = crate::provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let verifier: Arc<dyn ServerCertVerifier> = if spec.verify {
+        let mut roots = RootCertStore::empty();
+        if spec.ca_pems.is_empty() {
+            roots.add_parsable_certificates(system_roots().iter().cloned());
+        } else {
+            for pem in &spec.ca_pems {
+                for cert in crate::pem::certificates(pem)? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("invalid CA certificate: {e}"))?;
+                }
+            }
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Arc::new(Verifying {
+            inner: webpki,
+            depth: spec.depth,
+        })
+    } else {
+        Arc::new(Unverified(provider))
+    };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let mut config = match spec.client_cert {
+        Some((cert, key)) => {
+            builder.with_client_cert_resolver(Arc::new(ClientCert(certified_key(cert, key)?)))
+        }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Presents one certificate to every upstream that asks.
+#[derive(Debug)]
+struct ClientCert(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for ClientCert {
+    fn resolve(&self, _: &[&[u8]], _: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// WebPKI verification plus the chain depth limit.
+#[derive(Debug)]
+struct Verifying {
+    inner: Arc<WebPkiServerVerifier>,
+    depth: Option<u32>,
+}
+
+impl ServerCertVerifier for Verifying {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(depth) = self.depth {
+            // OpenSSL's depth: level 0 is the leaf, levels 1..=depth may be intermediates.
+            if intermediates.len() as u64 > u64::from(depth) {
+                return Err(rustls::Error::General(format!(
+                    "certificate chain longer than tls_verify_depth {depth}"
+                )));
+            }
+        }
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// `tls_verify` off (Kong's default): any certificate is accepted, but handshake signatures are still
+/// checked so the session keys belong to the certificate shown.
+#[derive(Debug)]
+struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,31 @@
+//! TLS material for Sluice, with no sockets: checking PEM certificates and keys (config validation), choosing
+//! a certificate by SNI with Kong's order, the default certificate kept under `prefix`, and the rustls server
+//! and client configurations the proxy and the admin listener use.
+//!
+//! Everything here runs when a config is compiled or a listener starts, never per request, except
+//! [`SniResolver::resolve`], which runs once per TLS handshake (at most three hash lookups).
+//!
+//! One crypto provider (ring) is used everywhere, so a certificate that validated also serves.
+
+mod client;
+mod default_cert;
+mod pem;
+mod server;
+mod store;
+
+pub use client::{client_config, system_roots, UpstreamTls};
+pub use default_cert::{default_pair, load_pair_files, DEFAULT_CERT_FILE, DEFAULT_KEY_FILE};
+pub use pem::{certificates, check_certificate, private_key, KeyKind};
+pub use rustls;
+pub use server::{server_config, CertSource, SniResolver};
+pub use store::{CertPair, CertStore};
+
+use std::sync::Arc;
+
+/// The crypto provider every config of this crate is built with.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+#[cfg(test)]
+mod tests;
