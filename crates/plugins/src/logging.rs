@@ -9,6 +9,7 @@
 //! [`crate::state::PluginState`]) hands the same queue to the new snapshot. A queue whose plugin is gone
 //! finishes delivering what it holds and its task ends, so reloads never accumulate threads or tasks.
 
+pub mod entities;
 pub mod logger;
 pub mod queue;
 pub mod runtime;

@@ -80,7 +80,11 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             runtime::handle()?,
         ))
     })?;
-    Ok(Arc::new(QueueLogger::new("file-log", queue)))
+    Ok(Arc::new(QueueLogger::new(
+        "file-log",
+        queue,
+        ctx.entity_json(),
+    )))
 }
 
 #[cfg(test)]

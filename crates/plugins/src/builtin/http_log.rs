@@ -160,7 +160,11 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             runtime::handle()?,
         ))
     })?;
-    Ok(Arc::new(QueueLogger::new("http-log", queue)))
+    Ok(Arc::new(QueueLogger::new(
+        "http-log",
+        queue,
+        ctx.entity_json(),
+    )))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The one plugin body both logging plugins use: serialize the record, push it to the queue.
 
+use super::entities::EntityJson;
 use super::queue::Queue;
 use super::serialize::serialize;
 use crate::ctx::{LogRecord, RequestCtx};
@@ -13,11 +14,17 @@ use std::sync::Arc;
 pub struct QueueLogger {
     name: &'static str,
     queue: Arc<Queue>,
+    /// The snapshot's routes and services as JSON (see [`crate::registry::BuildCtx::entity_json`]).
+    entities: Arc<EntityJson>,
 }
 
 impl QueueLogger {
-    pub fn new(name: &'static str, queue: Arc<Queue>) -> QueueLogger {
-        QueueLogger { name, queue }
+    pub fn new(name: &'static str, queue: Arc<Queue>, entities: Arc<EntityJson>) -> QueueLogger {
+        QueueLogger {
+            name,
+            queue,
+            entities,
+        }
     }
 }
 
@@ -31,7 +38,8 @@ impl Plugin for QueueLogger {
     }
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
-        self.queue.push(serialize(ctx, record).into());
+        self.queue
+            .push(serialize(ctx, record, &self.entities).into());
     }
 }
 

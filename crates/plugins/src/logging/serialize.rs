@@ -14,6 +14,7 @@
 #[cfg(test)]
 mod tests;
 
+use super::entities::{EntityJson, Json};
 use crate::ctx::{LogRecord, RequestCtx};
 use http::HeaderMap;
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -22,11 +23,14 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::time::UNIX_EPOCH;
 
-/// The serialized record of one finished request (one JSON object, no trailing newline).
-pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord) -> Vec<u8> {
-    let entry = Entry::new(ctx, record);
+/// The serialized record of one finished request (one JSON object, no trailing newline). Routes and
+/// services are copied from `entities` when it has them.
+pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson) -> Vec<u8> {
+    let entry = Entry::new(ctx, record, entities);
+    let mut out = Vec::with_capacity(2048);
     // Serializing plain structs, maps of strings and numbers to a Vec cannot fail.
-    serde_json::to_vec(&entry).unwrap_or_default()
+    let _ = serde_json::to_writer(&mut out, &entry);
+    out
 }
 
 #[derive(Serialize)]
@@ -40,9 +44,9 @@ struct Entry<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     authenticated_entity: Option<AuthenticatedEntity<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    route: Option<&'a sluice_model::Route>,
+    route: Option<Json<'a, sluice_model::Route>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    service: Option<&'a sluice_model::Service>,
+    service: Option<Json<'a, sluice_model::Service>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     consumer: Option<&'a sluice_model::Consumer>,
     client_ip: IpAddr,
@@ -91,7 +95,7 @@ struct AuthenticatedEntity<'a> {
 }
 
 impl<'a> Entry<'a> {
-    fn new(ctx: &'a RequestCtx<'a>, record: &'a LogRecord) -> Entry<'a> {
+    fn new(ctx: &'a RequestCtx<'a>, record: &'a LogRecord, entities: &'a EntityJson) -> Entry<'a> {
         let req = &ctx.request;
         let uri = req
             .uri
@@ -146,8 +150,8 @@ impl<'a> Entry<'a> {
                 id: c.id,
                 consumer_id: ctx.consumer.map(|c| &c.id),
             }),
-            route: ctx.route,
-            service: ctx.service,
+            route: ctx.route.map(|r| entities.route(r)),
+            service: ctx.service.map(|s| entities.service(s)),
             consumer: ctx.consumer,
             client_ip: ctx.client_ip,
             started_at: ctx

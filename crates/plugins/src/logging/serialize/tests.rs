@@ -61,7 +61,14 @@ fn writes_kongs_basic_log_shape() {
     });
     ctx.started_wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
     let rec = record("upstream", true);
-    let v: Value = serde_json::from_slice(&serialize(&ctx, &rec)).unwrap();
+    let cached = serialize(&ctx, &rec, &EntityJson::build(&config));
+    let fresh = serialize(&ctx, &rec, &EntityJson::default());
+    assert_eq!(
+        String::from_utf8_lossy(&cached),
+        String::from_utf8_lossy(&fresh),
+        "cached entity JSON is what serializing them gives"
+    );
+    let v: Value = serde_json::from_slice(&cached).unwrap();
 
     let r = &v["request"];
     assert_eq!(r["uri"], "/p/x?a=1&b=x+y%21&a=2&flag&=skip");
@@ -113,7 +120,12 @@ fn gateway_made_responses_have_no_upstream_facts_and_no_absent_entities() {
     let (_, compiled) = compile(CONFIG);
     let ctx = RequestCtx::detached(request("GET", "/nowhere", &[]), compiled.credentials());
     for source in ["plugin", "gateway"] {
-        let v: Value = serde_json::from_slice(&serialize(&ctx, &record(source, false))).unwrap();
+        let v: Value = serde_json::from_slice(&serialize(
+            &ctx,
+            &record(source, false),
+            &EntityJson::default(),
+        ))
+        .unwrap();
         assert_eq!(v["source"], "kong");
         assert_eq!(v["upstream_status"], "");
         assert_eq!(v["latencies"]["proxy"], -1);
