@@ -19,7 +19,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
@@ -139,6 +139,8 @@ struct Shared {
     failed: AtomicU64,
     /// Milliseconds since the epoch of the last "queue full" warning.
     last_warn: AtomicU64,
+    /// Set when the last handle is gone (the plugin left the config): failures are then not retried.
+    closed: AtomicBool,
 }
 
 /// The producer side of a queue, held by plugin instances. Dropping the last handle closes the queue: the
@@ -168,6 +170,7 @@ impl Queue {
             dropped: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             last_warn: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
         });
         rt.spawn(drain(rx, shared.clone(), Arc::new(sink)));
         Queue { tx, shared }
@@ -206,6 +209,12 @@ impl Queue {
         }
     }
 
+    /// The state the drain task shares, to watch a queue after its handle is dropped.
+    #[cfg(test)]
+    fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     /// Counts a refused record and warns at most every 10 seconds per queue.
     fn drop_record(&self) -> bool {
         let s = &self.shared;
@@ -233,7 +242,25 @@ impl Queue {
     }
 }
 
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+    }
+}
+
 impl Shared {
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Counts records given up.
+    fn lost(&self, n: usize) {
+        self.failed.fetch_add(n as u64, Ordering::AcqRel);
+        totals(self.plugin)
+            .failed
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// Forgets delivered or abandoned records in the bound.
     fn release(&self, batch: &[Bytes]) {
         self.pending.fetch_sub(batch.len(), Ordering::AcqRel);
@@ -244,7 +271,9 @@ impl Shared {
     }
 }
 
-/// Takes batches off the channel until every handle is gone and the channel is empty.
+/// Takes batches off the channel until every handle is gone and the channel is empty. Once closed, a
+/// failed delivery ends the queue: what is left is counted as lost rather than retried for a sink that
+/// may stay dead, so a removed plugin never keeps a task alive for long.
 async fn drain<S: Sink>(mut rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shared>, sink: Arc<S>) {
     let max_batch = shared.config.max_batch_size.max(1);
     let coalesce = secs(shared.config.max_coalescing_delay);
@@ -267,35 +296,41 @@ async fn drain<S: Sink>(mut rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shar
                 });
             }
         } else {
-            deliver(&*sink, &batch, &shared).await;
+            let delivered = deliver(&*sink, &batch, &shared).await;
             batch.clear();
+            if !delivered && shared.closed() {
+                let mut left = Vec::new();
+                while let Ok(record) = rx.try_recv() {
+                    left.push(record);
+                }
+                shared.lost(left.len());
+                shared.release(&left);
+                return;
+            }
         }
     }
 }
 
-/// Delivers one batch, retrying with exponential backoff until it succeeds or `max_retry_time` passed.
-async fn deliver<S: Sink>(sink: &S, batch: &[Bytes], shared: &Shared) {
+/// Delivers one batch, retrying with exponential backoff until it succeeds or `max_retry_time` passed (or
+/// the queue closed); true when it was delivered.
+async fn deliver<S: Sink>(sink: &S, batch: &[Bytes], shared: &Shared) -> bool {
     let started = Instant::now();
     let mut attempt = 0;
-    loop {
+    let delivered = loop {
         match sink.deliver(batch).await {
             Ok(()) => {
                 shared.sent.fetch_add(batch.len() as u64, Ordering::AcqRel);
-                break;
+                break true;
             }
             Err(error) => {
-                if started.elapsed().as_secs_f64() > shared.config.max_retry_time {
-                    shared
-                        .failed
-                        .fetch_add(batch.len() as u64, Ordering::AcqRel);
-                    totals(shared.plugin)
-                        .failed
-                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                if shared.closed() || started.elapsed().as_secs_f64() > shared.config.max_retry_time
+                {
+                    shared.lost(batch.len());
                     tracing::error!(
                         plugin = shared.plugin, queue = %shared.name, records = batch.len(), %error,
-                        "{} could not deliver log records within max_retry_time; they are lost", shared.plugin
+                        "{} gave up delivering log records (max_retry_time passed or the plugin was removed); they are lost", shared.plugin
                     );
-                    break;
+                    break false;
                 }
                 if attempt == 0 {
                     tracing::warn!(
@@ -307,6 +342,7 @@ async fn deliver<S: Sink>(sink: &S, batch: &[Bytes], shared: &Shared) {
                 attempt += 1;
             }
         }
-    }
+    };
     shared.release(batch);
+    delivered
 }

@@ -205,6 +205,26 @@ fn dropping_the_last_handle_still_delivers_what_was_queued() {
 }
 
 #[test]
+fn a_closed_queue_gives_up_on_a_dead_sink_instead_of_retrying() {
+    let sink = Recorder::default();
+    sink.down.store(true, Ordering::SeqCst);
+    let q = start(QueueConfig::default(), &sink);
+    for i in 0..5 {
+        q.push(record(i));
+    }
+    let shared = q.shared();
+    wait_for("a first failed attempt", || {
+        sink.attempts.load(Ordering::SeqCst) > 0
+    });
+    drop(q);
+    wait_for("the records counted as lost", || {
+        shared.failed.load(Ordering::SeqCst) == 5
+    });
+    assert_eq!(shared.pending.load(Ordering::SeqCst), 0);
+    assert!(Arc::strong_count(&shared) <= 2, "the drain task ended");
+}
+
+#[test]
 fn unlimited_concurrency_delivers_records_one_by_one() {
     let sink = Recorder::default();
     let q = start(
