@@ -16,6 +16,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 /// How long in-flight requests get to finish after SIGTERM.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
+/// How long http-log/file-log may take to deliver what they hold at exit.
+const LOG_FLUSH_GRACE: Duration = Duration::from_secs(5);
 
 pub fn start(args: StartArgs) -> Result<()> {
     let mut overrides = Vec::new();
@@ -96,6 +98,14 @@ pub fn start(args: StartArgs) -> Result<()> {
     runtime.block_on(control_plane(control, settings))?;
     tracing::info!("draining in-flight requests");
     proxy.shutdown(DRAIN_GRACE);
+    if !loader
+        .registry()
+        .state()
+        .log_queues()
+        .flush(LOG_FLUSH_GRACE)
+    {
+        tracing::warn!("log records still queued at exit were lost");
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -258,6 +258,28 @@ async fn a_dead_sink_never_slows_requests_and_drops_are_counted() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_queued_at_shutdown_are_delivered_before_exit() {
+    let up = EchoUpstream::start();
+    let sink = LogSink::start();
+    // 6 records × 400 ms: longer than the proxy's own shutdown takes.
+    sink.set_delay(Duration::from_millis(400));
+    let plugin = http_log(&sink.url("/logs"), "");
+    let mut gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port(), &plugin))
+        .start();
+    for i in 0..6 {
+        assert_eq!(get(&gw, &format!("/logged/{i}"), &[]).await, 200);
+    }
+    gw.signal("TERM");
+    assert!(gw.wait_exit(WAIT).is_some_and(|s| s.success()));
+    assert_eq!(
+        records(&sink).len(),
+        6,
+        "the slow sink got every record before exit"
+    );
+}
+
 fn file_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()

@@ -31,6 +31,8 @@ struct State {
     requests: Mutex<Vec<SinkRequest>>,
     count: AtomicU64,
     status: AtomicU16,
+    /// Milliseconds to wait before answering.
+    delay_ms: AtomicU64,
     /// Keep only the count, not the requests (for load runs).
     count_only: bool,
 }
@@ -92,6 +94,13 @@ impl LogSink {
         self.state.status.store(status, Ordering::SeqCst);
     }
 
+    /// Answers after `delay` (a slow log endpoint); a request is recorded only once answered.
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        self.state
+            .delay_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
     /// Requests received so far.
     pub fn count(&self) -> u64 {
         self.state.count.load(Ordering::SeqCst)
@@ -122,6 +131,10 @@ async fn record(
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let (parts, body) = req.into_parts();
     let body = body.collect().await?.to_bytes();
+    let delay = state.delay_ms.load(Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+    }
     if !state.count_only {
         let request = SinkRequest {
             method: parts.method.to_string(),

@@ -6,6 +6,7 @@
 use super::queue::Queue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// Live logging queues by key; owned by [`crate::state::PluginState`].
 #[derive(Default)]
@@ -29,6 +30,25 @@ impl LogQueues {
         let queue = Arc::new(start()?);
         queues.insert(key, Arc::downgrade(&queue));
         Ok(queue)
+    }
+
+    /// Waits up to `timeout` for every live queue to deliver what it holds (at shutdown, after the proxy
+    /// drained); true when all are empty. Records still failing are not waited for beyond `timeout`.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let live: Vec<Arc<Queue>> = {
+            let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+            queues.values().filter_map(Weak::upgrade).collect()
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if live.iter().all(|q| q.stats().pending == 0) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Number of live queues (for tests of reloads).
