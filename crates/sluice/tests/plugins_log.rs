@@ -179,6 +179,24 @@ async fn http_log_batches_send_json_arrays() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_log_reaches_https_endpoints_without_verifying_them_like_kong() {
+    let up = EchoUpstream::start();
+    let sink = LogSink::start_tls();
+    let plugin = http_log(&sink.url("/secure"), ", method: PUT");
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port(), &plugin))
+        .start();
+    assert_eq!(get(&gw, "/logged/tls", &[]).await, 200);
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got.len(), 1, "delivered over TLS to a self-signed endpoint");
+    assert_eq!(
+        (got[0].method.as_str(), got[0].path.as_str()),
+        ("PUT", "/secure")
+    );
+    assert_eq!(got[0].json()["request"]["uri"], "/logged/tls");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_log_retries_until_the_sink_is_back() {
     let up = EchoUpstream::start();
     let port = closed_port();

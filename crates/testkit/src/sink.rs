@@ -1,5 +1,5 @@
-//! [`LogSink`]: an HTTP server that records the bodies POSTed to it, as a log endpoint for `http-log` tests
-//! and benchmarks. It answers 200 (or the status set with [`LogSink::set_status`]).
+//! [`LogSink`]: an HTTP (or HTTPS, self-signed) server that records the bodies POSTed to it, as a log endpoint
+//! for `http-log` tests and benchmarks. It answers 200 (or the status set with [`LogSink::set_status`]).
 
 use crate::echo::Background;
 use bytes::Bytes;
@@ -41,6 +41,7 @@ struct State {
 pub struct LogSink {
     server: Background,
     state: Arc<State>,
+    tls: bool,
 }
 
 impl LogSink {
@@ -59,34 +60,80 @@ impl LogSink {
         LogSink::on_port(0, true)
     }
 
+    /// A sink over TLS with a fresh self-signed certificate for `localhost` (no client trusts it).
+    pub fn start_tls() -> LogSink {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+            .expect("self-signed certificate");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .expect("TLS server config");
+        LogSink::serve(
+            0,
+            false,
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+        )
+    }
+
     fn on_port(port: u16, count_only: bool) -> LogSink {
+        LogSink::serve(port, count_only, None)
+    }
+
+    fn serve(port: u16, count_only: bool, tls: Option<tokio_rustls::TlsAcceptor>) -> LogSink {
         let state = Arc::new(State {
             status: AtomicU16::new(200),
             count_only,
             ..State::default()
         });
         let shared = state.clone();
+        let tls_on = tls.is_some();
         let server = Background::on_port(port, move |listener| async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let state = shared.clone();
+                let tls = tls.clone();
                 tokio::task::spawn_local(async move {
                     let service = service_fn(move |req| record(req, state.clone()));
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let builder =
+                        hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    let _ = match tls {
+                        Some(acceptor) => match acceptor.accept(stream).await {
+                            Ok(stream) => {
+                                builder
+                                    .serve_connection(TokioIo::new(stream), service)
+                                    .await
+                            }
+                            Err(_) => return,
+                        },
+                        None => {
+                            builder
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await
+                        }
+                    };
                 });
             }
         });
-        LogSink { server, state }
+        LogSink {
+            server,
+            state,
+            tls: tls_on,
+        }
     }
 
     pub fn port(&self) -> u16 {
         self.server.addr.port()
     }
 
-    /// `http://127.0.0.1:<port>` + `path`.
+    /// `http://127.0.0.1:<port>` + `path` (`https://localhost:<port>` for a TLS sink).
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.server.addr)
+        match self.tls {
+            true => format!("https://localhost:{}{path}", self.server.addr.port()),
+            false => format!("http://{}{path}", self.server.addr),
+        }
     }
 
     /// The status of the next answers (e.g. 503 to make deliveries fail).
