@@ -92,6 +92,7 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
         upstream: &upstream,
         workers: driver.workers(),
         dir: &dir,
+        tls: None,
     };
     let mut lines = vec![format!(
         "config: {} ({} KB), sluice `{}`, gateway CPUs {}, load CPUs {}",

@@ -30,6 +30,11 @@ impl Histogram {
         }
     }
 
+    /// The bucket upper bounds.
+    pub fn bounds(&self) -> &'static [u64] {
+        self.bounds
+    }
+
     /// Records one observation; called per request on the hot path.
     pub fn observe(&self, value: u64) {
         let idx = self.bounds.partition_point(|&b| b < value);
@@ -40,10 +45,47 @@ impl Histogram {
     /// Appends the `_bucket`/`_sum`/`_count` lines for `name` with the given rendered `labels`
     /// (e.g. `service="s"`); called only when scraped.
     pub fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut totals = Totals::new(self.bounds);
+        totals.add(self);
+        totals.render(out, name, labels);
+    }
+}
+
+/// Several histograms over the same bounds summed (one per worker), for rendering.
+pub struct Totals {
+    bounds: &'static [u64],
+    counts: Vec<u64>,
+    sum: u64,
+}
+
+impl Totals {
+    pub fn new(bounds: &'static [u64]) -> Totals {
+        Totals {
+            bounds,
+            counts: vec![0; bounds.len() + 1],
+            sum: 0,
+        }
+    }
+
+    /// Adds a histogram's current counts (its bounds must be these bounds).
+    pub fn add(&mut self, h: &Histogram) {
+        for (total, c) in self.counts.iter_mut().zip(h.counts.iter()) {
+            *total += c.load(Ordering::Relaxed);
+        }
+        self.sum += h.sum.load(Ordering::Relaxed);
+    }
+
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The `_bucket` (cumulative, then `+Inf`), `_count` and `_sum` lines.
+    pub fn render(&self, out: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };
         let mut cumulative = 0;
         for (i, c) in self.counts.iter().enumerate() {
-            cumulative += c.load(Ordering::Relaxed);
+            cumulative += c;
             let le = self
                 .bounds
                 .get(i)
@@ -54,11 +96,7 @@ impl Histogram {
             );
         }
         let _ = writeln!(out, "{name}_count{{{labels}}} {cumulative}");
-        let _ = writeln!(
-            out,
-            "{name}_sum{{{labels}}} {}",
-            self.sum.load(Ordering::Relaxed)
-        );
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
     }
 }
 

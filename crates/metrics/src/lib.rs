@@ -1,11 +1,12 @@
-//! Lock-free, allocation-free metric primitives for Sluice's metrics pipeline (issue 6).
+//! Lock-free, allocation-free metric primitives and Kong's metric families for Sluice.
 //!
-//! Recording on the request path touches only relaxed atomics in pre-allocated slots; aggregation and
-//! Prometheus text rendering happen only when `/metrics` is scraped. This crate is the foundation only:
-//! the prometheus/file-log/http-log plugins and the `/metrics` endpoints are not wired yet.
+//! Recording on the request path touches only relaxed atomics in pre-allocated, per-worker slots;
+//! aggregation and Prometheus text rendering happen only when `/metrics` is scraped.
 
 pub mod counter;
 pub mod histogram;
+pub mod kong;
 
 pub use counter::Counter;
-pub use histogram::{Histogram, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
+pub use histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
+pub use kong::{Flags, Observation, Registry, RouteSeries, Source};

@@ -11,7 +11,7 @@ use crate::watchdog::{self, ConnState, Tracked};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,7 +141,8 @@ async fn accept_loop(
             scheme: "http",
             sni: None,
         };
-        let (shared, graceful, builder) = (shared.clone(), graceful.clone(), builder.clone());
+        // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
+        let (shared, graceful, builder) = (shared.clone(), graceful.watcher(), builder.clone());
         match &tls {
             None => {
                 tokio::spawn(serve(stream, info, shared, graceful, builder, guard));
@@ -177,7 +178,7 @@ async fn serve<IO>(
     io: IO,
     info: ConnInfo,
     shared: Arc<Shared>,
-    graceful: Arc<GracefulShutdown>,
+    graceful: Watcher,
     builder: Arc<auto::Builder<TokioExecutor>>,
     guard: ActiveGuard,
 ) where

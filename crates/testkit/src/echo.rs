@@ -25,7 +25,7 @@ pub(crate) struct Background {
 }
 
 impl Background {
-    fn start<F, Fut>(serve: F) -> Background
+    pub(crate) fn start<F, Fut>(serve: F) -> Background
     where
         F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
@@ -100,15 +100,7 @@ impl EchoUpstream {
                 };
                 let counter = counter.clone();
                 let name = name.clone();
-                tokio::task::spawn_local(async move {
-                    let service = service_fn(move |req| {
-                        counter.fetch_add(1, Ordering::SeqCst);
-                        respond(req, name.clone())
-                    });
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+                tokio::task::spawn_local(serve_echo(stream, name, Some(counter), None));
             }
         });
         EchoUpstream { server, requests }
@@ -130,6 +122,36 @@ impl EchoUpstream {
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
     }
+}
+
+/// What a TLS upstream saw of the gateway's handshake (echoed as `"tls"`).
+#[derive(Debug, Clone)]
+pub(crate) struct TlsSeen {
+    pub sni: Option<String>,
+    pub client_cert: bool,
+}
+
+/// Serves the echo on one accepted connection, counting requests in `counter`.
+pub(crate) async fn serve_echo<IO>(
+    io: IO,
+    name: Arc<str>,
+    counter: Option<Arc<AtomicU64>>,
+    tls: Option<TlsSeen>,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |mut req: Request<hyper::body::Incoming>| {
+        if let Some(c) = &counter {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+        if let Some(seen) = &tls {
+            req.extensions_mut().insert(seen.clone());
+        }
+        respond(req, name.clone())
+    });
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(io), service)
+        .await;
 }
 
 #[derive(Debug)]
@@ -181,6 +203,10 @@ async fn respond(
         }
     }
     let (method, uri, version) = (req.method().to_string(), req.uri().clone(), req.version());
+    let tls = req
+        .extensions()
+        .get::<TlsSeen>()
+        .map(|t| json!({"sni": t.sni, "client_cert": t.client_cert}));
     let body = req
         .into_body()
         .collect()
@@ -200,6 +226,7 @@ async fn respond(
                 "headers": headers,
                 "body": String::from_utf8_lossy(&body),
                 "body_len": body.len(),
+                "tls": tls,
             })
             .to_string(),
         ),

@@ -72,7 +72,7 @@ impl GatewayBuilder {
         let mut gw = Gateway {
             bin: self.bin,
             prefix,
-            ports: (free_port(), free_port(), free_port()),
+            ports: (free_port(), free_port(), free_port(), free_port()),
             config: self.config.is_some(),
             env: self.env,
             args: self.args,
@@ -91,7 +91,8 @@ impl GatewayBuilder {
 pub struct Gateway {
     bin: PathBuf,
     prefix: tempfile::TempDir,
-    ports: (u16, u16, u16),
+    /// proxy, admin, status, proxy TLS.
+    ports: (u16, u16, u16, u16),
     config: bool,
     env: Vec<(String, String)>,
     args: Vec<String>,
@@ -120,7 +121,13 @@ impl Gateway {
             cmd.arg("--config").arg(self.prefix().join("kong.yml"));
         }
         cmd.args(&self.args)
-            .env("SLUICE_PROXY_LISTEN", format!("127.0.0.1:{}", self.ports.0))
+            .env(
+                "SLUICE_PROXY_LISTEN",
+                format!(
+                    "127.0.0.1:{}, 127.0.0.1:{} ssl http2",
+                    self.ports.0, self.ports.3
+                ),
+            )
             .env("SLUICE_ADMIN_LISTEN", format!("127.0.0.1:{}", self.ports.1))
             .env(
                 "SLUICE_STATUS_LISTEN",
@@ -172,6 +179,15 @@ impl Gateway {
 
     pub fn proxy_port(&self) -> u16 {
         self.ports.0
+    }
+
+    /// The `ssl http2` proxy listener.
+    pub fn proxy_tls_port(&self) -> u16 {
+        self.ports.3
+    }
+
+    pub fn admin_port(&self) -> u16 {
+        self.ports.1
     }
 
     pub fn prefix(&self) -> &Path {

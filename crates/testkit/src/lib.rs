@@ -6,11 +6,16 @@ mod echo;
 mod gateway;
 mod load;
 mod sink;
+mod tls;
 
 pub use echo::{closed_port, EchoUpstream, SilentServer};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
 pub use sink::{LogSink, SinkRequest};
+pub use tls::{
+    handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
+    TestCert, TlsEchoUpstream,
+};
 
 /// A client for tests: no proxy from the environment, HTTP/1.1.
 pub fn client() -> reqwest::Client {

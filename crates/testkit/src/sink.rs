@@ -62,21 +62,8 @@ impl LogSink {
 
     /// A sink over TLS with a fresh self-signed certificate for `localhost` (no client trusts it).
     pub fn start_tls() -> LogSink {
-        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
-            .expect("self-signed certificate");
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.cert.der().clone()], key)
-            .expect("TLS server config");
-        LogSink::serve(
-            0,
-            false,
-            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
-        )
+        let cert = crate::tls::self_signed(&["localhost"]);
+        LogSink::serve(0, false, Some(crate::tls::acceptor(&cert, None)))
     }
 
     fn on_port(port: u16, count_only: bool) -> LogSink {

@@ -67,7 +67,7 @@ pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String
             depth: spec.depth,
         })
     } else {
-        Arc::new(Unverified(provider))
+        unverified()
     };
     let builder = builder
         .dangerous()
@@ -145,6 +145,11 @@ impl ServerCertVerifier for Verifying {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
+}
+
+/// The verifier of `tls_verify: false`: accepts any server certificate (tests use it for their clients too).
+pub fn unverified() -> Arc<dyn ServerCertVerifier> {
+    Arc::new(Unverified(crate::provider()))
 }
 
 /// `tls_verify` off (Kong's default): any certificate is accepted, but handshake signatures are still

@@ -8,7 +8,7 @@ use crate::results::LoadResult;
 use crate::target::process::{self, free_addr, Launch, Running};
 use crate::target::{Resolved, Target};
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 /// Processes on this machine, pinned to CPU sets.
@@ -17,6 +17,8 @@ pub struct Local {
     load_cpus: String,
     upstream: Option<Child>,
     upstream_listen: Option<String>,
+    /// Certificate and key files when the load goes over TLS.
+    tls: Option<(PathBuf, PathBuf)>,
     notes: Vec<String>,
 }
 
@@ -32,8 +34,21 @@ impl Local {
             load_cpus: load_cpus.into(),
             upstream: None,
             upstream_listen: None,
+            tls: None,
             notes: vec![],
         })
+    }
+
+    /// Serves every target over TLS with one ECDSA P-256 certificate generated under `dir`, so the
+    /// gateways compare on equal terms.
+    pub fn use_tls(&mut self, dir: &Path) -> Result<()> {
+        let certs = dir.join("tls");
+        sluice_tls::default_pair(&certs).map_err(|e| anyhow::anyhow!("{e}"))?;
+        self.tls = Some((
+            certs.join(sluice_tls::DEFAULT_CERT_FILE),
+            certs.join(sluice_tls::DEFAULT_KEY_FILE),
+        ));
+        Ok(())
     }
 
     /// Worker count for targets: one per gateway CPU.
@@ -100,6 +115,7 @@ impl Driver for Local {
             upstream: &upstream,
             workers: self.workers(),
             dir,
+            tls: self.tls.as_ref().map(|(c, k)| (c.as_path(), k.as_path())),
         };
         let running = match (&target.target, &target.bin) {
             (Target::Nginx, _) => process::start_nginx(false, &launch)?,
@@ -113,7 +129,8 @@ impl Driver for Local {
 
     fn run_load(&mut self, running: &Running, spec: &LoadSpec) -> Result<LoadResult> {
         let mut spec = spec.clone();
-        spec.base_url = format!("http://{}", running.proxy);
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        spec.base_url = format!("{scheme}://{}", running.proxy);
         spec.cpus = Some(self.load_cpus.clone());
         loadgen::run(&spec)
     }

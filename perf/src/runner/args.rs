@@ -53,11 +53,12 @@ pub struct RunArgs {
     /// Upstream response body size in bytes.
     #[arg(long, default_value_t = 2)]
     pub body_size: usize,
-    /// Plain HTTP between the load generator and the gateway (the default; `--https` is not
-    /// supported yet).
+    /// Plain HTTP between the load generator and the gateways (the default is HTTPS, as in
+    /// Kong's published suite).
     #[arg(long, conflicts_with = "https")]
     pub http: bool,
-    /// HTTPS to the gateway (not supported yet: fails with a message).
+    /// HTTPS between the load generator and the gateways (the default; every target presents the
+    /// same generated ECDSA P-256 certificate).
     #[arg(long)]
     pub https: bool,
     /// The repository `git:` targets are built from.
@@ -91,11 +92,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 impl RunArgs {
+    /// Whether the load goes over TLS (the default).
+    pub fn tls(&self) -> bool {
+        !self.http
+    }
+
     /// Parses cases and targets and checks the options.
     pub fn plan(&self) -> Result<Plan> {
-        if self.https {
-            bail!("--https is not supported yet: the gateway's TLS listener is not wired for benchmarks");
-        }
         if self.reps == 0 || self.connections.is_empty() || self.connections.contains(&0) {
             bail!("--reps and every --connections value must be at least 1");
         }

@@ -72,6 +72,8 @@ pub struct Launch<'a> {
     pub workers: usize,
     /// A directory for this target's files (prefix, logs, config).
     pub dir: &'a Path,
+    /// Certificate and key files: the proxy listens with TLS.
+    pub tls: Option<(&'a Path, &'a Path)>,
 }
 
 fn command(prefix: &[String], program: &Path) -> Command {
@@ -103,8 +105,16 @@ pub fn start_sluice(
     if let Some(config) = config {
         cmd.arg("--config").arg(config);
     }
+    let listen = match launch.tls {
+        Some((cert, key)) => {
+            cmd.env("SLUICE_SSL_CERT", cert)
+                .env("SLUICE_SSL_CERT_KEY", key);
+            format!("{} ssl", launch.proxy)
+        }
+        None => launch.proxy.to_string(),
+    };
     let mut child = cmd
-        .env("SLUICE_PROXY_LISTEN", launch.proxy.to_string())
+        .env("SLUICE_PROXY_LISTEN", listen)
         .env("SLUICE_ADMIN_LISTEN", admin.to_string())
         .env("SLUICE_STATUS_LISTEN", status.to_string())
         .env("SLUICE_PREFIX", launch.dir.join("prefix"))
@@ -132,13 +142,20 @@ pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
     };
     std::fs::create_dir_all(launch.dir.join("tmp"))?;
     let conf = launch.dir.join("nginx.conf");
-    let text = nginx::config(
-        modules.as_deref(),
-        launch.workers,
-        launch.dir,
-        &launch.proxy.to_string(),
-        launch.upstream,
-    );
+    // Over TLS, readiness is probed on a second, plain listener.
+    let ready = match launch.tls {
+        Some(_) => free_addr(&launch.proxy.ip().to_string())?,
+        None => launch.proxy,
+    };
+    let text = nginx::config(&nginx::Peer {
+        lua: modules.as_deref(),
+        workers: launch.workers,
+        root: launch.dir,
+        listen: launch.proxy,
+        ready,
+        upstream: launch.upstream,
+        tls: launch.tls,
+    });
     std::fs::write(&conf, text)?;
     let log = launch.dir.join("error.log");
     let mut child = command(launch.prefix, &nginx::binary()?)
@@ -152,7 +169,7 @@ pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
         .stderr(Stdio::null())
         .spawn()
         .context("starting nginx")?;
-    wait_ready(launch.proxy, "/__ready", &mut child, &log)?;
+    wait_ready(ready, "/__ready", &mut child, &log)?;
     Ok(Running {
         child,
         proxy: launch.proxy,

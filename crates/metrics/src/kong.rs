@@ -1,0 +1,297 @@
+//! Kong's per-request metric families (`kong_http_requests_total`, the three latency histograms,
+//! `kong_bandwidth_bytes`), stored per (service, route) and per worker.
+//!
+//! A route's series are found when a snapshot is compiled ([`Registry::series`]: a mutex, at compile time
+//! only) and kept for the life of the process, so counters stay monotonic across reloads and a route that
+//! keeps its names keeps its series. Recording ([`RouteSeries::record`]) touches only relaxed atomics in the
+//! calling worker's own shard: no lock, no allocation. Status codes go into a small table of claimable
+//! slots (code and source packed in one key), so any code is counted exactly without a 500-slot array per
+//! route.
+
+use crate::histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Distinct (code, source) pairs counted exactly per route and worker; more are counted as code 0.
+const CODE_SLOTS: usize = 24;
+
+/// Which families a prometheus plugin instance asked for (Kong's config flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags {
+    pub status_code: bool,
+    pub latency: bool,
+    pub bandwidth: bool,
+}
+
+/// Who produced a response, as Kong's `kong.response.get_source()` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// The upstream service answered.
+    Service,
+    /// A plugin ended the request (`kong.response.exit`).
+    Exit,
+    /// The gateway failed the request (no route, upstream error, ...).
+    Error,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Service => "service",
+            Source::Exit => "exit",
+            Source::Error => "error",
+        }
+    }
+
+    fn from_index(i: u32) -> Source {
+        match i {
+            0 => Source::Service,
+            1 => Source::Exit,
+            _ => Source::Error,
+        }
+    }
+}
+
+/// What one finished request contributes.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation {
+    pub status: u16,
+    pub source: Source,
+    /// Time in the gateway before the upstream was contacted (None: not proxied).
+    pub kong_ms: Option<u64>,
+    /// Time from sending to the upstream until its response head (None: not proxied).
+    pub upstream_ms: Option<u64>,
+    pub request_ms: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// One worker's counters for one route, on its own cache lines.
+#[repr(align(64))]
+struct Shard {
+    /// `code << 2 | source` + 1; 0 is a free slot.
+    keys: [AtomicU32; CODE_SLOTS],
+    counts: [AtomicU64; CODE_SLOTS],
+    overflow: AtomicU64,
+    kong: Histogram,
+    upstream: Histogram,
+    request: Histogram,
+    ingress: AtomicU64,
+    egress: AtomicU64,
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard {
+            keys: std::array::from_fn(|_| AtomicU32::new(0)),
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            overflow: AtomicU64::new(0),
+            kong: Histogram::new(KONG_LATENCY_BUCKETS),
+            upstream: Histogram::new(UPSTREAM_LATENCY_BUCKETS),
+            request: Histogram::new(UPSTREAM_LATENCY_BUCKETS),
+            ingress: AtomicU64::new(0),
+            egress: AtomicU64::new(0),
+        }
+    }
+
+    fn count_code(&self, status: u16, source: Source) {
+        let key = ((u32::from(status) << 2) | source as u32) + 1;
+        for (k, c) in self.keys.iter().zip(&self.counts) {
+            let current = k.load(Ordering::Relaxed);
+            let mine = current == key
+                || (current == 0
+                    && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                        Ok(_) => true,
+                        Err(other) => other == key,
+                    });
+            if mine {
+                c.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        self.overflow.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The series of one (service, route) label pair: one shard per worker.
+pub struct RouteSeries {
+    /// `service="…",route="…"`, escaped, ready to render.
+    labels: String,
+    shards: Box<[Shard]>,
+}
+
+impl RouteSeries {
+    /// Records one request on behalf of `worker` (wrapped to the shard count). Hot path.
+    pub fn record(&self, worker: usize, flags: Flags, o: &Observation) {
+        let shard = &self.shards[worker % self.shards.len()];
+        if flags.status_code {
+            shard.count_code(o.status, o.source);
+        }
+        if flags.latency {
+            if let Some(ms) = o.kong_ms {
+                shard.kong.observe(ms);
+            }
+            if let Some(ms) = o.upstream_ms {
+                shard.upstream.observe(ms);
+            }
+            shard.request.observe(o.request_ms);
+        }
+        if flags.bandwidth {
+            shard.ingress.fetch_add(o.bytes_in, Ordering::Relaxed);
+            shard.egress.fetch_add(o.bytes_out, Ordering::Relaxed);
+        }
+    }
+
+    fn codes(&self) -> BTreeMap<(u16, Source), u64> {
+        let mut out = BTreeMap::new();
+        for shard in self.shards.iter() {
+            for (k, c) in shard.keys.iter().zip(&shard.counts) {
+                let key = k.load(Ordering::Relaxed);
+                if key != 0 {
+                    let (code, source) = ((key - 1) >> 2, Source::from_index((key - 1) & 3));
+                    *out.entry((code as u16, source)).or_default() += c.load(Ordering::Relaxed);
+                }
+            }
+            let overflow = shard.overflow.load(Ordering::Relaxed);
+            if overflow > 0 {
+                *out.entry((0, Source::Error)).or_default() += overflow;
+            }
+        }
+        out
+    }
+}
+
+/// Every route series of the process.
+pub struct Registry {
+    workers: usize,
+    series: Mutex<BTreeMap<(String, String), Arc<RouteSeries>>>,
+}
+
+/// A label value escaped for the text format.
+pub fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Registry {
+    /// A registry whose series have one shard per worker.
+    pub fn new(workers: usize) -> Registry {
+        Registry {
+            workers: workers.max(1),
+            series: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The series of a (service, route) pair, created on first use. Call when compiling a snapshot.
+    pub fn series(&self, service: &str, route: &str) -> Arc<RouteSeries> {
+        let mut all = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        all.entry((service.to_string(), route.to_string()))
+            .or_insert_with(|| {
+                Arc::new(RouteSeries {
+                    labels: format!(
+                        "service=\"{}\",route=\"{}\"",
+                        escape(service),
+                        escape(route)
+                    ),
+                    shards: (0..self.workers).map(|_| Shard::new()).collect(),
+                })
+            })
+            .clone()
+    }
+
+    /// Appends Kong's per-request families in the Prometheus text format. Families without samples are
+    /// still announced (`# HELP`/`# TYPE`), as Kong's exporter does.
+    pub fn render(&self, out: &mut String) {
+        let all: Vec<Arc<RouteSeries>> = self
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        family(
+            out,
+            "kong_http_requests_total",
+            "counter",
+            "HTTP status codes per consumer/service/route in Kong",
+        );
+        for s in &all {
+            for ((code, source), n) in s.codes() {
+                let _ = writeln!(
+                    out,
+                    "kong_http_requests_total{{{},code=\"{code}\",source=\"{}\",workspace=\"default\",consumer=\"\"}} {n}",
+                    s.labels,
+                    source.name()
+                );
+            }
+        }
+        type Pick = fn(&Shard) -> &Histogram;
+        let histograms: [(&str, &str, Pick); 3] = [
+            (
+                "kong_kong_latency_ms",
+                "Latency added by Kong and enabled plugins for each service/route in Kong",
+                |s| &s.kong,
+            ),
+            (
+                "kong_upstream_latency_ms",
+                "Latency added by upstream response for each service/route in Kong",
+                |s| &s.upstream,
+            ),
+            (
+                "kong_request_latency_ms",
+                "Total latency incurred during requests for each service/route in Kong",
+                |s| &s.request,
+            ),
+        ];
+        for (name, help, pick) in histograms {
+            family(out, name, "histogram", help);
+            for s in &all {
+                let mut totals = Totals::new(pick(&s.shards[0]).bounds());
+                for shard in s.shards.iter() {
+                    totals.add(pick(shard));
+                }
+                if totals.count() > 0 {
+                    totals.render(out, name, &format!("{},workspace=\"default\"", s.labels));
+                }
+            }
+        }
+        family(
+            out,
+            "kong_bandwidth_bytes",
+            "counter",
+            "Total bandwidth (ingress/egress) throughput in bytes",
+        );
+        for s in &all {
+            let sum = |f: fn(&Shard) -> &AtomicU64| {
+                s.shards
+                    .iter()
+                    .map(|x| f(x).load(Ordering::Relaxed))
+                    .sum::<u64>()
+            };
+            for (direction, n) in [
+                ("egress", sum(|x| &x.egress)),
+                ("ingress", sum(|x| &x.ingress)),
+            ] {
+                if n > 0 {
+                    let _ = writeln!(
+                        out,
+                        "kong_bandwidth_bytes{{{},direction=\"{direction}\",workspace=\"default\",consumer=\"\"}} {n}",
+                        s.labels
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The `# HELP` and `# TYPE` lines of a family.
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+#[cfg(test)]
+mod tests;

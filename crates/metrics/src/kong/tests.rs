@@ -1,0 +1,72 @@
+use super::*;
+
+fn obs(status: u16, source: Source, request_ms: u64) -> Observation {
+    Observation {
+        status,
+        source,
+        kong_ms: Some(1),
+        upstream_ms: Some(30),
+        request_ms,
+        bytes_in: 10,
+        bytes_out: 100,
+    }
+}
+
+const ALL: Flags = Flags {
+    status_code: true,
+    latency: true,
+    bandwidth: true,
+};
+
+#[test]
+fn counts_merge_across_workers_and_reloads() {
+    let r = Registry::new(2);
+    let a = r.series("svc", "route");
+    a.record(0, ALL, &obs(200, Source::Service, 3));
+    a.record(1, ALL, &obs(200, Source::Service, 60));
+    a.record(1, ALL, &obs(404, Source::Error, 1));
+    // A reload finds the same series by name.
+    let again = r.series("svc", "route");
+    again.record(0, ALL, &obs(200, Source::Service, 3));
+    let mut out = String::new();
+    r.render(&mut out);
+    assert!(out.contains("kong_http_requests_total{service=\"svc\",route=\"route\",code=\"200\",source=\"service\",workspace=\"default\",consumer=\"\"} 3"), "{out}");
+    assert!(out.contains("code=\"404\",source=\"error\""), "{out}");
+    assert!(out.contains("kong_request_latency_ms_bucket{service=\"svc\",route=\"route\",workspace=\"default\",le=\"25\"} 3"), "{out}");
+    assert!(out.contains("kong_request_latency_ms_bucket{service=\"svc\",route=\"route\",workspace=\"default\",le=\"80\"} 4"), "{out}");
+    assert!(out.contains("kong_request_latency_ms_count{service=\"svc\",route=\"route\",workspace=\"default\"} 4"), "{out}");
+    assert!(out.contains("kong_bandwidth_bytes{service=\"svc\",route=\"route\",direction=\"egress\",workspace=\"default\",consumer=\"\"} 400"), "{out}");
+}
+
+#[test]
+fn flags_leave_families_out_and_labels_are_escaped() {
+    let r = Registry::new(1);
+    let s = r.series("a\"b", "c\\d");
+    s.record(
+        0,
+        Flags {
+            status_code: true,
+            ..Flags::default()
+        },
+        &obs(201, Source::Exit, 5),
+    );
+    let mut out = String::new();
+    r.render(&mut out);
+    assert!(
+        out.contains("service=\"a\\\"b\",route=\"c\\\\d\",code=\"201\",source=\"exit\""),
+        "{out}"
+    );
+    assert!(!out.contains("kong_request_latency_ms_bucket"), "{out}");
+    assert!(!out.contains("kong_bandwidth_bytes{"), "{out}");
+}
+
+#[test]
+fn more_distinct_codes_than_slots_are_still_counted() {
+    let r = Registry::new(1);
+    let s = r.series("s", "r");
+    for code in 200..(200 + CODE_SLOTS as u16 + 3) {
+        s.record(0, ALL, &obs(code, Source::Service, 1));
+    }
+    let total: u64 = s.codes().values().sum();
+    assert_eq!(total, CODE_SLOTS as u64 + 3);
+}
