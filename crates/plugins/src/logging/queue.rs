@@ -271,22 +271,66 @@ impl Shared {
     }
 }
 
+/// How often a busy queue looks for new records. Senders never wake the drain task while records keep
+/// coming (a cross-thread wake-up per record would cost the workers more than the rest of the log phase);
+/// only an idle queue, one that found nothing for a whole tick, asks to be woken by the next record.
+const TICK: Duration = Duration::from_millis(5);
+
+/// Moves waiting records into `batch` (up to `max`) without waiting; false once every handle is gone and
+/// the channel is empty.
+fn take(rx: &mut mpsc::UnboundedReceiver<Bytes>, batch: &mut Vec<Bytes>, max: usize) -> bool {
+    while batch.len() < max {
+        match rx.try_recv() {
+            Ok(record) => batch.push(record),
+            Err(mpsc::error::TryRecvError::Empty) => return true,
+            Err(mpsc::error::TryRecvError::Disconnected) => return false,
+        }
+    }
+    true
+}
+
+/// Lets `batch` fill up to `max` records for at most `delay` (Kong's `max_coalescing_delay`).
+async fn coalesce(
+    rx: &mut mpsc::UnboundedReceiver<Bytes>,
+    batch: &mut Vec<Bytes>,
+    max: usize,
+    delay: Duration,
+) {
+    let deadline = Instant::now() + delay;
+    while take(rx, batch, max) && batch.len() < max {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        tokio::time::sleep(TICK.min(left)).await;
+    }
+}
+
 /// Takes batches off the channel until every handle is gone and the channel is empty. Once closed, a
 /// failed delivery ends the queue: what is left is counted as lost rather than retried for a sink that
 /// may stay dead, so a removed plugin never keeps a task alive for long.
 async fn drain<S: Sink>(mut rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shared>, sink: Arc<S>) {
     let max_batch = shared.config.max_batch_size.max(1);
-    let coalesce = secs(shared.config.max_coalescing_delay);
+    let delay = secs(shared.config.max_coalescing_delay);
     let mut batch = Vec::with_capacity(max_batch.min(1024));
-    while rx.recv_many(&mut batch, max_batch).await > 0 {
-        let deadline = tokio::time::Instant::now() + coalesce;
-        while batch.len() < max_batch && !coalesce.is_zero() {
-            let want = max_batch - batch.len();
-            match tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, want)).await {
-                Ok(n) if n > 0 => {}
-                _ => break,
+    let mut found_nothing = false;
+    loop {
+        let open = take(&mut rx, &mut batch, max_batch);
+        if batch.is_empty() {
+            if !open {
+                return;
+            }
+            if !found_nothing {
+                tokio::time::sleep(TICK).await;
+                found_nothing = true;
+                continue;
+            }
+            if rx.recv_many(&mut batch, max_batch).await == 0 {
+                return;
             }
         }
+        found_nothing = false;
+        coalesce(&mut rx, &mut batch, max_batch, delay).await;
         if shared.config.concurrency_limit < 0 {
             for record in batch.drain(..) {
                 let (sink, shared) = (sink.clone(), shared.clone());
@@ -295,18 +339,15 @@ async fn drain<S: Sink>(mut rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shar
                     deliver(&*sink, &one, &shared).await
                 });
             }
-        } else {
-            let delivered = deliver(&*sink, &batch, &shared).await;
-            batch.clear();
-            if !delivered && shared.closed() {
-                let mut left = Vec::new();
-                while let Ok(record) = rx.try_recv() {
-                    left.push(record);
-                }
-                shared.lost(left.len());
-                shared.release(&left);
-                return;
-            }
+            continue;
+        }
+        let delivered = deliver(&*sink, &batch, &shared).await;
+        batch.clear();
+        if !delivered && shared.closed() {
+            take(&mut rx, &mut batch, usize::MAX);
+            shared.lost(batch.len());
+            shared.release(&batch);
+            return;
         }
     }
 }
