@@ -5,6 +5,7 @@
 #   scripts/instructions.sh [SLUICE_BIN] [CASE] [PATH] [HEADER]
 #   defaults: target/release/sluice, no-plugins (any `sluice-perf gen-config` case, e.g. rl-key-auth@100),
 #   /r0, no extra header (e.g. "apikey: key-0" for the key-auth cases)
+#   HTTPS=1 sends the requests over TLS (one keep-alive TLS connection; the handshake cancels out).
 #
 # Runs sluice (1 worker) under valgrind twice, with 500 and 2500 keep-alive requests from one client, and
 # prints the difference / 2000, so start-up and shutdown cancel out. Needs valgrind and a release build
@@ -25,8 +26,10 @@ CONFIG=$WORK/config.yml
 "$PERF" gen-config --case "$CASE" --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
 count() {
   local n=$1 proxy=$(port) admin=$(port) status=$(port)
+  local listen=127.0.0.1:$proxy
+  [ -n "${HTTPS:-}" ] && listen="$listen ssl"
   rm -rf "$WORK/p"
-  SLUICE_WORKER_THREADS=1 SLUICE_PROXY_LISTEN=127.0.0.1:$proxy SLUICE_ADMIN_LISTEN=127.0.0.1:$admin \
+  SLUICE_WORKER_THREADS=1 SLUICE_PROXY_LISTEN="$listen" SLUICE_ADMIN_LISTEN=127.0.0.1:$admin \
     SLUICE_STATUS_LISTEN=127.0.0.1:$status SLUICE_LOG_LEVEL=warn \
     valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$BIN" start --config "$CONFIG" \
     --prefix "$WORK/p" >"$WORK/log" 2>&1 &
@@ -35,11 +38,14 @@ count() {
     curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
     sleep 0.2
   done
-  python3 - "$n" "$proxy" "$URL_PATH" "$HEADER" <<'PY'
-import http.client, sys
-n, port, path, header = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+  python3 - "$n" "$proxy" "$URL_PATH" "$HEADER" "${HTTPS:-}" <<'PY'
+import http.client, ssl, sys
+n, port, path, header, https = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 headers = dict([header.split(": ", 1)]) if header else {}
-c = http.client.HTTPConnection("127.0.0.1", port)
+if https:
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context())
+else:
+    c = http.client.HTTPConnection("127.0.0.1", port)
 for _ in range(n):
     c.request("GET", path, headers=headers)
     r = c.getresponse()

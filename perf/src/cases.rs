@@ -26,16 +26,19 @@ pub enum CaseKind {
     /// Kong's large-config scenario: 10,000 routes and consumers, key-auth and
     /// request-termination on every route.
     Large,
+    /// A global prometheus plugin with every metrics flag on (the metrics issue's seed experiment).
+    Prometheus,
 }
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 5] = [
+    pub const ALL: [CaseKind; 6] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlKeyAuth,
         CaseKind::RlBasicAuth,
         CaseKind::Large,
+        CaseKind::Prometheus,
     ];
 
     /// The command-line name.
@@ -46,6 +49,7 @@ impl CaseKind {
             CaseKind::RlKeyAuth => "rl-key-auth",
             CaseKind::RlBasicAuth => "rl-basic-auth",
             CaseKind::Large => "large",
+            CaseKind::Prometheus => "prometheus",
         }
     }
 
@@ -65,7 +69,7 @@ impl CaseKind {
         match self {
             CaseKind::RlKeyAuth | CaseKind::Large => Some(Auth::Key),
             CaseKind::RlBasicAuth => Some(Auth::Basic),
-            CaseKind::NoPlugins | CaseKind::RateLimiting => None,
+            CaseKind::NoPlugins | CaseKind::RateLimiting | CaseKind::Prometheus => None,
         }
     }
 }
@@ -163,8 +167,8 @@ impl fmt::Display for Case {
     }
 }
 
-/// Kong's published benchmark cases (each plugin set over 1 and 100 routes/consumers), in report
-/// order. Selected with `--suite kong8`.
+/// Named suites: `kong8` = Kong's published benchmark cases (each plugin set over 1 and 100
+/// routes/consumers); `metrics` = no plugins vs a global prometheus with every flag on, 1 and 100 routes.
 pub fn suite(name: &str) -> Result<Vec<Case>> {
     match name {
         "kong8" => Ok([
@@ -176,6 +180,10 @@ pub fn suite(name: &str) -> Result<Vec<Case>> {
         .into_iter()
         .flat_map(|k| [Case::new(k, Some(1), None), Case::new(k, Some(100), None)])
         .collect()),
-        other => bail!("unknown suite `{other}` (known: kong8)"),
+        "metrics" => Ok([CaseKind::NoPlugins, CaseKind::Prometheus]
+            .into_iter()
+            .flat_map(|k| [Case::new(k, Some(1), None), Case::new(k, Some(100), None)])
+            .collect()),
+        other => bail!("unknown suite `{other}` (known: kong8, metrics)"),
     }
 }

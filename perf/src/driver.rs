@@ -2,9 +2,12 @@
 //!
 //! [`local::Local`] runs everything as processes on this machine, pinned with `taskset -c`
 //! (gateway on `--gateway-cpus`, upstream and load generator on `--load-cpus`) and checks that
-//! the pinning was granted.
+//! the pinning was granted. With [`local::Local::use_namespaces`] (the `netns` driver, `--driver
+//! netns`) the gateway and the upstream run in network namespaces of their own joined by veth pairs
+//! ([`netns::Namespaces`]), as separate hosts, still pinned the same way.
 
 pub mod local;
+pub mod netns;
 
 use crate::cases::Case;
 use crate::loadgen::LoadSpec;

@@ -31,6 +31,9 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
         .map(|t| target::resolve(t, &args.repo, &cache))
         .collect::<Result<_>>()?;
     let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    if args.driver == "netns" {
+        driver.use_namespaces()?;
+    }
     if args.tls() {
         driver.use_tls(&out)?;
     }

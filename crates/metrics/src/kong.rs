@@ -11,11 +11,14 @@
 use crate::histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Distinct (code, source) pairs counted exactly per route and worker; more are counted as code 0.
 const CODE_SLOTS: usize = 24;
+/// Distinct (consumer, code, source) triples per route and worker when `per_consumer` is on; more are
+/// counted without their consumer.
+const CONSUMER_SLOTS: usize = 256;
 
 /// Which families a prometheus plugin instance asked for (Kong's config flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,6 +26,8 @@ pub struct Flags {
     pub status_code: bool,
     pub latency: bool,
     pub bandwidth: bool,
+    /// Requests of identified consumers are counted per consumer (Kong's `per_consumer`).
+    pub per_consumer: bool,
 }
 
 /// Who produced a response, as Kong's `kong.response.get_source()` names it.
@@ -66,52 +71,91 @@ pub struct Observation {
     pub request_ms: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// The consumer's slot ([`Registry::consumer_slot`]) when one was identified.
+    pub consumer: Option<u32>,
+}
+
+/// A claimable counter: a packed key ([`pack`]; 0 = free) and its count.
+type Slot = (AtomicU64, AtomicU64);
+
+/// Packs (consumer slot, status, source) into a slot key; never 0.
+fn pack(consumer: Option<u32>, status: u16, source: Source) -> u64 {
+    let consumer = consumer.map_or(0, |c| u64::from(c) + 1);
+    ((consumer << 20) | (u64::from(status) << 2) | source as u64) + 1
+}
+
+fn unpack(key: u64) -> (Option<u32>, u16, Source) {
+    let key = key - 1;
+    let consumer = (key >> 20) as u32;
+    let consumer = consumer.checked_sub(1);
+    (
+        consumer,
+        ((key >> 2) & 0x3ffff) as u16,
+        Source::from_index((key & 3) as u32),
+    )
+}
+
+/// Adds one to the slot holding `key`, claiming a free slot if none does; false when all are taken.
+fn add(slots: &[Slot], key: u64) -> bool {
+    for (k, c) in slots {
+        let current = k.load(Ordering::Relaxed);
+        let mine = current == key
+            || (current == 0
+                && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => true,
+                    Err(other) => other == key,
+                });
+        if mine {
+            c.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+    }
+    false
+}
+
+fn new_slots(n: usize) -> Box<[Slot]> {
+    (0..n)
+        .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+        .collect()
 }
 
 /// One worker's counters for one route, on its own cache lines.
 #[repr(align(64))]
 struct Shard {
-    /// `code << 2 | source` + 1; 0 is a free slot.
-    keys: [AtomicU32; CODE_SLOTS],
-    counts: [AtomicU64; CODE_SLOTS],
+    codes: Box<[Slot]>,
     overflow: AtomicU64,
     kong: Histogram,
     upstream: Histogram,
     request: Histogram,
     ingress: AtomicU64,
     egress: AtomicU64,
+    /// Allocated when a `per_consumer` instance first applies to the route (at compile time).
+    consumers: OnceLock<Box<[Slot]>>,
 }
 
 impl Shard {
     fn new() -> Shard {
         Shard {
-            keys: std::array::from_fn(|_| AtomicU32::new(0)),
-            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            codes: new_slots(CODE_SLOTS),
             overflow: AtomicU64::new(0),
             kong: Histogram::new(KONG_LATENCY_BUCKETS),
             upstream: Histogram::new(UPSTREAM_LATENCY_BUCKETS),
             request: Histogram::new(UPSTREAM_LATENCY_BUCKETS),
             ingress: AtomicU64::new(0),
             egress: AtomicU64::new(0),
+            consumers: OnceLock::new(),
         }
     }
 
-    fn count_code(&self, status: u16, source: Source) {
-        let key = ((u32::from(status) << 2) | source as u32) + 1;
-        for (k, c) in self.keys.iter().zip(&self.counts) {
-            let current = k.load(Ordering::Relaxed);
-            let mine = current == key
-                || (current == 0
-                    && match k.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
-                        Ok(_) => true,
-                        Err(other) => other == key,
-                    });
-            if mine {
-                c.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+    /// Counts a request by code and source, and by consumer when `consumer` is given and the route has
+    /// a consumer table with room; whatever does not fit is counted as code 0.
+    fn count(&self, consumer: Option<u32>, status: u16, source: Source) {
+        let by_consumer = consumer
+            .zip(self.consumers.get())
+            .is_some_and(|(c, table)| add(table, pack(Some(c), status, source)));
+        if !by_consumer && !add(&self.codes, pack(None, status, source)) {
+            self.overflow.fetch_add(1, Ordering::Relaxed);
         }
-        self.overflow.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -127,7 +171,8 @@ impl RouteSeries {
     pub fn record(&self, worker: usize, flags: Flags, o: &Observation) {
         let shard = &self.shards[worker % self.shards.len()];
         if flags.status_code {
-            shard.count_code(o.status, o.source);
+            let consumer = o.consumer.filter(|_| flags.per_consumer);
+            shard.count(consumer, o.status, o.source);
         }
         if flags.latency {
             if let Some(ms) = o.kong_ms {
@@ -144,19 +189,27 @@ impl RouteSeries {
         }
     }
 
-    fn codes(&self) -> BTreeMap<(u16, Source), u64> {
+    /// Prepares the per-consumer tables (call when compiling a snapshot whose instance has `per_consumer`).
+    pub fn enable_consumers(&self) {
+        for shard in self.shards.iter() {
+            shard.consumers.get_or_init(|| new_slots(CONSUMER_SLOTS));
+        }
+    }
+
+    /// (consumer slot, code, source) → count, over every worker; overflow is code 0 without consumer.
+    fn counts(&self) -> BTreeMap<(Option<u32>, u16, Source), u64> {
         let mut out = BTreeMap::new();
         for shard in self.shards.iter() {
-            for (k, c) in shard.keys.iter().zip(&shard.counts) {
+            let tables = [Some(&shard.codes), shard.consumers.get()];
+            for (k, c) in tables.into_iter().flatten().flat_map(|t| t.iter()) {
                 let key = k.load(Ordering::Relaxed);
                 if key != 0 {
-                    let (code, source) = ((key - 1) >> 2, Source::from_index((key - 1) & 3));
-                    *out.entry((code as u16, source)).or_default() += c.load(Ordering::Relaxed);
+                    *out.entry(unpack(key)).or_default() += c.load(Ordering::Relaxed);
                 }
             }
             let overflow = shard.overflow.load(Ordering::Relaxed);
             if overflow > 0 {
-                *out.entry((0, Source::Error)).or_default() += overflow;
+                *out.entry((None, 0, Source::Error)).or_default() += overflow;
             }
         }
         out
@@ -167,6 +220,8 @@ impl RouteSeries {
 pub struct Registry {
     workers: usize,
     series: Mutex<BTreeMap<(String, String), Arc<RouteSeries>>>,
+    /// Consumer label values by slot; slots are stable for the life of the process.
+    consumers: Mutex<(std::collections::HashMap<String, u32>, Vec<String>)>,
 }
 
 /// A label value escaped for the text format.
@@ -183,7 +238,20 @@ impl Registry {
         Registry {
             workers: workers.max(1),
             series: Mutex::new(BTreeMap::new()),
+            consumers: Mutex::new(Default::default()),
         }
+    }
+
+    /// The stable slot of a consumer label (its username, else its id). Call when compiling a snapshot.
+    pub fn consumer_slot(&self, name: &str) -> u32 {
+        let mut c = self.consumers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = c.0.get(name) {
+            return *slot;
+        }
+        let slot = c.1.len() as u32;
+        c.1.push(escape(name));
+        c.0.insert(name.to_string(), slot);
+        slot
     }
 
     /// The series of a (service, route) pair, created on first use. Call when compiling a snapshot.
@@ -213,6 +281,12 @@ impl Registry {
             .values()
             .cloned()
             .collect();
+        let names = self
+            .consumers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone();
         family(
             out,
             "kong_http_requests_total",
@@ -220,10 +294,13 @@ impl Registry {
             "HTTP status codes per consumer/service/route in Kong",
         );
         for s in &all {
-            for ((code, source), n) in s.codes() {
+            for ((consumer, code, source), n) in s.counts() {
+                let consumer = consumer
+                    .and_then(|c| names.get(c as usize))
+                    .map_or("", String::as_str);
                 let _ = writeln!(
                     out,
-                    "kong_http_requests_total{{{},code=\"{code}\",source=\"{}\",workspace=\"default\",consumer=\"\"}} {n}",
+                    "kong_http_requests_total{{{},code=\"{code}\",source=\"{}\",workspace=\"default\",consumer=\"{consumer}\"}} {n}",
                     s.labels,
                     source.name()
                 );

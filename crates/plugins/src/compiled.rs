@@ -6,6 +6,7 @@ use crate::plugin::Plugin;
 use crate::protocols::Protocols;
 use crate::registry::{BuildCtx, PluginBuildError, Registry};
 use crate::Credentials;
+use sluice_metrics::Flags;
 use sluice_model::{Config, Route};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -16,6 +17,9 @@ pub struct CompiledPlugins {
     credentials: Credentials,
     routes: Vec<PluginChain>,
     global: PluginChain,
+    /// Per route (then for unrouted requests): the metrics flags of the prometheus instance that applies.
+    route_metrics: Vec<Option<Flags>>,
+    global_metrics: Option<Flags>,
 }
 
 struct Instance<'c> {
@@ -93,23 +97,45 @@ impl CompiledPlugins {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let index = ScopeIndex::new(&instances);
+        let (metered, chained): (Vec<Instance<'_>>, Vec<Instance<'_>>) = instances
+            .into_iter()
+            .partition(|i| i.plugin.metrics_flags().is_some());
+        let index = ScopeIndex::new(&chained);
         let routes = config
             .routes
             .iter()
             .map(|r| chain_for(index.candidates(Some(r)), Some(r)))
             .collect();
         let global = chain_for(index.candidates(None), None);
+        let metered_index = ScopeIndex::new(&metered);
+        let route_metrics = config
+            .routes
+            .iter()
+            .map(|r| most_specific_flags(metered_index.candidates(Some(r)), Some(r)))
+            .collect();
+        let global_metrics = most_specific_flags(metered_index.candidates(None), None);
         Ok(CompiledPlugins {
             credentials,
             routes,
             global,
+            route_metrics,
+            global_metrics,
         })
     }
 
     /// The chain of `config.routes[route_index]`; an empty chain for an unknown index.
     pub fn route_chain(&self, route_index: usize) -> &PluginChain {
         self.routes.get(route_index).unwrap_or(&self.global)
+    }
+
+    /// The prometheus flags for requests of `config.routes[route_index]` (None: not metered).
+    pub fn route_metrics(&self, route_index: usize) -> Option<Flags> {
+        self.route_metrics.get(route_index).copied().flatten()
+    }
+
+    /// The prometheus flags for requests that matched no route (a global instance only).
+    pub fn global_metrics(&self) -> Option<Flags> {
+        self.global_metrics
     }
 
     /// Global plugins only: for requests that matched no route.
@@ -127,6 +153,8 @@ impl CompiledPlugins {
             credentials: Credentials::default(),
             routes: Vec::new(),
             global: PluginChain::default(),
+            route_metrics: Vec::new(),
+            global_metrics: None,
         }
     }
 }
@@ -174,13 +202,25 @@ impl<'i, 'c> ScopeIndex<'i, 'c> {
     }
 }
 
-fn chain_for(instances: Vec<&Instance<'_>>, route: Option<&Route>) -> PluginChain {
+/// The flags of the most specific consumer-less instance that applies to `route` (Kong's precedence).
+fn most_specific_flags(instances: Vec<&Instance<'_>>, route: Option<&Route>) -> Option<Flags> {
+    instances
+        .into_iter()
+        .filter(|i| i.entity.consumer.is_none() && applies_to(i.entity, route))
+        .min_by_key(|i| rank(i.entity))
+        .and_then(|i| i.plugin.metrics_flags())
+}
+
+/// Whether an instance's route/service scope covers `route` (None: requests that matched no route).
+fn applies_to(p: &sluice_model::Plugin, route: Option<&Route>) -> bool {
     let route_id = route.map(|r| r.id);
     let service_id = route.and_then(|r| r.service.map(|s| s.id));
-    let applies = |p: &sluice_model::Plugin| {
-        p.route.is_none_or(|r| Some(r.id) == route_id)
-            && p.service.is_none_or(|s| Some(s.id) == service_id)
-    };
+    p.route.is_none_or(|r| Some(r.id) == route_id)
+        && p.service.is_none_or(|s| Some(s.id) == service_id)
+}
+
+fn chain_for(instances: Vec<&Instance<'_>>, route: Option<&Route>) -> PluginChain {
+    let applies = |p: &sluice_model::Plugin| applies_to(p, route);
     let mut by_name: BTreeMap<(i32, &str), Vec<&Instance<'_>>> = BTreeMap::new();
     for inst in instances.into_iter().filter(|i| applies(i.entity)) {
         by_name

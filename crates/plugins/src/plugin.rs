@@ -66,6 +66,13 @@ pub trait Plugin: Send + Sync + 'static {
         false
     }
 
+    /// Some for plugins the proxy serves itself at fixed points instead of through the chain (prometheus):
+    /// the instance is resolved per route by Kong's precedence and never runs as a phase handler, so a
+    /// route with only such plugins keeps the fast path.
+    fn metrics_flags(&self) -> Option<sluice_metrics::Flags> {
+        None
+    }
+
     /// Runs after the response was sent (or the request failed); must not block: hand work to a queue.
     /// Called only when [`Plugin::has_log`] is true.
     fn log(&self, _ctx: &RequestCtx<'_>, _record: &LogRecord) {}

@@ -4,15 +4,17 @@
 use crate::body::{box_err, full, ProxyBody};
 use crate::error::ProxyError;
 use crate::exchange::{self, ConnInfo, Exchange, Routed};
+use crate::metrics::{self, Finished};
 use crate::phases;
 use crate::request_id;
-use crate::respond;
+use crate::respond::{self, Timings};
 use crate::server::Shared;
 use crate::snapshot::Snapshot;
 use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{request, Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use sluice_metrics::Source;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,14 +36,44 @@ pub async fn handle(
     let (mut parts, body) = req.into_parts();
     let routed = match exchange::route(&mut parts, &snap, &x) {
         Ok(r) => r,
-        Err(e) => return phases::unrouted(e, parts, &snap, &x),
+        Err(e) => {
+            let bytes_in = metrics::content_length(&parts.headers);
+            let resp = phases::unrouted(e, parts, &snap, &x);
+            if let Some(m) = &snap.unrouted_metrics {
+                let finished = Finished {
+                    source: Source::Error,
+                    started,
+                    timings: None,
+                    bytes_in,
+                    consumer: None,
+                };
+                m.record(resp.status().as_u16(), resp.headers(), finished);
+            }
+            return resp;
+        }
     };
     if snap.plugins.route_chain(routed.found.id).is_empty() {
         let negotiation = Negotiation::of(&parts);
-        match fast_path(parts, body, routed, &snap, &x).await {
-            Ok(resp) => resp,
-            Err(e) => error_response(e, &negotiation, &x),
+        let meter = snap
+            .routes
+            .get(routed.found.id)
+            .and_then(|r| r.metrics.as_ref());
+        let bytes_in = meter.map_or(0, |_| metrics::content_length(&parts.headers));
+        let (resp, source, timings) = match fast_path(parts, body, routed, &snap, &x).await {
+            Ok((resp, timings)) => (resp, Source::Service, Some(timings)),
+            Err(e) => (error_response(e, &negotiation, &x), Source::Error, None),
+        };
+        if let Some(m) = meter {
+            let finished = Finished {
+                source,
+                started,
+                timings: timings.as_ref(),
+                bytes_in,
+                consumer: None,
+            };
+            m.record(resp.status().as_u16(), resp.headers(), finished);
         }
+        resp
     } else {
         // Boxed: the plugin path's state machine is large, and keeping it out of this future keeps the
         // fast path's future small (hyper moves it into place on every request).
@@ -66,7 +98,7 @@ async fn fast_path(
     routed: Routed,
     snap: &Snapshot,
     x: &Exchange<'_>,
-) -> Result<Response<ProxyBody>, ProxyError> {
+) -> Result<(Response<ProxyBody>, Timings), ProxyError> {
     let info = snap
         .routes
         .get(routed.found.id)
@@ -78,7 +110,11 @@ async fn fast_path(
     let body = body.map_err(box_err).boxed();
     let req = exchange::upstream_request(parts, body, routed, info, svc, x)?;
     let proxied = exchange::proxy(req, info, svc, x).await?;
-    Ok(Response::from_parts(proxied.head, proxied.body.boxed()))
+    let timings = proxied.timings;
+    Ok((
+        Response::from_parts(proxied.head, proxied.body.boxed()),
+        timings,
+    ))
 }
 
 /// The request headers an error body is negotiated from.

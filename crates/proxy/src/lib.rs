@@ -18,6 +18,7 @@ mod exchange;
 mod forward;
 mod handler;
 mod listen;
+pub mod metrics;
 mod mime;
 mod names;
 mod path;

@@ -24,6 +24,7 @@ use bytes::Bytes;
 use http::{request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -155,6 +156,26 @@ async fn through_header_filter<'a>(
     };
     add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
     chain.header_filter(&mut ctx, &mut head);
+    if let Some(m) = snap.routes.get(index).and_then(|r| r.metrics.as_ref()) {
+        let (source, timings) = match &payload {
+            Payload::Streamed { timings, .. } => (Source::Service, Some(timings)),
+            Payload::Whole(_) if source == "plugin" => (Source::Exit, None),
+            Payload::Whole(_) => (Source::Error, None),
+        };
+        let bytes_in = crate::metrics::content_length(&ctx.request.headers);
+        let consumer = ctx
+            .consumer
+            .filter(|_| m.per_consumer())
+            .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+        let finished = crate::metrics::Finished {
+            source,
+            started: x.started,
+            timings,
+            bytes_in,
+            consumer,
+        };
+        m.record(head.status.as_u16(), &head.headers, finished);
+    }
     if source == "plugin" {
         respond::gateway_response(
             &mut head.headers,

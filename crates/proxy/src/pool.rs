@@ -76,7 +76,9 @@ pub async fn checkout(
     tls: Option<TlsTarget<'_>>,
     connect_timeout: Duration,
 ) -> Result<Conn, ProxyError> {
-    if let Some(sender) = take_idle(key) {
+    let idle = take_idle(key);
+    crate::metrics::count_checkout(idle.is_some());
+    if let Some(sender) = idle {
         return Ok(Conn {
             sender,
             key,

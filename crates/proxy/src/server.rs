@@ -81,7 +81,7 @@ impl ProxyServer {
             let (shared, stop_rx) = (shared.clone(), stop.subscribe());
             let handle = std::thread::Builder::new()
                 .name(format!("sluice-worker-{i}"))
-                .spawn(move || worker::run(listeners, shared, stop_rx))?;
+                .spawn(move || worker::run(i, listeners, shared, stop_rx))?;
             handles.push(handle);
         }
         Ok(ProxyServer {

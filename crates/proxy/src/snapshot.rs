@@ -2,6 +2,7 @@
 //! builds a new one and publishes it with one `ArcSwap::store`.
 
 use crate::balancer::{Balancer, Peer};
+use crate::metrics::RouteMeter;
 use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteSpec, Router};
@@ -20,6 +21,10 @@ pub struct Snapshot {
     pub(crate) plugins: CompiledPlugins,
     /// Certificates by SNI for the `ssl` listeners.
     pub(crate) certs: sluice_tls::CertStore,
+    /// Metrics of requests that matched no route (a global prometheus instance).
+    pub(crate) unrouted_metrics: Option<crate::metrics::RouteMeter>,
+    /// Consumers' metric slots, filled when some prometheus instance counts per consumer.
+    pub(crate) consumer_slots: rustc_hash::FxHashMap<uuid::Uuid, u32>,
     compile_duration: Duration,
 }
 
@@ -33,6 +38,8 @@ pub(crate) struct RouteInfo {
     pub https_redirect_status: u16,
     /// Index into `config.services`.
     pub service: Option<usize>,
+    /// Set when a prometheus instance applies to the route.
+    pub metrics: Option<crate::metrics::RouteMeter>,
 }
 
 /// Per-service facts (indexed like `config.services`).
@@ -70,6 +77,8 @@ impl Snapshot {
             services: Vec::new(),
             plugins: CompiledPlugins::empty(),
             certs: Default::default(),
+            unrouted_metrics: None,
+            consumer_slots: Default::default(),
             compile_duration: Duration::ZERO,
         }
     }
@@ -107,10 +116,17 @@ impl Snapshot {
             .filter_map(|s| service_info(&config, s).map_err(|e| errors.push(e)).ok())
             .collect();
         let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
-        let routes = config
+        let metered = plugins.as_ref().ok();
+        let routes: Vec<RouteInfo> = config
             .routes
             .iter()
-            .map(|r| RouteInfo {
+            .enumerate()
+            .map(|(i, r)| RouteInfo {
+                metrics: RouteMeter::new(
+                    &config,
+                    Some(r),
+                    metered.and_then(|p| p.route_metrics(i)),
+                ),
                 https_only: r.protocols.iter().any(|p| p == "https")
                     && !r.protocols.iter().any(|p| p == "http"),
                 strip_path: r.strip_path,
@@ -128,9 +144,20 @@ impl Snapshot {
                 return Err(CompileError(errors));
             }
         };
+        let unrouted_metrics = RouteMeter::new(&config, None, plugins.global_metrics());
+        let per_consumer = routes
+            .iter()
+            .filter_map(|r: &RouteInfo| r.metrics.as_ref())
+            .any(RouteMeter::per_consumer);
+        let consumer_slots = match per_consumer {
+            true => crate::metrics::consumer_slots(&config),
+            false => Default::default(),
+        };
         Ok(Snapshot {
+            consumer_slots,
             config,
             router,
+            unrouted_metrics,
             routes,
             services,
             plugins,

@@ -30,6 +30,7 @@ pub struct Listener {
 
 /// Runs a worker until `stop` carries a grace period, then drains its connections for at most that long.
 pub fn run(
+    index: usize,
     listeners: Vec<Listener>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<Option<Duration>>,
@@ -44,6 +45,7 @@ pub fn run(
             return;
         }
     };
+    crate::metrics::set_worker(index);
     pool::configure(
         shared.settings.upstream_keepalive,
         shared.settings.upstream_idle_timeout,
@@ -97,10 +99,14 @@ impl Drop for ActiveGuard {
     }
 }
 
-fn builder() -> auto::Builder<TokioExecutor> {
+/// The connection builder of a listener. Over TLS, HTTP/1.1 responses are flattened into one buffer
+/// before writing (`writev` off): rustls turns each slice of a vectored write into its own record, so head
+/// and body would cost two records and two encryptions instead of one.
+fn builder(tls: bool) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
+        .writev(!tls)
         .timer(TokioTimer::new())
         // The header timeout is per connection (`watchdog`), not a timer per request.
         .header_read_timeout(None)
@@ -116,7 +122,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     graceful: Arc<GracefulShutdown>,
 ) {
-    let builder = Arc::new(builder());
+    let builder = Arc::new(builder(tls.is_some()));
     let port_value = http::HeaderValue::from(local_port);
     loop {
         let (stream, peer) = match listener.accept().await {

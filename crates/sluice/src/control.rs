@@ -81,6 +81,10 @@ impl Control for NodeControl {
         }
     }
 
+    fn metrics(&self) -> Option<String> {
+        Some(crate::metrics::render(self))
+    }
+
     fn server_status(&self) -> serde_json::Value {
         match self.proxy_stats.get() {
             Some(stats) => stats.to_kong_json(),

@@ -9,7 +9,7 @@ use sluice_model::{declarative, records, Config, ConfigErrors};
 use sluice_plugins::Registry;
 use sluice_proxy::{SharedSnapshot, Snapshot};
 use sluice_store::{EntityRecord, Store, StoreError};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -47,6 +47,18 @@ pub enum Loaded {
     Unchanged,
 }
 
+/// Counters of config loads, for `/metrics`.
+#[derive(Default)]
+pub struct LoadStats {
+    pub succeeded: AtomicU64,
+    pub failed: AtomicU64,
+    /// Of the last successful load, in microseconds.
+    pub last_total_us: AtomicU64,
+    pub last_compile_us: AtomicU64,
+    /// Entities in the live config.
+    pub entities: AtomicU64,
+}
+
 /// Owns the live snapshot handle and the store; serializes loads.
 pub struct Loader {
     registry: Arc<Registry>,
@@ -54,6 +66,7 @@ pub struct Loader {
     store: Store,
     loading: Mutex<()>,
     ready: AtomicBool,
+    pub stats: LoadStats,
 }
 
 impl Loader {
@@ -64,6 +77,7 @@ impl Loader {
             store,
             loading: Mutex::new(()),
             ready: AtomicBool::new(false),
+            stats: LoadStats::default(),
         }
     }
 
@@ -84,6 +98,22 @@ impl Loader {
     /// Loads a parsed declarative document. With `wait` false a concurrent load makes this fail with
     /// [`LoadError::Busy`] instead of queueing (Kong's 429).
     pub fn load_doc(
+        &self,
+        doc: serde_json::Value,
+        check_hash: bool,
+        wait: bool,
+    ) -> Result<Loaded, LoadError> {
+        let result = self.load_doc_inner(doc, check_hash, wait);
+        let counter = match &result {
+            Ok(_) => &self.stats.succeeded,
+            Err(LoadError::Busy) => return result,
+            Err(_) => &self.stats.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+
+    fn load_doc_inner(
         &self,
         doc: serde_json::Value,
         check_hash: bool,
@@ -112,6 +142,16 @@ impl Loader {
         let compiled = started.elapsed();
         commit(&self.store, &config, &hash)?;
         let committed = started.elapsed();
+        let stats = &self.stats;
+        let us = |d: std::time::Duration| d.as_micros() as u64;
+        stats
+            .last_total_us
+            .store(us(started.elapsed()), Ordering::Relaxed);
+        stats
+            .last_compile_us
+            .store(us(compiled - parsed), Ordering::Relaxed);
+        let entities: usize = config.counts().into_iter().map(|(_, n)| n).sum();
+        stats.entities.store(entities as u64, Ordering::Relaxed);
         self.publish(snapshot);
         tracing::info!(
             hash = %hash,
@@ -151,6 +191,10 @@ impl Loader {
         let config =
             declarative::from_store(stored.format_version, stored.hash.clone(), stored.entities)
                 .map_err(|e| anyhow::anyhow!("the config store {path} holds {e}"))?;
+        let entities: usize = config.counts().into_iter().map(|(_, n)| n).sum();
+        self.stats
+            .entities
+            .store(entities as u64, Ordering::Relaxed);
         let snapshot = Snapshot::compile(Arc::new(config), &self.registry)
             .map_err(|e| anyhow::anyhow!("the config in the store {path} does not compile: {e}"))?;
         self.publish(snapshot);

@@ -13,6 +13,7 @@ mod check;
 mod control;
 mod loader;
 mod logging;
+mod metrics;
 mod run;
 mod settings;
 

@@ -46,7 +46,7 @@ pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
-    let verifier: Arc<dyn ServerCertVerifier> = if spec.verify {
+    let webpki = if spec.verify {
         let mut roots = RootCertStore::empty();
         if spec.ca_pems.is_empty() {
             roots.add_parsable_certificates(system_roots().iter().cloned());
@@ -59,16 +59,18 @@ pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String
                 }
             }
         }
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
             .build()
             .map_err(|e| e.to_string())?;
-        Arc::new(Verifying {
-            inner: webpki,
-            depth: spec.depth,
-        })
+        Some(webpki)
     } else {
-        unverified()
+        None
     };
+    let verifier = Arc::new(Verifier {
+        webpki,
+        depth: spec.depth,
+        provider,
+    });
     let builder = builder
         .dangerous()
         .with_custom_certificate_verifier(verifier);
@@ -80,6 +82,15 @@ pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// The verifier of `tls_verify: false`: accepts any server certificate (tests use it for their clients too).
+pub fn unverified() -> Arc<dyn ServerCertVerifier> {
+    Arc::new(Verifier {
+        webpki: None,
+        depth: None,
+        provider: crate::provider(),
+    })
 }
 
 /// Presents one certificate to every upstream that asks.
@@ -96,14 +107,17 @@ impl ResolvesClientCert for ClientCert {
     }
 }
 
-/// WebPKI verification plus the chain depth limit.
+/// The server-certificate check of one config: WebPKI verification with the chain depth limit, or none
+/// (`tls_verify` off). Handshake signatures are always checked, so the session keys belong to the
+/// certificate shown.
 #[derive(Debug)]
-struct Verifying {
-    inner: Arc<WebPkiServerVerifier>,
+struct Verifier {
+    webpki: Option<Arc<WebPkiServerVerifier>>,
     depth: Option<u32>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
-impl ServerCertVerifier for Verifying {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -112,6 +126,9 @@ impl ServerCertVerifier for Verifying {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(webpki) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
         if let Some(depth) = self.depth {
             // OpenSSL's depth: level 0 is the leaf, levels 1..=depth may be intermediates.
             if intermediates.len() as u64 > u64::from(depth) {
@@ -120,8 +137,7 @@ impl ServerCertVerifier for Verifying {
                 )));
             }
         }
-        self.inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
     }
 
     fn verify_tls12_signature(
@@ -130,7 +146,8 @@ impl ServerCertVerifier for Verifying {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -139,65 +156,13 @@ impl ServerCertVerifier for Verifying {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// The verifier of `tls_verify: false`: accepts any server certificate (tests use it for their clients too).
-pub fn unverified() -> Arc<dyn ServerCertVerifier> {
-    Arc::new(Unverified(crate::provider()))
-}
-
-/// `tls_verify` off (Kong's default): any certificate is accepted, but handshake signatures are still
-/// checked so the session keys belong to the certificate shown.
-#[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

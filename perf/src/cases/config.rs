@@ -79,6 +79,16 @@ fn global_plugins(kind: CaseKind) -> Vec<Value> {
         CaseKind::RateLimiting => vec![rate_limiting],
         CaseKind::RlKeyAuth => vec![rate_limiting, json!({ "name": "key-auth" })],
         CaseKind::RlBasicAuth => vec![rate_limiting, json!({ "name": "basic-auth" })],
+        CaseKind::Prometheus => vec![json!({
+            "name": "prometheus",
+            "config": {
+                "per_consumer": false,
+                "status_code_metrics": true,
+                "latency_metrics": true,
+                "bandwidth_metrics": true,
+                "upstream_health_metrics": true,
+            },
+        })],
     }
 }
 

@@ -1,5 +1,6 @@
 //! The local driver: every process on this machine, on 127.0.0.1, pinned with `taskset -c`.
 
+use super::netns::Namespaces;
 use super::{Driver, Usage};
 use crate::cases::Case;
 use crate::loadgen::{self, LoadSpec};
@@ -19,6 +20,8 @@ pub struct Local {
     upstream_listen: Option<String>,
     /// Certificate and key files when the load goes over TLS.
     tls: Option<(PathBuf, PathBuf)>,
+    /// Set for the netns driver: where the gateway and the upstream run.
+    net: Option<Namespaces>,
     notes: Vec<String>,
 }
 
@@ -35,8 +38,34 @@ impl Local {
             upstream: None,
             upstream_listen: None,
             tls: None,
+            net: None,
             notes: vec![],
         })
+    }
+
+    /// Runs the gateway and the upstream in network namespaces of their own (the netns driver).
+    pub fn use_namespaces(&mut self) -> Result<()> {
+        self.net = Some(Namespaces::create()?);
+        Ok(())
+    }
+
+    /// A listen address for the gateway or the upstream.
+    fn listen_addr(&self, upstream: bool) -> Result<std::net::SocketAddr> {
+        let ip = match &self.net {
+            Some(n) if upstream => n.upstream_ip.to_string(),
+            Some(n) => n.gateway_ip.to_string(),
+            None => "127.0.0.1".into(),
+        };
+        free_addr(&ip)
+    }
+
+    /// `ip netns exec <ns>` for the netns driver, nothing otherwise.
+    fn ns_prefix(&self, upstream: bool) -> Vec<String> {
+        match &self.net {
+            Some(n) if upstream => Namespaces::exec_prefix(&n.upstream_ns),
+            Some(n) => Namespaces::exec_prefix(&n.gateway_ns),
+            None => Vec::new(),
+        }
     }
 
     /// Serves every target over TLS with one ECDSA P-256 certificate generated under `dir`, so the
@@ -74,13 +103,20 @@ impl Drop for Local {
 
 impl Driver for Local {
     fn name(&self) -> &'static str {
-        "local"
+        match self.net {
+            Some(_) => "netns",
+            None => "local",
+        }
     }
 
     fn start_upstream(&mut self, body_size: usize) -> Result<String> {
-        let addr = free_addr("127.0.0.1")?;
+        let addr = self.listen_addr(true)?;
         let me = std::env::current_exe().context("locating sluice-perf")?;
-        let mut child = loadgen::pinned(Some(&self.load_cpus), &me)
+        let mut words = self.ns_prefix(true);
+        words.extend(["taskset".into(), "-c".into(), self.load_cpus.clone()]);
+        let mut child = std::process::Command::new(&words[0]);
+        child.args(&words[1..]).arg(&me);
+        let mut child = child
             .arg("upstream")
             .arg("--listen")
             .arg(addr.to_string())
@@ -111,7 +147,7 @@ impl Driver for Local {
         let prefix = self.gateway_prefix();
         let launch = Launch {
             prefix: &prefix,
-            proxy: free_addr("127.0.0.1")?,
+            proxy: self.listen_addr(false)?,
             upstream: &upstream,
             workers: self.workers(),
             dir,
@@ -150,7 +186,9 @@ impl Driver for Local {
 impl Local {
     /// The command prefix that pins a target to the gateway CPUs.
     pub fn gateway_prefix(&self) -> Vec<String> {
-        vec!["taskset".into(), "-c".into(), self.gateway_cpus.clone()]
+        let mut words = self.ns_prefix(false);
+        words.extend(["taskset".into(), "-c".into(), self.gateway_cpus.clone()]);
+        words
     }
 
     /// Checks (and notes) that every process of `pid`'s tree got the gateway CPUs.

@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Results directory (default `perf-results/<unix time>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Where the processes run: `local` (this network namespace, 127.0.0.1) or `netns` (gateway and
+    /// upstream in network namespaces of their own joined by veth pairs, as separate hosts; needs root).
+    #[arg(long, default_value = "local", value_parser = ["local", "netns"])]
+    pub driver: String,
     /// CPUs of the gateway (`taskset -c` list); one worker per CPU listed.
     #[arg(long, default_value = "0")]
     pub gateway_cpus: String,

@@ -54,9 +54,18 @@ pub fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// A free port on `ip` (bind port 0, read it back, release it).
+/// A free port on `ip` (bind port 0, read it back, release it). An address that is not local here
+/// belongs to a network namespace of the netns driver, which is fresh: any port there is free.
 pub fn free_addr(ip: &str) -> Result<SocketAddr> {
-    Ok(TcpListener::bind((ip, 0))?.local_addr()?)
+    match TcpListener::bind((ip, 0)) {
+        Ok(l) => Ok(l.local_addr()?),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrNotAvailable => {
+            static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(20_000);
+            let port = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(SocketAddr::new(ip.parse()?, port))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// How a target is launched: the command prefix (e.g. `taskset -c 0`, `ip netns exec ns`) is

@@ -9,13 +9,47 @@ fn obs(status: u16, source: Source, request_ms: u64) -> Observation {
         request_ms,
         bytes_in: 10,
         bytes_out: 100,
+        consumer: None,
     }
+}
+
+#[test]
+fn per_consumer_counts_carry_the_consumer_label() {
+    let r = Registry::new(1);
+    let s = r.series("svc", "route");
+    s.enable_consumers();
+    let alice = r.consumer_slot("alice");
+    assert_eq!(r.consumer_slot("alice"), alice, "slots are stable");
+    let flags = Flags {
+        per_consumer: true,
+        ..ALL
+    };
+    s.record(
+        0,
+        flags,
+        &Observation {
+            consumer: Some(alice),
+            ..obs(200, Source::Service, 1)
+        },
+    );
+    s.record(0, flags, &obs(401, Source::Exit, 1));
+    let mut out = String::new();
+    r.render(&mut out);
+    assert!(
+        out.contains("code=\"200\",source=\"service\",workspace=\"default\",consumer=\"alice\"} 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("code=\"401\",source=\"exit\",workspace=\"default\",consumer=\"\"} 1"),
+        "{out}"
+    );
 }
 
 const ALL: Flags = Flags {
     status_code: true,
     latency: true,
     bandwidth: true,
+    per_consumer: false,
 };
 
 #[test]
@@ -67,6 +101,6 @@ fn more_distinct_codes_than_slots_are_still_counted() {
     for code in 200..(200 + CODE_SLOTS as u16 + 3) {
         s.record(0, ALL, &obs(code, Source::Service, 1));
     }
-    let total: u64 = s.codes().values().sum();
+    let total: u64 = s.counts().values().sum();
     assert_eq!(total, CODE_SLOTS as u64 + 3);
 }

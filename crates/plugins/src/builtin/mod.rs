@@ -11,6 +11,7 @@ pub mod file_log;
 pub mod http_log;
 pub mod ip_restriction;
 pub mod key_auth;
+pub mod prometheus;
 pub mod rate_limiting;
 pub mod request_termination;
 pub mod request_transformer;
@@ -30,6 +31,7 @@ pub fn all() -> Vec<Builtin> {
         request_transformer::builtin(),
         response_transformer::builtin(),
         request_termination::builtin(),
+        prometheus::builtin(),
         http_log::builtin(),
         file_log::builtin(),
     ]

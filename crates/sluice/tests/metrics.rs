@@ -1,0 +1,186 @@
+//! `/metrics` end to end: after a known mix of requests the prometheus families hold exact counts and bucket
+//! placements, the output parses with a Prometheus text-format parser, and both listeners serve it.
+
+use sluice_testkit::{client, get_json, EchoUpstream, Gateway};
+use std::collections::HashMap;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+fn config(port: u16) -> String {
+    format!(
+        r#"_format_version: "3.0"
+services:
+- name: echo
+  url: http://127.0.0.1:{port}
+  routes:
+  - name: fast
+    paths: [/fast]
+  - name: slow
+    paths: [/slow]
+  - name: locked
+    paths: [/locked]
+    plugins:
+    - name: key-auth
+plugins:
+- name: prometheus
+  config:
+    status_code_metrics: true
+    latency_metrics: true
+    bandwidth_metrics: true
+"#
+    )
+}
+
+/// Parses the exposition with a real Prometheus parser and indexes samples by `name{sorted labels}`.
+fn parse(text: &str) -> HashMap<String, f64> {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text format");
+    let mut out = HashMap::new();
+    for s in scrape.samples {
+        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        labels.sort();
+        let value = match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            prometheus_parse::Value::Histogram(buckets) => {
+                for b in buckets {
+                    let mut l = labels.clone();
+                    l.push(format!("le={}", b.less_than));
+                    l.sort();
+                    out.insert(format!("{}_bucket{{{}}}", s.metric, l.join(",")), b.count);
+                }
+                continue;
+            }
+            prometheus_parse::Value::Summary(_) => continue,
+        };
+        out.insert(format!("{}{{{}}}", s.metric, labels.join(",")), value);
+    }
+    out
+}
+
+async fn scrape(url: &str) -> String {
+    let resp = client().get(url).send().await.expect("scrape");
+    assert_eq!(resp.status(), 200);
+    resp.text().await.expect("body")
+}
+
+fn requests(route: &str, code: u16, source: &str) -> String {
+    let service = if route.is_empty() { "" } else { "echo" };
+    format!("kong_http_requests_total{{code={code},consumer=,route={route},service={service},source={source},workspace=default}}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_counts_a_known_mix_exactly() {
+    let up = EchoUpstream::start();
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port()))
+        .start();
+    for _ in 0..3 {
+        assert_eq!(get_json(&gw.proxy_url("/fast"), &[]).await.0, 200);
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            get_json(&gw.proxy_url("/fast"), &[("x-echo-status", "503")])
+                .await
+                .0,
+            503
+        );
+    }
+    assert_eq!(
+        get_json(&gw.proxy_url("/slow"), &[("x-echo-delay-ms", "120")])
+            .await
+            .0,
+        200
+    );
+    assert_eq!(get_json(&gw.proxy_url("/locked"), &[]).await.0, 401);
+    assert_eq!(get_json(&gw.proxy_url("/nowhere"), &[]).await.0, 404);
+
+    let text = scrape(&gw.status_url("/metrics")).await;
+    let m = parse(&text);
+    let get = |k: &str| {
+        m.get(k)
+            .copied()
+            .unwrap_or_else(|| panic!("no sample {k} in\n{text}"))
+    };
+    assert_eq!(get(&requests("fast", 200, "service")), 3.0);
+    assert_eq!(get(&requests("fast", 503, "service")), 2.0);
+    assert_eq!(get(&requests("slow", 200, "service")), 1.0);
+    assert_eq!(get(&requests("locked", 401, "exit")), 1.0);
+    assert_eq!(get(&requests("", 404, "error")), 1.0);
+
+    let bucket = |family: &str, route: &str, le: &str| {
+        get(&format!(
+            "{family}_bucket{{le={le},route={route},service=echo,workspace=default}}"
+        ))
+    };
+    // The slow request waited 120 ms upstream: above the 100 ms bound, within 250 ms.
+    assert_eq!(bucket("kong_upstream_latency_ms", "slow", "100"), 0.0);
+    assert_eq!(bucket("kong_upstream_latency_ms", "slow", "250"), 1.0);
+    assert_eq!(bucket("kong_request_latency_ms", "slow", "100"), 0.0);
+    assert_eq!(bucket("kong_request_latency_ms", "fast", "25"), 5.0);
+    assert_eq!(bucket("kong_kong_latency_ms", "fast", "inf"), 5.0);
+    let egress = "kong_bandwidth_bytes{consumer=,direction=egress,route=fast,service=echo,workspace=default}";
+    assert!(get(egress) > 0.0);
+    assert_eq!(get("kong_datastore_reachable{}"), 1.0);
+    assert!(get("sluice_config_loads_total{result=success}") >= 1.0);
+    assert!(get("sluice_upstream_connections_total{kind=reused}") >= 1.0);
+
+    let admin = client()
+        .get(gw.admin_url("/metrics"))
+        .send()
+        .await
+        .expect("admin scrape");
+    assert_eq!(admin.status(), 200);
+    assert!(admin
+        .text()
+        .await
+        .unwrap_or_default()
+        .contains("kong_http_requests_total"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_consumer_labels_requests_with_the_authenticated_consumer() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        r#"_format_version: "3.0"
+services:
+- name: echo
+  url: http://127.0.0.1:{}
+  routes:
+  - name: keyed
+    paths: [/keyed]
+    plugins:
+    - name: key-auth
+consumers:
+- username: alice
+  keyauth_credentials:
+  - key: alice-key
+plugins:
+- name: prometheus
+  config:
+    status_code_metrics: true
+    per_consumer: true
+"#,
+        up.port()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    for _ in 0..2 {
+        let status = get_json(&gw.proxy_url("/keyed"), &[("apikey", "alice-key")])
+            .await
+            .0;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(get_json(&gw.proxy_url("/keyed"), &[]).await.0, 401);
+    let text = scrape(&gw.status_url("/metrics")).await;
+    let m = parse(&text);
+    let key = |code: u16, source: &str, consumer: &str| {
+        format!("kong_http_requests_total{{code={code},consumer={consumer},route=keyed,service=echo,source={source},workspace=default}}")
+    };
+    assert_eq!(m.get(&key(200, "service", "alice")), Some(&2.0), "{text}");
+    assert_eq!(m.get(&key(401, "exit", "")), Some(&1.0), "{text}");
+    assert!(
+        !text.contains("kong_request_latency_ms_bucket"),
+        "latency_metrics is off"
+    );
+}
