@@ -198,6 +198,17 @@ impl Queue {
         true
     }
 
+    /// Whether a record pushed now would be dropped for `max_entries` (a hint: callers skip building a
+    /// record that could not be queued, and count it with [`Queue::refuse`]).
+    pub fn is_full(&self) -> bool {
+        self.shared.pending.load(Ordering::Relaxed) >= self.shared.config.max_entries
+    }
+
+    /// Counts a record that was not even built because the queue is full.
+    pub fn refuse(&self) {
+        self.drop_record();
+    }
+
     /// The queue's counts right now.
     pub fn stats(&self) -> QueueStats {
         let s = &self.shared;

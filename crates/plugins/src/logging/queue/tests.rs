@@ -95,8 +95,10 @@ fn a_full_queue_drops_new_records_and_counts_them() {
     };
     let q = start(config, &sink);
     let before = crate::logging::dropped_records("test");
+    assert!(!q.is_full());
     let accepted: Vec<bool> = (0..5).map(|i| q.push(record(i))).collect();
     assert_eq!(accepted, [true, true, true, false, false]);
+    assert!(q.is_full());
     let stats = q.stats();
     assert_eq!((stats.pending, stats.dropped), (3, 2));
     assert!(crate::logging::dropped_records("test") >= before + 2);
