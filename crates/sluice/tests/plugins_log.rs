@@ -298,6 +298,50 @@ async fn records_queued_at_shutdown_are_delivered_before_exit() {
     );
 }
 
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_reloads_keep_one_log_thread_and_the_latest_endpoint() {
+    let up = EchoUpstream::start();
+    let sink = LogSink::start();
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port(), &http_log(&sink.url("/v0"), "")))
+        .start();
+    assert_eq!(get(&gw, "/logged/first", &[]).await, 200);
+    sink.wait_for(1, WAIT);
+    let before = threads(gw.pid());
+    for i in 1..=30 {
+        let yaml = config(up.port(), &http_log(&sink.url(&format!("/v{}", i % 3)), ""));
+        let resp = client()
+            .post(gw.admin_url("/config"))
+            .header("content-type", "application/x-yaml")
+            .body(yaml)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201, "reload {i}");
+    }
+    assert_eq!(get(&gw, "/logged/last", &[]).await, 200);
+    let got = sink.wait_for(2, WAIT);
+    let last = got
+        .iter()
+        .find(|r| r.json()["request"]["uri"] == "/logged/last")
+        .expect("the record after the reloads");
+    assert_eq!(
+        last.path, "/v0",
+        "sent to the endpoint of the last config (30 % 3)"
+    );
+    let after = threads(gw.pid());
+    assert!(
+        after <= before + 2,
+        "threads grew from {before} to {after} over 30 reloads"
+    );
+}
+
 fn file_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
