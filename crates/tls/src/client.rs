@@ -42,35 +42,10 @@ pub fn system_roots() -> &'static [CertificateDer<'static>] {
 
 /// Builds the client config for one kind of upstream TLS.
 pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String> {
-    let provider = crate::provider();
-    let builder = ClientConfig::builder_with_provider(provider.clone())
+    let builder = ClientConfig::builder_with_provider(crate::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
-    let webpki = if spec.verify {
-        let mut roots = RootCertStore::empty();
-        if spec.ca_pems.is_empty() {
-            roots.add_parsable_certificates(system_roots().iter().cloned());
-        } else {
-            for pem in &spec.ca_pems {
-                for cert in crate::pem::certificates(pem)? {
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("invalid CA certificate: {e}"))?;
-                }
-            }
-        }
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .map_err(|e| e.to_string())?;
-        Some(webpki)
-    } else {
-        None
-    };
-    let verifier = Arc::new(Verifier {
-        webpki,
-        depth: spec.depth,
-        provider,
-    });
+    let verifier = verifier(spec)?;
     let builder = builder
         .dangerous()
         .with_custom_certificate_verifier(verifier);
@@ -107,11 +82,41 @@ impl ResolvesClientCert for ClientCert {
     }
 }
 
+/// The server-certificate check a spec asks for.
+pub(crate) fn verifier(spec: &UpstreamTls<'_>) -> Result<Arc<Verifier>, String> {
+    let provider = crate::provider();
+    let webpki = if spec.verify {
+        let mut roots = RootCertStore::empty();
+        if spec.ca_pems.is_empty() {
+            roots.add_parsable_certificates(system_roots().iter().cloned());
+        } else {
+            for pem in &spec.ca_pems {
+                for cert in crate::pem::certificates(pem)? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("invalid CA certificate: {e}"))?;
+                }
+            }
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| e.to_string())?;
+        Some(webpki)
+    } else {
+        None
+    };
+    Ok(Arc::new(Verifier {
+        webpki,
+        depth: spec.depth,
+        provider,
+    }))
+}
+
 /// The server-certificate check of one config: WebPKI verification with the chain depth limit, or none
 /// (`tls_verify` off). Handshake signatures are always checked, so the session keys belong to the
 /// certificate shown.
 #[derive(Debug)]
-struct Verifier {
+pub(crate) struct Verifier {
     webpki: Option<Arc<WebPkiServerVerifier>>,
     depth: Option<u32>,
     provider: Arc<rustls::crypto::CryptoProvider>,

@@ -147,3 +147,57 @@ fn client_configs_build_for_each_mode() {
     })
     .is_err());
 }
+
+#[test]
+fn verification_follows_the_chain_and_its_depth_limit() {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{ServerName, UnixTime};
+    let alg = &rcgen::PKCS_ECDSA_P256_SHA256;
+    let ca_key = rcgen::KeyPair::generate_for(alg).expect("key");
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "root");
+    let ca_cert = ca.self_signed(&ca_key).expect("CA");
+    let mid_key = rcgen::KeyPair::generate_for(alg).expect("key");
+    let mut mid = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    mid.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    mid.distinguished_name
+        .push(rcgen::DnType::CommonName, "intermediate");
+    let mid_cert = mid
+        .signed_by(&mid_key, &ca_cert, &ca_key)
+        .expect("intermediate");
+    let leaf_key = rcgen::KeyPair::generate_for(alg).expect("key");
+    let leaf = rcgen::CertificateParams::new(vec!["up.test".to_string()])
+        .expect("params")
+        .signed_by(&leaf_key, &mid_cert, &mid_key)
+        .expect("leaf");
+    let ca_pem = ca_cert.pem();
+    let name = ServerName::try_from("up.test").expect("name");
+    let check = |depth: Option<u32>, ca: &str| {
+        let spec = UpstreamTls {
+            verify: true,
+            depth,
+            ca_pems: vec![ca],
+            client_cert: None,
+        };
+        client::verifier(&spec)
+            .expect("verifier")
+            .verify_server_cert(
+                leaf.der(),
+                &[mid_cert.der().clone()],
+                &name,
+                &[],
+                UnixTime::now(),
+            )
+            .is_ok()
+    };
+    assert!(check(None, &ca_pem), "a valid chain verifies");
+    assert!(
+        check(Some(1), &ca_pem),
+        "one intermediate is within depth 1"
+    );
+    assert!(!check(Some(0), &ca_pem), "depth 0 allows no intermediate");
+    let other = self_signed(&["other"], alg).0;
+    assert!(!check(None, &other), "an unrelated CA does not verify");
+}

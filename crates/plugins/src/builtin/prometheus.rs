@@ -57,3 +57,6 @@ impl Plugin for Prometheus {
         Some(self.0)
     }
 }
+
+#[cfg(test)]
+mod tests;
