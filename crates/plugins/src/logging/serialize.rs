@@ -7,7 +7,8 @@
 //! `authenticated_entity {id, consumer_id}`, `route`, `service`, `consumer`, `client_ip`, `started_at` (ms),
 //! `source` (`upstream` or `kong`). As in Kong, `authorization` and `proxy-authorization` request headers are
 //! `REDACTED`, header names are lower case and repeated headers become arrays, and absent entities are left
-//! out. Not provided yet: `upstream_uri`, `request.tls`, `workspace`; `tries` has only the last target.
+//! out. Not provided yet: `upstream_uri`, `request.tls`, `workspace`; `tries` has only the last target, and
+//! `request.url` uses the `Host` header as sent (Kong adds the listener's port).
 //! `request.size`/`response.size` count the head as HTTP/1.1 text plus the body bytes, like nginx's
 //! `request_length`/`bytes_sent`.
 
