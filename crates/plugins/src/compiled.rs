@@ -63,6 +63,7 @@ impl CompiledPlugins {
             config,
             credentials: &credentials,
             state: registry.state(),
+            entity_json: Default::default(),
         };
         let mut errors = Vec::new();
         let mut instances = Vec::new();

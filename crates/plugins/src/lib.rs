@@ -11,14 +11,16 @@
 //! - [`ctx::RequestCtx`] is the per-request state the proxy fills and the plugins edit.
 //! - One file per plugin under [`builtin`].
 //!
-//! State that must outlive a config reload (rate-limit counters) lives in [`state::PluginState`], owned by the
-//! registry and keyed by plugin instance id.
+//! State that must outlive a config reload (rate-limit counters, logging queues) lives in
+//! [`state::PluginState`], owned by the registry. The logging plugins share [`logging`]: the record
+//! serializer and the batching queue drained off the proxy workers.
 
 pub mod builtin;
 pub mod chain;
 pub mod compiled;
 pub mod credentials;
 pub mod ctx;
+pub mod logging;
 pub mod plugin;
 pub mod protocols;
 pub mod registry;

@@ -1,11 +1,12 @@
 //! Every plugin this build implements: definitions (schemas) for validation and factories for compiling.
 
 use crate::compiled::CompiledPlugins;
+use crate::logging::entities::EntityJson;
 use crate::plugin::Plugin;
 use crate::state::PluginState;
 use crate::Credentials;
 use sluice_model::{Config, PluginDef, PluginRegistry};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What a factory sees when building a plugin instance.
 pub struct BuildCtx<'a> {
@@ -13,6 +14,18 @@ pub struct BuildCtx<'a> {
     pub credentials: &'a Credentials,
     /// State that survives reloads, shared by all snapshots.
     pub state: &'a Arc<PluginState>,
+    /// Filled by the first [`BuildCtx::entity_json`] call of this compile.
+    pub(crate) entity_json: OnceLock<Arc<EntityJson>>,
+}
+
+impl BuildCtx<'_> {
+    /// The routes and services of the config being compiled, as JSON: built once per compile by the first
+    /// logging plugin that asks, shared by all of them.
+    pub fn entity_json(&self) -> Arc<EntityJson> {
+        self.entity_json
+            .get_or_init(|| Arc::new(EntityJson::build(self.config)))
+            .clone()
+    }
 }
 
 /// Builds an instance from a plugin entity whose `config` already passed the schema (defaults filled).

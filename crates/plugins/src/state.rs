@@ -1,5 +1,7 @@
-//! State that outlives a config snapshot (rate-limit counters), owned by the [`crate::Registry`].
+//! State that outlives a config snapshot (rate-limit counters, logging queues), owned by the
+//! [`crate::Registry`].
 
+use crate::logging::shared::LogQueues;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +16,8 @@ pub struct PluginState {
     /// (key, window start) → (window end, count).
     shards: [Mutex<Shard>; SHARDS],
     inserts: AtomicU64,
+    /// Queues of `http-log` / `file-log`, kept while some snapshot uses them.
+    log_queues: LogQueues,
 }
 
 impl Default for PluginState {
@@ -21,11 +25,17 @@ impl Default for PluginState {
         PluginState {
             shards: std::array::from_fn(|_| Mutex::default()),
             inserts: AtomicU64::new(0),
+            log_queues: LogQueues::default(),
         }
     }
 }
 
 impl PluginState {
+    /// The logging queues shared across snapshots.
+    pub fn log_queues(&self) -> &LogQueues {
+        &self.log_queues
+    }
+
     /// Adds one to the counter of `key` in the window starting at `window_start` (seconds) and returns the
     /// new count. Exact under concurrency: the increment and the read are one atomic operation.
     pub fn increment(&self, key: u64, window_start: u64, window_len: u64, now: u64) -> u64 {

@@ -1,5 +1,6 @@
 //! `sluice start`: open the store, load the config, start the proxy workers, the admin and status listeners,
-//! and handle signals (SIGHUP reloads the declarative file; SIGTERM/SIGINT drain and exit 0).
+//! and handle signals (SIGHUP reloads the declarative file; SIGUSR1 reopens file-log files; SIGTERM/SIGINT
+//! drain and exit 0).
 
 use crate::control::NodeControl;
 use crate::loader::Loader;
@@ -15,6 +16,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 /// How long in-flight requests get to finish after SIGTERM.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
+/// How long http-log/file-log may take to deliver what they hold at exit.
+const LOG_FLUSH_GRACE: Duration = Duration::from_secs(5);
 
 pub fn start(args: StartArgs) -> Result<()> {
     let mut overrides = Vec::new();
@@ -95,6 +98,14 @@ pub fn start(args: StartArgs) -> Result<()> {
     runtime.block_on(control_plane(control, settings))?;
     tracing::info!("draining in-flight requests");
     proxy.shutdown(DRAIN_GRACE);
+    if !loader
+        .registry()
+        .state()
+        .log_queues()
+        .flush(LOG_FLUSH_GRACE)
+    {
+        tracing::warn!("log records still queued at exit were lost");
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -152,11 +163,16 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
     }
 
     let mut hup = signal(SignalKind::hangup())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     loop {
         tokio::select! {
             _ = hup.recv() => reload(&control, &settings).await,
+            _ = usr1.recv() => {
+                sluice_plugins::logging::reopen_log_files();
+                tracing::info!("SIGUSR1: file-log files will be reopened");
+            }
             _ = term.recv() => break,
             _ = int.recv() => break,
         }

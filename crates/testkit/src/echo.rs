@@ -30,7 +30,17 @@ impl Background {
         F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
     {
-        let std_listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        Background::on_port(0, serve)
+    }
+
+    /// A server on 127.0.0.1:`port` (0 = any free port).
+    pub(crate) fn on_port<F, Fut>(port: u16, serve: F) -> Background
+    where
+        F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let std_listener = TcpListener::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();

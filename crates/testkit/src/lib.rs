@@ -1,4 +1,4 @@
-//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a launcher for the
+//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a log sink, a launcher for the
 //! real `sluice` binary, an HTTP client and a bounded load loop. Everything binds 127.0.0.1 on ephemeral
 //! ports and cleans up on drop; servers run on their own threads, so any test runtime (or none) can use them.
 
@@ -6,12 +6,14 @@ mod echo;
 mod flaky;
 mod gateway;
 mod load;
+mod sink;
 mod tls;
 
 pub use echo::{closed_port, EchoUpstream, SilentServer};
 pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
+pub use sink::{LogSink, SinkRequest};
 pub use tls::{
     handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
     TestCert, TlsEchoUpstream,

@@ -92,6 +92,33 @@ fn private_key(pem: &str) -> PrivateKeyDer<'static> {
     PrivateKeyDer::from_pem_slice(pem.as_bytes()).expect("PEM key")
 }
 
+/// A TLS acceptor serving `cert`; with `client_ca`, clients must present a certificate signed by it.
+pub(crate) fn acceptor(cert: &TestCert, client_ca: Option<&str>) -> tokio_rustls::TlsAcceptor {
+    let builder = rustls::ServerConfig::builder_with_provider(sluice_tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions");
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in certs(ca) {
+                roots.add(c).expect("CA");
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                sluice_tls::provider(),
+            )
+            .build()
+            .expect("client verifier");
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder
+        .with_single_cert(certs(&cert.cert_pem), private_key(&cert.key_pem))
+        .expect("server config");
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
 /// The echo upstream over TLS. Its JSON gains `"tls": {"sni": ..., "client_cert": bool}`.
 pub struct TlsEchoUpstream {
     server: Background,
@@ -101,29 +128,7 @@ pub struct TlsEchoUpstream {
 impl TlsEchoUpstream {
     /// Serves with `cert`; with `client_ca`, clients must present a certificate signed by it.
     pub fn start(cert: &TestCert, client_ca: Option<&str>) -> TlsEchoUpstream {
-        let builder = rustls::ServerConfig::builder_with_provider(sluice_tls::provider())
-            .with_safe_default_protocol_versions()
-            .expect("protocol versions");
-        let builder = match client_ca {
-            None => builder.with_no_client_auth(),
-            Some(ca) => {
-                let mut roots = rustls::RootCertStore::empty();
-                for c in certs(ca) {
-                    roots.add(c).expect("CA");
-                }
-                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                    Arc::new(roots),
-                    sluice_tls::provider(),
-                )
-                .build()
-                .expect("client verifier");
-                builder.with_client_cert_verifier(verifier)
-            }
-        };
-        let config = builder
-            .with_single_cert(certs(&cert.cert_pem), private_key(&cert.key_pem))
-            .expect("server config");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = acceptor(cert, client_ca);
         let connections = Arc::new(AtomicU64::new(0));
         let counter = connections.clone();
         let server = Background::start(move |listener| async move {

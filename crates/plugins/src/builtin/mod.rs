@@ -7,6 +7,8 @@ mod auth;
 pub mod basic_auth;
 pub mod correlation_id;
 pub mod cors;
+pub mod file_log;
+pub mod http_log;
 pub mod ip_restriction;
 pub mod key_auth;
 pub mod prometheus;
@@ -30,5 +32,7 @@ pub fn all() -> Vec<Builtin> {
         response_transformer::builtin(),
         request_termination::builtin(),
         prometheus::builtin(),
+        http_log::builtin(),
+        file_log::builtin(),
     ]
 }

@@ -1,0 +1,20 @@
+//! What the logging plugins (`http-log`, `file-log`) share: the log record serializer, the bounded batching
+//! queue that carries records off the proxy workers, and the background thread that drains every queue.
+//!
+//! The hot path is [`queue::Queue::push`]: the record is serialized on the worker (it borrows the request
+//! context), then handed to the queue without a lock and without waiting. Everything that can block or wait
+//! (HTTP requests, file writes, retries) runs on the `sluice-log` thread (see [`runtime`]).
+//!
+//! Queues outlive a config reload when the plugin's config is unchanged: [`shared::LogQueues`] (held by
+//! [`crate::state::PluginState`]) hands the same queue to the new snapshot. A queue whose plugin is gone
+//! finishes delivering what it holds and its task ends, so reloads never accumulate threads or tasks.
+
+pub mod entities;
+pub mod logger;
+pub mod queue;
+pub mod runtime;
+pub mod serialize;
+pub mod shared;
+mod stats;
+
+pub use stats::{dropped_records, failed_records, reopen_files_generation, reopen_log_files};

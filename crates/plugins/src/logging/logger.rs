@@ -1,0 +1,62 @@
+//! The one plugin body both logging plugins use: serialize the record, push it to the queue.
+
+use super::entities::EntityJson;
+use super::queue::Queue;
+use super::serialize::serialize;
+use crate::ctx::{LogRecord, RequestCtx};
+use crate::plugin::Plugin;
+use serde_json::{Map, Value};
+use sluice_model::schema::{Field, FieldError};
+use std::sync::Arc;
+
+/// A logging plugin instance: its log phase serializes the request (on the worker, a few µs) and queues
+/// it; it never waits, and a full queue only drops the record.
+pub struct QueueLogger {
+    name: &'static str,
+    queue: Arc<Queue>,
+    /// The snapshot's routes and services as JSON (see [`crate::registry::BuildCtx::entity_json`]).
+    entities: Arc<EntityJson>,
+}
+
+impl QueueLogger {
+    pub fn new(name: &'static str, queue: Arc<Queue>, entities: Arc<EntityJson>) -> QueueLogger {
+        QueueLogger {
+            name,
+            queue,
+            entities,
+        }
+    }
+}
+
+impl Plugin for QueueLogger {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn has_log(&self) -> bool {
+        true
+    }
+
+    fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
+        self.queue
+            .push(serialize(ctx, record, &self.entities).into());
+    }
+}
+
+/// Kong's `custom_fields_by_lua` field (a map of field name to Lua code); accepted by the schema so Kong
+/// configs parse, refused by [`check_no_lua`] when it holds anything.
+pub fn custom_fields_by_lua() -> Field {
+    Field::map(Field::string())
+}
+
+/// Refuses a non-empty `custom_fields_by_lua`: Sluice runs no Lua, and silently logging without the
+/// fields a config asks for would be worse than saying so at load time.
+pub fn check_no_lua(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    match m.get("custom_fields_by_lua") {
+        Some(Value::Object(fields)) if !fields.is_empty() => Err(vec![FieldError::new(
+            "custom_fields_by_lua",
+            "not supported: Sluice does not run Lua code",
+        )]),
+        _ => Ok(()),
+    }
+}

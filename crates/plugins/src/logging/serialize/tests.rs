@@ -1,0 +1,143 @@
+use super::*;
+use crate::testing::{compile, request};
+use crate::CredentialRef;
+use http::HeaderValue;
+use serde_json::{json, Value};
+use std::time::{Duration, SystemTime};
+
+const CONFIG: &str = r#"
+_format_version: "3.0"
+services:
+- name: svc
+  url: http://127.0.0.1:9/base
+  routes:
+  - name: r
+    paths: [/p]
+consumers:
+- username: alice
+  keyauth_credentials: [{key: k}]
+"#;
+
+fn record(source: &'static str, upstream: bool) -> LogRecord {
+    let mut response_headers = HeaderMap::new();
+    response_headers.insert("content-type", HeaderValue::from_static("application/json"));
+    response_headers.append("set-cookie", HeaderValue::from_static("a=1"));
+    response_headers.append("set-cookie", HeaderValue::from_static("b=2"));
+    LogRecord {
+        status: 201,
+        response_headers,
+        request_bytes: 5,
+        response_bytes: 7,
+        kong_latency_ms: 3,
+        upstream_latency_ms: upstream.then_some(11),
+        request_latency_ms: 20,
+        upstream_addr: upstream.then(|| "127.0.0.1:9".parse().unwrap()),
+        source,
+    }
+}
+
+#[test]
+fn writes_kongs_basic_log_shape() {
+    let (config, compiled) = compile(CONFIG);
+    let req = request(
+        "POST",
+        "/p/x?a=1&b=x+y%21&a=2&flag&=skip",
+        &[
+            ("host", "gw.test:8000"),
+            ("authorization", "Basic secret"),
+            ("x-multi", "1"),
+            ("x-multi", "2"),
+            ("content-length", "5"),
+        ],
+    );
+    let mut ctx = RequestCtx::detached(req, compiled.credentials());
+    ctx.route = config.routes.first();
+    ctx.service = config.services.first();
+    ctx.consumer = config.consumers.first();
+    let cred_id = uuid::Uuid::nil();
+    ctx.credential = Some(CredentialRef {
+        id: &cred_id,
+        plugin: "key-auth",
+    });
+    ctx.started_wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+    let rec = record("upstream", true);
+    let cached = serialize(&ctx, &rec, &EntityJson::build(&config));
+    let fresh = serialize(&ctx, &rec, &EntityJson::default());
+    assert_eq!(
+        String::from_utf8_lossy(&cached),
+        String::from_utf8_lossy(&fresh),
+        "cached entity JSON is what serializing them gives"
+    );
+    let v: Value = serde_json::from_slice(&cached).unwrap();
+
+    let r = &v["request"];
+    assert_eq!(r["uri"], "/p/x?a=1&b=x+y%21&a=2&flag&=skip");
+    assert_eq!(
+        r["url"],
+        "http://gw.test:8000/p/x?a=1&b=x+y%21&a=2&flag&=skip"
+    );
+    assert_eq!(r["method"], "POST");
+    assert_eq!(
+        r["querystring"],
+        json!({"a": ["1", "2"], "b": "x y!", "flag": true})
+    );
+    assert_eq!(r["headers"]["authorization"], "REDACTED");
+    assert_eq!(r["headers"]["x-multi"], json!(["1", "2"]));
+    assert_eq!(r["headers"]["host"], "gw.test:8000");
+    assert_eq!(r["id"], ctx.request_id);
+    // "POST <uri> HTTP/1.1\r\n" + 5 header lines + "\r\n" + the 5 body bytes.
+    let head = 4 + 1 + 32 + 11 + (4 + 16) + (13 + 16) + 2 * (7 + 5) + (14 + 5) + 2;
+    assert_eq!(r["size"], head + 5);
+
+    assert_eq!(v["response"]["status"], 201);
+    assert_eq!(
+        v["response"]["headers"]["set-cookie"],
+        json!(["a=1", "b=2"])
+    );
+    let status_line = "HTTP/1.1 201 Created\r\n".len();
+    let resp_head = status_line + (12 + 2 + 16 + 2) + 2 * (10 + 2 + 3 + 2) + 2;
+    assert_eq!(v["response"]["size"], resp_head as u64 + 7);
+    assert_eq!(v["upstream_status"], "201");
+    assert_eq!(
+        v["latencies"],
+        json!({"kong": 3, "proxy": 11, "request": 20, "receive": 0})
+    );
+    assert_eq!(v["tries"], json!([{"ip": "127.0.0.1", "port": 9}]));
+    assert_eq!(v["route"]["name"], "r");
+    assert_eq!(v["service"]["name"], "svc");
+    assert_eq!(v["consumer"]["username"], "alice");
+    assert_eq!(
+        v["authenticated_entity"],
+        json!({"id": cred_id, "consumer_id": config.consumers[0].id})
+    );
+    assert_eq!(v["client_ip"], "127.0.0.1");
+    assert_eq!(v["started_at"], 1_700_000_000_123u64);
+    assert_eq!(v["source"], "upstream");
+}
+
+#[test]
+fn gateway_made_responses_have_no_upstream_facts_and_no_absent_entities() {
+    let (_, compiled) = compile(CONFIG);
+    let ctx = RequestCtx::detached(request("GET", "/nowhere", &[]), compiled.credentials());
+    for source in ["plugin", "gateway"] {
+        let v: Value = serde_json::from_slice(&serialize(
+            &ctx,
+            &record(source, false),
+            &EntityJson::default(),
+        ))
+        .unwrap();
+        assert_eq!(v["source"], "kong");
+        assert_eq!(v["upstream_status"], "");
+        assert_eq!(v["latencies"]["proxy"], -1);
+        assert_eq!(v["request"]["querystring"], json!({}));
+        for absent in [
+            "tries",
+            "route",
+            "service",
+            "consumer",
+            "authenticated_entity",
+        ] {
+            assert!(v.get(absent).is_none(), "{absent} is left out");
+        }
+    }
+}
