@@ -28,17 +28,20 @@ pub enum CaseKind {
     Large,
     /// A global prometheus plugin with every metrics flag on (the metrics issue's seed experiment).
     Prometheus,
+    /// A global http-log plugin sending batches of up to 100 records to the built-in upstream.
+    HttpLog,
 }
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 6] = [
+    pub const ALL: [CaseKind; 7] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlKeyAuth,
         CaseKind::RlBasicAuth,
         CaseKind::Large,
         CaseKind::Prometheus,
+        CaseKind::HttpLog,
     ];
 
     /// The command-line name.
@@ -50,6 +53,7 @@ impl CaseKind {
             CaseKind::RlBasicAuth => "rl-basic-auth",
             CaseKind::Large => "large",
             CaseKind::Prometheus => "prometheus",
+            CaseKind::HttpLog => "http-log",
         }
     }
 
@@ -69,7 +73,10 @@ impl CaseKind {
         match self {
             CaseKind::RlKeyAuth | CaseKind::Large => Some(Auth::Key),
             CaseKind::RlBasicAuth => Some(Auth::Basic),
-            CaseKind::NoPlugins | CaseKind::RateLimiting | CaseKind::Prometheus => None,
+            CaseKind::NoPlugins
+            | CaseKind::RateLimiting
+            | CaseKind::Prometheus
+            | CaseKind::HttpLog => None,
         }
     }
 }
@@ -168,7 +175,8 @@ impl fmt::Display for Case {
 }
 
 /// Named suites: `kong8` = Kong's published benchmark cases (each plugin set over 1 and 100
-/// routes/consumers); `metrics` = no plugins vs a global prometheus with every flag on, 1 and 100 routes.
+/// routes/consumers); `metrics` = no plugins vs a global prometheus with every flag on vs a global
+/// http-log to the built-in upstream, 1 and 100 routes.
 pub fn suite(name: &str) -> Result<Vec<Case>> {
     match name {
         "kong8" => Ok([
@@ -180,10 +188,12 @@ pub fn suite(name: &str) -> Result<Vec<Case>> {
         .into_iter()
         .flat_map(|k| [Case::new(k, Some(1), None), Case::new(k, Some(100), None)])
         .collect()),
-        "metrics" => Ok([CaseKind::NoPlugins, CaseKind::Prometheus]
-            .into_iter()
-            .flat_map(|k| [Case::new(k, Some(1), None), Case::new(k, Some(100), None)])
-            .collect()),
+        "metrics" => Ok(
+            [CaseKind::NoPlugins, CaseKind::Prometheus, CaseKind::HttpLog]
+                .into_iter()
+                .flat_map(|k| [Case::new(k, Some(1), None), Case::new(k, Some(100), None)])
+                .collect(),
+        ),
         other => bail!("unknown suite `{other}` (known: kong8, metrics)"),
     }
 }

@@ -101,8 +101,33 @@ pub fn render(node: &NodeControl) -> String {
         "sluice_config_entities {}",
         loads.entities.load(Ordering::Relaxed)
     );
+    log_records(&mut out);
     target_health(node, &mut out);
     out
+}
+
+/// Records the log plugins could not deliver: dropped because a queue was full, or given up after
+/// `max_retry_time`. A rising value means a log sink is too slow or down; proxied requests are unaffected.
+fn log_records(out: &mut String) {
+    type Count = fn(&str) -> u64;
+    let families: [(&str, &str, Count); 2] = [
+        (
+            "sluice_log_records_dropped_total",
+            "Log records dropped because the plugin's queue was full",
+            sluice_plugins::logging::dropped_records,
+        ),
+        (
+            "sluice_log_records_failed_total",
+            "Log records lost after delivery kept failing for max_retry_time",
+            sluice_plugins::logging::failed_records,
+        ),
+    ];
+    for (name, help, count) in families {
+        family(out, name, "counter", help);
+        for plugin in ["http-log", "file-log"] {
+            let _ = writeln!(out, "{name}{{plugin=\"{plugin}\"}} {}", count(plugin));
+        }
+    }
 }
 
 /// `kong_upstream_target_health`, when an enabled prometheus plugin sets `upstream_health_metrics`: one

@@ -274,6 +274,23 @@ async fn a_dead_sink_never_slows_requests_and_drops_are_counted() {
         1,
         "the warning is rate-limited"
     );
+    let metrics = sluice_testkit::client()
+        .get(gw.status_url("/metrics"))
+        .send()
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("body");
+    let dropped: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_log_records_dropped_total{plugin=\"http-log\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no drop counter in:\n{metrics}"));
+    assert!(
+        dropped >= 10,
+        "20 requests, a queue of 2 and a sink that never answers: {dropped} dropped"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

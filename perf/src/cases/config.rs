@@ -38,7 +38,7 @@ pub fn build(case: &Case, upstream: &str) -> Value {
         "services".into(),
         json!([{ "name": "perf-upstream", "url": format!("http://{upstream}"), "routes": routes }]),
     );
-    let plugins = global_plugins(case.kind);
+    let plugins = global_plugins(case.kind, upstream);
     if !plugins.is_empty() {
         root.insert("plugins".into(), Value::Array(plugins));
     }
@@ -69,7 +69,7 @@ fn route(case: &Case, i: usize) -> Value {
     r
 }
 
-fn global_plugins(kind: CaseKind) -> Vec<Value> {
+fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
     let rate_limiting = json!({
         "name": "rate-limiting",
         "config": { "second": NEVER_LIMIT_PER_SECOND, "policy": "local" },
@@ -79,6 +79,13 @@ fn global_plugins(kind: CaseKind) -> Vec<Value> {
         CaseKind::RateLimiting => vec![rate_limiting],
         CaseKind::RlKeyAuth => vec![rate_limiting, json!({ "name": "key-auth" })],
         CaseKind::RlBasicAuth => vec![rate_limiting, json!({ "name": "basic-auth" })],
+        CaseKind::HttpLog => vec![json!({
+            "name": "http-log",
+            "config": {
+                "http_endpoint": format!("http://{upstream}/__log"),
+                "queue": { "max_batch_size": 100, "max_coalescing_delay": 1 },
+            },
+        })],
         CaseKind::Prometheus => vec![json!({
             "name": "prometheus",
             "config": {
