@@ -1,3 +1,4 @@
+//! Unit tests of `kong`.
 use super::*;
 
 fn obs(status: u16, source: Source, request_ms: u64) -> Observation {

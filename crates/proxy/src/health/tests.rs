@@ -1,3 +1,4 @@
+//! Unit tests of `health`.
 use super::*;
 use sluice_model::{HealthyRule, UnhealthyRule};
 

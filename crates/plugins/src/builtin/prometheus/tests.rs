@@ -1,3 +1,4 @@
+//! Unit tests of `prometheus`.
 use crate::testing::compile;
 
 #[test]

@@ -1,3 +1,4 @@
+//! Unit tests of `queue`.
 use super::*;
 use crate::logging::runtime;
 use std::sync::atomic::AtomicBool;

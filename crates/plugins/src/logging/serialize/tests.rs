@@ -1,3 +1,4 @@
+//! Unit tests of `serialize`.
 use super::*;
 use crate::testing::{compile, request};
 use crate::CredentialRef;

@@ -1,3 +1,4 @@
+//! Unit tests of `hash_input`.
 use super::*;
 use http::HeaderValue;
 

@@ -1,3 +1,4 @@
+//! Unit tests of `ring`.
 use super::*;
 
 fn names(n: usize) -> Vec<String> {
