@@ -80,14 +80,9 @@ async fn admin_health_endpoints_follow_kong() {
         service("on", 0, 1000, PASSIVE, &[a.port(), b.port()]),
     ]);
     let gw = gateway(&yaml);
-    let body: Value = client()
-        .get(gw.admin_url("/upstreams/on/health"))
-        .send()
+    let body: Value = sluice_testkit::get_json(&gw.admin_url("/upstreams/on/health"), &[])
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .2;
     assert!(body["node_id"].is_string(), "{body}");
     assert_eq!(body["next"], Value::Null);
     let first = &body["data"][0];
@@ -145,14 +140,10 @@ async fn admin_health_endpoints_follow_kong() {
         msg["message"],
         "failure to get a peer from the ring-balancer"
     );
-    let overall: Value = client()
-        .get(gw.admin_url("/upstreams/on/health?balancer_health=1"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let overall: Value =
+        sluice_testkit::get_json(&gw.admin_url("/upstreams/on/health?balancer_health=1"), &[])
+            .await
+            .2;
     assert_eq!(overall["data"]["health"], "UNHEALTHY", "{overall}");
 }
 

@@ -43,14 +43,10 @@ pub async fn hit(gw: &Gateway, path: &str, headers: &[(&str, &str)]) -> (u16, St
 
 /// `target → health` from `GET /upstreams/{u}/health`.
 pub async fn health(gw: &Gateway, upstream: &str) -> Vec<(String, String)> {
-    let body: Value = client()
-        .get(gw.admin_url(&format!("/upstreams/{upstream}/health")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value =
+        sluice_testkit::get_json(&gw.admin_url(&format!("/upstreams/{upstream}/health")), &[])
+            .await
+            .2;
     body["data"]
         .as_array()
         .unwrap_or_else(|| panic!("no data: {body}"))
