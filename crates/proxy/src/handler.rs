@@ -37,9 +37,10 @@ pub async fn handle(
     let routed = match exchange::route(&mut parts, &snap, &x) {
         Ok(r) => r,
         Err(e) => {
-            let bytes_in = metrics::content_length(&parts.headers);
+            let meter = snap.unrouted_metrics.as_ref();
+            let bytes_in = meter.map_or(0, |_| metrics::content_length(&parts.headers));
             let resp = phases::unrouted(e, parts, &snap, &x);
-            if let Some(m) = &snap.unrouted_metrics {
+            if let Some(m) = meter {
                 let finished = Finished {
                     source: Source::Error,
                     started,

@@ -12,15 +12,14 @@ use sluice_metrics::Flags;
 use sluice_model::schema::{Field, Schema};
 use std::sync::Arc;
 
-/// Kong's config: every family is opt-in (3.x defaults).
+/// Kong's config: every family is opt-in (3.x defaults). `upstream_health_metrics` is validated by the
+/// schema and read by the node's `/metrics` (target health is not per request), so it is not here.
 #[derive(Debug, Deserialize)]
 struct Config {
     per_consumer: bool,
     status_code_metrics: bool,
     latency_metrics: bool,
     bandwidth_metrics: bool,
-    #[allow(dead_code)]
-    upstream_health_metrics: bool,
 }
 
 pub fn builtin() -> Builtin {
