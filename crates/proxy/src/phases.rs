@@ -269,8 +269,14 @@ async fn access_and_proxy(
         upstream_body = full(buffered.clone());
     }
     let head = copy_head(&ctx.request);
-    let consumer = ctx.consumer.map(|c| c.id.to_string());
-    let hashed = exchange::hash_request(svc, &head, &routed, consumer.as_deref(), ctx.captures);
+    // The consumer id as text on the stack: formatted per request, never allocated.
+    let hashed = {
+        let mut id_text = uuid::Uuid::encode_buffer();
+        let consumer = ctx
+            .consumer
+            .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
+        exchange::hash_request(svc, &head, &routed, consumer, ctx.captures)
+    };
     let result = match exchange::upstream_request(head, upstream_body, routed, info, svc, x) {
         Ok(req) => exchange::proxy(req, info, svc, x, hashed).await,
         Err(e) => Err(e),
