@@ -42,7 +42,15 @@ fn record() -> LogRecord {
         kong_latency_ms: 0,
         upstream_latency_ms: Some(3),
         request_latency_ms: 3,
-        upstream_addr: Some("127.0.0.1:8080".parse().unwrap()),
+        tries: vec![sluice_plugins::TryRecord {
+            addr: "127.0.0.1:8080".parse().unwrap(),
+            started: std::time::Instant::now(),
+            latency: std::time::Duration::from_micros(40),
+            failed: None,
+        }],
+        upstream_uri: Some(http::uri::PathAndQuery::from_static(
+            "/items?page=2&sort=name",
+        )),
         source: "upstream",
     }
 }

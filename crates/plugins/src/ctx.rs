@@ -12,9 +12,10 @@ use std::time::{Instant, SystemTime};
 
 /// The credential an authentication plugin accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CredentialRef<'s> {
-    /// The credential's id (sent upstream as `X-Credential-Identifier`).
-    pub id: &'s uuid::Uuid,
+pub struct CredentialRef {
+    /// The credential's id (sent upstream as `X-Credential-Identifier`). Owned, so a context can be
+    /// detached from its snapshot and attached again for the log phase.
+    pub id: uuid::Uuid,
     /// Which plugin accepted it, e.g. `key-auth`.
     pub plugin: &'static str,
 }
@@ -32,6 +33,8 @@ pub struct RequestCtx<'s> {
     pub client_ip: std::net::IpAddr,
     /// `http` or `https`: the scheme the client used.
     pub scheme: &'static str,
+    /// The TLS version and cipher of the client's connection (None over plain HTTP).
+    pub tls: Option<sluice_tls::Negotiated>,
     /// The request id sent as `X-Kong-Request-Id`.
     pub request_id: &'s str,
     /// The matched route and its service (None for a route without service, or before routing).
@@ -41,7 +44,7 @@ pub struct RequestCtx<'s> {
     pub captures: Option<&'s sluice_router::Captures>,
     /// Set by authentication plugins; consumer-scoped plugin configs are chosen from it.
     pub consumer: Option<&'s Consumer>,
-    pub credential: Option<CredentialRef<'s>>,
+    pub credential: Option<CredentialRef>,
     /// True when the consumer is the `anonymous` fallback of an auth plugin.
     pub anonymous: bool,
     /// Consumers and credentials of the snapshot this request runs on.
@@ -51,6 +54,19 @@ pub struct RequestCtx<'s> {
     /// When the gateway received the request.
     pub started: Instant,
     pub started_wall: SystemTime,
+}
+
+/// One attempt to reach an upstream target (an entry of Kong's `tries`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TryRecord {
+    pub addr: SocketAddr,
+    /// When the target was picked.
+    pub started: Instant,
+    /// From picking the target until the request was on its way (or the try failed).
+    pub latency: std::time::Duration,
+    /// For a failed try, the status it would have answered: 502 (connection or transport failure) or
+    /// 504 (timeout).
+    pub failed: Option<u16>,
 }
 
 /// What happened to a finished request, for the `log` phase (Kong's basic log serializer fields).
@@ -67,8 +83,11 @@ pub struct LogRecord {
     pub upstream_latency_ms: Option<u64>,
     /// Milliseconds from receiving the request until the last byte was sent.
     pub request_latency_ms: u64,
-    /// `ip:port` of the upstream target that answered, if any.
-    pub upstream_addr: Option<SocketAddr>,
+    /// Every target tried, in order; the last one answered unless it is marked failed (empty when the
+    /// request was not proxied).
+    pub tries: Vec<TryRecord>,
+    /// Path and query as sent upstream (Kong's `upstream_uri`; None when not proxied).
+    pub upstream_uri: Option<http::uri::PathAndQuery>,
     /// Who produced the response: `upstream`, `plugin` (a plugin's early response) or `gateway` (an error).
     pub source: &'static str,
 }

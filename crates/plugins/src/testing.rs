@@ -26,6 +26,7 @@ impl<'s> RequestCtx<'s> {
     pub fn detached(request: http::request::Parts, credentials: &'s Credentials) -> RequestCtx<'s> {
         let client_addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 40000);
         RequestCtx {
+            tls: None,
             request,
             body: None,
             client_addr,

@@ -28,6 +28,8 @@ pub struct ConnInfo {
     pub scheme: &'static str,
     /// The server name the TLS client sent (routes with `snis` match on it).
     pub sni: Option<std::sync::Arc<str>>,
+    /// What the TLS handshake agreed on (for log records).
+    pub tls: Option<sluice_tls::Negotiated>,
 }
 
 /// Per-request facts every step reads.
@@ -175,8 +177,9 @@ pub fn upstream_request(
 pub struct Proxied {
     pub head: http::response::Parts,
     pub body: PooledBody,
-    pub upstream_addr: SocketAddr,
     pub timings: Timings,
+    /// The targets tried; the last one answered.
+    pub tries: upstream::Tries,
 }
 
 /// The consistent-hashing value of a request (nothing unless the service's upstream hashes), computed
@@ -235,7 +238,6 @@ pub async fn proxy(
     {
         head.headers.append(http::header::SET_COOKIE, v);
     }
-    let upstream_addr = answer.conn.key.addr;
     let mut body = PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout);
     if let Some(inflight) = answer.inflight {
         body.hold(inflight);
@@ -243,7 +245,7 @@ pub async fn proxy(
     Ok(Proxied {
         head,
         body,
-        upstream_addr,
         timings,
+        tries: answer.tries,
     })
 }

@@ -1,12 +1,14 @@
 //! The plugin path: `rewrite`/`access`, the upstream, `header_filter`, `body_filter` per chunk, and `log`
 //! once the response has been sent (or the client went away).
 //!
-//! A [`RequestCtx`] borrows from the snapshot, and the log phase runs after the handler has returned the
-//! response head to hyper, so the whole plugin path runs in a task that owns the snapshot: it hands the head
-//! over through a oneshot channel and keeps feeding the body through [`ChannelBody`]. Routes without plugins
-//! never come here.
+//! A [`RequestCtx`] borrows from the snapshot, and the later phases run after the handler has returned the
+//! response head to hyper. A chain that filters bodies runs in a task that owns the snapshot: it hands the
+//! head over through a oneshot channel and keeps feeding the body through [`ChannelBody`]. A chain that only
+//! logs runs inline: its context is detached from the snapshot and the log phase runs when hyper drops the
+//! response body ([`logged`]). Routes without plugins never come here.
 
 mod ctx;
+mod logged;
 mod streaming;
 
 pub use ctx::unrouted;
@@ -17,7 +19,7 @@ use crate::error::ProxyError;
 use crate::exchange::{self, ConnInfo, Exchange, Proxied, Routed};
 use crate::handler::{error_response, Negotiation};
 use crate::request_id;
-use crate::respond::{self, Timings};
+use crate::respond;
 use crate::server::Shared;
 use crate::snapshot::Snapshot;
 use bytes::Bytes;
@@ -26,7 +28,6 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -49,7 +50,7 @@ pub async fn run(
     id: [u8; 32],
     started: Instant,
 ) -> Response<ProxyBody> {
-    if !snap.plugins.route_chain(routed.found.id).runs_after_head() {
+    if !snap.plugins.route_chain(routed.found.id).has_body_filter() {
         let x = Exchange {
             shared: &shared,
             conn,
@@ -57,12 +58,17 @@ pub async fn run(
             started,
         };
         let mut routed = routed;
+        let index = routed.found.id;
         let captures = routed.found.captures.take();
         let done = through_header_filter(parts, body, routed, captures.as_ref(), &snap, &x).await;
-        return match done.payload {
-            Payload::Whole(bytes) => Response::from_parts(done.head, full(bytes)),
-            Payload::Streamed { body, .. } => Response::from_parts(done.head, body.boxed()),
-        };
+        if !done.chain.has_log() {
+            return match done.payload {
+                Payload::Whole(bytes) => Response::from_parts(done.head, full(bytes)),
+                Payload::Streamed { body, .. } => Response::from_parts(done.head, body.boxed()),
+            };
+        }
+        // A clone: `done` borrows the captures (None for routes without regex captures, so usually free).
+        return logged::respond(done, index, captures.clone(), snap.clone(), id);
     }
     let (head_tx, head_rx) = oneshot::channel();
     let negotiation = Negotiation::of(&parts);
@@ -91,19 +97,21 @@ pub async fn run(
 }
 
 /// The body of the response, by who made it.
+// Built once per request and consumed at once: boxing the large variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Payload {
     Whole(Bytes),
     Streamed {
         body: PooledBody,
-        timings: Timings,
-        upstream_addr: SocketAddr,
+        upstream: streaming::Upstream,
     },
 }
 
 /// What the request produced before `header_filter`.
+#[allow(clippy::large_enum_variant)]
 enum Outcome {
     Plugin(PluginResponse),
-    Upstream(Proxied),
+    Upstream(Proxied, Option<http::uri::PathAndQuery>),
     Failed(ProxyError),
 }
 
@@ -136,11 +144,14 @@ async fn through_header_filter<'a>(
             (*r.status_mut(), *r.headers_mut()) = (resp.status, resp.headers);
             (r.into_parts().0, Payload::Whole(resp.body), "plugin")
         }
-        Outcome::Upstream(p) => {
+        Outcome::Upstream(p, uri) => {
             let payload = Payload::Streamed {
                 body: p.body,
-                timings: p.timings,
-                upstream_addr: p.upstream_addr,
+                upstream: streaming::Upstream {
+                    timings: p.timings,
+                    tries: p.tries,
+                    uri,
+                },
             };
             (p.head, payload, "upstream")
         }
@@ -158,7 +169,7 @@ async fn through_header_filter<'a>(
     chain.header_filter(&mut ctx, &mut head);
     if let Some(m) = snap.routes.get(index).and_then(|r| r.metrics.as_ref()) {
         let (source, timings) = match &payload {
-            Payload::Streamed { timings, .. } => (Source::Service, Some(timings)),
+            Payload::Streamed { upstream, .. } => (Source::Service, Some(&upstream.timings)),
             Payload::Whole(_) if source == "plugin" => (Source::Exit, None),
             Payload::Whole(_) => (Source::Error, None),
         };
@@ -223,17 +234,13 @@ async fn serve(
             }
             let sent = bytes.len() as u64;
             let _ = head_tx.send(Response::from_parts(head, full(bytes)));
-            chain.log(&ctx, &log.record(&ctx, sent, None, None));
+            chain.log(&ctx, &log.record(&ctx, sent, None));
         }
-        Payload::Streamed {
-            body,
-            timings,
-            upstream_addr,
-        } => {
+        Payload::Streamed { body, upstream } => {
             let (tx, channel) = ChannelBody::channel();
             let _ = head_tx.send(Response::from_parts(head, channel.boxed()));
             let sent = streaming::pump(body, tx, chain, &mut ctx, filtering).await;
-            let record = log.record(&ctx, sent, Some(timings), Some(upstream_addr));
+            let record = log.record(&ctx, sent, Some(upstream));
             chain.log(&ctx, &record);
         }
     }
@@ -277,12 +284,16 @@ async fn access_and_proxy(
             .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
         exchange::hash_request(svc, &head, &routed, consumer, ctx.captures)
     };
-    let result = match exchange::upstream_request(head, upstream_body, routed, info, svc, x) {
-        Ok(req) => exchange::proxy(req, info, svc, x, hashed).await,
-        Err(e) => Err(e),
+    let req = match exchange::upstream_request(head, upstream_body, routed, info, svc, x) {
+        Ok(req) => req,
+        Err(e) => return Outcome::Failed(e),
     };
-    match result {
-        Ok(p) => Outcome::Upstream(p),
+    let uri = chain
+        .has_log()
+        .then(|| req.uri().path_and_query().cloned())
+        .flatten();
+    match exchange::proxy(req, info, svc, x, hashed).await {
+        Ok(p) => Outcome::Upstream(p, uri),
         Err(e) => Outcome::Failed(e),
     }
 }

@@ -20,6 +20,7 @@ use http::header::HOST;
 use http::{Request, Response};
 use http_body::Body;
 use hyper::body::Incoming;
+use sluice_plugins::TryRecord;
 use std::time::Instant;
 
 /// The upstream's answer and the connection it came on.
@@ -31,6 +32,15 @@ pub struct Answer {
     /// Counts the request against the target until the response body is done (only for the algorithms
     /// that read in-flight counts).
     pub inflight: Option<InFlight>,
+    pub tries: Tries,
+}
+
+/// The targets one request tried, for the log phase (Kong's `tries`).
+#[derive(Debug, Clone)]
+pub struct Tries {
+    /// Tries that failed before the one that answered (allocated only when one failed).
+    pub failed: Vec<TryRecord>,
+    pub answered: TryRecord,
 }
 
 /// Sends `req` to one of the service's targets, with Kong's retries. `preserve_host` keeps the client's
@@ -52,13 +62,21 @@ pub async fn send(
     // Targets of failed tries (allocated only when a try fails).
     let mut tried = Vec::new();
     let mut last = None;
+    let mut failed = Vec::new();
     loop {
         tried.extend(last.take());
+        let try_started = Instant::now();
         let pick = svc.balancer.pick(hash, &tried).ok_or(ProxyError::NoPeer)?;
         last = Some(pick.index);
         let (peer, state) = (&pick.target.peer, &pick.target.state);
         let observe = |outcome| report(svc, &pick.target.name, state, outcome);
         let addr = peer.resolve().await?;
+        let failed_try = |code| TryRecord {
+            addr,
+            started: try_started,
+            latency: try_started.elapsed(),
+            failed: Some(code),
+        };
         let tracks = svc.balancer.tracks_load();
         let inflight = tracks.then(|| state.start());
         let mut req = pending;
@@ -87,6 +105,7 @@ pub async fn send(
             Ok(c) => c,
             Err(e) if can_retry => {
                 observe(Err(failure(&e)));
+                failed.push(failed_try(e.status().as_u16()));
                 tracing::debug!(%addr, error = %e, tries, "connect failed, retrying");
                 (tries, pending) = (tries + 1, req);
                 continue;
@@ -99,6 +118,7 @@ pub async fn send(
         if !conn.reused && conn.sender.ready().await.is_err() {
             observe(Err(Failure::Tcp));
             if can_retry {
+                failed.push(failed_try(502));
                 (tries, pending) = (tries + 1, req);
                 continue;
             }
@@ -118,11 +138,18 @@ pub async fn send(
                     state.record_latency(sent_at.elapsed());
                 }
                 observe(Ok(response.status().as_u16()));
+                let answered = TryRecord {
+                    addr,
+                    started: try_started,
+                    latency: sent_at.saturating_duration_since(try_started),
+                    failed: None,
+                };
                 return Ok(Answer {
                     response,
                     conn,
                     sent_at,
                     inflight,
+                    tries: Tries { failed, answered },
                 });
             }
             Ok(Err(mut e)) => {
@@ -130,7 +157,10 @@ pub async fn send(
                 tracing::debug!(%addr, error = %e.error(), retrying = retry.is_some(), "upstream request failed");
                 observe(Err(Failure::Tcp));
                 match retry {
-                    Some(back) => (tries, pending) = (tries + 1, back),
+                    Some(back) => {
+                        failed.push(failed_try(502));
+                        (tries, pending) = (tries + 1, back)
+                    }
                     None => return Err(ProxyError::BadGateway),
                 }
             }

@@ -146,6 +146,7 @@ async fn accept_loop(
             local_port: port_value.clone(),
             scheme: "http",
             sni: None,
+            tls: None,
         };
         // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
         let (shared, graceful, builder) = (shared.clone(), graceful.watcher(), builder.clone());
@@ -166,10 +167,11 @@ async fn accept_loop(
                         }
                         Err(_) => return,
                     };
-                    let sni = stream.get_ref().1.server_name().map(Arc::from);
+                    let tls = stream.get_ref().1;
                     let info = ConnInfo {
                         scheme: "https",
-                        sni,
+                        sni: tls.server_name().map(Arc::from),
+                        tls: sluice_tls::Negotiated::of(tls),
                         ..info
                     };
                     serve(stream, info, shared, graceful, builder, guard).await

@@ -114,6 +114,13 @@ async fn http_log_sends_kongs_record_for_every_request() {
     assert_eq!(plain["upstream_status"], "200");
     assert_eq!(plain["client_ip"], "127.0.0.1");
     assert_eq!(plain["tries"][0]["port"], up.port());
+    assert!(plain["tries"][0]["balancer_latency_ns"].as_u64().is_some());
+    assert_eq!(
+        plain["upstream_uri"], "/a?x=1&y=two",
+        "strip_path took /logged"
+    );
+    assert_eq!(plain["workspace_name"], "default");
+    assert!(plain["request"].get("tls").is_none(), "plain HTTP");
     assert!(plain["response"]["size"].as_u64() > Some(0));
     assert!(plain["response"]["headers"]["content-type"].is_string());
     for field in ["kong", "proxy", "request"] {
@@ -138,6 +145,83 @@ async fn http_log_sends_kongs_record_for_every_request() {
     assert_eq!(refused["source"], "kong");
     assert_eq!(refused["latencies"]["proxy"], -1);
     assert!(refused.get("consumer").is_none());
+    assert!(refused.get("upstream_uri").is_none() && refused.get("tries").is_none());
+}
+
+/// Over HTTPS (HTTP/1.1 and HTTP/2, logged inline when the response body is dropped): `request.tls`, the
+/// `upstream_uri` as sent, and a failed try on a closed port before the one that answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_name_tls_the_upstream_uri_and_every_try() {
+    let up = EchoUpstream::start();
+    let dead = closed_port();
+    let sink = LogSink::start();
+    let plugin = http_log(&sink.url("/logs"), "");
+    let yaml = format!(
+        r#"_format_version: "3.0"
+upstreams:
+- name: pair
+  targets: [{{target: "127.0.0.1:{dead}"}}, {{target: "127.0.0.1:{up}"}}]
+services:
+- name: svc
+  host: pair
+  path: /base
+  routes:
+  - name: r
+    paths: [/logged]
+    plugins:
+    - {plugin}
+"#,
+        up = up.port()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    let port = gw.proxy_tls_port();
+    for http1_only in [true, true, false, false] {
+        let resp = sluice_testkit::https_client("a.test", port, http1_only)
+            .get(format!("https://a.test:{port}/logged/x?q=1"))
+            .send()
+            .await
+            .expect("https request");
+        assert_eq!(resp.status(), 200);
+        resp.bytes().await.expect("body");
+    }
+    let all = wait_records(&sink, 4);
+    assert_eq!(all.len(), 4, "{all:#?}");
+    for r in &all {
+        let tls = &r["request"]["tls"];
+        assert!(
+            tls["version"] == "TLSv1.3" || tls["version"] == "TLSv1.2",
+            "{tls}"
+        );
+        assert!(
+            tls["cipher"].as_str().is_some_and(|c| !c.is_empty()),
+            "{tls}"
+        );
+        assert_eq!(tls["client_verify"], "NONE");
+        assert!(r["request"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://a.test:"));
+        assert_eq!(r["upstream_uri"], "/base/x?q=1");
+        let tries = r["tries"].as_array().expect("tries");
+        assert_eq!(
+            tries.last().unwrap()["port"],
+            up.port(),
+            "the last try answered"
+        );
+        assert!(tries.last().unwrap().get("state").is_none());
+    }
+    let retried = all
+        .iter()
+        .find(|r| r["tries"].as_array().unwrap().len() == 2)
+        .unwrap_or_else(|| {
+            panic!("round-robin sends some request to the closed port first: {all:#?}")
+        });
+    let failed = &retried["tries"][0];
+    assert_eq!(
+        (&failed["port"], &failed["state"]),
+        (&Value::from(dead), &Value::from("failed"))
+    );
+    assert_eq!(failed["code"], 502);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,7 +25,7 @@ fn set(ctx: &mut RequestCtx<'_>, name: &'static str, value: &str) {
 pub fn identify<'s>(
     ctx: &mut RequestCtx<'s>,
     consumer: &'s Consumer,
-    credential: Option<CredentialRef<'s>>,
+    credential: Option<CredentialRef>,
 ) {
     for h in CONSUMER_HEADERS {
         ctx.request.headers.remove(h);

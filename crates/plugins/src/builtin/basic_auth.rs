@@ -111,7 +111,7 @@ impl Plugin for BasicAuth {
             ctx,
             consumer,
             Some(CredentialRef {
-                id: &cred.id,
+                id: cred.id,
                 plugin: "basic-auth",
             }),
         );

@@ -205,7 +205,7 @@ impl Plugin for KeyAuth {
             ctx,
             consumer,
             Some(CredentialRef {
-                id: &cred.id,
+                id: cred.id,
                 plugin: "key-auth",
             }),
         );

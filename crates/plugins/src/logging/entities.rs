@@ -2,7 +2,7 @@
 //! snapshot is built) instead of once per logged request: they are the largest part of a log record and
 //! they only change with the config.
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use sluice_model::{Config, Route, Service};
 use std::collections::HashMap;
@@ -34,30 +34,22 @@ impl EntityJson {
         }
     }
 
-    pub(crate) fn route<'a>(&'a self, route: &'a Route) -> Json<'a, Route> {
-        self.routes
-            .get(&route.id)
-            .map_or(Json::Typed(route), |raw| Json::Raw(raw))
+    /// Appends the route's JSON (cached, or serialized now when it failed to serialize at build time).
+    pub(crate) fn write_route(&self, out: &mut Vec<u8>, route: &Route) {
+        write(out, self.routes.get(&route.id).map(|r| &**r), route);
     }
 
-    pub(crate) fn service<'a>(&'a self, service: &'a Service) -> Json<'a, Service> {
-        self.services
-            .get(&service.id)
-            .map_or(Json::Typed(service), |raw| Json::Raw(raw))
+    pub(crate) fn write_service(&self, out: &mut Vec<u8>, service: &Service) {
+        write(out, self.services.get(&service.id).map(|s| &**s), service);
     }
 }
 
-/// An entity as its cached JSON, or serialized now when there is none.
-pub(crate) enum Json<'a, T> {
-    Raw(&'a RawValue),
-    Typed(&'a T),
-}
-
-impl<T: Serialize> Serialize for Json<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Json::Raw(raw) => raw.serialize(s),
-            Json::Typed(value) => value.serialize(s),
+fn write<T: Serialize>(out: &mut Vec<u8>, cached: Option<&RawValue>, value: &T) {
+    match cached {
+        Some(raw) => out.extend_from_slice(raw.get().as_bytes()),
+        // Serializing a model entity into a Vec cannot fail.
+        None => {
+            let _ = serde_json::to_writer(out, value);
         }
     }
 }

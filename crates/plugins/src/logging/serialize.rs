@@ -1,177 +1,176 @@
 //! Kong's basic log serializer (`kong.log.serialize()`): one JSON object per request, written straight to
-//! bytes from the request context and the [`LogRecord`] without building a JSON tree.
+//! bytes from the request context and the [`LogRecord`] with [`super::json`], without building a JSON tree.
 //!
 //! Shape (Kong 3.x field names):
-//! `request {id, uri, url, querystring, method, headers, size}`, `upstream_status`,
-//! `response {status, headers, size}`, `latencies {kong, proxy, request, receive}`, `tries`,
+//! `request {id, uri, url, querystring, method, headers, size, tls?}`, `upstream_uri`, `upstream_status`,
+//! `response {status, headers, size}`, `latencies {kong, proxy, request, receive}`, `tries` (each with
+//! `ip`, `port`, `balancer_start(_ns)`, `balancer_latency(_ns)`, and `state`/`code` when it failed),
 //! `authenticated_entity {id, consumer_id}`, `route`, `service`, `consumer`, `client_ip`, `started_at` (ms),
-//! `source` (`upstream` or `kong`). As in Kong, `authorization` and `proxy-authorization` request headers are
-//! `REDACTED`, header names are lower case and repeated headers become arrays, and absent entities are left
-//! out. Not provided yet: `upstream_uri`, `request.tls`, `workspace`; `tries` has only the last target, and
-//! `request.url` uses the `Host` header as sent (Kong adds the listener's port).
+//! `workspace`, `workspace_name`, `source` (`upstream` or `kong`). As in Kong, `authorization` and
+//! `proxy-authorization` request headers are `REDACTED`, header names are lower case and repeated headers
+//! become arrays, and absent entities are left out. `request.tls` names the version and cipher as nginx
+//! does (`TLSv1.3`, `TLS_AES_128_GCM_SHA256`); `client_verify` is `NONE` (no client certificates yet).
+//! `request.url` uses the `Host` header as sent (Kong adds the listener's port when it is missing).
 //! `request.size`/`response.size` count the head as HTTP/1.1 text plus the body bytes, like nginx's
 //! `request_length`/`bytes_sent`.
 
 #[cfg(test)]
 mod tests;
 
-use super::entities::{EntityJson, Json};
-use crate::ctx::{LogRecord, RequestCtx};
+use super::entities::EntityJson;
+use super::json::{self, Object};
+use crate::ctx::{LogRecord, RequestCtx, TryRecord};
 use http::HeaderMap;
-use serde::ser::{SerializeMap, SerializeSeq};
-use serde::{Serialize, Serializer};
 use std::borrow::Cow;
-use std::net::IpAddr;
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The id Sluice reports for its one workspace, Kong's `default` (the same on every node; Kong makes one up
+/// when it bootstraps a database).
+pub const DEFAULT_WORKSPACE_ID: &str = "0b0b9a6e-5c1a-4c59-9b4e-5e1f5a7d3c21";
 
 /// The serialized record of one finished request (one JSON object, no trailing newline). Routes and
 /// services are copied from `entities` when it has them.
 pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson) -> Vec<u8> {
-    let entry = Entry::new(ctx, record, entities);
     let mut out = Vec::with_capacity(2048);
-    // Serializing plain structs, maps of strings and numbers to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, &entry);
+    let mut o = Object::open(&mut out);
+    request(o.key("request"), ctx, record);
+    if let Some(uri) = &record.upstream_uri {
+        json::string(o.key("upstream_uri"), uri.as_str());
+    }
+    let mut status = itoa::Buffer::new();
+    let upstream_status = match record.source {
+        "upstream" => status.format(record.status),
+        _ => "",
+    };
+    json::string(o.key("upstream_status"), upstream_status);
+    response(o.key("response"), record);
+    latencies(o.key("latencies"), record);
+    if !record.tries.is_empty() {
+        tries(o.key("tries"), ctx, &record.tries);
+    }
+    if let Some(cred) = &ctx.credential {
+        let out = o.key("authenticated_entity");
+        let mut e = Object::open(out);
+        uuid(e.key("id"), &cred.id);
+        if let Some(c) = ctx.consumer {
+            uuid(e.key("consumer_id"), &c.id);
+        }
+        e.close();
+    }
+    if let Some(route) = ctx.route {
+        entities.write_route(o.key("route"), route);
+    }
+    if let Some(service) = ctx.service {
+        entities.write_service(o.key("service"), service);
+    }
+    if let Some(consumer) = ctx.consumer {
+        // Serializing a plain struct into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *o.key("consumer"), consumer);
+    }
+    json::ip(o.key("client_ip"), ctx.client_ip);
+    json::uint(o.key("started_at"), epoch_ms(ctx.started_wall));
+    json::string(o.key("workspace"), DEFAULT_WORKSPACE_ID);
+    json::string(o.key("workspace_name"), "default");
+    let source = match record.source {
+        "upstream" => "upstream",
+        _ => "kong",
+    };
+    json::string(o.key("source"), source);
+    o.close();
     out
 }
 
-#[derive(Serialize)]
-struct Entry<'a> {
-    request: Request<'a>,
-    upstream_status: String,
-    response: Response<'a>,
-    latencies: Latencies,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tries: Option<[Try; 1]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    authenticated_entity: Option<AuthenticatedEntity<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    route: Option<Json<'a, sluice_model::Route>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    service: Option<Json<'a, sluice_model::Service>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    consumer: Option<&'a sluice_model::Consumer>,
-    client_ip: IpAddr,
-    started_at: u64,
-    source: &'static str,
-}
-
-#[derive(Serialize)]
-struct Request<'a> {
-    id: &'a str,
-    uri: &'a str,
-    url: String,
-    querystring: Query<'a>,
-    method: &'a str,
-    headers: Headers<'a>,
-    size: u64,
-}
-
-#[derive(Serialize)]
-struct Response<'a> {
-    status: u16,
-    headers: Headers<'a>,
-    size: u64,
-}
-
-#[derive(Serialize)]
-struct Latencies {
-    kong: u64,
-    /// Milliseconds waiting for the upstream; -1 when the request was not proxied (as Kong).
-    proxy: i64,
-    request: u64,
-    receive: u64,
-}
-
-#[derive(Serialize)]
-struct Try {
-    ip: IpAddr,
-    port: u16,
-}
-
-#[derive(Serialize)]
-struct AuthenticatedEntity<'a> {
-    id: &'a uuid::Uuid,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    consumer_id: Option<&'a uuid::Uuid>,
-}
-
-impl<'a> Entry<'a> {
-    fn new(ctx: &'a RequestCtx<'a>, record: &'a LogRecord, entities: &'a EntityJson) -> Entry<'a> {
-        let req = &ctx.request;
-        let uri = req
-            .uri
-            .path_and_query()
-            .map_or_else(|| req.uri.path(), |pq| pq.as_str());
-        let host = req
-            .headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| req.uri.authority().map(|a| a.as_str()))
-            .unwrap_or_default();
-        let request_head = head_size(req.method.as_str().len() + 1 + uri.len() + 11, &req.headers);
-        let status_line = 9 + 4 + record_reason(record.status).len() + 2;
-        Entry {
-            request: Request {
-                id: ctx.request_id,
-                uri,
-                url: format!("{}://{host}{uri}", ctx.scheme),
-                querystring: Query(req.uri.query().unwrap_or_default()),
-                method: req.method.as_str(),
-                headers: Headers {
-                    map: &req.headers,
-                    redact: true,
-                },
-                size: request_head + record.request_bytes,
-            },
-            upstream_status: match record.source {
-                "upstream" => record.status.to_string(),
-                _ => String::new(),
-            },
-            response: Response {
-                status: record.status,
-                headers: Headers {
-                    map: &record.response_headers,
-                    redact: false,
-                },
-                size: head_size(status_line, &record.response_headers) + record.response_bytes,
-            },
-            latencies: Latencies {
-                kong: record.kong_latency_ms,
-                proxy: record.upstream_latency_ms.map_or(-1, |ms| ms as i64),
-                request: record.request_latency_ms,
-                receive: 0,
-            },
-            tries: record.upstream_addr.map(|a| {
-                [Try {
-                    ip: a.ip(),
-                    port: a.port(),
-                }]
-            }),
-            authenticated_entity: ctx.credential.map(|c| AuthenticatedEntity {
-                id: c.id,
-                consumer_id: ctx.consumer.map(|c| &c.id),
-            }),
-            route: ctx.route.map(|r| entities.route(r)),
-            service: ctx.service.map(|s| entities.service(s)),
-            consumer: ctx.consumer,
-            client_ip: ctx.client_ip,
-            started_at: ctx
-                .started_wall
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            source: match record.source {
-                "upstream" => "upstream",
-                _ => "kong",
-            },
-        }
+fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
+    let req = &ctx.request;
+    let uri = req
+        .uri
+        .path_and_query()
+        .map_or_else(|| req.uri.path(), |pq| pq.as_str());
+    let host = req
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri.authority().map(|a| a.as_str()))
+        .unwrap_or_default();
+    let head = head_size(req.method.as_str().len() + 1 + uri.len() + 11, &req.headers);
+    let mut o = Object::open(out);
+    json::string(o.key("id"), ctx.request_id);
+    json::string(o.key("uri"), uri);
+    json::string_parts(o.key("url"), &[ctx.scheme, "://", host, uri]);
+    querystring(o.key("querystring"), req.uri.query().unwrap_or_default());
+    json::string(o.key("method"), req.method.as_str());
+    headers(o.key("headers"), &req.headers, true);
+    json::uint(o.key("size"), head + record.request_bytes);
+    if let Some(tls) = &ctx.tls {
+        let mut t = Object::open(o.key("tls"));
+        json::string(t.key("version"), tls.version);
+        json::string(t.key("cipher"), tls.cipher);
+        json::string(t.key("client_verify"), "NONE");
+        t.close();
     }
+    o.close();
 }
 
-fn record_reason(status: u16) -> &'static str {
-    http::StatusCode::from_u16(status)
+fn response(out: &mut Vec<u8>, record: &LogRecord) {
+    let reason = http::StatusCode::from_u16(record.status)
         .ok()
         .and_then(|s| s.canonical_reason())
-        .unwrap_or("")
+        .unwrap_or("");
+    let status_line = 9 + 4 + reason.len() + 2;
+    let mut o = Object::open(out);
+    json::uint(o.key("status"), record.status.into());
+    headers(o.key("headers"), &record.response_headers, false);
+    let size = head_size(status_line, &record.response_headers) + record.response_bytes;
+    json::uint(o.key("size"), size);
+    o.close();
+}
+
+fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
+    let mut o = Object::open(out);
+    json::uint(o.key("kong"), record.kong_latency_ms);
+    // -1 when the request was not proxied, as Kong.
+    let proxy = record.upstream_latency_ms.map_or(-1, |ms| ms as i64);
+    json::int(o.key("proxy"), proxy);
+    json::uint(o.key("request"), record.request_latency_ms);
+    json::uint(o.key("receive"), 0);
+    o.close();
+}
+
+fn tries(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, tries: &[TryRecord]) {
+    out.push(b'[');
+    for (i, t) in tries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let wall = ctx.started_wall + t.started.saturating_duration_since(ctx.started);
+        let mut o = Object::open(out);
+        json::ip(o.key("ip"), t.addr.ip());
+        json::uint(o.key("port"), t.addr.port().into());
+        json::uint(o.key("balancer_start"), epoch_ms(wall));
+        let start_ns = wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        json::uint(o.key("balancer_start_ns"), start_ns as u64);
+        json::uint(o.key("balancer_latency"), t.latency.as_millis() as u64);
+        json::uint(o.key("balancer_latency_ns"), t.latency.as_nanos() as u64);
+        if let Some(code) = t.failed {
+            json::string(o.key("state"), "failed");
+            json::uint(o.key("code"), code.into());
+        }
+        o.close();
+    }
+    out.push(b']');
+}
+
+fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {
+    json::string(
+        out,
+        id.hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer()),
+    );
+}
+
+fn epoch_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Bytes of an HTTP/1.1 head: the first line (`first_line` bytes including CRLF), `name: value\r\n` per
@@ -184,65 +183,46 @@ fn head_size(first_line: usize, headers: &HeaderMap) -> u64 {
     (first_line + fields + 2) as u64
 }
 
-/// Headers as a JSON object: lower-case names, one string per header or an array for repeated ones.
-struct Headers<'a> {
-    map: &'a HeaderMap,
-    /// Replace credentials (`authorization`, `proxy-authorization`) with `REDACTED`, as Kong does.
-    redact: bool,
-}
-
-impl Serialize for Headers<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.map.keys_len()))?;
-        for name in self.map.keys() {
-            let secret = self.redact
-                && (name == http::header::AUTHORIZATION
-                    || name == http::header::PROXY_AUTHORIZATION);
+/// Headers as a JSON object: lower-case names, one string per header or an array for repeated ones
+/// (`HeaderMap` yields the values of one name one after another; the rare second value turns the first
+/// into an array in place). With `redact`, credentials (`authorization`, `proxy-authorization`) become
+/// `REDACTED`, as Kong does.
+fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) {
+    let mut o = Object::open(out);
+    let mut previous: Option<&http::HeaderName> = None;
+    // Where the current name's first value starts, and whether it became an array.
+    let (mut first_value, mut array) = (0, false);
+    for (name, value) in map {
+        let secret = redact
+            && (name == http::header::AUTHORIZATION || name == http::header::PROXY_AUTHORIZATION);
+        if previous == Some(name) {
             if secret {
-                map.serialize_entry(name.as_str(), "REDACTED")?;
                 continue;
             }
-            let mut values = self.map.get_all(name).iter();
-            let first = values.next().map(|v| String::from_utf8_lossy(v.as_bytes()));
-            match (first, values.next()) {
-                (Some(one), None) => map.serialize_entry(name.as_str(), &one)?,
-                _ => map.serialize_entry(name.as_str(), &Many(self.map, name))?,
+            if !array {
+                o.out.insert(first_value, b'[');
+                array = true;
             }
+            o.out.push(b',');
+            json::bytes(o.out, value.as_bytes());
+            continue;
         }
-        map.end()
-    }
-}
-
-/// All values of a repeated header, as a JSON array.
-struct Many<'a>(&'a HeaderMap, &'a http::HeaderName);
-
-impl Serialize for Many<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(None)?;
-        for v in self.0.get_all(self.1) {
-            seq.serialize_element(&String::from_utf8_lossy(v.as_bytes()))?;
+        if array {
+            o.out.push(b']');
         }
-        seq.end()
-    }
-}
-
-/// A query string as Kong's `querystring` table: decoded names and values, `true` for a name without `=`,
-/// an array when a name repeats (in order of first appearance).
-struct Query<'a>(&'a str);
-
-/// The value(s) of one query argument.
-enum Arg<'a> {
-    Flag,
-    Value(Cow<'a, str>),
-}
-
-impl Serialize for Arg<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Arg::Flag => s.serialize_bool(true),
-            Arg::Value(v) => s.serialize_str(v),
+        previous = Some(name);
+        array = false;
+        let out = o.key(name.as_str());
+        first_value = out.len();
+        match secret {
+            true => json::string(out, "REDACTED"),
+            false => json::bytes(out, value.as_bytes()),
         }
     }
+    if array {
+        o.out.push(b']');
+    }
+    o.close();
 }
 
 /// `+` as space, then percent-decoding (invalid UTF-8 replaced), as nginx decodes query arguments.
@@ -258,29 +238,45 @@ fn decode(raw: &str) -> Cow<'_, str> {
     )
 }
 
-impl Serialize for Query<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut args: Vec<(Cow<'_, str>, Vec<Arg<'_>>)> = Vec::new();
-        for pair in self.0.split('&').filter(|p| !p.is_empty()) {
-            let (name, arg) = match pair.split_once('=') {
-                Some((n, v)) => (decode(n), Arg::Value(decode(v))),
-                None => (decode(pair), Arg::Flag),
-            };
-            if name.is_empty() {
-                continue;
-            }
-            match args.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, values)) => values.push(arg),
-                None => args.push((name, vec![arg])),
-            }
+/// A query string as Kong's `querystring` table: decoded names and values, `true` for a name without `=`,
+/// an array when a name repeats (in order of first appearance).
+fn querystring(out: &mut Vec<u8>, raw: &str) {
+    // One value of an argument: None for a bare name.
+    type Values<'a> = Vec<Option<Cow<'a, str>>>;
+    let mut args: Vec<(Cow<'_, str>, Values<'_>)> = Vec::new();
+    for pair in raw.split('&').filter(|p| !p.is_empty()) {
+        let (name, arg) = match pair.split_once('=') {
+            Some((n, v)) => (decode(n), Some(decode(v))),
+            None => (decode(pair), None),
+        };
+        if name.is_empty() {
+            continue;
         }
-        let mut map = s.serialize_map(Some(args.len()))?;
-        for (name, values) in &args {
-            match values.as_slice() {
-                [one] => map.serialize_entry(name, one)?,
-                many => map.serialize_entry(name, many)?,
-            }
+        match args.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, values)) => values.push(arg),
+            None => args.push((name, vec![arg])),
         }
-        map.end()
     }
+    let write = |out: &mut Vec<u8>, arg: &Option<Cow<'_, str>>| match arg {
+        Some(v) => json::string(out, v),
+        None => out.extend_from_slice(b"true"),
+    };
+    let mut o = Object::open(out);
+    for (name, values) in &args {
+        let out = o.key_text(name);
+        match values.as_slice() {
+            [one] => write(out, one),
+            many => {
+                out.push(b'[');
+                for (i, v) in many.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write(out, v);
+                }
+                out.push(b']');
+            }
+        }
+    }
+    o.close();
 }

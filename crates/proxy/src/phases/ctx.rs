@@ -8,6 +8,7 @@ use crate::handler::{error_response, Negotiation};
 use crate::snapshot::Snapshot;
 use http::header::HeaderMap;
 use http::{request, Request, Response};
+use sluice_model::{Route, Service};
 use sluice_plugins::RequestCtx;
 use std::time::SystemTime;
 
@@ -29,7 +30,7 @@ pub fn unrouted(
     chain.header_filter(&mut ctx, &mut head);
     let log = streaming::LogFacts::new(&head, "gateway", x.started);
     let size = http_body::Body::size_hint(&body).exact().unwrap_or(0);
-    chain.log(&ctx, &log.record(&ctx, size, None, None));
+    chain.log(&ctx, &log.record(&ctx, size, None));
     Response::from_parts(head, body)
 }
 
@@ -40,19 +41,17 @@ pub(super) fn new_ctx<'s>(
     route: Option<usize>,
     client_ip: std::net::IpAddr,
 ) -> RequestCtx<'s> {
-    let config = snap.config();
-    let route_info = route.and_then(|i| snap.routes.get(i));
+    let (route, service) = route_and_service(snap, route);
     RequestCtx {
         request,
         body: None,
         client_addr: x.conn.peer,
         client_ip,
         scheme: x.conn.scheme,
+        tls: x.conn.tls,
         request_id: x.request_id,
-        route: route.and_then(|i| config.routes.get(i)),
-        service: route_info
-            .and_then(|r| r.service)
-            .and_then(|s| config.services.get(s)),
+        route,
+        service,
         captures: None,
         consumer: None,
         credential: None,
@@ -62,6 +61,19 @@ pub(super) fn new_ctx<'s>(
         started: x.started,
         started_wall: SystemTime::now() - x.started.elapsed(),
     }
+}
+
+/// The route entity at `index` of the snapshot, and its service.
+pub(super) fn route_and_service(
+    snap: &Snapshot,
+    index: Option<usize>,
+) -> (Option<&Route>, Option<&Service>) {
+    let config = snap.config();
+    let service = index
+        .and_then(|i| snap.routes.get(i))
+        .and_then(|r| r.service)
+        .and_then(|s| config.services.get(s));
+    (index.and_then(|i| config.routes.get(i)), service)
 }
 
 /// Headers plugins asked for: each name replaces the response's own values.

@@ -4,11 +4,11 @@
 use crate::body::{BoxError, PooledBody, ProxyBody};
 use crate::error::ProxyError;
 use crate::respond::Timings;
+use crate::upstream::Tries;
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -74,6 +74,14 @@ pub async fn pump(
     sent
 }
 
+/// What the log record needs from a proxied response.
+pub struct Upstream {
+    pub timings: Timings,
+    pub tries: Tries,
+    /// Path and query as sent upstream (kept only for chains that log).
+    pub uri: Option<http::uri::PathAndQuery>,
+}
+
 /// What the log record needs from the response head, taken before the head is handed to hyper.
 pub struct LogFacts {
     status: u16,
@@ -95,14 +103,15 @@ impl LogFacts {
         }
     }
 
-    /// The record for the log phase, once `response_bytes` were sent.
+    /// The record for the log phase, once `response_bytes` were sent (`upstream` is None when the
+    /// response did not come from the upstream).
     pub fn record(
         self,
         ctx: &RequestCtx<'_>,
         response_bytes: u64,
-        timings: Option<Timings>,
-        upstream_addr: Option<SocketAddr>,
+        upstream: Option<Upstream>,
     ) -> LogRecord {
+        let timings = upstream.as_ref().map(|u| u.timings);
         let request_bytes = match &ctx.body {
             Some(b) => b.len() as u64,
             None => ctx
@@ -121,8 +130,16 @@ impl LogFacts {
             kong_latency_ms: timings.map_or(self.head_latency, |t| t.proxy).as_millis() as u64,
             upstream_latency_ms: timings.map(|t| t.upstream.as_millis() as u64),
             request_latency_ms: self.started.elapsed().as_millis() as u64,
-            upstream_addr,
             source: self.source,
+            upstream_uri: upstream.as_ref().and_then(|u| u.uri.clone()),
+            tries: match upstream {
+                Some(Upstream { tries, .. }) => {
+                    let mut all = tries.failed;
+                    all.push(tries.answered);
+                    all
+                }
+                None => Vec::new(),
+            },
         }
     }
 }

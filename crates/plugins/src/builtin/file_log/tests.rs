@@ -33,7 +33,8 @@ fn record() -> LogRecord {
         kong_latency_ms: 0,
         upstream_latency_ms: Some(1),
         request_latency_ms: 1,
-        upstream_addr: None,
+        tries: Vec::new(),
+        upstream_uri: None,
         source: "upstream",
     }
 }

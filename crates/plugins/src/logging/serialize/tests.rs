@@ -1,10 +1,10 @@
 //! Unit tests of `serialize`.
 use super::*;
 use crate::testing::{compile, request};
-use crate::CredentialRef;
+use crate::{CredentialRef, TryRecord};
 use http::HeaderValue;
 use serde_json::{json, Value};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 const CONFIG: &str = r#"
 _format_version: "3.0"
@@ -32,7 +32,24 @@ fn record(source: &'static str, upstream: bool) -> LogRecord {
         kong_latency_ms: 3,
         upstream_latency_ms: upstream.then_some(11),
         request_latency_ms: 20,
-        upstream_addr: upstream.then(|| "127.0.0.1:9".parse().unwrap()),
+        tries: match upstream {
+            true => vec![
+                TryRecord {
+                    addr: "127.0.0.1:8".parse().unwrap(),
+                    started: Instant::now(),
+                    latency: Duration::from_micros(1500),
+                    failed: Some(502),
+                },
+                TryRecord {
+                    addr: "[::1]:9".parse().unwrap(),
+                    started: Instant::now(),
+                    latency: Duration::from_micros(20),
+                    failed: None,
+                },
+            ],
+            false => Vec::new(),
+        },
+        upstream_uri: upstream.then(|| http::uri::PathAndQuery::from_static("/base/x?a=1")),
         source,
     }
 }
@@ -57,7 +74,7 @@ fn writes_kongs_basic_log_shape() {
     ctx.consumer = config.consumers.first();
     let cred_id = uuid::Uuid::nil();
     ctx.credential = Some(CredentialRef {
-        id: &cred_id,
+        id: cred_id,
         plugin: "key-auth",
     });
     ctx.started_wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
@@ -103,7 +120,35 @@ fn writes_kongs_basic_log_shape() {
         v["latencies"],
         json!({"kong": 3, "proxy": 11, "request": 20, "receive": 0})
     );
-    assert_eq!(v["tries"], json!([{"ip": "127.0.0.1", "port": 9}]));
+    let tries = v["tries"].as_array().unwrap();
+    assert_eq!(tries.len(), 2);
+    assert_eq!(
+        (&tries[0]["ip"], &tries[0]["port"]),
+        (&json!("127.0.0.1"), &json!(8))
+    );
+    assert_eq!(
+        (&tries[0]["state"], &tries[0]["code"]),
+        (&json!("failed"), &json!(502))
+    );
+    assert_eq!(tries[0]["balancer_latency"], 1);
+    assert_eq!(tries[0]["balancer_latency_ns"], 1_500_000);
+    assert_eq!(
+        (&tries[1]["ip"], &tries[1]["port"]),
+        (&json!("::1"), &json!(9))
+    );
+    assert!(
+        tries[1].get("state").is_none(),
+        "the answering try did not fail"
+    );
+    let start = tries[1]["balancer_start"].as_u64().unwrap();
+    assert!(
+        start >= 1_700_000_000_123,
+        "wall clock from the request's start: {start}"
+    );
+    assert_eq!(v["upstream_uri"], "/base/x?a=1");
+    assert_eq!(v["workspace_name"], "default");
+    assert_eq!(v["workspace"], DEFAULT_WORKSPACE_ID);
+    assert!(r.get("tls").is_none(), "plain HTTP has no tls");
     assert_eq!(v["route"]["name"], "r");
     assert_eq!(v["service"]["name"], "svc");
     assert_eq!(v["consumer"]["username"], "alice");
@@ -133,6 +178,7 @@ fn gateway_made_responses_have_no_upstream_facts_and_no_absent_entities() {
         assert_eq!(v["request"]["querystring"], json!({}));
         for absent in [
             "tries",
+            "upstream_uri",
             "route",
             "service",
             "consumer",
@@ -141,4 +187,25 @@ fn gateway_made_responses_have_no_upstream_facts_and_no_absent_entities() {
             assert!(v.get(absent).is_none(), "{absent} is left out");
         }
     }
+}
+
+#[test]
+fn https_requests_name_their_tls_version_and_cipher() {
+    let (_, compiled) = compile(CONFIG);
+    let mut ctx = RequestCtx::detached(request("GET", "/p", &[]), compiled.credentials());
+    ctx.scheme = "https";
+    ctx.tls = Some(sluice_tls::Negotiated {
+        version: "TLSv1.3",
+        cipher: "TLS_AES_128_GCM_SHA256",
+    });
+    let out = serialize(&ctx, &record("upstream", true), &EntityJson::default());
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        v["request"]["tls"],
+        json!({"version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "client_verify": "NONE"})
+    );
+    assert!(v["request"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://"));
 }

@@ -1,0 +1,227 @@
+//! A small JSON writer for log records: strings are copied in one piece unless they hold a character JSON
+//! must escape (header values and URIs rarely do), and numbers go through `itoa`. It writes what
+//! `serde_json` would, at a fraction of the per-call cost, which matters because a record is written on
+//! the proxy worker for every request.
+
+use std::fmt::Write as _;
+
+/// Appends `s` as a JSON string.
+pub fn string(out: &mut Vec<u8>, s: &str) {
+    string_parts(out, &[s]);
+}
+
+/// Appends the concatenation of `parts` as one JSON string (no intermediate `String`).
+pub fn string_parts(out: &mut Vec<u8>, parts: &[&str]) {
+    out.push(b'"');
+    for part in parts {
+        if is_plain(part.as_bytes()) {
+            out.extend_from_slice(part.as_bytes());
+        } else {
+            escape_into(out, part);
+        }
+    }
+    out.push(b'"');
+}
+
+/// Appends raw header bytes as a JSON string (invalid UTF-8 replaced, as `String::from_utf8_lossy`).
+pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+    if is_plain(b) {
+        out.push(b'"');
+        out.extend_from_slice(b);
+        out.push(b'"');
+        return;
+    }
+    match std::str::from_utf8(b) {
+        Ok(s) => string(out, s),
+        Err(_) => string(out, &String::from_utf8_lossy(b)),
+    }
+}
+
+/// Printable ASCII other than `"` and `\\`: copied into a JSON string as is. Checks eight bytes at a
+/// time (the usual "has a zero byte" bit tricks), since every header value of every request goes through it.
+fn is_plain(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
+    let mut chunks = s.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let control = w.wrapping_sub(ONES * 0x20) & !w;
+        let quote = has_zero(w ^ (ONES * u64::from(b'"')));
+        let backslash = has_zero(w ^ (ONES * u64::from(b'\\')));
+        if (w | control | quote | backslash) & HIGH != 0 {
+            return false;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .all(|&b| b.is_ascii() && !needs_escape(b))
+}
+
+pub fn uint(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+pub fn int(out: &mut Vec<u8>, n: i64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// Appends an IP address as a JSON string (IPv4 digit by digit: `Display` costs ~1k instructions).
+pub fn ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
+    out.push(b'"');
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                out.extend_from_slice(itoa::Buffer::new().format(octet).as_bytes());
+            }
+        }
+        std::net::IpAddr::V6(v6) => {
+            let mut s = String::with_capacity(40);
+            let _ = write!(s, "{v6}");
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+    out.push(b'"');
+}
+
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+fn escape_into(out: &mut Vec<u8>, s: &str) {
+    for b in s.bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b if b < 0x20 => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            }
+            b => out.push(b),
+        }
+    }
+}
+
+/// An object being written: members are separated by commas as they come.
+pub struct Object<'a> {
+    pub out: &'a mut Vec<u8>,
+    empty: bool,
+}
+
+impl<'a> Object<'a> {
+    pub fn open(out: &'a mut Vec<u8>) -> Object<'a> {
+        out.push(b'{');
+        Object { out, empty: true }
+    }
+
+    /// Starts member `name` (a plain ASCII key, never escaped); the caller writes its value to the
+    /// returned buffer.
+    #[inline]
+    pub fn key(&mut self, name: &str) -> &mut Vec<u8> {
+        if !self.empty {
+            self.out.push(b',');
+        }
+        self.empty = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    /// Starts a member whose name is arbitrary text (escaped as needed).
+    pub fn key_text(&mut self, name: &str) -> &mut Vec<u8> {
+        if !self.empty {
+            self.out.push(b',');
+        }
+        self.empty = false;
+        string(self.out, name);
+        self.out.push(b':');
+        self.out
+    }
+
+    pub fn close(self) {
+        self.out.push(b'}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_read_back_as_what_was_written() {
+        for s in [
+            "plain",
+            "quote\" and \\ back",
+            "ctl\u{1}\n\t\r\u{8}\u{c}",
+            "ünï €",
+            "",
+        ] {
+            let mut out = Vec::new();
+            string(&mut out, s);
+            assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), s);
+            assert_eq!(
+                out,
+                serde_json::to_vec(s).unwrap(),
+                "same bytes as serde_json"
+            );
+        }
+        for plain in [
+            "",
+            "a",
+            "abcdefgh",
+            "abcdefghij",
+            "~ !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}",
+        ] {
+            assert!(is_plain(plain.as_bytes()), "{plain:?}");
+        }
+        for needs in [
+            "abcdefg\"",
+            "\"",
+            "abcdefgh\\",
+            "tab\there",
+            "\u{7f}\u{80}é",
+            "abcdefgh\u{1f}",
+        ] {
+            assert!(!is_plain(needs.as_bytes()), "{needs:?}");
+        }
+        for ip_text in ["127.0.0.1", "10.200.3.45", "::1", "2001:db8::7"] {
+            let mut out = Vec::new();
+            ip(&mut out, ip_text.parse().unwrap());
+            assert_eq!(out, serde_json::to_vec(ip_text).unwrap());
+        }
+        let mut out = Vec::new();
+        bytes(&mut out, b"bad \xff utf8");
+        assert_eq!(
+            serde_json::from_slice::<String>(&out).unwrap(),
+            "bad \u{fffd} utf8"
+        );
+    }
+
+    #[test]
+    fn objects_separate_members() {
+        let mut out = Vec::new();
+        let mut o = Object::open(&mut out);
+        uint(o.key("a"), 1);
+        int(o.key("b"), -1);
+        string_parts(o.key("c"), &["x", "\"", "y"]);
+        o.close();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":1,"b":-1,"c":"x\"y"}"#
+        );
+    }
+}
