@@ -166,7 +166,9 @@ impl Settings {
             "role": "traditional",
             "router_flavor": "traditional_compatible",
         });
-        if let (Some(all), serde_json::Value::Object(dns)) = (json.as_object_mut(), self.dns.to_json()) {
+        if let (Some(all), serde_json::Value::Object(dns)) =
+            (json.as_object_mut(), self.dns.to_json())
+        {
             all.extend(dns);
         }
         json

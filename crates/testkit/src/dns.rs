@@ -40,7 +40,10 @@ impl DnsServer {
             .expect("read timeout");
         let addr = socket.local_addr().expect("local addr");
         let zone = Arc::new(Mutex::new(Zone::default()));
-        let (silent, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (silent, stop) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
         let thread = {
             let (zone, silent, stop) = (zone.clone(), silent.clone(), stop.clone());
             std::thread::spawn(move || serve(socket, zone, silent, stop))
@@ -60,12 +63,22 @@ impl DnsServer {
 
     /// Replaces the A records of `name`.
     pub fn set_a(&self, name: &str, ips: &[Ipv4Addr], ttl: u32) {
-        self.set(name, RecordType::A, ips.iter().map(|ip| RData::A(A(*ip))), ttl);
+        self.set(
+            name,
+            RecordType::A,
+            ips.iter().map(|ip| RData::A(A(*ip))),
+            ttl,
+        );
     }
 
     /// Replaces the AAAA records of `name`.
     pub fn set_aaaa(&self, name: &str, ips: &[Ipv6Addr], ttl: u32) {
-        self.set(name, RecordType::AAAA, ips.iter().map(|ip| RData::AAAA(AAAA(*ip))), ttl);
+        self.set(
+            name,
+            RecordType::AAAA,
+            ips.iter().map(|ip| RData::AAAA(AAAA(*ip))),
+            ttl,
+        );
     }
 
     /// Replaces the SRV records of `name`: `(priority, weight, port, target)` each.
@@ -94,7 +107,13 @@ impl DnsServer {
 
     /// How many questions (of any type) `name` got so far.
     pub fn queries(&self, name: &str) -> usize {
-        self.zone.lock().unwrap().queries.get(&key(name)).copied().unwrap_or(0)
+        self.zone
+            .lock()
+            .unwrap()
+            .queries
+            .get(&key(name))
+            .copied()
+            .unwrap_or(0)
     }
 
     fn set(&self, name: &str, kind: RecordType, data: impl Iterator<Item = RData>, ttl: u32) {
@@ -125,7 +144,12 @@ fn fqdn(name: &str) -> Name {
     n
 }
 
-fn serve(socket: UdpSocket, zone: Arc<Mutex<Zone>>, silent: Arc<AtomicBool>, stop: Arc<AtomicBool>) {
+fn serve(
+    socket: UdpSocket,
+    zone: Arc<Mutex<Zone>>,
+    silent: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) {
     let mut buf = [0u8; 1500];
     while !stop.load(Ordering::SeqCst) {
         let Ok((n, from)) = socket.recv_from(&mut buf) else {

@@ -48,8 +48,7 @@ impl Background {
         F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
     {
-        let std_listener =
-            TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
+        let std_listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();

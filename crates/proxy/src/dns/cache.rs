@@ -86,7 +86,13 @@ impl Cache {
     /// Records the outcome of a lookup of `host` made at `now`, and says what the request that made it
     /// uses. A failure keeps the addresses already known (retried after `dns_error_ttl`, or
     /// `dns_not_found_ttl` when the name is gone); only a name never resolved fails requests.
-    pub fn store(&mut self, host: &str, outcome: Outcome, now: Instant, settings: &DnsSettings) -> Use {
+    pub fn store(
+        &mut self,
+        host: &str,
+        outcome: Outcome,
+        now: Instant,
+        settings: &DnsSettings,
+    ) -> Use {
         let retry_after = match &outcome {
             Outcome::Found { .. } => Duration::ZERO,
             Outcome::NotFound => settings.not_found_ttl,
@@ -121,7 +127,10 @@ impl Cache {
             }
             _ => {
                 entry.expires = now + retry_after;
-                tracing::warn!(host, "DNS resolution failed; using the last known addresses");
+                tracing::warn!(
+                    host,
+                    "DNS resolution failed; using the last known addresses"
+                );
                 Use::Addr(entry.take())
             }
         }

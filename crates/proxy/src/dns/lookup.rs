@@ -106,7 +106,9 @@ impl Resolver {
     }
 
     fn from_hosts(&self, host: &str, order: &[Kind]) -> Option<Outcome> {
-        let ips = self.hosts.get(&host.trim_end_matches('.').to_ascii_lowercase())?;
+        let ips = self
+            .hosts
+            .get(&host.trim_end_matches('.').to_ascii_lowercase())?;
         order.iter().find_map(|kind| {
             let addrs: Vec<Addr> = ips
                 .iter()
@@ -156,9 +158,10 @@ impl Resolver {
         names
     }
 
-    /// Tries each type of `order` for one fully qualified name; NXDOMAIN ends the tries at once.
+    /// Tries each type of `order` for one fully qualified name. NXDOMAIN ends the tries (the name has no
+    /// record of any type), and so does a failure (nameservers that did not answer one question are not
+    /// asked the next: a refresh against a silent server gives up after one round of timeouts).
     async fn resolve_name(&self, name: &Name, order: &[Kind]) -> Outcome {
-        let mut failed = false;
         for kind in order {
             let outcome = match kind {
                 Kind::A | Kind::Aaaa => self.addresses(name, *kind).await,
@@ -175,15 +178,11 @@ impl Resolver {
                     }
                 }
                 Step::Empty => {}
-                Step::NoSuchName => return if failed { Outcome::Failed } else { Outcome::NotFound },
-                Step::Failed => failed = true,
+                Step::NoSuchName => return Outcome::NotFound,
+                Step::Failed => return Outcome::Failed,
             }
         }
-        if failed {
-            Outcome::Failed
-        } else {
-            Outcome::NotFound
-        }
+        Outcome::NotFound
     }
 
     /// A or AAAA records of `name` (following a CNAME chain the server put in the answer).
@@ -244,7 +243,11 @@ impl Resolver {
     }
 
     async fn target_ips(&self, msg: &Message, target: &Name) -> Option<(Vec<IpAddr>, Duration)> {
-        let extra: Vec<&Record> = msg.additionals.iter().filter(|r| r.name == *target).collect();
+        let extra: Vec<&Record> = msg
+            .additionals
+            .iter()
+            .filter(|r| r.name == *target)
+            .collect();
         let ips: Vec<IpAddr> = extra.iter().filter_map(|r| ip_of(r)).collect();
         if !ips.is_empty() {
             return Some((ips, min_ttl(extra.into_iter())));

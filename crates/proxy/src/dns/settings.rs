@@ -110,7 +110,11 @@ pub fn parse_resolvers(value: &str) -> Result<Vec<SocketAddr>, String> {
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let addr = match item.parse::<SocketAddr>() {
             Ok(addr) => addr,
-            Err(_) => match item.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            Err(_) => match item
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+            {
                 Ok(ip) => SocketAddr::new(ip, 53),
                 Err(_) => return Err(format!("'{item}' is not an ip[:port]")),
             },

@@ -32,13 +32,20 @@ impl Default for ResolvConf {
 }
 
 impl ResolvConf {
-    /// Reads `/etc/resolv.conf`; a missing file gives the defaults and a nameserver on 127.0.0.1:53.
+    /// Reads `/etc/resolv.conf`; a missing file gives the defaults and a nameserver on 127.0.0.1:53. As in
+    /// glibc, the environment variables `LOCALDOMAIN` (search list) and `RES_OPTIONS` (options) override it.
     pub fn system() -> ResolvConf {
-        let mut conf = std::fs::read_to_string("/etc/resolv.conf")
-            .map(|text| ResolvConf::parse(&text))
-            .unwrap_or_default();
+        let mut text = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        if let Ok(search) = std::env::var("LOCALDOMAIN") {
+            text.push_str(&format!("\nsearch {search}"));
+        }
+        if let Ok(options) = std::env::var("RES_OPTIONS") {
+            text.push_str(&format!("\noptions {options}"));
+        }
+        let mut conf = ResolvConf::parse(&text);
         if conf.nameservers.is_empty() {
-            conf.nameservers.push(SocketAddr::from(([127, 0, 0, 1], 53)));
+            conf.nameservers
+                .push(SocketAddr::from(([127, 0, 0, 1], 53)));
         }
         conf
     }
@@ -100,7 +107,9 @@ pub fn parse_hosts(text: &str) -> Hosts {
     let mut hosts = Hosts::new();
     for line in text.lines() {
         let mut words = line.split('#').next().unwrap_or("").split_whitespace();
-        let Some(Ok(ip)) = words.next().map(|w| w.split('%').next().unwrap_or(w).parse::<IpAddr>())
+        let Some(Ok(ip)) = words
+            .next()
+            .map(|w| w.split('%').next().unwrap_or(w).parse::<IpAddr>())
         else {
             continue;
         };

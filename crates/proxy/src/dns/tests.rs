@@ -26,15 +26,24 @@ const S: Duration = Duration::from_secs(1);
 fn an_answer_is_used_round_robin_for_its_ttl_then_refreshed_while_stale() {
     let (set, mut cache, t0) = (DnsSettings::default(), Cache::default(), Instant::now());
     assert_eq!(cache.consult("svc", t0, &set), Use::Lookup);
-    assert_eq!(cache.store("svc", found(&[addr(1), addr(2)], 10), t0, &set), Use::Addr(addr(1)));
+    assert_eq!(
+        cache.store("svc", found(&[addr(1), addr(2)], 10), t0, &set),
+        Use::Addr(addr(1))
+    );
     assert_eq!(cache.consult("svc", t0 + 9 * S, &set), Use::Addr(addr(2)));
     assert_eq!(cache.consult("svc", t0 + 9 * S, &set), Use::Addr(addr(1)));
     // Expired: the first request starts one refresh, the others keep using the stale answer meanwhile.
-    assert_eq!(cache.consult("svc", t0 + 10 * S, &set), Use::Refresh(addr(2)));
+    assert_eq!(
+        cache.consult("svc", t0 + 10 * S, &set),
+        Use::Refresh(addr(2))
+    );
     assert_eq!(cache.consult("svc", t0 + 11 * S, &set), Use::Addr(addr(1)));
     // The refresh lands: the new answer, for its own TTL.
     let t1 = t0 + 11 * S;
-    assert_eq!(cache.store("svc", found(&[addr(3)], 2), t1, &set), Use::Addr(addr(3)));
+    assert_eq!(
+        cache.store("svc", found(&[addr(3)], 2), t1, &set),
+        Use::Addr(addr(3))
+    );
     assert_eq!(cache.expires("svc"), Some(t1 + 2 * S));
     assert_eq!(cache.consult("svc", t1 + S, &set), Use::Addr(addr(3)));
     assert_eq!(cache.last("svc"), Some(Kind::A));
@@ -45,7 +54,10 @@ fn an_answer_too_stale_and_not_being_refreshed_is_looked_up_again() {
     let (set, mut cache, t0) = (DnsSettings::default(), Cache::default(), Instant::now());
     cache.store("svc", found(&[addr(1)], 5), t0, &set);
     // 5 s TTL + 4 s dns_stale_ttl.
-    assert_eq!(cache.consult("svc", t0 + 8 * S, &set), Use::Refresh(addr(1)));
+    assert_eq!(
+        cache.consult("svc", t0 + 8 * S, &set),
+        Use::Refresh(addr(1))
+    );
     let mut other = Cache::default();
     other.store("svc", found(&[addr(1)], 5), t0, &set);
     assert_eq!(other.consult("svc", t0 + 9 * S, &set), Use::Lookup);
@@ -76,12 +88,24 @@ fn a_failed_refresh_keeps_the_known_addresses_and_retries_after_the_error_ttls()
     let (set, mut cache, t0) = (DnsSettings::default(), Cache::default(), Instant::now());
     cache.store("svc", found(&[addr(1)], 5), t0, &set);
     let t1 = t0 + 5 * S;
-    assert_eq!(cache.store("svc", Outcome::Failed, t1, &set), Use::Addr(addr(1)));
+    assert_eq!(
+        cache.store("svc", Outcome::Failed, t1, &set),
+        Use::Addr(addr(1))
+    );
     assert_eq!(cache.expires("svc"), Some(t1 + set.error_ttl));
-    assert_eq!(cache.consult("svc", t1 + set.error_ttl / 2, &set), Use::Addr(addr(1)));
-    assert_eq!(cache.consult("svc", t1 + set.error_ttl, &set), Use::Refresh(addr(1)));
+    assert_eq!(
+        cache.consult("svc", t1 + set.error_ttl / 2, &set),
+        Use::Addr(addr(1))
+    );
+    assert_eq!(
+        cache.consult("svc", t1 + set.error_ttl, &set),
+        Use::Refresh(addr(1))
+    );
     // The name is gone: still the last addresses, asked again only after dns_not_found_ttl.
-    assert_eq!(cache.store("svc", Outcome::NotFound, t1, &set), Use::Addr(addr(1)));
+    assert_eq!(
+        cache.store("svc", Outcome::NotFound, t1, &set),
+        Use::Addr(addr(1))
+    );
     assert_eq!(cache.expires("svc"), Some(t1 + set.not_found_ttl));
     assert_eq!(cache.last("svc"), Some(Kind::A));
 }
@@ -89,19 +113,34 @@ fn a_failed_refresh_keeps_the_known_addresses_and_retries_after_the_error_ttls()
 #[test]
 fn a_name_that_never_resolved_fails_for_the_negative_ttls() {
     let (set, mut cache, t0) = (DnsSettings::default(), Cache::default(), Instant::now());
-    assert_eq!(cache.store("gone", Outcome::NotFound, t0, &set), Use::Failed);
+    assert_eq!(
+        cache.store("gone", Outcome::NotFound, t0, &set),
+        Use::Failed
+    );
     assert_eq!(cache.consult("gone", t0 + 29 * S, &set), Use::Failed);
     assert_eq!(cache.consult("gone", t0 + 30 * S, &set), Use::Lookup);
     assert_eq!(cache.store("down", Outcome::Failed, t0, &set), Use::Failed);
     assert_eq!(cache.consult("down", t0 + S / 2, &set), Use::Failed);
     assert_eq!(cache.consult("down", t0 + S, &set), Use::Lookup);
     // A later answer replaces the failure.
-    assert_eq!(cache.store("down", found(&[addr(4)], 9), t0 + S, &set), Use::Addr(addr(4)));
+    assert_eq!(
+        cache.store("down", found(&[addr(4)], 9), t0 + S, &set),
+        Use::Addr(addr(4))
+    );
 }
 
 #[test]
 fn srv_weights_spread_addresses_smoothly() {
-    let (a, b) = (Addr { port: Some(1), ..addr(1) }, Addr { port: Some(2), ..addr(2) });
+    let (a, b) = (
+        Addr {
+            port: Some(1),
+            ..addr(1)
+        },
+        Addr {
+            port: Some(2),
+            ..addr(2)
+        },
+    );
     // nginx's smooth order: interleaved, not in bursts.
     assert_eq!(spread(&[(a, 3), (b, 1)]), vec![a, a, b, a]);
     assert_eq!(spread(&[(a, 2), (b, 2)]), vec![a, b, a, b]);
@@ -125,7 +164,10 @@ fn kong_settings_parse_with_their_defaults_and_name_the_bad_one() {
             "[::1]:53".parse().unwrap()
         ]
     );
-    assert_eq!(parse_order("aaaa, a,last").unwrap(), vec![Kind::Aaaa, Kind::A, Kind::Last]);
+    assert_eq!(
+        parse_order("aaaa, a,last").unwrap(),
+        vec![Kind::Aaaa, Kind::A, Kind::Last]
+    );
     assert!(parse_order("LAST").is_err());
     assert!(parse_order("A,MX").is_err());
     assert_eq!(parse_seconds("0.5").unwrap(), Duration::from_millis(500));
@@ -138,7 +180,10 @@ fn kong_settings_parse_with_their_defaults_and_name_the_bad_one() {
         _ => None,
     })
     .unwrap();
-    assert_eq!((set.valid_ttl, set.hostsfile.to_str()), (Some(7 * S), Some("/tmp/hosts")));
+    assert_eq!(
+        (set.valid_ttl, set.hostsfile.to_str()),
+        (Some(7 * S), Some("/tmp/hosts"))
+    );
 }
 
 #[test]
@@ -149,7 +194,8 @@ fn resolv_conf_and_hosts_files_parse() {
     assert_eq!(conf.nameservers.len(), 2);
     assert_eq!(conf.search, vec!["a.example", "b.example"]);
     assert_eq!((conf.ndots, conf.timeout, conf.attempts), (2, 3 * S, 4));
-    let hosts = parse_hosts("127.0.0.1 localhost Local.Test # me\n::1 localhost ip6-localhost\nbad line\n");
+    let hosts =
+        parse_hosts("127.0.0.1 localhost Local.Test # me\n::1 localhost ip6-localhost\nbad line\n");
     let ips: Vec<IpAddr> = vec!["127.0.0.1".parse().unwrap(), "::1".parse().unwrap()];
     assert_eq!(hosts["localhost"], ips);
     assert_eq!(hosts["local.test"], ips[..1]);
@@ -161,8 +207,15 @@ async fn resolve_answers_hosts_file_names_and_fails_unknown_ones() {
     let addr = resolve("localhost", 8080).await.unwrap();
     assert_eq!(addr, "127.0.0.1:8080".parse().unwrap());
     // `.invalid` never resolves (RFC 6761): remembered as a failure on this worker.
-    assert_eq!(resolve("sluice-test.invalid", 80).await, Err(ProxyError::NameResolution));
+    assert_eq!(
+        resolve("sluice-test.invalid", 80).await,
+        Err(ProxyError::NameResolution)
+    );
     let now = Instant::now();
-    let cached = LOCAL.with(|l| l.cache.borrow_mut().consult("sluice-test.invalid", now, &l.resolver.settings));
+    let cached = LOCAL.with(|l| {
+        l.cache
+            .borrow_mut()
+            .consult("sluice-test.invalid", now, &l.resolver.settings)
+    });
     assert_eq!(cached, Use::Failed);
 }
