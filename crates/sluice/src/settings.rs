@@ -119,7 +119,7 @@ impl Settings {
             bail!("database: only 'off' (DB-less) is supported by this build, got '{database}'");
         }
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
-        let dns = sluice_proxy::DnsSettings::from_kong(&get).map_err(anyhow::Error::msg)?;
+        let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         Ok(Settings {
             proxy_listen: get("proxy_listen")
                 .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 ssl".into()),

@@ -69,7 +69,7 @@ impl Resolver {
     /// Resolves `host`; `last` is the type that answered last time (Kong's `LAST`).
     pub async fn resolve(&self, host: &str, last: Option<Kind>) -> Outcome {
         let order = self.order(last);
-        if let Some(found) = self.from_hosts(host, &order) {
+        if let Some(found) = self.in_hosts(host, &order) {
             return found;
         }
         let mut failed = false;
@@ -105,7 +105,7 @@ impl Resolver {
         order
     }
 
-    fn from_hosts(&self, host: &str, order: &[Kind]) -> Option<Outcome> {
+    fn in_hosts(&self, host: &str, order: &[Kind]) -> Option<Outcome> {
         let ips = self
             .hosts
             .get(&host.trim_end_matches('.').to_ascii_lowercase())?;
@@ -250,7 +250,7 @@ impl Resolver {
             .collect();
         let ips: Vec<IpAddr> = extra.iter().filter_map(|r| ip_of(r)).collect();
         if !ips.is_empty() {
-            return Some((ips, min_ttl(extra.into_iter())));
+            return Some((ips, min_ttl(extra)));
         }
         for kind in [Kind::A, Kind::Aaaa] {
             if let Step::Found(addrs, ttl) = self.addresses(target, kind).await {
