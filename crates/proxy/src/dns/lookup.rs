@@ -309,40 +309,19 @@ fn min_ttl<'a>(records: impl IntoIterator<Item = &'a Record>) -> Duration {
     Duration::from_secs(u64::from(secs))
 }
 
-/// Most entries one SRV answer spreads into.
-const MAX_SPREAD: u32 = 256;
-
-/// The addresses in the order requests walk them: each as often as its weight (scaled down to at most
-/// [`MAX_SPREAD`] entries), interleaved by smooth weighted round-robin. Weight 0 entries are used only
-/// when every weight is 0 (RFC 2782 gives them "a very small chance").
+/// The addresses in the order requests walk them: each as often as its weight (reduced by the weights'
+/// gcd), interleaved by the balancer's smooth weighted round-robin. Weight-0 entries are used only when
+/// every weight is 0 (RFC 2782 gives them "a very small chance").
 pub fn spread(weighted: &[(Addr, u16)]) -> Vec<Addr> {
     let all_zero = weighted.iter().all(|(_, w)| *w == 0);
-    let total: u32 = weighted.iter().map(|(_, w)| u32::from(*w)).sum();
-    let scale = total.div_ceil(MAX_SPREAD).max(1);
-    let weights: Vec<i64> = weighted
+    let weights: Vec<u32> = weighted
         .iter()
-        .map(|(_, w)| match (all_zero, *w) {
-            (true, _) => 1,
-            (false, 0) => 0,
-            (false, w) => i64::from((u32::from(w) / scale).max(1)),
-        })
+        .map(|(_, w)| if all_zero { 1 } else { u32::from(*w) })
         .collect();
-    let sum: i64 = weights.iter().sum();
-    let mut current = vec![0i64; weights.len()];
-    let mut out = Vec::with_capacity(sum as usize);
-    for _ in 0..sum {
-        for (c, w) in current.iter_mut().zip(&weights) {
-            *c += w;
-        }
-        let (best, _) = current
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i)))
-            .expect("non-empty");
-        current[best] -= sum;
-        out.push(weighted[best].0);
-    }
-    out
+    crate::balancer::smooth_schedule(&weights)
+        .into_iter()
+        .map(|i| weighted[i as usize].0)
+        .collect()
 }
 
 #[cfg(test)]
