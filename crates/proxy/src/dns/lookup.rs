@@ -310,14 +310,10 @@ fn min_ttl<'a>(records: impl IntoIterator<Item = &'a Record>) -> Duration {
 }
 
 /// The addresses in the order requests walk them: each as often as its weight (reduced by the weights'
-/// gcd), interleaved by the balancer's smooth weighted round-robin. Weight-0 entries are used only when
-/// every weight is 0 (RFC 2782 gives them "a very small chance").
+/// gcd), interleaved by the balancer's smooth weighted round-robin. Weight 0 counts as 1, as in Kong (RFC
+/// 2782 gives such records "a very small chance").
 pub fn spread(weighted: &[(Addr, u16)]) -> Vec<Addr> {
-    let all_zero = weighted.iter().all(|(_, w)| *w == 0);
-    let weights: Vec<u32> = weighted
-        .iter()
-        .map(|(_, w)| if all_zero { 1 } else { u32::from(*w) })
-        .collect();
+    let weights: Vec<u32> = weighted.iter().map(|(_, w)| u32::from(*w).max(1)).collect();
     crate::balancer::smooth_schedule(&weights)
         .into_iter()
         .map(|i| weighted[i as usize].0)

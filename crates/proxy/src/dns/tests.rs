@@ -144,8 +144,9 @@ fn srv_weights_spread_addresses_smoothly() {
     // nginx's smooth order: interleaved, not in bursts.
     assert_eq!(spread(&[(a, 3), (b, 1)]), vec![a, a, b, a]);
     assert_eq!(spread(&[(a, 2), (b, 4)]), vec![b, a, b]);
-    // Zero weights: only used when all are zero; large weights are scaled down.
-    assert_eq!(spread(&[(a, 0), (b, 5)]), vec![b]);
+    // Weight 0 counts as 1 (Kong); weights are reduced by their gcd.
+    let s = spread(&[(a, 0), (b, 5)]);
+    assert_eq!((s.len(), s.iter().filter(|x| **x == a).count()), (6, 1));
     assert_eq!(spread(&[(a, 0), (b, 0)]), vec![a, b]);
     assert_eq!(spread(&[(a, 60000), (b, 60000)]), vec![a, b]);
 }
