@@ -19,7 +19,8 @@
 //! after `dns_error_ttl` (`dns_not_found_ttl` when the name is gone): 503 "name resolution failed" only
 //! for a name that never resolved, remembered for those TTLs. A name with several addresses is walked
 //! round-robin; SRV answers (lowest priority only) are spread by weight and their port replaces the
-//! configured one, as Kong does. Concurrent misses on one worker each ask (Kong's `dns_no_sync = on`).
+//! configured one, as Kong does. Requests that miss while a lookup of the name runs on their worker wait
+//! for it rather than asking again (Kong's `dns_no_sync = off`).
 //!
 //! The resolver settings are installed by [`configure`] when the proxy starts; each worker takes them on
 //! its first lookup. Background refreshes run on the worker's own `current_thread` runtime, so their
@@ -36,10 +37,12 @@ pub use settings::{DnsSettings, Kind};
 use crate::error::ProxyError;
 use cache::{Cache, Use};
 use lookup::{Outcome, Resolver};
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// One address of a name: the IP and, from an SRV record, the port that replaces the configured one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,15 +70,18 @@ pub fn configure(settings: &DnsSettings) {
     *CONFIGURED.write().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
 }
 
-/// A worker's cache and the resolver it asks on a miss.
+/// A worker's cache, its lookups in progress, and the resolver it asks on a miss.
 struct Local {
     cache: RefCell<Cache>,
+    /// Lookups running on this worker: requests that need the same name wait for them.
+    running: RefCell<FxHashMap<Box<str>, Arc<Notify>>>,
     resolver: Arc<Resolver>,
 }
 
 thread_local! {
     static LOCAL: Local = Local {
         cache: RefCell::new(Cache::default()),
+        running: RefCell::default(),
         resolver: CONFIGURED
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -84,32 +90,48 @@ thread_local! {
     };
 }
 
-/// An address of `host:port`, from this worker's cache or a lookup.
+/// The longest a request waits for another request's lookup of the same name before asking itself.
+const JOIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// An address of `host:port`, from this worker's cache or a lookup. A request that needs a lookup
+/// while one of the same name is running on this worker waits for it (Kong's `dns_no_sync = off`).
 pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
-    let now = Instant::now();
-    let found = LOCAL.with(|l| {
-        l.cache
-            .borrow_mut()
-            .consult(host, now, &l.resolver.settings)
-    });
-    let addr = match found {
-        Use::Addr(addr) => addr,
-        Use::Refresh(addr) => {
-            let host = host.to_string();
-            tokio::spawn(async move { lookup(&host).await });
-            addr
-        }
-        Use::Failed => return Err(ProxyError::NameResolution),
-        Use::Lookup => match lookup(host).await {
-            Use::Addr(addr) | Use::Refresh(addr) => addr,
-            Use::Failed | Use::Lookup => return Err(ProxyError::NameResolution),
-        },
-    };
-    Ok(addr.with_port(port))
+    let mut joined = false;
+    loop {
+        let now = Instant::now();
+        let found = LOCAL.with(|l| {
+            l.cache
+                .borrow_mut()
+                .consult(host, now, &l.resolver.settings)
+        });
+        let addr = match found {
+            Use::Addr(addr) => addr,
+            Use::Refresh(addr) => {
+                let host = host.to_string();
+                tokio::spawn(async move { lookup(&host).await });
+                addr
+            }
+            Use::Failed => return Err(ProxyError::NameResolution),
+            Use::Lookup => {
+                let running = LOCAL.with(|l| l.running.borrow().get(host).cloned());
+                if let Some(done) = running.filter(|_| !joined) {
+                    joined = true;
+                    let _ = tokio::time::timeout(JOIN_LIMIT, done.notified_owned()).await;
+                    continue;
+                }
+                match lookup(host).await {
+                    Use::Addr(addr) | Use::Refresh(addr) => addr,
+                    Use::Failed | Use::Lookup => return Err(ProxyError::NameResolution),
+                }
+            }
+        };
+        return Ok(addr.with_port(port));
+    }
 }
 
 /// Resolves `host`, stores the outcome in this worker's cache, and says what the caller uses.
 async fn lookup(host: &str) -> Use {
+    let _running = Running::start(host);
     let (resolver, last) = LOCAL.with(|l| (l.resolver.clone(), l.cache.borrow().last(host)));
     let outcome = resolver.resolve(host, last).await;
     match &outcome {
@@ -124,6 +146,36 @@ async fn lookup(host: &str) -> Use {
             .borrow_mut()
             .store(host, outcome, Instant::now(), &resolver.settings)
     })
+}
+
+/// Marks a lookup as running on this worker; when it ends (or is dropped half-way), the requests
+/// waiting for it are woken to read the cache.
+struct Running<'a> {
+    host: &'a str,
+    done: Arc<Notify>,
+}
+
+impl<'a> Running<'a> {
+    fn start(host: &'a str) -> Running<'a> {
+        let done = Arc::new(Notify::new());
+        LOCAL.with(|l| l.running.borrow_mut().insert(host.into(), done.clone()));
+        Running { host, done }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|l| {
+            let mut running = l.running.borrow_mut();
+            if running
+                .get(self.host)
+                .is_some_and(|d| Arc::ptr_eq(d, &self.done))
+            {
+                running.remove(self.host);
+            }
+        });
+        self.done.notify_waiters();
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! Upstream targets named by DNS, resolved by the real binary through a real DNS server (the test kit's,
 //! set with `dns_resolver`): record TTLs respected, changes followed, stale answers kept while the server
-//! is silent, 503 for names that never resolve, SRV ports, and IPv6 (AAAA answers and literals).
+//! is silent, 503 for names that never resolve, one lookup for concurrent requests, SRV ports, and IPv6
+//! (AAAA answers and literals).
 
 mod support;
 
-use sluice_testkit::{DnsServer, EchoUpstream, Gateway};
+use sluice_testkit::{client, DnsServer, EchoUpstream, Gateway};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use support::{hit, BIN};
@@ -158,6 +159,27 @@ async fn a_name_that_never_resolves_is_503_name_resolution_failed() {
         dns.queries("nowhere.dns.test") <= asked + 2,
         "one lookup per worker at most"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_for_a_new_name_share_one_lookup_per_worker() {
+    let one = EchoUpstream::named("one");
+    let dns = DnsServer::start();
+    dns.set_a("burst.dns.test", &[ONE], 60);
+    dns.set_delay(Duration::from_millis(300));
+    let yaml = config(&[("burst", &format!("burst.dns.test:{}", one.port()))]);
+    let gw = gateway(&dns, &yaml, &[]);
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let url = gw.proxy_url("/burst");
+        requests.spawn(async move { client().get(url).send().await.unwrap().status().as_u16() });
+    }
+    while let Some(status) = requests.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    // SRV then A, once per worker (2) — not once per request.
+    let asked = dns.queries("burst.dns.test");
+    assert!(asked <= 4, "{asked} questions for 20 concurrent requests");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

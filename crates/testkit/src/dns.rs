@@ -1,5 +1,5 @@
 //! A tiny authoritative DNS server over UDP on 127.0.0.1 for resolution tests: the test sets A, AAAA,
-//! SRV and CNAME records (with TTLs) at any time, can make the server go silent, and reads how many
+//! SRV and CNAME records (with TTLs) at any time, can make the server slow or silent, and reads how many
 //! questions each name got.
 //!
 //! Unknown names get NXDOMAIN; a known name without records of the asked type gets an empty NOERROR
@@ -20,6 +20,8 @@ struct Zone {
     records: HashMap<String, Vec<Record>>,
     /// name → questions asked about it (any type).
     queries: HashMap<String, usize>,
+    /// How long each answer is held back (each on its own thread, so answers overlap).
+    delay: Duration,
 }
 
 /// The running server; stops when dropped.
@@ -105,6 +107,11 @@ impl DnsServer {
         self.silent.store(silent, Ordering::SeqCst);
     }
 
+    /// Holds every answer back for `delay` from now on.
+    pub fn set_delay(&self, delay: Duration) {
+        self.zone.lock().unwrap().delay = delay;
+    }
+
     /// How many questions (of any type) `name` got so far.
     pub fn queries(&self, name: &str) -> usize {
         self.zone
@@ -158,12 +165,26 @@ fn serve(
         let Ok(query) = Message::from_vec(&buf[..n]) else {
             continue;
         };
-        let reply = answer(&query, &mut zone.lock().unwrap());
+        let (reply, delay) = {
+            let mut zone = zone.lock().unwrap();
+            (answer(&query, &mut zone), zone.delay)
+        };
         if silent.load(Ordering::SeqCst) {
             continue;
         }
-        if let Ok(wire) = reply.to_vec() {
-            let _ = socket.send_to(&wire, from);
+        let Ok(wire) = reply.to_vec() else {
+            continue;
+        };
+        match (delay.is_zero(), socket.try_clone()) {
+            (false, Ok(socket)) => {
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    let _ = socket.send_to(&wire, from);
+                });
+            }
+            _ => {
+                let _ = socket.send_to(&wire, from);
+            }
         }
     }
 }
