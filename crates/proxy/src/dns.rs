@@ -119,7 +119,8 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
                     let _ = tokio::time::timeout(JOIN_LIMIT, done.notified_owned()).await;
                     continue;
                 }
-                match lookup(host).await {
+                // Boxed: the lookup's state stays out of every request's future (hits need none of it).
+                match Box::pin(lookup(host)).await {
                     Use::Addr(addr) | Use::Refresh(addr) => addr,
                     Use::Failed | Use::Lookup => return Err(ProxyError::NameResolution),
                 }

@@ -3,7 +3,7 @@
 use super::super::settings::parse_order;
 use super::*;
 use sluice_testkit::DnsServer;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 const V4: [Ipv4Addr; 2] = [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)];
 
