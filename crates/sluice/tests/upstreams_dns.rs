@@ -27,12 +27,16 @@ fn config(services: &[(&str, &str)]) -> String {
     format!("_format_version: \"3.0\"\nservices:\n{svcs}upstreams:\n{ups}")
 }
 
-/// The binary resolving through `dns` with extra `SLUICE_*` settings.
+/// The binary resolving through `dns` with extra `SLUICE_*` settings. The machine's search list and
+/// options are overridden (glibc's `LOCALDOMAIN`, `RES_OPTIONS`) so the test asks exactly the names it
+/// counts, and a silent server costs a 1 s timeout.
 fn gateway(dns: &DnsServer, yaml: &str, env: &[(&str, &str)]) -> Gateway {
     let mut b = Gateway::builder(BIN)
         .workers(2)
         .config_yaml(yaml)
-        .env("SLUICE_DNS_RESOLVER", &dns.addr().to_string());
+        .env("SLUICE_DNS_RESOLVER", &dns.addr().to_string())
+        .env("LOCALDOMAIN", "")
+        .env("RES_OPTIONS", "ndots:1 timeout:1 attempts:1");
     for (k, v) in env {
         b = b.env(k, v);
     }
@@ -120,7 +124,7 @@ async fn a_silent_dns_server_leaves_traffic_on_the_last_known_address() {
     let dns = DnsServer::start();
     dns.set_a("quiet.dns.test", &[ONE], 1);
     let yaml = config(&[("quiet", &format!("quiet.dns.test:{}", _one.port()))]);
-    let gw = gateway(&dns, &yaml, &[("RES_OPTIONS", "timeout:1 attempts:1")]);
+    let gw = gateway(&dns, &yaml, &[]);
     always_served_by(&gw, "/quiet", "one", Duration::from_millis(300)).await;
     dns.set_silent(true);
     let asked = dns.queries("quiet.dns.test");
