@@ -13,9 +13,10 @@
 //! **Cache.** Each worker thread has its own [`cache::Cache`] (a thread-local): a request reads it
 //! without locks or allocation. An answer is used for its TTL (the smallest of its records, or
 //! `dns_valid_ttl`; at least [`cache::MIN_TTL`], so a TTL of 0 means "refresh every second in the
-//! background" rather than Kong's query per request). When a request finds it expired, it still uses it
-//! and starts a background refresh; an answer more than `dns_stale_ttl` past expiry with no refresh
-//! running makes the request wait for a lookup. A failed refresh keeps the known addresses and tries again
+//! background" rather than Kong's query per request). A request that finds it expired still uses it and
+//! starts a background refresh (another one if the last has not reported back within `dns_stale_ttl`), so
+//! no request waits for DNS once a name is known — unlike Kong, which stops serving a stale answer after
+//! `dns_stale_ttl` and queries on the request path. A failed refresh keeps the known addresses and tries again
 //! after `dns_error_ttl` (`dns_not_found_ttl` when the name is gone): 503 "name resolution failed" only
 //! for a name that never resolved, remembered for those TTLs. A name with several addresses is walked
 //! round-robin; SRV answers (lowest priority only) are spread by weight and their port replaces the

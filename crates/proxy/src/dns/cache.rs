@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 /// The shortest time an answer is used: a TTL of 0 would put a DNS query on every request (Kong's
 /// behaviour); Sluice instead uses the answer for one second and refreshes it in the background.
 pub const MIN_TTL: Duration = Duration::from_secs(1);
-/// A background refresh that has not reported back after this long is presumed lost and started again.
-const REFRESH_LOST: Duration = Duration::from_secs(30);
 
 /// What the cache knows about one name.
 #[derive(Debug)]
@@ -63,19 +61,16 @@ impl Cache {
         if now < entry.expires {
             return Use::Addr(entry.take());
         }
-        let in_flight = entry
-            .refreshing
-            .is_some_and(|since| now.saturating_duration_since(since) < REFRESH_LOST);
+        // Expired: still used, and refreshed in the background. A refresh that has not reported back
+        // within dns_stale_ttl (at least 1 s) is presumed slow or lost, and another one is started.
+        let in_flight = entry.refreshing.is_some_and(|since| {
+            now.saturating_duration_since(since) < settings.stale_ttl.max(MIN_TTL)
+        });
         if in_flight {
             return Use::Addr(entry.take());
         }
-        // Stale: serve it while a background refresh runs, unless it is older than dns_stale_ttl past
-        // its expiry (then the request waits for a lookup, and gets the stale answer if that fails).
-        if now < entry.expires + settings.stale_ttl {
-            entry.refreshing = Some(now);
-            return Use::Refresh(entry.take());
-        }
-        Use::Lookup
+        entry.refreshing = Some(now);
+        Use::Refresh(entry.take())
     }
 
     /// The type that answered `host` last (Kong's `LAST`).

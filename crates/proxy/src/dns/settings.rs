@@ -26,7 +26,8 @@ pub struct DnsSettings {
     pub order: Vec<Kind>,
     /// Replaces every record's TTL when set (Kong's `dns_valid_ttl`).
     pub valid_ttl: Option<Duration>,
-    /// How long past its TTL an answer still serves requests while it is refreshed (`dns_stale_ttl`).
+    /// How long a background refresh of an expired answer may take before another is started; the
+    /// expired answer serves requests meanwhile (`dns_stale_ttl`).
     pub stale_ttl: Duration,
     /// How long "no such name" and empty answers are remembered (`dns_not_found_ttl`).
     pub not_found_ttl: Duration,
