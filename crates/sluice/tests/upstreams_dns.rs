@@ -201,6 +201,24 @@ async fn srv_records_give_the_port() {
     always_served_by(&gw, "/srv", "one", Duration::from_millis(300)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_hostsfile_names_are_proxied_without_asking_dns() {
+    let (one, _two) = two_upstreams();
+    let dns = DnsServer::start();
+    dns.set_a("pinned.dns.test", &[ONE], 30);
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.2 pinned.dns.test\n").unwrap();
+    let yaml = config(&[("pinned", &format!("pinned.dns.test:{}", one.port()))]);
+    let gw = gateway(
+        &dns,
+        &yaml,
+        &[("SLUICE_DNS_HOSTSFILE", hosts.to_str().unwrap())],
+    );
+    always_served_by(&gw, "/pinned", "two", Duration::from_millis(300)).await;
+    assert_eq!(dns.queries("pinned.dns.test"), 0);
+}
+
 fn has_ipv6_loopback() -> bool {
     std::net::TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).is_ok()
 }
