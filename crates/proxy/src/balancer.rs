@@ -14,6 +14,7 @@ mod scored;
 
 pub use hash_input::{HashKey, Hashed, PickInput};
 use ring::Ring;
+pub(crate) use round_robin::smooth_schedule;
 use round_robin::RoundRobin;
 use scored::{Cost, Scored};
 

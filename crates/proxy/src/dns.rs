@@ -1,133 +1,183 @@
-//! Hostname resolution with a small per-worker cache, so DNS is not asked per request.
+//! Hostname resolution for service hosts and upstream targets, with Kong's DNS settings and the records'
+//! own TTLs, cached per worker so DNS is not on the request path.
 //!
-//! Answers are kept for [`TTL`] (failures for [`NEGATIVE_TTL`]); a name with several addresses is walked
-//! round-robin. The cache is a thread-local: each worker has its own and never waits on another.
+//! **Client.** A small stub resolver of our own ([`client`], [`lookup`]) over `hickory-proto`'s wire
+//! format, rather than `hickory-resolver`: Kong's semantics need the raw record TTLs, the difference
+//! between "no such name" (`dns_not_found_ttl`) and "no answer" (`dns_error_ttl`), Kong's `dns_order`
+//! with `LAST`, SRV ports and weights, and its own hosts file — and exactly one cache, this one.
+//! `hickory-resolver` would bring a second cache, its own hosts-file handling and type order, which we
+//! would have to switch off and work around. The client reads `/etc/resolv.conf` once (nameservers unless
+//! `dns_resolver` is set, search list, `ndots`, `timeout`, `attempts`) and answers names of the hosts file
+//! (`dns_hostsfile`) without DNS.
 //!
-//! A known name is looked up again in the background [`REFRESH_AHEAD`] before its answer expires, so once
-//! a name has resolved no request waits for DNS. A failed lookup of a name that had addresses keeps serving
-//! the last known ones (asking again after [`NEGATIVE_TTL`]): 503 "name resolution failed" only when no
-//! address was ever known, as in Kong.
+//! **Cache.** Each worker thread has its own [`cache::Cache`] (a thread-local): a request reads it
+//! without locks or allocation. An answer is used for its TTL (the smallest of its records, or
+//! `dns_valid_ttl`; at least [`cache::MIN_TTL`], so a TTL of 0 means "refresh every second in the
+//! background" rather than Kong's query per request). A request that finds it expired still uses it and
+//! starts a background refresh (another one if the last has not reported back within `dns_stale_ttl`), so
+//! no request waits for DNS once a name is known — unlike Kong, which stops serving a stale answer after
+//! `dns_stale_ttl` and queries on the request path. A failed refresh keeps the known addresses and tries again
+//! after `dns_error_ttl` (`dns_not_found_ttl` when the name is gone): 503 "name resolution failed" only
+//! for a name that never resolved, remembered for those TTLs. A name with several addresses is walked
+//! round-robin; SRV answers (lowest priority only) are spread by weight and their port replaces the
+//! configured one, as Kong does. Requests that miss while a lookup of the name runs on their worker wait
+//! for it rather than asking again (Kong's `dns_no_sync = off`).
+//!
+//! The resolver settings are installed by [`configure`] when the proxy starts; each worker takes them on
+//! its first lookup. Background refreshes run on the worker's own `current_thread` runtime, so their
+//! answers land in that worker's cache.
+
+mod cache;
+mod client;
+mod lookup;
+mod settings;
+mod system;
+
+pub use settings::{DnsSettings, Kind};
 
 use crate::error::ProxyError;
+use cache::{Cache, Use};
+use lookup::{Outcome, Resolver};
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
-/// How long a successful answer is used.
-pub const TTL: Duration = Duration::from_secs(30);
-/// How long a failed lookup is remembered.
-pub const NEGATIVE_TTL: Duration = Duration::from_secs(1);
-/// How long before expiry a used answer is refreshed in the background.
-pub const REFRESH_AHEAD: Duration = Duration::from_secs(5);
-
-struct Entry {
-    addrs: Vec<SocketAddr>,
-    next: usize,
-    at: Instant,
-    /// A background refresh was started for this answer.
-    refreshing: bool,
+/// One address of a name: the IP and, from an SRV record, the port that replaces the configured one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addr {
+    pub ip: IpAddr,
+    pub port: Option<u16>,
 }
 
-/// A cache answer.
-#[derive(Debug, PartialEq, Eq)]
-enum Hit {
-    /// Use this (an address, or a remembered failure).
-    Fresh(Result<SocketAddr, ProxyError>),
-    /// Use this address, and refresh the name in the background: it expires soon.
-    Refresh(SocketAddr),
+impl Addr {
+    fn ip(ip: IpAddr) -> Addr {
+        Addr { ip, port: None }
+    }
+
+    fn with_port(self, port: u16) -> SocketAddr {
+        SocketAddr::new(self.ip, self.port.unwrap_or(port))
+    }
+}
+
+/// The resolver workers start with; `None` until [`configure`] (then Kong's defaults).
+static CONFIGURED: RwLock<Option<Arc<Resolver>>> = RwLock::new(None);
+
+/// Installs the DNS settings for workers started from now on: reads the hosts file and resolv.conf.
+pub fn configure(settings: &DnsSettings) {
+    let resolver = Arc::new(Resolver::new(settings.clone()));
+    *CONFIGURED.write().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
+}
+
+/// A worker's cache, its lookups in progress, and the resolver it asks on a miss.
+struct Local {
+    cache: RefCell<Cache>,
+    /// Lookups running on this worker: requests that need the same name wait for them.
+    running: RefCell<FxHashMap<Box<str>, Arc<Notify>>>,
+    resolver: Arc<Resolver>,
 }
 
 thread_local! {
-    static CACHE: RefCell<HashMap<(String, u16), Entry>> = RefCell::new(HashMap::new());
-}
-
-fn cached(host: &str, port: u16) -> Option<Hit> {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        let entry = c.get_mut(&(host.to_string(), port))?;
-        let ttl = if entry.addrs.is_empty() {
-            NEGATIVE_TTL
-        } else {
-            TTL
-        };
-        if entry.at.elapsed() >= ttl {
-            return None;
-        }
-        if entry.addrs.is_empty() {
-            return Some(Hit::Fresh(Err(ProxyError::NameResolution)));
-        }
-        let addr = entry.addrs[entry.next % entry.addrs.len()];
-        entry.next = entry.next.wrapping_add(1);
-        if !entry.refreshing && entry.at.elapsed() >= TTL.saturating_sub(REFRESH_AHEAD) {
-            entry.refreshing = true;
-            return Some(Hit::Refresh(addr));
-        }
-        Some(Hit::Fresh(Ok(addr)))
-    })
-}
-
-/// An address of `host:port`, from the cache or a fresh lookup (IPv4 answers first).
-pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
-    match cached(host, port) {
-        Some(Hit::Fresh(answer)) => answer,
-        Some(Hit::Refresh(addr)) => {
-            // On this worker's own runtime, so the answer lands in this worker's cache.
-            let host = host.to_string();
-            tokio::spawn(async move {
-                let _ = lookup(&host, port).await;
-            });
-            Ok(addr)
-        }
-        None => lookup(host, port).await,
-    }
-}
-
-/// Asks the system resolver and caches the answer.
-async fn lookup(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
-    let mut addrs: Vec<SocketAddr> = match tokio::net::lookup_host((host, port)).await {
-        Ok(found) => found.collect(),
-        Err(e) => {
-            tracing::warn!(host, error = %e, "DNS resolution failed");
-            Vec::new()
-        }
+    static LOCAL: Local = Local {
+        cache: RefCell::new(Cache::default()),
+        running: RefCell::default(),
+        resolver: CONFIGURED
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| Arc::new(Resolver::new(DnsSettings::default()))),
     };
-    addrs.sort_by_key(SocketAddr::is_ipv6);
-    if addrs.is_empty() {
-        if let Some(stale) = keep_stale(host, port) {
-            return Ok(stale);
-        }
-    }
-    let first = addrs.first().copied();
-    CACHE.with(|c| {
-        c.borrow_mut().insert(
-            (host.to_string(), port),
-            Entry {
-                addrs,
-                next: 1,
-                at: Instant::now(),
-                refreshing: false,
-            },
-        )
-    });
-    first.ok_or(ProxyError::NameResolution)
 }
 
-/// The last known address of a name whose lookup just failed, kept until the next background try.
-fn keep_stale(host: &str, port: u16) -> Option<SocketAddr> {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        let entry = c.get_mut(&(host.to_string(), port))?;
-        let addr = *entry.addrs.get(entry.next % entry.addrs.len().max(1))?;
-        entry.next = entry.next.wrapping_add(1);
-        // Served as is for NEGATIVE_TTL, then refreshed in the background again.
-        entry.at = Instant::now()
-            .checked_sub(TTL.saturating_sub(REFRESH_AHEAD + NEGATIVE_TTL))
-            .unwrap_or_else(Instant::now);
-        entry.refreshing = false;
-        tracing::warn!(host, %addr, "DNS resolution failed; using the last known address");
-        Some(addr)
+/// The longest a request waits for another request's lookup of the same name before asking itself.
+const JOIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// An address of `host:port`, from this worker's cache or a lookup. A request that needs a lookup
+/// while one of the same name is running on this worker waits for it (Kong's `dns_no_sync = off`).
+pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
+    let mut joined = false;
+    loop {
+        let now = Instant::now();
+        let found = LOCAL.with(|l| {
+            l.cache
+                .borrow_mut()
+                .consult(host, now, &l.resolver.settings)
+        });
+        let addr = match found {
+            Use::Addr(addr) => addr,
+            Use::Refresh(addr) => {
+                let host = host.to_string();
+                tokio::spawn(async move { lookup(&host).await });
+                addr
+            }
+            Use::Failed => return Err(ProxyError::NameResolution),
+            Use::Lookup => {
+                let running = LOCAL.with(|l| l.running.borrow().get(host).cloned());
+                if let Some(done) = running.filter(|_| !joined) {
+                    joined = true;
+                    let _ = tokio::time::timeout(JOIN_LIMIT, done.notified_owned()).await;
+                    continue;
+                }
+                // Boxed: the lookup's state stays out of every request's future (hits need none of it).
+                match Box::pin(lookup(host)).await {
+                    Use::Addr(addr) | Use::Refresh(addr) => addr,
+                    Use::Failed | Use::Lookup => return Err(ProxyError::NameResolution),
+                }
+            }
+        };
+        return Ok(addr.with_port(port));
+    }
+}
+
+/// Resolves `host`, stores the outcome in this worker's cache, and says what the caller uses.
+async fn lookup(host: &str) -> Use {
+    let _running = Running::start(host);
+    let (resolver, last) = LOCAL.with(|l| (l.resolver.clone(), l.cache.borrow().last(host)));
+    let outcome = resolver.resolve(host, last).await;
+    match &outcome {
+        Outcome::Found { addrs, ttl, kind } => {
+            tracing::debug!(host, ?addrs, ?ttl, ?kind, "resolved")
+        }
+        Outcome::NotFound => tracing::warn!(host, "DNS: no such name"),
+        Outcome::Failed => tracing::warn!(host, "DNS: no answer from the nameservers"),
+    }
+    LOCAL.with(|l| {
+        l.cache
+            .borrow_mut()
+            .store(host, outcome, Instant::now(), &resolver.settings)
     })
+}
+
+/// Marks a lookup as running on this worker; when it ends (or is dropped half-way), the requests
+/// waiting for it are woken to read the cache.
+struct Running<'a> {
+    host: &'a str,
+    done: Arc<Notify>,
+}
+
+impl<'a> Running<'a> {
+    fn start(host: &'a str) -> Running<'a> {
+        let done = Arc::new(Notify::new());
+        LOCAL.with(|l| l.running.borrow_mut().insert(host.into(), done.clone()));
+        Running { host, done }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|l| {
+            let mut running = l.running.borrow_mut();
+            if running
+                .get(self.host)
+                .is_some_and(|d| Arc::ptr_eq(d, &self.done))
+            {
+                running.remove(self.host);
+            }
+        });
+        self.done.notify_waiters();
+    }
 }
 
 #[cfg(test)]

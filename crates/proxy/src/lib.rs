@@ -38,6 +38,7 @@ mod upstream;
 mod watchdog;
 mod worker;
 
+pub use dns::{DnsSettings, Kind as DnsKind};
 pub use error::ProxyError;
 pub use listen::{parse_listen, ListenAddr};
 pub use server::ProxyServer;

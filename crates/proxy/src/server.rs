@@ -50,6 +50,7 @@ impl ProxyServer {
                 }
             });
         }
+        crate::dns::configure(&settings.dns);
         let workers = settings.workers.max(1);
         let mut per_worker = Vec::with_capacity(workers);
         for w in 0..workers {

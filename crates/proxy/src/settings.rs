@@ -1,5 +1,7 @@
-//! Proxy settings: listen addresses, workers, trusted IPs, real-IP rules, and Kong's `headers` setting.
+//! Proxy settings: listen addresses, workers, trusted IPs, real-IP rules, Kong's `headers` setting, and
+//! the DNS settings ([`DnsSettings`]).
 
+use crate::dns::DnsSettings;
 use crate::listen::ListenAddr;
 use std::time::Duration;
 
@@ -30,6 +32,8 @@ pub struct ProxySettings {
     /// The certificate `ssl` listeners present when no configured SNI matches (Kong's `ssl_cert`, or the
     /// generated default). Required when any listener has `ssl`.
     pub default_certificate: Option<sluice_tls::CertPair>,
+    /// How service hosts and upstream targets are resolved (Kong's `dns_*` settings).
+    pub dns: DnsSettings,
 }
 
 impl Default for ProxySettings {
@@ -46,6 +50,7 @@ impl Default for ProxySettings {
             upstream_idle_timeout: Duration::from_secs(60),
             client_header_timeout: Duration::from_secs(60),
             default_certificate: None,
+            dns: DnsSettings::default(),
         }
     }
 }

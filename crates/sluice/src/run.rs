@@ -72,6 +72,7 @@ pub fn start(args: StartArgs) -> Result<()> {
         trusted_ips: parse_trusted_ips(&settings.trusted_ips)?,
         headers: sluice_proxy::HeaderSettings::parse(&settings.headers)
             .map_err(|e| anyhow::anyhow!("headers: {e}"))?,
+        dns: settings.dns.clone(),
         ..ProxySettings::default()
     };
     let proxy = ProxyServer::start(proxy_settings, loader.snapshot())

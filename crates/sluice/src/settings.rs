@@ -32,6 +32,8 @@ pub struct Settings {
     pub admin_ssl_cert_key: Option<String>,
     pub status_ssl_cert: Option<String>,
     pub status_ssl_cert_key: Option<String>,
+    /// Kong's `dns_*` settings, parsed by the proxy.
+    pub dns: sluice_proxy::DnsSettings,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -55,6 +57,13 @@ const KNOWN: &[&str] = &[
     "admin_ssl_cert_key",
     "status_ssl_cert",
     "status_ssl_cert_key",
+    "dns_resolver",
+    "dns_hostsfile",
+    "dns_order",
+    "dns_valid_ttl",
+    "dns_stale_ttl",
+    "dns_not_found_ttl",
+    "dns_error_ttl",
 ];
 
 impl Settings {
@@ -110,6 +119,7 @@ impl Settings {
             bail!("database: only 'off' (DB-less) is supported by this build, got '{database}'");
         }
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
+        let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         Ok(Settings {
             proxy_listen: get("proxy_listen")
                 .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 ssl".into()),
@@ -131,12 +141,13 @@ impl Settings {
             admin_ssl_cert_key: get("admin_ssl_cert_key"),
             status_ssl_cert: get("status_ssl_cert"),
             status_ssl_cert_key: get("status_ssl_cert_key"),
+            dns,
         })
     }
 
     /// The settings as Kong's `GET /` `configuration` object shows them.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "proxy_listen": self.proxy_listen.split(',').map(str::trim).collect::<Vec<_>>(),
             "admin_listen": self.admin_listen.split(',').map(str::trim).collect::<Vec<_>>(),
             "status_listen": self.status_listen.split(',').map(str::trim).collect::<Vec<_>>(),
@@ -154,7 +165,13 @@ impl Settings {
             "status_ssl_cert": self.status_ssl_cert,
             "role": "traditional",
             "router_flavor": "traditional_compatible",
-        })
+        });
+        if let (Some(all), serde_json::Value::Object(dns)) =
+            (json.as_object_mut(), self.dns.to_json())
+        {
+            all.extend(dns);
+        }
+        json
     }
 }
 

@@ -39,8 +39,16 @@ impl Background {
         F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
     {
-        let std_listener = TcpListener::bind(("127.0.0.1", port))
-            .unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
+        Background::at(SocketAddr::from(([127, 0, 0, 1], port)), serve)
+    }
+
+    /// A server on `addr` (port 0 = any free port).
+    pub(crate) fn at<F, Fut>(addr: SocketAddr, serve: F) -> Background
+    where
+        F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let std_listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
@@ -90,10 +98,16 @@ impl EchoUpstream {
 
     /// An echo upstream whose responses carry `"upstream": name` (for load-balancing tests).
     pub fn named(name: &str) -> EchoUpstream {
+        EchoUpstream::named_at(name, SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// A named echo upstream on `addr` — another loopback address such as 127.0.0.2 or `[::1]`, or a port
+    /// shared with an upstream on another address (for DNS tests, where only the address changes).
+    pub fn named_at(name: &str, addr: SocketAddr) -> EchoUpstream {
         let requests = Arc::new(AtomicU64::new(0));
         let counter = requests.clone();
         let name: Arc<str> = name.into();
-        let server = Background::start(move |listener| async move {
+        let server = Background::at(addr, move |listener| async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;

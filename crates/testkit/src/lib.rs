@@ -1,7 +1,9 @@
-//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a log sink, a launcher for the
-//! real `sluice` binary, an HTTP client and a bounded load loop. Everything binds 127.0.0.1 on ephemeral
-//! ports and cleans up on drop; servers run on their own threads, so any test runtime (or none) can use them.
+//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a DNS server, a log
+//! sink, a launcher for the real `sluice` binary, an HTTP client and a bounded load loop. Everything binds
+//! 127.0.0.1 on ephemeral ports and cleans up on drop; servers run on their own threads, so any test runtime
+//! (or none) can use them.
 
+mod dns;
 mod echo;
 mod flaky;
 mod gateway;
@@ -9,6 +11,7 @@ mod load;
 mod sink;
 mod tls;
 
+pub use dns::DnsServer;
 pub use echo::{closed_port, EchoUpstream, SilentServer};
 pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};

@@ -42,8 +42,9 @@ fn gcd(a: u32, b: u32) -> u32 {
 }
 
 /// nginx's smooth weighted round-robin, unrolled for one full cycle (weights reduced by their gcd, and
-/// scaled down when a cycle would be longer than 10,000 picks). Returns target indices.
-pub(super) fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
+/// scaled down when a cycle would be longer than 10,000 picks). Returns target indices. Also orders the
+/// addresses of weighted SRV answers ([`crate::dns`]).
+pub(crate) fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
     let g = weights.iter().copied().fold(0, gcd).max(1);
     let mut w: Vec<i64> = weights.iter().map(|x| (*x / g) as i64).collect();
     let total: i64 = w.iter().sum();

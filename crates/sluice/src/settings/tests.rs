@@ -56,3 +56,21 @@ fn values_are_checked() {
     assert_eq!(s.lmdb_environment_path, PathBuf::from("/tmp/x/db"));
     assert_eq!(s.lmdb_map_size, 1 << 30);
 }
+
+#[test]
+fn dns_settings_are_read_checked_and_shown() {
+    let s = Settings::from_values(&values(&[
+        ("dns_resolver", "127.0.0.1:5353"),
+        ("dns_order", "last,a,aaaa"),
+        ("dns_stale_ttl", "10"),
+    ]))
+    .unwrap();
+    assert_eq!(s.dns.resolvers, vec!["127.0.0.1:5353".parse().unwrap()]);
+    assert_eq!(s.dns.stale_ttl, std::time::Duration::from_secs(10));
+    let json = s.to_json();
+    assert_eq!(json["dns_order"], serde_json::json!(["LAST", "A", "AAAA"]));
+    assert_eq!(json["dns_not_found_ttl"], 30.0);
+    let bad = Settings::from_values(&values(&[("dns_order", "A,TXT")])).unwrap_err();
+    assert!(bad.to_string().starts_with("dns_order:"), "{bad}");
+    assert!(parse_conf("dns_error_ttl = 2").is_ok());
+}
