@@ -53,6 +53,11 @@ impl Peer {
         }
     }
 
+    /// A name that DNS resolves (not an IP literal).
+    pub fn is_hostname(&self) -> bool {
+        self.ip.is_none()
+    }
+
     /// The socket address; hostnames go through this worker's DNS cache.
     pub async fn resolve(&self) -> Result<SocketAddr, ProxyError> {
         match self.ip {

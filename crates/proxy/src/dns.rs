@@ -143,11 +143,38 @@ async fn lookup(host: &str) -> Use {
         Outcome::NotFound => tracing::warn!(host, "DNS: no such name"),
         Outcome::Failed => tracing::warn!(host, "DNS: no answer from the nameservers"),
     }
-    LOCAL.with(|l| {
+    let used = LOCAL.with(|l| {
         l.cache
             .borrow_mut()
             .store(host, outcome, Instant::now(), &resolver.settings)
-    })
+    });
+    mark_unresolved(host, matches!(used, Use::Failed | Use::Lookup));
+    used
+}
+
+/// Names whose last lookup (on any worker) left no address to use: their targets report `DNS_ERROR`
+/// health. Written only after lookups, never on the request path.
+static UNRESOLVED: std::sync::Mutex<Vec<Box<str>>> = std::sync::Mutex::new(Vec::new());
+
+fn mark_unresolved(host: &str, failed: bool) {
+    let mut names = UNRESOLVED.lock().unwrap_or_else(|e| e.into_inner());
+    let known = names.iter().position(|n| n.eq_ignore_ascii_case(host));
+    match (known, failed) {
+        (None, true) => names.push(host.into()),
+        (Some(i), false) => {
+            names.swap_remove(i);
+        }
+        _ => {}
+    }
+}
+
+/// True when the last lookup of `host` found no address (Kong's `DNS_ERROR` target health).
+pub fn unresolved(host: &str) -> bool {
+    UNRESOLVED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(host))
 }
 
 /// Marks a lookup as running on this worker; when it ends (or is dropped half-way), the requests

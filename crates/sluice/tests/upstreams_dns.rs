@@ -163,6 +163,9 @@ async fn a_name_that_never_resolves_is_503_name_resolution_failed() {
         dns.queries("nowhere.dns.test") <= asked + 2,
         "one lookup per worker at most"
     );
+    let health = sluice_testkit::get_json(&gw.admin_url("/upstreams/nowhere/health"), &[]).await;
+    assert_eq!(health.2["data"][0]["health"], "DNS_ERROR", "{:?}", health.2);
+    assert_eq!(health.2["data"][0]["data"]["weight"]["available"], 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

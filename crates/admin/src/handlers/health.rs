@@ -63,7 +63,11 @@ pub fn get(control: &dyn Control, key: &str, q: Option<&str>) -> Result<Reply, A
             let name = v["target"].as_str().unwrap_or_default().to_string();
             let h = word(&name);
             let weight = v["weight"].as_u64().unwrap_or(0);
-            let available = if h == "UNHEALTHY" { 0 } else { weight };
+            let available = if h == "UNHEALTHY" || h == "DNS_ERROR" {
+                0
+            } else {
+                weight
+            };
             let (ip, port) = name.rsplit_once(':').unwrap_or((&name, ""));
             v["health"] = json!(h);
             v["data"] = json!({

@@ -117,6 +117,8 @@ pub enum Health {
     Unhealthy,
     /// The upstream has no check on: health is not tracked.
     HealthchecksOff,
+    /// The target's hostname did not resolve to any address (whatever the checks say).
+    DnsError,
 }
 
 impl Health {
@@ -126,6 +128,7 @@ impl Health {
             Health::Healthy => "HEALTHY",
             Health::Unhealthy => "UNHEALTHY",
             Health::HealthchecksOff => "HEALTHCHECKS_OFF",
+            Health::DnsError => "DNS_ERROR",
         }
     }
 }
@@ -147,7 +150,9 @@ impl Upstreams {
                 .targets()
                 .iter()
                 .map(|t| {
+                    let unresolved = t.peer.is_hostname() && crate::dns::unresolved(&t.peer.host);
                     let h = match (on, t.state.is_healthy()) {
+                        _ if unresolved => Health::DnsError,
                         (false, _) => Health::HealthchecksOff,
                         (true, true) => Health::Healthy,
                         (true, false) => Health::Unhealthy,
