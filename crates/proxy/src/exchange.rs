@@ -213,10 +213,18 @@ pub async fn proxy(
     x: &Exchange<'_>,
     hashed: Hashed,
 ) -> Result<Proxied, ProxyError> {
-    let proxy_latency = x.started.elapsed();
+    let now = Instant::now();
+    let proxy_latency = now.saturating_duration_since(x.started);
     // Boxed: the retry loop's state machine is large, and hyper moves the request's whole future into place;
     // without the box that copy cost ~8k instructions per request (callgrind, scripts/instructions.sh).
-    let answer = Box::pin(upstream::send(req, svc, info.preserve_host, hashed.value)).await?;
+    let answer = Box::pin(upstream::send(
+        req,
+        svc,
+        info.preserve_host,
+        hashed.value,
+        now,
+    ))
+    .await?;
     let timings = Timings {
         proxy: proxy_latency,
         upstream: answer.sent_at.elapsed(),

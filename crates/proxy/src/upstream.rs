@@ -45,11 +45,13 @@ pub struct Tries {
 
 /// Sends `req` to one of the service's targets, with Kong's retries. `preserve_host` keeps the client's
 /// `Host`; otherwise each try sets the target's. `hash` is the request's consistent-hashing value.
+/// `started` is now, as the caller already read the clock (the first try starts then).
 pub async fn send(
     req: Request<ProxyBody>,
     svc: &ServiceInfo,
     preserve_host: bool,
     hash: Option<u64>,
+    started: Instant,
 ) -> Result<Answer, ProxyError> {
     let bodyless = req.body().is_end_stream();
     let wait = if bodyless {
@@ -65,7 +67,7 @@ pub async fn send(
     let mut failed = Vec::new();
     loop {
         tried.extend(last.take());
-        let try_started = Instant::now();
+        let try_started = if tries == 0 { started } else { Instant::now() };
         let pick = svc.balancer.pick(hash, &tried).ok_or(ProxyError::NoPeer)?;
         last = Some(pick.index);
         let (peer, state) = (&pick.target.peer, &pick.target.state);
