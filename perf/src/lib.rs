@@ -11,6 +11,7 @@ pub mod cases;
 pub mod compare;
 pub mod driver;
 pub mod flamegraph;
+pub mod interrupt;
 pub mod loadgen;
 pub mod procfs;
 pub mod reload;

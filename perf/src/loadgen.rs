@@ -52,11 +52,19 @@ pub fn pinned(cpus: Option<&str>, program: impl AsRef<std::ffi::OsStr>) -> Comma
     }
 }
 
-/// Runs a command to completion and returns its stdout, failing with its stderr.
+/// Runs a command to completion and returns its stdout, failing with its stderr. The process is stopped
+/// if the run is interrupted.
 pub fn output(mut cmd: Command, what: &str) -> Result<String> {
-    let out = cmd
-        .output()
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .with_context(|| format!("cannot run {what} (is it installed?)"))?;
+    let _held = crate::interrupt::hold_process(child.id());
+    let out = child
+        .wait_with_output()
+        .with_context(|| format!("waiting for {what}"))?;
     if !out.status.success() {
         bail!(
             "{what} failed ({}): {}",

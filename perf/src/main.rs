@@ -86,6 +86,10 @@ enum Cmd {
 fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
+        // Failures caused by the teardown of an interrupted run: the signal thread exits with 130.
+        Err(_) if sluice_perf::interrupt::interrupted() => loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        },
         Err(e) => {
             eprintln!("sluice-perf: error: {e:#}");
             ExitCode::FAILURE
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
 }
 
 fn real_main() -> Result<ExitCode> {
+    sluice_perf::interrupt::install();
     match Cli::parse().command {
         Cmd::GenConfig {
             case,

@@ -16,7 +16,7 @@ use std::process::{Child, Stdio};
 pub struct Local {
     gateway_cpus: String,
     load_cpus: String,
-    upstream: Option<Child>,
+    upstream: Option<(Child, crate::interrupt::Held)>,
     upstream_listen: Option<String>,
     /// Certificate and key files when the load goes over TLS.
     tls: Option<(PathBuf, PathBuf)>,
@@ -95,7 +95,7 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        if let Some(mut c) = self.upstream.take() {
+        if let Some((mut c, _held)) = self.upstream.take() {
             process::stop(&mut c);
         }
     }
@@ -126,10 +126,11 @@ impl Driver for Local {
             .stderr(Stdio::null())
             .spawn()
             .context("starting the upstream")?;
+        let held = crate::interrupt::hold_process(child.id());
         let log = std::env::temp_dir().join("sluice-perf-upstream.log");
         let ready = process::wait_ready(addr, "/", &mut child, &log);
         let pid = child.id();
-        self.upstream = Some(child);
+        self.upstream = Some((child, held));
         ready?;
         self.upstream_listen = Some(addr.to_string());
         self.check(pid, "upstream", &self.load_cpus.clone());

@@ -22,6 +22,8 @@ pub struct Namespaces {
     pub upstream_ip: IpAddr,
     /// The veth end in this namespace (deleting it deletes its peer).
     root_link: String,
+    /// Deletes the namespaces if the run is interrupted.
+    _held: crate::interrupt::Held,
 }
 
 fn ip(args: &[&str]) -> Result<()> {
@@ -57,6 +59,10 @@ impl Namespaces {
             gateway_ip: format!("10.201.{n}.2").parse()?,
             upstream_ip: format!("10.202.{n}.2").parse()?,
             root_link: format!("{tag}a"),
+            _held: crate::interrupt::hold_namespaces(
+                &[&format!("{tag}-gw"), &format!("{tag}-up")],
+                &format!("{tag}a"),
+            ),
         };
         // Dropping `ns` on a failure below removes whatever was made.
         ns.build(&tag, n)?;

@@ -22,6 +22,8 @@ pub struct Running {
     pub admin: Option<SocketAddr>,
     /// The target's log file.
     pub log: PathBuf,
+    /// Stops the process if the run is interrupted.
+    pub held: crate::interrupt::Held,
 }
 
 impl Running {
@@ -133,8 +135,10 @@ pub fn start_sluice(
         .stderr(out)
         .spawn()
         .with_context(|| format!("starting {}", bin.display()))?;
+    let held = crate::interrupt::hold_process(child.id());
     wait_ready(status, "/status/ready", &mut child, &log)?;
     Ok(Running {
+        held,
         child,
         proxy: launch.proxy,
         admin: Some(admin),
@@ -178,8 +182,10 @@ pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
         .stderr(Stdio::null())
         .spawn()
         .context("starting nginx")?;
+    let held = crate::interrupt::hold_process(child.id());
     wait_ready(ready, "/__ready", &mut child, &log)?;
     Ok(Running {
+        held,
         child,
         proxy: launch.proxy,
         admin: None,
