@@ -45,6 +45,7 @@ pub struct PluginChain {
     entries: Vec<ChainEntry>,
     needs_request_body: bool,
     has_body_filter: bool,
+    has_header_filter: bool,
     has_log: bool,
     /// Some instance runs only for some protocols, so requests' protocols must be checked.
     restricted: bool,
@@ -59,12 +60,14 @@ impl PluginChain {
         };
         let needs_request_body = all().any(|s| s.plugin.needs_request_body());
         let has_body_filter = all().any(|s| s.plugin.has_body_filter());
+        let has_header_filter = all().any(|s| s.plugin.has_header_filter());
         let has_log = all().any(|s| s.plugin.has_log());
         let restricted = all().any(|s| s.protocols != Protocols::ALL);
         PluginChain {
             entries,
             needs_request_body,
             has_body_filter,
+            has_header_filter,
             has_log,
             restricted,
         }
@@ -92,10 +95,10 @@ impl PluginChain {
         self.has_log
     }
 
-    /// Something runs after the response head (body filters or the log phase), so the request's context
-    /// must outlive the handler's return.
-    pub fn runs_after_head(&self) -> bool {
-        self.has_body_filter || self.has_log
+    /// Some plugin reads the request after `access` (in header_filter, body_filter or log), so the proxy
+    /// sends a copy of the request head upstream rather than the head itself.
+    pub fn reads_request_after_access(&self) -> bool {
+        self.has_header_filter || self.has_body_filter || self.has_log
     }
 
     /// The request's protocol, looked at only when some instance is restricted (any protocol passes otherwise).
@@ -135,10 +138,16 @@ impl PluginChain {
     }
 
     pub fn header_filter(&self, ctx: &mut RequestCtx<'_>, resp: &mut http::response::Parts) {
+        if !self.has_header_filter {
+            return;
+        }
         let proto = self.protocol(ctx);
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
-            if let Some(p) = entry.pick(consumer.as_ref(), proto) {
+            if let Some(p) = entry
+                .pick(consumer.as_ref(), proto)
+                .filter(|p| p.has_header_filter())
+            {
                 p.header_filter(ctx, resp);
             }
         }

@@ -43,7 +43,15 @@ pub trait Plugin: Send + Sync + 'static {
     }
 
     /// Runs when the response head is known (from the upstream or a plugin); may edit status and headers.
+    /// Only called when [`Plugin::has_header_filter`] says so.
     fn header_filter(&self, _ctx: &mut RequestCtx<'_>, _response: &mut http::response::Parts) {}
+
+    /// Whether [`Plugin::header_filter`] does anything. Return true when you implement it: the proxy calls
+    /// it only then, and when no plugin of a chain reads the request after `access` (header_filter,
+    /// body_filter, log) it moves the request head to the upstream instead of copying it.
+    fn has_header_filter(&self) -> bool {
+        false
+    }
 
     /// Whether [`Plugin::body_filter`] does anything; the proxy skips the per-chunk call otherwise.
     fn has_body_filter(&self) -> bool {
@@ -60,8 +68,8 @@ pub trait Plugin: Send + Sync + 'static {
     }
 
     /// Whether [`Plugin::log`] does anything. Return true when you implement `log`: the proxy only keeps a
-    /// request's context alive past the response head (a task and a body channel per request, a few µs) for
-    /// chains that log or filter bodies.
+    /// request's context (and a copy of its head) past the response head for chains that log or filter
+    /// bodies.
     fn has_log(&self) -> bool {
         false
     }

@@ -12,7 +12,7 @@ mod logged;
 mod streaming;
 
 pub use ctx::unrouted;
-use ctx::{add_headers, copy_head, new_ctx};
+use ctx::{add_headers, copy_head, new_ctx, take_head};
 
 use crate::body::{box_err, full, ChannelBody, PooledBody, ProxyBody};
 use crate::error::ProxyError;
@@ -137,6 +137,9 @@ async fn through_header_filter<'a>(
     let negotiation = Negotiation::of(&parts);
     let mut ctx = new_ctx(parts, snap, x, Some(index), routed.client_ip);
     ctx.captures = captures;
+    let meter = snap.routes.get(index).and_then(|r| r.metrics.as_ref());
+    // Read before `access`: the request head may go upstream (moved) afterwards.
+    let bytes_in = meter.map_or(0, |_| crate::metrics::content_length(&ctx.request.headers));
     let outcome = access_and_proxy(&mut ctx, chain, body, routed, snap, x).await;
     let (mut head, payload, source) = match outcome {
         Outcome::Plugin(resp) => {
@@ -167,13 +170,12 @@ async fn through_header_filter<'a>(
     };
     add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
     chain.header_filter(&mut ctx, &mut head);
-    if let Some(m) = snap.routes.get(index).and_then(|r| r.metrics.as_ref()) {
+    if let Some(m) = meter {
         let (source, timings) = match &payload {
             Payload::Streamed { upstream, .. } => (Source::Service, Some(&upstream.timings)),
             Payload::Whole(_) if source == "plugin" => (Source::Exit, None),
             Payload::Whole(_) => (Source::Error, None),
         };
-        let bytes_in = crate::metrics::content_length(&ctx.request.headers);
         let consumer = ctx
             .consumer
             .filter(|_| m.per_consumer())
@@ -275,7 +277,10 @@ async fn access_and_proxy(
     if let Some(buffered) = &ctx.body {
         upstream_body = full(buffered.clone());
     }
-    let head = copy_head(&ctx.request);
+    let head = match chain.reads_request_after_access() {
+        true => copy_head(&ctx.request),
+        false => take_head(&mut ctx.request),
+    };
     // The consumer id as text on the stack: formatted per request, never allocated.
     let hashed = {
         let mut id_text = uuid::Uuid::encode_buffer();

@@ -97,6 +97,10 @@ impl Plugin for Shouting {
         "shouting"
     }
 
+    fn has_header_filter(&self) -> bool {
+        true
+    }
+
     fn header_filter(&self, _: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
         response.headers.insert("x-shouted", "yes".parse().unwrap());
     }

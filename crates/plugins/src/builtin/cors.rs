@@ -228,6 +228,10 @@ impl Plugin for Cors {
         Flow::Respond(self.preflight(ctx))
     }
 
+    fn has_header_filter(&self) -> bool {
+        true
+    }
+
     fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
         // A preflight was answered in `access` (or handed to the upstream, whose answer is left alone).
         if is_preflight(ctx) {

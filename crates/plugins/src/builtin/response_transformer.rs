@@ -136,6 +136,10 @@ impl Plugin for ResponseTransformer {
         "response-transformer"
     }
 
+    fn has_header_filter(&self) -> bool {
+        true
+    }
+
     fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
         let headers = &mut response.headers;
         let json_body = !self.json.is_empty() && is_json(headers);

@@ -94,6 +94,17 @@ pub(super) fn add_headers(headers: &mut HeaderMap, extra: HeaderMap) {
     }
 }
 
+/// The request head without extensions, for the upstream, when nothing reads `ctx.request` after
+/// `access`: method and version copied, URI and headers moved (`ctx.request` keeps only the method).
+pub(super) fn take_head(parts: &mut request::Parts) -> request::Parts {
+    let mut req = Request::new(());
+    *req.method_mut() = parts.method.clone();
+    *req.uri_mut() = std::mem::take(&mut parts.uri);
+    *req.version_mut() = parts.version;
+    *req.headers_mut() = std::mem::take(&mut parts.headers);
+    req.into_parts().0
+}
+
 /// The request head without extensions, for the upstream (plugins keep reading `ctx.request`).
 pub(super) fn copy_head(parts: &request::Parts) -> request::Parts {
     let mut req = Request::new(());
