@@ -33,6 +33,8 @@ pub struct RequestCtx<'s> {
     pub client_ip: std::net::IpAddr,
     /// `http` or `https`: the scheme the client used.
     pub scheme: &'static str,
+    /// The port of the listener the request came in on (nginx's `$server_port`).
+    pub server_port: u16,
     /// The TLS version and cipher of the client's connection (None over plain HTTP).
     pub tls: Option<sluice_tls::Negotiated>,
     /// The request id sent as `X-Kong-Request-Id`.

@@ -27,6 +27,7 @@ impl<'s> RequestCtx<'s> {
         let client_addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 40000);
         RequestCtx {
             tls: None,
+            server_port: 8000,
             request,
             body: None,
             client_addr,

@@ -25,6 +25,8 @@ pub struct ConnInfo {
     pub peer_ip: HeaderValue,
     /// The listener's port as a header value (`X-Forwarded-Port`), built once per listener.
     pub local_port: HeaderValue,
+    /// The listener's port.
+    pub port: u16,
     pub scheme: &'static str,
     /// The server name the TLS client sent (routes with `snis` match on it).
     pub sni: Option<std::sync::Arc<str>>,

@@ -144,6 +144,7 @@ async fn accept_loop(
             peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())
                 .unwrap_or(http::HeaderValue::from_static("")),
             local_port: port_value.clone(),
+            port: local_port,
             scheme: "http",
             sni: None,
             tls: None,

@@ -10,7 +10,7 @@
 //! `proxy-authorization` request headers are `REDACTED`, header names are lower case and repeated headers
 //! become arrays, and absent entities are left out. `request.tls` names the version and cipher as nginx
 //! does (`TLSv1.3`, `TLS_AES_128_GCM_SHA256`); `client_verify` is `NONE` (no client certificates yet).
-//! `request.url` uses the `Host` header as sent (Kong adds the listener's port when it is missing).
+//! `request.url` is nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it.
 //! `request.size`/`response.size` count the head as HTTP/1.1 text plus the body bytes, like nginx's
 //! `request_length`/`bytes_sent`.
 
@@ -96,7 +96,13 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let mut o = Object::open(out);
     json::string(o.key("id"), ctx.request_id);
     json::string(o.key("uri"), uri);
-    json::string_parts(o.key("url"), &[ctx.scheme, "://", host, uri]);
+    // nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it.
+    let mut port = itoa::Buffer::new();
+    let port = port.format(ctx.server_port);
+    json::string_parts(
+        o.key("url"),
+        &[ctx.scheme, "://", bare_host(host), ":", port, uri],
+    );
     querystring(o.key("querystring"), req.uri.query().unwrap_or_default());
     json::string(o.key("method"), req.method.as_str());
     headers(o.key("headers"), &req.headers, true);
@@ -158,6 +164,14 @@ fn tries(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, tries: &[TryRecord]) {
         o.close();
     }
     out.push(b']');
+}
+
+/// `Host` without its port (an IPv6 literal keeps its brackets).
+fn bare_host(host: &str) -> &str {
+    match host.rfind(':') {
+        Some(i) if !host[i..].contains(']') => &host[..i],
+        _ => host,
+    }
 }
 
 fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {

@@ -49,6 +49,7 @@ pub(super) fn new_ctx<'s>(
         client_ip,
         scheme: x.conn.scheme,
         tls: x.conn.tls,
+        server_port: x.conn.port,
         request_id: x.request_id,
         route,
         service,

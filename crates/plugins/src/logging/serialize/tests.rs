@@ -78,6 +78,7 @@ fn writes_kongs_basic_log_shape() {
         plugin: "key-auth",
     });
     ctx.started_wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+    ctx.server_port = 9000;
     let rec = record("upstream", true);
     let cached = serialize(&ctx, &rec, &EntityJson::build(&config));
     let fresh = serialize(&ctx, &rec, &EntityJson::default());
@@ -91,8 +92,8 @@ fn writes_kongs_basic_log_shape() {
     let r = &v["request"];
     assert_eq!(r["uri"], "/p/x?a=1&b=x+y%21&a=2&flag&=skip");
     assert_eq!(
-        r["url"],
-        "http://gw.test:8000/p/x?a=1&b=x+y%21&a=2&flag&=skip"
+        r["url"], "http://gw.test:9000/p/x?a=1&b=x+y%21&a=2&flag&=skip",
+        "the listener's port, not the Host header's"
     );
     assert_eq!(r["method"], "POST");
     assert_eq!(
