@@ -138,7 +138,12 @@ fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
     let proxy = record.upstream_latency_ms.map_or(-1, |ms| ms as i64);
     json::int(o.key("proxy"), proxy);
     json::uint(o.key("request"), record.request_latency_ms);
-    json::uint(o.key("receive"), 0);
+    // Kong's `receive`: from the upstream's response head to its last byte, what the request's total leaves
+    // after the gateway's and the upstream's own time (0 when not proxied).
+    let receive = record.upstream_latency_ms.map_or(0, |upstream| {
+        (record.request_latency_ms).saturating_sub(record.kong_latency_ms + upstream)
+    });
+    json::uint(o.key("receive"), receive);
     o.close();
 }
 

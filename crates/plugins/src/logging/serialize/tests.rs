@@ -119,7 +119,7 @@ fn writes_kongs_basic_log_shape() {
     assert_eq!(v["upstream_status"], "201");
     assert_eq!(
         v["latencies"],
-        json!({"kong": 3, "proxy": 11, "request": 20, "receive": 0})
+        json!({"kong": 3, "proxy": 11, "request": 20, "receive": 6})
     );
     let tries = v["tries"].as_array().unwrap();
     assert_eq!(tries.len(), 2);
