@@ -28,6 +28,7 @@ use heed::types::Bytes;
 use heed::{Database, Env};
 use std::path::PathBuf;
 
+mod batch;
 mod open;
 mod read;
 mod write;

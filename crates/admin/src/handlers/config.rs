@@ -6,6 +6,7 @@ use crate::handlers::entities::by_schema;
 use crate::query;
 use crate::reply::{self, Reply};
 use crate::{Control, LoadError, LoadOptions, LoadOutcome};
+use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
 
@@ -26,12 +27,17 @@ pub async fn post(
     control: &dyn Control,
     q: Option<&str>,
     content_type: &str,
-    body: &[u8],
+    body: Bytes,
 ) -> Result<Reply, ApiError> {
     let flatten = truthy(query::get(q, "flatten_errors"));
     // Kong compares check_hash with "1" exactly (older than the truthy helper).
     let check_hash = query::get(q, "check_hash").as_deref() == Some("1");
-    let doc = declarative_doc(content_type, body)?;
+    // Parsing a large body is CPU work: it runs on a blocking thread like the load itself, which also
+    // keeps the document's memory on the loading side (freed where it was allocated).
+    let content_type = content_type.to_string();
+    let doc = tokio::task::spawn_blocking(move || declarative_doc(&content_type, &body))
+        .await
+        .map_err(|e| ApiError::Internal(format!("parsing the config body failed: {e}")))??;
     match control.load(doc, LoadOptions { check_hash }).await {
         Ok(LoadOutcome::Loaded(config)) => {
             Ok(reply::json_bytes(StatusCode::CREATED, by_schema(&config)))
