@@ -8,7 +8,7 @@ use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use uuid::Uuid;
 
 /// Namespace for ids derived from entity identities (a fixed random UUID: never change it, ids would move).
@@ -57,7 +57,7 @@ pub fn build(
     // hashed, and turned into its typed form at once, so the normalized form of a large config is never
     // held whole. A valid entity's raw input is dropped once it is built; invalid ones keep theirs for the
     // error report.
-    let mut seen = Seen::with_capacity(entities.len());
+    let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
     let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
         prepare::before_validation(e.raw.kind, &mut e.raw.value, e.id, &mut e.errors);
@@ -172,13 +172,14 @@ fn natural_key(raw: &Raw) -> Option<String> {
 }
 
 /// Lookup of entities by id and by name fields, one map per kind (looked up by `&str`, no copy).
+/// Keys come from the operator's own config, so the fast non-keyed hasher is used here and in [`Seen`].
 struct NameIndex {
     by_kind: Vec<HashMap<String, Uuid>>,
 }
 
 impl NameIndex {
     fn new(entities: &[Entity]) -> Self {
-        let mut by_kind: Vec<HashMap<String, Uuid>> = vec![HashMap::new(); super::kinds::ALL.len()];
+        let mut by_kind: Vec<HashMap<String, Uuid>> = vec![HashMap::default(); super::kinds::ALL.len()];
         for e in entities {
             let map = &mut by_kind[e.raw.kind as usize];
             map.entry(e.id.to_string()).or_insert(e.id);
