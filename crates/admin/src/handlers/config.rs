@@ -1,11 +1,10 @@
 //! `GET /config` (the live config as declarative YAML) and `POST /config` (replace the whole config).
 
-use crate::body::declarative_doc;
 use crate::errors::{ApiError, Invalid};
 use crate::handlers::entities::by_schema;
 use crate::query;
 use crate::reply::{self, Reply};
-use crate::{Control, LoadError, LoadOptions, LoadOutcome};
+use crate::{BodyError, ConfigBody, Control, LoadError, LoadOptions, LoadOutcome};
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
@@ -32,13 +31,8 @@ pub async fn post(
     let flatten = truthy(query::get(q, "flatten_errors"));
     // Kong compares check_hash with "1" exactly (older than the truthy helper).
     let check_hash = query::get(q, "check_hash").as_deref() == Some("1");
-    // Parsing a large body is CPU work: it runs on a blocking thread like the load itself, which also
-    // keeps the document's memory on the loading side (freed where it was allocated).
-    let content_type = content_type.to_string();
-    let doc = tokio::task::spawn_blocking(move || declarative_doc(&content_type, &body))
-        .await
-        .map_err(|e| ApiError::Internal(format!("parsing the config body failed: {e}")))??;
-    match control.load(doc, LoadOptions { check_hash }).await {
+    let body = ConfigBody::new(content_type, body);
+    match control.load(body, LoadOptions { check_hash }).await {
         Ok(LoadOutcome::Loaded(config)) => {
             Ok(reply::json_bytes(StatusCode::CREATED, by_schema(&config)))
         }
@@ -48,6 +42,7 @@ pub async fn post(
             message: errors.message(),
             flattened: flatten.then(|| errors.flattened()),
         }))),
+        Err(LoadError::Body(BodyError(e))) => Err(e),
         Err(LoadError::Busy) => Err(ApiError::Busy),
         Err(LoadError::TooLarge(msg)) => Err(ApiError::TooLarge(msg)),
         Err(LoadError::Internal(msg)) => Err(ApiError::Internal(msg)),
