@@ -61,6 +61,11 @@ impl Store {
             unique,
             foreign,
             meta,
+            map_pages: None,
+        };
+        let store = Store {
+            map_pages: store.find_map_pages(),
+            ..store
         };
         if let Some(v) = store.meta_value("schema_version")? {
             if v != SCHEMA_VERSION {
@@ -71,6 +76,25 @@ impl Store {
             }
         }
         Ok(store)
+    }
+
+    /// The range of the map, found from a pointer LMDB hands out into it (an entry of the main
+    /// database, which lists the named ones and so is never empty here).
+    fn find_map_pages(&self) -> Option<crate::resident::MapPages> {
+        let rtxn = self.env.read_txn().ok()?;
+        let main = self
+            .env
+            .open_database::<Bytes, Bytes>(&rtxn, None)
+            .ok()??;
+        let (_, value) = main.iter(&rtxn).ok()?.next()?.ok()?;
+        crate::resident::MapPages::containing(value.as_ptr())
+    }
+
+    /// Drops the map's pages from the process's resident set (see [`crate::resident`]).
+    pub(crate) fn release_map_pages(&self) {
+        if let Some(pages) = &self.map_pages {
+            pages.release();
+        }
     }
 
     /// The store's directory, for messages.

@@ -274,3 +274,20 @@ fn a_bulk_write_out_of_key_order_keeps_every_index_and_the_last_duplicate() {
     assert_eq!(store.referencing("services", "s1", "consumers").unwrap().len(), 249);
     assert_eq!(store.list("routes").unwrap().len(), 250);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn whole_config_writes_and_reads_leave_the_map_out_of_rss_and_the_data_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 64 << 20).unwrap();
+    let pages = store.map_pages.clone().expect("the map is found on Linux");
+    let body = vec![b'x'; 300];
+    let ids: Vec<String> = (0..20_000).map(|i| format!("id-{i}")).collect();
+    let records: Vec<_> = ids.iter().map(|id| rec("routes", id, &body)).collect();
+    store.replace_all("h", "3.0", &records).unwrap();
+    assert_eq!(pages.resident_kb(), 0, "pages written stay mapped");
+    let snap = store.load().unwrap().unwrap();
+    assert_eq!(snap.entities[0].1.len(), 20_000);
+    assert_eq!(pages.resident_kb(), 0, "pages read stay mapped");
+    assert_eq!(store.get("routes", "id-19999").unwrap(), Some(body));
+}

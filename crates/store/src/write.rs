@@ -62,7 +62,9 @@ impl Store {
         let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
         self.write_all(&mut wtxn, hash, format_version, records)
             .map_err(|e| self.lmdb(e))?;
-        wtxn.commit().map_err(|e| self.lmdb(e))
+        let committed = wtxn.commit().map_err(|e| self.lmdb(e));
+        self.release_map_pages();
+        committed
     }
 
     /// Inserts or replaces one entity (keeping its position when it exists, appending otherwise) and
