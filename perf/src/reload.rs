@@ -163,12 +163,17 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
         post_config(admin, &body)?;
     }
     let after = rss_kib(running.pid());
+    // Right after the last reply its ~18 MB body may still be in the process; a moment later it is gone.
+    std::thread::sleep(Duration::from_millis(500));
+    let settled = rss_kib(running.pid());
     lines.push(format!(
-        "RSS across {} reloads: {} → {} KiB ({:+.1}%) — goal flat",
+        "RSS across {} reloads: {} → {} KiB ({:+.1}%) right after the last reply, {} KiB ({:+.1}%) 0.5 s later — goal flat",
         args.reloads,
         before,
         after,
-        (after as f64 / before.max(1) as f64 - 1.0) * 100.0
+        (after as f64 / before.max(1) as f64 - 1.0) * 100.0,
+        settled,
+        (settled as f64 / before.max(1) as f64 - 1.0) * 100.0
     ));
     drop(running);
 

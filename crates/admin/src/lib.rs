@@ -102,10 +102,15 @@ impl ConfigBody {
 /// Why a `POST /config` body holds no declarative document (answered as Kong does: 400).
 pub struct BodyError(errors::ApiError);
 
+/// Each entity of a loaded config as JSON, exactly as the Admin API serializes it, per collection schema
+/// name (`routes`, `keyauth_credentials`, ...) in config order. A node that already serialized them (for its
+/// store) hands them over, and the `POST /config` reply copies them instead of serializing them again.
+pub type EntityJson = Vec<(&'static str, Vec<Vec<u8>>)>;
+
 /// A successful `POST /config`.
 pub enum LoadOutcome {
-    /// The new config is live; the response lists its entities (201).
-    Loaded(Arc<Config>),
+    /// The new config is live; the response lists its entities (201), from the [`EntityJson`] when given.
+    Loaded(Arc<Config>, Option<EntityJson>),
     /// `check_hash` was set and the hash is unchanged (304).
     Unchanged,
 }

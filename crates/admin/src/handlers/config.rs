@@ -33,9 +33,10 @@ pub async fn post(
     let check_hash = query::get(q, "check_hash").as_deref() == Some("1");
     let body = ConfigBody::new(content_type, body);
     match control.load(body, LoadOptions { check_hash }).await {
-        Ok(LoadOutcome::Loaded(config)) => {
-            Ok(reply::json_bytes(StatusCode::CREATED, by_schema(&config)))
-        }
+        Ok(LoadOutcome::Loaded(config, json)) => Ok(reply::json_bytes(
+            StatusCode::CREATED,
+            by_schema(&config, json.as_ref()),
+        )),
         Ok(LoadOutcome::Unchanged) => Ok(reply::empty(StatusCode::NOT_MODIFIED)),
         Err(LoadError::Invalid(errors)) => Err(ApiError::Declarative(Box::new(Invalid {
             fields: errors.kong_fields(),

@@ -92,7 +92,7 @@ impl Control for TestNode {
                     let config = Arc::new(config);
                     *live = Some(config.clone());
                     self.loads.fetch_add(1, Ordering::SeqCst);
-                    Ok(LoadOutcome::Loaded(config))
+                    Ok(LoadOutcome::Loaded(config, None))
                 }
             }
         };
