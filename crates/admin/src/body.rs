@@ -17,7 +17,9 @@ pub fn declarative_doc(content_type: &str, body: &[u8]) -> Result<Value, ApiErro
     let ct = content_type.to_ascii_lowercase();
     let text: std::borrow::Cow<'_, str> = if ct.starts_with("application/x-www-form-urlencoded") {
         let body = std::str::from_utf8(body).map_err(|_| not_utf8())?;
-        query::get(Some(body), "config").ok_or_else(no_config)?.into()
+        query::get(Some(body), "config")
+            .ok_or_else(no_config)?
+            .into()
     } else if ct.starts_with("multipart/form-data") {
         multipart_field(content_type, body, "config")
             .ok_or_else(no_config)?

@@ -43,7 +43,11 @@ pub trait Control: Send + Sync + 'static {
     /// Parses ([`ConfigBody::document`]), validates, compiles, stores and publishes the body of a
     /// `POST /config`. Parsing is left to the node so that a large body is parsed, loaded and freed on
     /// the one thread that does the CPU work, off the Admin API's async thread.
-    fn load(&self, body: ConfigBody, opts: LoadOptions) -> BoxFuture<Result<LoadOutcome, LoadError>>;
+    fn load(
+        &self,
+        body: ConfigBody,
+        opts: LoadOptions,
+    ) -> BoxFuture<Result<LoadOutcome, LoadError>>;
     /// Facts for `GET /` and `GET /plugins/enabled`.
     fn node_info(&self) -> NodeInfo;
     /// Kong's `server` block of `GET /status` (connection and request counters).

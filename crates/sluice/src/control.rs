@@ -70,7 +70,9 @@ impl Control for NodeControl {
                 Err(join) => Err(join),
             };
             match result {
-                Ok(Ok(Loaded::Applied(config, json))) => Ok(LoadOutcome::Loaded(config, Some(json))),
+                Ok(Ok(Loaded::Applied(config, json))) => {
+                    Ok(LoadOutcome::Loaded(config, Some(json)))
+                }
                 Ok(Ok(Loaded::Unchanged)) => Ok(LoadOutcome::Unchanged),
                 Ok(Err(LoadError::Invalid(errors))) => {
                     Err(sluice_admin::LoadError::Invalid(errors))

@@ -57,11 +57,15 @@ impl Batch {
     ) -> heed::Result<()> {
         let bytes = &self.bytes;
         // Stable, so equal keys keep their push order and the last one is written.
-        self.entries.sort_by(|a, b| bytes[a.0.clone()].cmp(&bytes[b.0.clone()]));
+        self.entries
+            .sort_by(|a, b| bytes[a.0.clone()].cmp(&bytes[b.0.clone()]));
         let mut entries = self.entries.iter().peekable();
         while let Some((k, v)) = entries.next() {
             let key = &bytes[k.clone()];
-            if entries.peek().is_some_and(|(next, _)| &bytes[next.clone()] == key) {
+            if entries
+                .peek()
+                .is_some_and(|(next, _)| &bytes[next.clone()] == key)
+            {
                 continue;
             }
             db.put_with_flags(wtxn, PutFlags::APPEND, key, &bytes[v.clone()])?;

@@ -82,10 +82,7 @@ impl Store {
     /// database, which lists the named ones and so is never empty here).
     fn find_map_pages(&self) -> Option<crate::resident::MapPages> {
         let rtxn = self.env.read_txn().ok()?;
-        let main = self
-            .env
-            .open_database::<Bytes, Bytes>(&rtxn, None)
-            .ok()??;
+        let main = self.env.open_database::<Bytes, Bytes>(&rtxn, None).ok()??;
         let (_, value) = main.iter(&rtxn).ok()?.next()?.ok()?;
         crate::resident::MapPages::containing(value.as_ptr())
     }

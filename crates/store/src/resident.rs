@@ -23,7 +23,8 @@ impl MapPages {
         let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
         maps.lines().find_map(|line| {
             let (start, end) = line.split_whitespace().next()?.split_once('-')?;
-            let range = usize::from_str_radix(start, 16).ok()?..usize::from_str_radix(end, 16).ok()?;
+            let range =
+                usize::from_str_radix(start, 16).ok()?..usize::from_str_radix(end, 16).ok()?;
             range.contains(&addr).then_some(MapPages { range })
         })
     }

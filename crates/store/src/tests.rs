@@ -262,16 +262,31 @@ fn a_bulk_write_out_of_key_order_keeps_every_index_and_the_last_duplicate() {
     let holder = store.get_by_unique("routes", "name", "n0").unwrap();
     assert_eq!(holder, store.get("routes", "id-249").unwrap());
     assert!(holder.is_some());
-    assert_eq!(store.referencing("services", "s1", "routes").unwrap().len(), 250);
+    assert_eq!(
+        store.referencing("services", "s1", "routes").unwrap().len(),
+        250
+    );
     let consumers = store.referencing("services", "s1", "consumers").unwrap();
     let mut sorted = consumers.clone();
     sorted.sort();
     assert_eq!(consumers, sorted, "referencing lists ids in key order");
     // Single-entity writes still find every index entry the bulk write made.
-    assert!(store.get_by_unique("consumers", "name", "n1").unwrap().is_some());
+    assert!(store
+        .get_by_unique("consumers", "name", "n1")
+        .unwrap()
+        .is_some());
     assert!(store.delete("consumers", "id-498").unwrap());
-    assert_eq!(store.get_by_unique("consumers", "name", "n1").unwrap(), None);
-    assert_eq!(store.referencing("services", "s1", "consumers").unwrap().len(), 249);
+    assert_eq!(
+        store.get_by_unique("consumers", "name", "n1").unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .referencing("services", "s1", "consumers")
+            .unwrap()
+            .len(),
+        249
+    );
     assert_eq!(store.list("routes").unwrap().len(), 250);
 }
 

@@ -1,7 +1,7 @@
 //! Writes: the whole-config replace (one transaction) and single-entity put/delete.
 
-use crate::{key_into, EntityRecord, Store, StoreError, SCHEMA_VERSION};
 use crate::batch::Batch;
+use crate::{key_into, EntityRecord, Store, StoreError, SCHEMA_VERSION};
 use heed::{PutFlags, RwTxn};
 
 /// Tag of a `unique` index key inside an `ids` value.

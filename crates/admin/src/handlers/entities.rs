@@ -179,7 +179,12 @@ pub fn by_schema(config: &Config, json: Option<&EntityJson>) -> Vec<u8> {
             .filter(|bodies| bodies.len() == len)
     };
     // `"<uuid>":` and a comma per entity around the bodies: the exact size when every body is given.
-    let known: usize = json.into_iter().flatten().flat_map(|(_, b)| b).map(|b| b.len() + 40).sum();
+    let known: usize = json
+        .into_iter()
+        .flatten()
+        .flat_map(|(_, b)| b)
+        .map(|b| b.len() + 40)
+        .sum();
     let mut out = Vec::with_capacity(4096 + known);
     out.push(b'{');
     let mut first_schema = true;

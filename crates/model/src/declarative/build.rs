@@ -7,8 +7,8 @@ use super::typed;
 use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
-use serde_json::{Map, Value};
 use rustc_hash::FxHashMap as HashMap;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 /// Namespace for ids derived from entity identities (a fixed random UUID: never change it, ids would move).
@@ -179,7 +179,8 @@ struct NameIndex {
 
 impl NameIndex {
     fn new(entities: &[Entity]) -> Self {
-        let mut by_kind: Vec<HashMap<String, Uuid>> = vec![HashMap::default(); super::kinds::ALL.len()];
+        let mut by_kind: Vec<HashMap<String, Uuid>> =
+            vec![HashMap::default(); super::kinds::ALL.len()];
         for e in entities {
             let map = &mut by_kind[e.raw.kind as usize];
             map.entry(e.id.to_string()).or_insert(e.id);

@@ -41,11 +41,18 @@ fn the_reply_from_the_nodes_json_is_the_reply_serialized_here() {
     let registry = sluice_plugins::Registry::builtin();
     let config = parse(YAML, &registry).unwrap_or_else(|e| panic!("{e}"));
     let json = node_json(&config);
-    assert!(json.len() >= 7, "every kind is listed: {:?}", json.iter().map(|(k, _)| k).collect::<Vec<_>>());
+    assert!(
+        json.len() >= 7,
+        "every kind is listed: {:?}",
+        json.iter().map(|(k, _)| k).collect::<Vec<_>>()
+    );
     let reply = by_schema(&config, Some(&json));
     assert_eq!(reply, by_schema(&config, None));
     let parsed: Value = serde_json::from_slice(&reply).unwrap();
-    assert_eq!(parsed["routes"][config.routes[0].id.to_string()]["name"], "r1");
+    assert_eq!(
+        parsed["routes"][config.routes[0].id.to_string()]["name"],
+        "r1"
+    );
     // A list that does not match the config (another length) is ignored, not misattributed.
     let mut short = json.clone();
     short[1].1.clear();
