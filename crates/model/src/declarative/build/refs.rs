@@ -7,7 +7,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 /// Lookup of entities by id and by name fields, one map per kind (looked up by `&str`, no copy).
-/// Keys come from the operator's own config, so the fast non-keyed hasher is used here and for uniqueness checks.
+/// Keys come from the operator's own config, so the fast non-keyed hasher is used here and for the
+/// uniqueness checks.
 pub(super) struct NameIndex {
     by_kind: Vec<HashMap<String, Uuid>>,
 }
