@@ -22,8 +22,9 @@ struct Entity {
     id: Uuid,
     errors: Vec<FieldError>,
     normalized: Value,
-    /// Foreign keys set by nesting or resolved from names, as `{"id": ...}`, in the order they were set:
-    /// validation sees them in place of the raw fields, and error reports show the raw value with them.
+    /// Foreign keys set by nesting or resolved from names (as `{"id": ...}`), then values generated
+    /// before validation (a key-auth key), in the order they were set: validation sees them in place of
+    /// the raw fields, and error reports show the raw value with them.
     refs: Vec<(&'static str, Value)>,
     /// Validation ran, so error reports show a given id in its normalized form.
     validated: bool,
@@ -63,7 +64,8 @@ pub fn build(
     let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
     let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
-        prepare::before_validation(e.raw.kind, &mut e.raw.value, e.id, &mut e.errors);
+        let (raw, refs) = (&mut e.raw.value, &mut e.refs);
+        prepare::before_validation(e.raw.kind, raw, refs, e.id, &mut e.errors);
         if e.errors.is_empty() {
             validate(e);
         }
