@@ -125,10 +125,11 @@ fn reported(e: &Entity) -> Map<String, Value> {
 /// Given ids are kept (and must be UUIDs); others derive from the entity's identity: its kind and its natural
 /// key (name, username, ...) when it has one, else its parent's id and its position.
 fn assign_ids(entities: &mut [Entity]) {
+    // One buffer for every identity string: `<kind>|<parent id>|<field>=<natural key>` or `...|<path>`.
+    let mut identity = String::with_capacity(128);
     for i in 0..entities.len() {
-        let given = entities[i].raw.value.get("id").cloned();
-        let id = match given {
-            Some(Value::String(s)) => match Uuid::parse_str(&s) {
+        let id = match entities[i].raw.value.get("id") {
+            Some(Value::String(s)) => match Uuid::parse_str(s) {
                 Ok(id) => id,
                 Err(_) => {
                     entities[i]
@@ -139,15 +140,22 @@ fn assign_ids(entities: &mut [Entity]) {
             },
             Some(Value::Null) | None => {
                 let raw = &entities[i].raw;
-                let parent = raw
-                    .parent
-                    .map(|(_, p)| entities[p].id.to_string())
-                    .unwrap_or_default();
-                let natural = natural_key(raw);
-                let identity = match natural {
-                    Some(key) => format!("{}|{parent}|{key}", raw.kind.key()),
-                    None => format!("{}|{parent}|{}", raw.kind.key(), raw.path),
-                };
+                identity.clear();
+                identity.push_str(raw.kind.key());
+                identity.push('|');
+                if let Some((_, p)) = raw.parent {
+                    let mut buf = Uuid::encode_buffer();
+                    identity.push_str(entities[p].id.hyphenated().encode_lower(&mut buf));
+                }
+                identity.push('|');
+                match natural_key(raw) {
+                    Some((field, key)) => {
+                        identity.push_str(field);
+                        identity.push('=');
+                        identity.push_str(key);
+                    }
+                    None => identity.push_str(&raw.path),
+                }
                 Uuid::new_v5(&ID_NAMESPACE, identity.as_bytes())
             }
             Some(_) => {
@@ -161,7 +169,8 @@ fn assign_ids(entities: &mut [Entity]) {
     }
 }
 
-fn natural_key(raw: &Raw) -> Option<String> {
+/// The field that identifies an entity of this kind and its value, when given.
+fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
     let field = match raw.kind {
         Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => "name",
         Kind::Consumer => "username",
@@ -173,7 +182,7 @@ fn natural_key(raw: &Raw) -> Option<String> {
     raw.value
         .get(field)
         .and_then(|v| v.as_str())
-        .map(|s| format!("{field}={s}"))
+        .map(|s| (field, s))
 }
 
 /// Kong's unique constraints: natural keys per kind, ids per kind, plugin scope, target per upstream.
