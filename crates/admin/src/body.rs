@@ -15,13 +15,17 @@ const NO_CONFIG: &str = "expected a declarative configuration";
 /// The declarative document in a request body.
 pub fn declarative_doc(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     let ct = content_type.to_ascii_lowercase();
-    let text = if ct.starts_with("application/x-www-form-urlencoded") {
+    let text: std::borrow::Cow<'_, str> = if ct.starts_with("application/x-www-form-urlencoded") {
         let body = std::str::from_utf8(body).map_err(|_| not_utf8())?;
-        query::get(Some(body), "config").ok_or_else(no_config)?
+        query::get(Some(body), "config")
+            .ok_or_else(no_config)?
+            .into()
     } else if ct.starts_with("multipart/form-data") {
-        multipart_field(content_type, body, "config").ok_or_else(no_config)?
+        multipart_field(content_type, body, "config")
+            .ok_or_else(no_config)?
+            .into()
     } else {
-        String::from_utf8(body.to_vec()).map_err(|_| not_utf8())?
+        std::str::from_utf8(body).map_err(|_| not_utf8())?.into()
     };
     let doc = parse_text(&text)?;
     if doc.get("_format_version").is_some() {

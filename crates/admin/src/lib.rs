@@ -40,11 +40,12 @@ pub trait Control: Send + Sync + 'static {
     fn config_hash(&self) -> Option<String>;
     /// Whether a config is live (`/status/ready` answers 200).
     fn is_ready(&self) -> bool;
-    /// Validates, compiles, stores and publishes a declarative document (`POST /config`). The admin crate
-    /// has already parsed the body (JSON, YAML, or a form field `config`) into `doc`.
+    /// Parses ([`ConfigBody::document`]), validates, compiles, stores and publishes the body of a
+    /// `POST /config`. Parsing is left to the node so that a large body is parsed, loaded and freed on
+    /// the one thread that does the CPU work, off the Admin API's async thread.
     fn load(
         &self,
-        doc: serde_json::Value,
+        body: ConfigBody,
         opts: LoadOptions,
     ) -> BoxFuture<Result<LoadOutcome, LoadError>>;
     /// Facts for `GET /` and `GET /plugins/enabled`.
@@ -79,16 +80,49 @@ pub struct LoadOptions {
     pub check_hash: bool,
 }
 
+/// The body of a `POST /config`, as received.
+pub struct ConfigBody {
+    content_type: String,
+    bytes: bytes::Bytes,
+}
+
+impl ConfigBody {
+    /// A body sent with this `Content-Type`.
+    pub fn new(content_type: &str, bytes: bytes::Bytes) -> ConfigBody {
+        ConfigBody {
+            content_type: content_type.to_string(),
+            bytes,
+        }
+    }
+
+    /// The declarative document in the body (raw JSON or YAML, a form field `config`, or
+    /// `{"config": "..."}`), or the error `POST /config` answers with ([`LoadError::Body`]).
+    pub fn document(&self) -> Result<serde_json::Value, LoadError> {
+        body::declarative_doc(&self.content_type, &self.bytes)
+            .map_err(|e| LoadError::Body(BodyError(e)))
+    }
+}
+
+/// Why a `POST /config` body holds no declarative document (answered as Kong does: 400).
+pub struct BodyError(errors::ApiError);
+
+/// Each entity of a loaded config as JSON, exactly as the Admin API serializes it, per collection schema
+/// name (`routes`, `keyauth_credentials`, ...) in config order. A node that already serialized them (for its
+/// store) hands them over, and the `POST /config` reply copies them instead of serializing them again.
+pub type EntityJson = Vec<(&'static str, Vec<Vec<u8>>)>;
+
 /// A successful `POST /config`.
 pub enum LoadOutcome {
-    /// The new config is live; the response lists its entities (201).
-    Loaded(Arc<Config>),
+    /// The new config is live; the response lists its entities (201), from the [`EntityJson`] when given.
+    Loaded(Arc<Config>, Option<EntityJson>),
     /// `check_hash` was set and the hash is unchanged (304).
     Unchanged,
 }
 
 /// A refused `POST /config`.
 pub enum LoadError {
+    /// The body is empty, not UTF-8, or not JSON/YAML (from [`ConfigBody::document`]).
+    Body(BodyError),
     /// 400, code 14, with every field error.
     Invalid(ConfigErrors),
     /// 429 with `Retry-After`: another load is running.

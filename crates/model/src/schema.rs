@@ -200,8 +200,19 @@ impl Schema {
 
     /// Validates `input` (an object, or null for "all defaults") and returns it normalized, or every error found.
     pub fn validate(&self, input: &Value) -> Result<Value, Vec<FieldError>> {
+        self.validate_with(input, &[])
+    }
+
+    /// [`Schema::validate`] of `input` with the `overrides` fields set, as if they had been inserted
+    /// into it (an entity's id and resolved references), without copying or changing the input.
+    pub fn validate_with(
+        &self,
+        input: &Value,
+        overrides: &[(&str, Value)],
+    ) -> Result<Value, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let out = validate::record(self, input, &validate::Path::Root, &mut errors);
+        let root = validate::Path::Root;
+        let out = validate::record_with(self, input, overrides, &root, &mut errors);
         if errors.is_empty() {
             Ok(out)
         } else {

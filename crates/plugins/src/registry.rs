@@ -63,11 +63,12 @@ impl Builtin {
     }
 }
 
-/// A plugin entity's `config` (already validated, defaults filled) as the plugin's typed struct.
+/// A plugin entity's `config` (already validated, defaults filled) as the plugin's typed struct. Reads
+/// the value in place: a large config compiles one instance per plugin entity, so no copy is made.
 pub fn typed_config<T: serde::de::DeserializeOwned>(
     entity: &sluice_model::Plugin,
 ) -> Result<T, String> {
-    serde_json::from_value(entity.config.clone()).map_err(|e| e.to_string())
+    serde::Deserialize::deserialize(&entity.config).map_err(|e| e.to_string())
 }
 
 /// A plugin entity that could not be instantiated.

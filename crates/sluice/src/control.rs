@@ -2,7 +2,7 @@
 
 use crate::loader::{LoadError, Loaded, Loader};
 use crate::settings::Settings;
-use sluice_admin::{Control, LoadOptions, LoadOutcome, NodeInfo};
+use sluice_admin::{ConfigBody, Control, LoadOptions, LoadOutcome, NodeInfo};
 use sluice_model::{Config, PluginRegistry};
 use sluice_proxy::ProxyStats;
 use std::future::Future;
@@ -52,17 +52,27 @@ impl Control for NodeControl {
 
     fn load(
         &self,
-        doc: serde_json::Value,
+        body: ConfigBody,
         opts: LoadOptions,
     ) -> Pin<Box<dyn Future<Output = Result<LoadOutcome, sluice_admin::LoadError>> + Send + 'static>>
     {
         let loader = self.loader.clone();
         Box::pin(async move {
-            let result =
-                tokio::task::spawn_blocking(move || loader.load_doc(doc, opts.check_hash, false))
-                    .await;
+            // The body is parsed on the loading thread too: the document is allocated and freed there.
+            let result = tokio::task::spawn_blocking(move || {
+                let doc = body.document()?;
+                Ok(loader.load_doc(doc, opts.check_hash, false))
+            })
+            .await;
+            let result = match result {
+                Ok(Err(body_error)) => return Err(body_error),
+                Ok(Ok(loaded)) => Ok(loaded),
+                Err(join) => Err(join),
+            };
             match result {
-                Ok(Ok(Loaded::Applied(config))) => Ok(LoadOutcome::Loaded(config)),
+                Ok(Ok(Loaded::Applied(config, json))) => {
+                    Ok(LoadOutcome::Loaded(config, Some(json)))
+                }
                 Ok(Ok(Loaded::Unchanged)) => Ok(LoadOutcome::Unchanged),
                 Ok(Err(LoadError::Invalid(errors))) => {
                     Err(sluice_admin::LoadError::Invalid(errors))

@@ -5,6 +5,7 @@
 //! the snapshot they started with. A failure at any step leaves the live config and the store untouched.
 
 use arc_swap::ArcSwap;
+use sluice_admin::EntityJson;
 use sluice_model::{declarative, records, Config, ConfigErrors};
 use sluice_plugins::Registry;
 use sluice_proxy::{SharedSnapshot, Snapshot};
@@ -41,8 +42,8 @@ impl std::fmt::Display for LoadError {
 
 /// What a successful call did.
 pub enum Loaded {
-    /// The config is live.
-    Applied(Arc<Config>),
+    /// The config is live; its entities as JSON (as committed to the store), for the `POST /config` reply.
+    Applied(Arc<Config>, EntityJson),
     /// `check_hash` was set and the config equals the live one: nothing changed.
     Unchanged,
 }
@@ -140,7 +141,7 @@ impl Loader {
         let snapshot = Snapshot::compile(config.clone(), &self.registry)
             .map_err(|e| LoadError::Compile(e.to_string()))?;
         let compiled = started.elapsed();
-        commit(&self.store, &config, &hash)?;
+        let json = commit(&self.store, &config, &hash)?;
         let committed = started.elapsed();
         let stats = &self.stats;
         let us = |d: std::time::Duration| d.as_micros() as u64;
@@ -163,7 +164,7 @@ impl Loader {
             "configuration loaded"
         );
         crate::alloc::release_unused_memory();
-        Ok(Loaded::Applied(config))
+        Ok(Loaded::Applied(config, json))
     }
 
     /// Loads a declarative file (YAML or JSON).
@@ -241,8 +242,21 @@ fn rows(config: &Config) -> Vec<Row> {
     rows
 }
 
-/// Writes the whole config to the store in one transaction, as the flat declarative export.
-fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
+/// The rows' bodies grouped by kind, in order (rows come kind by kind).
+fn by_kind(rows: Vec<Row>) -> EntityJson {
+    let mut out: EntityJson = Vec::new();
+    for row in rows {
+        match out.last_mut() {
+            Some((kind, bodies)) if *kind == row.kind => bodies.push(row.body),
+            _ => out.push((row.kind, vec![row.body])),
+        }
+    }
+    out
+}
+
+/// Writes the whole config to the store in one transaction, as the flat declarative export. Returns the
+/// entities' JSON it wrote: the same bytes the Admin API would serialize.
+fn commit(store: &Store, config: &Config, hash: &str) -> Result<EntityJson, LoadError> {
     let rows = rows(config);
     let records: Vec<EntityRecord<'_>> = rows
         .iter()
@@ -254,7 +268,7 @@ fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
             foreign: r.foreign.iter().map(|(k, v)| (*k, v.as_str())).collect(),
         })
         .collect();
-    store
+    let committed = store
         .replace_all(hash, &config.format_version, &records)
         .map_err(|e| match e {
             StoreError::Full { .. } => LoadError::TooLarge(format!(
@@ -262,5 +276,7 @@ fn commit(store: &Store, config: &Config, hash: &str) -> Result<(), LoadError> {
                 store.path().display()
             )),
             other => LoadError::Store(format!("could not commit the configuration: {other}")),
-        })
+        });
+    drop(records);
+    committed.map(|()| by_kind(rows))
 }

@@ -147,6 +147,12 @@ async fn config_endpoint_round_trip_check_hash_and_errors() {
         .await
         .unwrap();
     assert_eq!(form.status(), 201);
+    // The reply lists each entity exactly as the Admin API shows it.
+    let loaded: Value = form.json().await.unwrap();
+    let (_, s1) = get(gw.admin_url("/services/s1")).await;
+    let id = s1["id"].as_str().unwrap();
+    assert_eq!(loaded["services"][id], s1);
+    assert_eq!(loaded["services"].as_object().unwrap().len(), 2);
 
     let bad = http
         .post(gw.admin_url("/config?flatten_errors=1"))

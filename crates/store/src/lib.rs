@@ -28,8 +28,10 @@ use heed::types::Bytes;
 use heed::{Database, Env};
 use std::path::PathBuf;
 
+mod batch;
 mod open;
 mod read;
+mod resident;
 mod write;
 
 #[cfg(test)]
@@ -95,6 +97,8 @@ pub struct Store {
     unique: Database<Bytes, Bytes>,
     foreign: Database<Bytes, Bytes>,
     meta: Database<Bytes, Bytes>,
+    /// The map's address range, to drop its pages from RSS after whole-config writes and reads.
+    map_pages: Option<resident::MapPages>,
 }
 
 /// Joins key parts with NUL separators into `out` (cleared first), so callers can reuse one buffer.

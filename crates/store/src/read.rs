@@ -40,14 +40,17 @@ impl Store {
             }
         }
         kinds.sort_by_key(|(first, _, _)| *first);
-        Ok(Some(Snapshot {
+        let snapshot = Snapshot {
             hash,
             format_version: text(b"format_version")?.unwrap_or_default(),
             committed_at: text(b"committed_at")?
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(0),
             entities: kinds.into_iter().map(|(_, k, l)| (k, l)).collect(),
-        }))
+        };
+        drop(rtxn);
+        self.release_map_pages();
+        Ok(Some(snapshot))
     }
 
     /// One entity by kind and id.

@@ -236,3 +236,73 @@ fn another_layout_version_is_refused() {
         Ok(_) => panic!("expected Corrupt, got a store"),
     }
 }
+
+#[test]
+fn a_bulk_write_out_of_key_order_keeps_every_index_and_the_last_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 10 << 20).unwrap();
+    // Ids in descending order and kinds interleaved: nothing arrives in key order.
+    let ids: Vec<String> = (0..500).map(|i| format!("id-{:03}", 499 - i)).collect();
+    let names: Vec<String> = (0..500)
+        .map(|i| format!("n{}", if i == 250 { 0 } else { i }))
+        .collect();
+    let records: Vec<_> = ids
+        .iter()
+        .zip(&names)
+        .enumerate()
+        .map(|(i, (id, name))| {
+            let mut r = rec(if i % 2 == 0 { "routes" } else { "consumers" }, id, b"{}");
+            r.unique.push(("name", name.clone()));
+            r.foreign.push(("services", "s1"));
+            r
+        })
+        .collect();
+    store.replace_all("h", "3.0", &records).unwrap();
+    // `n0` was given to records 0 (a route) and 250 (a route too): the later one holds the key.
+    let holder = store.get_by_unique("routes", "name", "n0").unwrap();
+    assert_eq!(holder, store.get("routes", "id-249").unwrap());
+    assert!(holder.is_some());
+    assert_eq!(
+        store.referencing("services", "s1", "routes").unwrap().len(),
+        250
+    );
+    let consumers = store.referencing("services", "s1", "consumers").unwrap();
+    let mut sorted = consumers.clone();
+    sorted.sort();
+    assert_eq!(consumers, sorted, "referencing lists ids in key order");
+    // Single-entity writes still find every index entry the bulk write made.
+    assert!(store
+        .get_by_unique("consumers", "name", "n1")
+        .unwrap()
+        .is_some());
+    assert!(store.delete("consumers", "id-498").unwrap());
+    assert_eq!(
+        store.get_by_unique("consumers", "name", "n1").unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .referencing("services", "s1", "consumers")
+            .unwrap()
+            .len(),
+        249
+    );
+    assert_eq!(store.list("routes").unwrap().len(), 250);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn whole_config_writes_and_reads_leave_the_map_out_of_rss_and_the_data_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 64 << 20).unwrap();
+    let pages = store.map_pages.clone().expect("the map is found on Linux");
+    let body = vec![b'x'; 300];
+    let ids: Vec<String> = (0..20_000).map(|i| format!("id-{i}")).collect();
+    let records: Vec<_> = ids.iter().map(|id| rec("routes", id, &body)).collect();
+    store.replace_all("h", "3.0", &records).unwrap();
+    assert_eq!(pages.resident_kb(), 0, "pages written stay mapped");
+    let snap = store.load().unwrap().unwrap();
+    assert_eq!(snap.entities[0].1.len(), 20_000);
+    assert_eq!(pages.resident_kb(), 0, "pages read stay mapped");
+    assert_eq!(store.get("routes", "id-19999").unwrap(), Some(body));
+}

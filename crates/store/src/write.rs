@@ -1,7 +1,8 @@
 //! Writes: the whole-config replace (one transaction) and single-entity put/delete.
 
+use crate::batch::Batch;
 use crate::{key_into, EntityRecord, Store, StoreError, SCHEMA_VERSION};
-use heed::RwTxn;
+use heed::{PutFlags, RwTxn};
 
 /// Tag of a `unique` index key inside an `ids` value.
 const TAG_UNIQUE: u8 = b'u';
@@ -61,7 +62,9 @@ impl Store {
         let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
         self.write_all(&mut wtxn, hash, format_version, records)
             .map_err(|e| self.lmdb(e))?;
-        wtxn.commit().map_err(|e| self.lmdb(e))
+        let committed = wtxn.commit().map_err(|e| self.lmdb(e));
+        self.release_map_pages();
+        committed
     }
 
     /// Inserts or replaces one entity (keeping its position when it exists, appending otherwise) and
@@ -105,10 +108,7 @@ impl Store {
         ] {
             db.clear(wtxn)?;
         }
-        let mut scratch = Scratch::default();
-        for (seq, r) in (0u64..).zip(records) {
-            self.put_at(wtxn, r, seq, &mut scratch)?;
-        }
+        self.write_sorted(wtxn, records)?;
         let next_seq = records.len().to_string();
         self.meta.put(wtxn, b"next_seq", next_seq.as_bytes())?;
         self.meta.put(wtxn, b"hash", hash.as_bytes())?;
@@ -118,6 +118,42 @@ impl Store {
             .put(wtxn, b"committed_at", now_ms().to_string().as_bytes())?;
         self.meta
             .put(wtxn, b"schema_version", SCHEMA_VERSION.as_bytes())
+    }
+
+    /// Writes `records` (seq = position) and their indexes into the emptied databases, each database's
+    /// entries sorted and appended (see [`Batch`]).
+    fn write_sorted(&self, wtxn: &mut RwTxn<'_>, records: &[EntityRecord<'_>]) -> heed::Result<()> {
+        // `kind 0x00 seq`: sorting by kind keeps each kind's seqs increasing (a stable sort).
+        let mut order: Vec<usize> = (0..records.len()).collect();
+        order.sort_by_key(|&i| records[i].kind.as_bytes());
+        let mut key = Vec::new();
+        for i in order {
+            let r = &records[i];
+            key_into(&mut key, &[r.kind.as_bytes(), &(i as u64).to_be_bytes()]);
+            self.entities
+                .put_with_flags(wtxn, PutFlags::APPEND, &key, r.body)?;
+        }
+        let mut ids = Batch::with_capacity(records.len(), 160);
+        let mut unique = Batch::with_capacity(records.len(), 80);
+        let mut foreign = Batch::with_capacity(records.len(), 100);
+        let mut ids_value = Vec::new();
+        for (seq, r) in (0u64..).zip(records) {
+            let (kind, id) = (r.kind.as_bytes(), r.id.as_bytes());
+            ids_value.clear();
+            ids_value.extend_from_slice(&seq.to_be_bytes());
+            for (field, value) in &r.unique {
+                unique.push(&[kind, field.as_bytes(), value.as_bytes()], id);
+                push_index(&mut ids_value, TAG_UNIQUE, unique.last_key());
+            }
+            for (to_kind, to_id) in &r.foreign {
+                foreign.push(&[to_kind.as_bytes(), to_id.as_bytes(), kind, id], b"");
+                push_index(&mut ids_value, TAG_FOREIGN, foreign.last_key());
+            }
+            ids.push(&[kind, id], &ids_value);
+        }
+        ids.write(wtxn, &self.ids)?;
+        unique.write(wtxn, &self.unique)?;
+        foreign.write(wtxn, &self.foreign)
     }
 
     /// Writes one entity at `seq` with its indexes (no removal of previous entries).

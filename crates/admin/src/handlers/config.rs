@@ -1,11 +1,11 @@
 //! `GET /config` (the live config as declarative YAML) and `POST /config` (replace the whole config).
 
-use crate::body::declarative_doc;
 use crate::errors::{ApiError, Invalid};
 use crate::handlers::entities::by_schema;
 use crate::query;
 use crate::reply::{self, Reply};
-use crate::{Control, LoadError, LoadOptions, LoadOutcome};
+use crate::{BodyError, ConfigBody, Control, LoadError, LoadOptions, LoadOutcome};
+use bytes::Bytes;
 use http::StatusCode;
 use serde_json::json;
 
@@ -26,22 +26,24 @@ pub async fn post(
     control: &dyn Control,
     q: Option<&str>,
     content_type: &str,
-    body: &[u8],
+    body: Bytes,
 ) -> Result<Reply, ApiError> {
     let flatten = truthy(query::get(q, "flatten_errors"));
     // Kong compares check_hash with "1" exactly (older than the truthy helper).
     let check_hash = query::get(q, "check_hash").as_deref() == Some("1");
-    let doc = declarative_doc(content_type, body)?;
-    match control.load(doc, LoadOptions { check_hash }).await {
-        Ok(LoadOutcome::Loaded(config)) => {
-            Ok(reply::json_bytes(StatusCode::CREATED, by_schema(&config)))
-        }
+    let body = ConfigBody::new(content_type, body);
+    match control.load(body, LoadOptions { check_hash }).await {
+        Ok(LoadOutcome::Loaded(config, json)) => Ok(reply::json_bytes(
+            StatusCode::CREATED,
+            by_schema(&config, json.as_ref()),
+        )),
         Ok(LoadOutcome::Unchanged) => Ok(reply::empty(StatusCode::NOT_MODIFIED)),
         Err(LoadError::Invalid(errors)) => Err(ApiError::Declarative(Box::new(Invalid {
             fields: errors.kong_fields(),
             message: errors.message(),
             flattened: flatten.then(|| errors.flattened()),
         }))),
+        Err(LoadError::Body(BodyError(e))) => Err(e),
         Err(LoadError::Busy) => Err(ApiError::Busy),
         Err(LoadError::TooLarge(msg)) => Err(ApiError::TooLarge(msg)),
         Err(LoadError::Internal(msg)) => Err(ApiError::Internal(msg)),

@@ -6,6 +6,7 @@ use crate::pagination::ListQuery;
 use crate::query;
 use crate::reply::{self, Reply};
 use crate::router::Scope;
+use crate::EntityJson;
 use http::Method;
 use serde_json::{json, Value};
 use sluice_model::Config;
@@ -170,8 +171,21 @@ pub fn refuse_owner_write(
 
 /// Kong's `POST /config` success body, `{schema: {id: entity}}` for every non-empty collection, written
 /// straight to bytes: for a large config this reply is as big as the config, so no `Value` tree is built.
-pub fn by_schema(config: &Config) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4096);
+/// Entities found in `json` (already serialized by the node) are copied, the others serialized here.
+pub fn by_schema(config: &Config, json: Option<&EntityJson>) -> Vec<u8> {
+    let given = |schema: &str, len: usize| {
+        json.and_then(|j| j.iter().find(|(k, _)| *k == schema))
+            .map(|(_, bodies)| bodies)
+            .filter(|bodies| bodies.len() == len)
+    };
+    // `"<uuid>":` and a comma per entity around the bodies: the exact size when every body is given.
+    let known: usize = json
+        .into_iter()
+        .flatten()
+        .flat_map(|(_, b)| b)
+        .map(|b| b.len() + 40)
+        .sum();
+    let mut out = Vec::with_capacity(4096 + known);
     out.push(b'{');
     let mut first_schema = true;
     for coll in catalog::COLLECTIONS {
@@ -183,15 +197,22 @@ pub fn by_schema(config: &Config) -> Vec<u8> {
             out.push(b',');
         }
         out.extend_from_slice(format!("\"{}\":{{", coll.schema).as_bytes());
+        let bodies = given(coll.schema, items.len());
         for (i, e) in items.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(format!("\"{}\":", e.id()).as_bytes());
-            e.write_json(&mut out);
+            match bodies {
+                Some(bodies) => out.extend_from_slice(&bodies[i]),
+                None => e.write_json(&mut out),
+            }
         }
         out.push(b'}');
     }
     out.push(b'}');
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -74,7 +74,7 @@ async fn handle(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
             let body = read_body(body).await?;
-            config::post(control, q, content_type, &body).await
+            config::post(control, q, content_type, body).await
         }
         Endpoint::List(scope) if read => entities::list(&control.config(), &scope, base, q),
         Endpoint::List(scope) => Err(entities::refuse_list_write(

@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 use sluice_admin::{
-    serve_admin, serve_status, BoxFuture, Control, LoadError, LoadOptions, LoadOutcome, NodeInfo,
+    serve_admin, serve_status, BoxFuture, ConfigBody, Control, LoadError, LoadOptions, LoadOutcome,
+    NodeInfo,
 };
 use sluice_model::declarative::parse_value;
 use sluice_model::{Config, PluginRegistry};
@@ -70,7 +71,15 @@ impl Control for TestNode {
         self.live.lock().expect("lock").is_some()
     }
 
-    fn load(&self, doc: Value, opts: LoadOptions) -> BoxFuture<Result<LoadOutcome, LoadError>> {
+    fn load(
+        &self,
+        body: ConfigBody,
+        opts: LoadOptions,
+    ) -> BoxFuture<Result<LoadOutcome, LoadError>> {
+        let doc = match body.document() {
+            Ok(doc) => doc,
+            Err(e) => return Box::pin(async { Err(e) }),
+        };
         let Ok(_running) = self.gate.clone().try_lock_owned() else {
             return Box::pin(async { Err(LoadError::Busy) });
         };
@@ -88,7 +97,7 @@ impl Control for TestNode {
                     let config = Arc::new(config);
                     *live = Some(config.clone());
                     self.loads.fetch_add(1, Ordering::SeqCst);
-                    Ok(LoadOutcome::Loaded(config))
+                    Ok(LoadOutcome::Loaded(config, None))
                 }
             }
         };

@@ -7,9 +7,12 @@ use super::typed;
 use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use uuid::Uuid;
+
+mod refs;
+use refs::{resolve_refs, NameIndex};
 
 /// Namespace for ids derived from entity identities (a fixed random UUID: never change it, ids would move).
 const ID_NAMESPACE: Uuid = Uuid::from_u128(0x5f1c_6a0e_9b43_4f3e_a2d7_31c8_0b5e_94a1);
@@ -19,6 +22,12 @@ struct Entity {
     id: Uuid,
     errors: Vec<FieldError>,
     normalized: Value,
+    /// Foreign keys set by nesting or resolved from names (as `{"id": ...}`), then values generated
+    /// before validation (a key-auth key), in the order they were set: validation sees them in place of
+    /// the raw fields, and error reports show the raw value with them.
+    refs: Vec<(&'static str, Value)>,
+    /// Validation ran, so error reports show a given id in its normalized form.
+    validated: bool,
 }
 
 pub fn build(
@@ -38,6 +47,8 @@ pub fn build(
             id: Uuid::nil(),
             errors: Vec::new(),
             normalized: Value::Null,
+            refs: Vec::new(),
+            validated: false,
         })
         .collect();
 
@@ -50,10 +61,11 @@ pub fn build(
     // hashed, and turned into its typed form at once, so the normalized form of a large config is never
     // held whole. A valid entity's raw input is dropped once it is built; invalid ones keep theirs for the
     // error report.
-    let mut seen = Seen::new();
-    let mut out = typed::Assembler::new(format_version);
+    let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
+    let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
-        prepare::before_validation(e.raw.kind, &mut e.raw.value, e.id, &mut e.errors);
+        let (raw, refs) = (&mut e.raw.value, &mut e.refs);
+        prepare::before_validation(e.raw.kind, raw, refs, e.id, &mut e.errors);
         if e.errors.is_empty() {
             validate(e);
         }
@@ -70,6 +82,7 @@ pub fn build(
                 errors.document.push(err);
             }
             e.raw.value = Map::new();
+            e.refs = Vec::new();
         } else if !e.errors.is_empty() {
             errors.entities.push(entity_error(e));
         }
@@ -80,33 +93,43 @@ pub fn build(
     Ok(out.finish())
 }
 
-/// Validates the entity's raw value with its id set, without copying it: the id is inserted for the
-/// walk and taken out again when the input did not give it (error reports show the input as given).
+/// Validates the entity's raw value with its id and references set, without copying or changing it.
 fn validate(e: &mut Entity) {
-    let given_id = e.raw.value.contains_key("id");
-    let mut input = std::mem::take(&mut e.raw.value);
-    input.insert("id".into(), Value::String(e.id.to_string()));
-    let input = Value::Object(input);
-    match e.raw.kind.schema().validate(&input) {
+    let input = Value::Object(std::mem::take(&mut e.raw.value));
+    e.refs.push(("id", Value::String(e.id.to_string())));
+    match e.raw.kind.schema().validate_with(&input, &e.refs) {
         Ok(v) => e.normalized = v,
         Err(errs) => e.errors.extend(errs),
     }
-    let Value::Object(mut input) = input else {
+    e.refs.pop();
+    e.validated = true;
+    let Value::Object(input) = input else {
         unreachable!("wrapped an object above")
     };
-    if !given_id {
-        input.shift_remove("id");
-    }
     e.raw.value = input;
+}
+
+/// The entity as error reports show it: the input as given, with its references set and, once
+/// validated, a given id in normalized form.
+fn reported(e: &Entity) -> Map<String, Value> {
+    let mut v = e.raw.value.clone();
+    for (field, value) in &e.refs {
+        v.insert((*field).into(), value.clone());
+    }
+    if e.validated && v.contains_key("id") {
+        v.insert("id".into(), Value::String(e.id.to_string()));
+    }
+    v
 }
 
 /// Given ids are kept (and must be UUIDs); others derive from the entity's identity: its kind and its natural
 /// key (name, username, ...) when it has one, else its parent's id and its position.
 fn assign_ids(entities: &mut [Entity]) {
+    // One buffer for every identity string: `<kind>|<parent id>|<field>=<natural key>` or `...|<path>`.
+    let mut identity = String::with_capacity(128);
     for i in 0..entities.len() {
-        let given = entities[i].raw.value.get("id").cloned();
-        let id = match given {
-            Some(Value::String(s)) => match Uuid::parse_str(&s) {
+        let id = match entities[i].raw.value.get("id") {
+            Some(Value::String(s)) => match Uuid::parse_str(s) {
                 Ok(id) => id,
                 Err(_) => {
                     entities[i]
@@ -117,15 +140,22 @@ fn assign_ids(entities: &mut [Entity]) {
             },
             Some(Value::Null) | None => {
                 let raw = &entities[i].raw;
-                let parent = raw
-                    .parent
-                    .map(|(_, p)| entities[p].id.to_string())
-                    .unwrap_or_default();
-                let natural = natural_key(raw);
-                let identity = match natural {
-                    Some(key) => format!("{}|{parent}|{key}", raw.kind.key()),
-                    None => format!("{}|{parent}|{}", raw.kind.key(), raw.path),
-                };
+                identity.clear();
+                identity.push_str(raw.kind.key());
+                identity.push('|');
+                if let Some((_, p)) = raw.parent {
+                    let mut buf = Uuid::encode_buffer();
+                    identity.push_str(entities[p].id.hyphenated().encode_lower(&mut buf));
+                }
+                identity.push('|');
+                match natural_key(raw) {
+                    Some((field, key)) => {
+                        identity.push_str(field);
+                        identity.push('=');
+                        identity.push_str(key);
+                    }
+                    None => identity.push_str(&raw.path),
+                }
                 Uuid::new_v5(&ID_NAMESPACE, identity.as_bytes())
             }
             Some(_) => {
@@ -139,7 +169,8 @@ fn assign_ids(entities: &mut [Entity]) {
     }
 }
 
-fn natural_key(raw: &Raw) -> Option<String> {
+/// The field that identifies an entity of this kind and its value, when given.
+fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
     let field = match raw.kind {
         Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => "name",
         Kind::Consumer => "username",
@@ -151,78 +182,7 @@ fn natural_key(raw: &Raw) -> Option<String> {
     raw.value
         .get(field)
         .and_then(|v| v.as_str())
-        .map(|s| format!("{field}={s}"))
-}
-
-/// Lookup of entities by id and by name fields, per kind.
-struct NameIndex {
-    map: HashMap<(Kind, String), Uuid>,
-}
-
-impl NameIndex {
-    fn new(entities: &[Entity]) -> Self {
-        let mut map = HashMap::new();
-        for e in entities {
-            map.entry((e.raw.kind, e.id.to_string())).or_insert(e.id);
-            for field in e.raw.kind.name_fields() {
-                if let Some(s) = e.raw.value.get(*field).and_then(|v| v.as_str()) {
-                    map.entry((e.raw.kind, s.to_string())).or_insert(e.id);
-                }
-            }
-        }
-        NameIndex { map }
-    }
-
-    fn find(&self, kind: Kind, key: &str) -> Option<Uuid> {
-        self.map.get(&(kind, key.to_string())).copied()
-    }
-}
-
-/// Turns nesting and references by name or id into `{"id": ...}` foreign keys.
-fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex) {
-    if let Some((field, parent)) = entities[i].raw.parent {
-        let pid = entities[parent].id;
-        entities[i]
-            .raw
-            .value
-            .insert(field.into(), serde_json::json!({ "id": pid.to_string() }));
-    }
-    let kind = entities[i].raw.kind;
-    for (field, target) in kind.foreign_keys() {
-        let Some(given) = entities[i].raw.value.get(*field).cloned() else {
-            continue;
-        };
-        let key = match &given {
-            Value::Null => continue,
-            Value::String(s) => Some(s.clone()),
-            Value::Object(m) => m
-                .get("id")
-                .or_else(|| m.get("name"))
-                .or_else(|| m.get("username"))
-                .and_then(|v| v.as_str())
-                .map(String::from),
-            _ => None,
-        };
-        let Some(key) = key else {
-            entities[i].errors.push(FieldError::new(
-                *field,
-                "expected a name, an id, or {id = ...}",
-            ));
-            continue;
-        };
-        match index.find(*target, &key) {
-            Some(id) => {
-                entities[i]
-                    .raw
-                    .value
-                    .insert((*field).into(), serde_json::json!({ "id": id.to_string() }));
-            }
-            None => entities[i].errors.push(FieldError::new(
-                *field,
-                format!("could not find {} '{key}'", target.singular()),
-            )),
-        }
-    }
+        .map(|s| (field, s))
 }
 
 /// Kong's unique constraints: natural keys per kind, ids per kind, plugin scope, target per upstream.
@@ -235,7 +195,7 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
         // Invalid entities still take part with their raw values, so a clash is reported even then.
         let raw;
         let v = if e.normalized.is_null() {
-            raw = Value::Object(e.raw.value.clone());
+            raw = Value::Object(reported(e));
             &raw
         } else {
             &e.normalized
@@ -257,13 +217,7 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
             Kind::KeyAuth => keys.extend(s("key").map(|n| ("key", n))),
             Kind::BasicAuth => keys.extend(s("username").map(|n| ("username", n))),
             Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
-            Kind::Plugin => keys.push((
-                "name",
-                format!(
-                    "{}|{}|{}|{}|{}",
-                    v["name"], v["service"], v["route"], v["consumer"], v["instance_name"]
-                ),
-            )),
+            Kind::Plugin => keys.push(("name", plugin_scope(v))),
             _ => {}
         }
         for (field, value) in keys {
@@ -282,8 +236,22 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
     }
 }
 
+/// What makes a plugin instance unique: its name, scope and instance name, as one string.
+fn plugin_scope(v: &Value) -> String {
+    let mut key = String::with_capacity(128);
+    for field in ["name", "service", "route", "consumer", "instance_name"] {
+        // Scopes are `{"id": ...}` after validation; anything else is written out as JSON.
+        match v[field].get("id").and_then(Value::as_str) {
+            Some(id) => key.push_str(id),
+            None => key.push_str(&v[field].to_string()),
+        }
+        key.push('|');
+    }
+    key
+}
+
 fn entity_error(e: &Entity) -> EntityError {
-    let v = &e.raw.value;
+    let v = &reported(e);
     let name = ["name", "username", "custom_id"]
         .iter()
         .find_map(|f| v.get(*f).and_then(|x| x.as_str()))

@@ -8,9 +8,12 @@ use serde_json::{Map, Value};
 use sha1::{Digest, Sha1};
 use uuid::Uuid;
 
+/// Adjusts an entity's raw value before validation. Generated values (a key-auth key) go to `overrides`,
+/// after the references already there, as the validation input sets them.
 pub fn before_validation(
     kind: Kind,
     value: &mut Map<String, Value>,
+    overrides: &mut Vec<(&'static str, Value)>,
     id: Uuid,
     errors: &mut Vec<FieldError>,
 ) {
@@ -48,7 +51,7 @@ pub fn before_validation(
         }
         Kind::KeyAuth if value.get("key").is_none_or(Value::is_null) => {
             let key = Uuid::new_v5(&id, b"key-auth").simple().to_string();
-            value.insert("key".into(), key.into());
+            overrides.push(("key", key.into()));
         }
         _ => {}
     }

@@ -291,3 +291,21 @@ fn garbage_never_panics() {
         }
     }
 }
+
+#[test]
+fn generated_keys_and_references_show_in_error_reports_in_the_order_they_were_set() {
+    let text = "_format_version: '3.0'\nconsumers:\n- username: u\n  keyauth_credentials:\n  - ttl: -1\n  - {}\n";
+    let e = parse(text, &TestRegistry::new()).unwrap_err();
+    let flat = e.flattened();
+    assert_eq!(flat.as_array().map(Vec::len), Some(1), "{flat}");
+    let entity = flat[0]["entity"].as_object().unwrap();
+    let keys: Vec<&str> = entity.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["ttl", "consumer", "key"]);
+    assert_eq!(entity["key"].as_str().map(str::len), Some(32));
+    // The valid sibling got a generated key too, the same one on every parse.
+    let ok_text =
+        "_format_version: '3.0'\nconsumers:\n- username: u\n  keyauth_credentials:\n  - {}\n";
+    let (a, b) = (ok(ok_text), ok(ok_text));
+    assert_eq!(a.keyauth_credentials[0].key.len(), 32);
+    assert_eq!(a.keyauth_credentials[0].key, b.keyauth_credentials[0].key);
+}

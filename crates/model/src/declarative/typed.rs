@@ -46,6 +46,24 @@ pub fn push(config: &mut Config, kind: Kind, src: Source<'_>) -> serde_json::Res
     Ok(())
 }
 
+/// Makes room for `n` more entities in the typed list of `kind`.
+fn reserve(config: &mut Config, kind: Kind, n: usize) {
+    match kind {
+        Kind::Service => config.services.reserve_exact(n),
+        Kind::Route => config.routes.reserve_exact(n),
+        Kind::Upstream => config.upstreams.reserve_exact(n),
+        Kind::Target => config.targets.reserve_exact(n),
+        Kind::Consumer => config.consumers.reserve_exact(n),
+        Kind::KeyAuth => config.keyauth_credentials.reserve_exact(n),
+        Kind::BasicAuth => config.basicauth_credentials.reserve_exact(n),
+        Kind::Acl => config.acls.reserve_exact(n),
+        Kind::Plugin => config.plugins.reserve_exact(n),
+        Kind::Certificate => config.certificates.reserve_exact(n),
+        Kind::Sni => config.snis.reserve_exact(n),
+        Kind::CaCertificate => config.ca_certificates.reserve_exact(n),
+    }
+}
+
 /// Lists each certificate's SNI names inline, as Kong's Admin API returns them.
 pub fn attach_snis(config: &mut Config) {
     let mut by_cert: HashMap<Uuid, Vec<String>> = HashMap::new();
@@ -75,6 +93,7 @@ pub fn from_store(
     };
     for (key, bodies) in kinds {
         let kind = Kind::from_key(&key).ok_or_else(|| format!("unknown entity kind '{key}'"))?;
+        reserve(&mut config, kind, bodies.len());
         for body in &bodies {
             push(&mut config, kind, Source::Json(body))
                 .map_err(|e| format!("unreadable {key} record: {e}"))?;
@@ -95,9 +114,22 @@ pub struct Assembler {
 }
 
 impl Assembler {
-    pub fn new(format_version: String) -> Self {
+    /// An assembler for entities of these kinds (one item per entity), so each typed list is allocated
+    /// once at its final size.
+    pub fn new(format_version: String, kinds: impl Iterator<Item = Kind>) -> Self {
+        let mut config = Config {
+            format_version,
+            ..Config::default()
+        };
+        let mut counts = [0usize; super::kinds::ALL.len()];
+        for kind in kinds {
+            counts[kind as usize] += 1;
+        }
+        for kind in super::kinds::ALL {
+            reserve(&mut config, kind, counts[kind as usize]);
+        }
         let mut hasher = Sha256::new();
-        hasher.update(format_version.as_bytes());
+        hasher.update(config.format_version.as_bytes());
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -105,10 +137,7 @@ impl Assembler {
         Assembler {
             hasher,
             scratch: Vec::with_capacity(4096),
-            config: Config {
-                format_version,
-                ..Config::default()
-            },
+            config,
             now,
         }
     }
@@ -129,9 +158,18 @@ impl Assembler {
                 }
             }
         }
+        // A plugin's config is moved into the typed plugin as it is: deserializing it would rebuild it.
+        let config = match (&mut v, kind) {
+            (Value::Object(m), Kind::Plugin) => m.get_mut("config").map(Value::take),
+            _ => None,
+        };
         push(&mut self.config, kind, Source::Value(v)).map_err(|err| {
             FieldError::new(path, format!("internal error building the config: {err}"))
-        })
+        })?;
+        if let (Some(config), Some(plugin)) = (config, self.config.plugins.last_mut()) {
+            plugin.config = config;
+        }
+        Ok(())
     }
 
     pub fn finish(mut self) -> Config {

@@ -45,6 +45,22 @@ pub(super) fn record(
     path: &Path<'_>,
     errors: &mut Vec<FieldError>,
 ) -> Value {
+    record_with(schema, input, &[], path, errors)
+}
+
+/// Most records have at most this many fields; their field lookups live on the stack.
+const STACK_FIELDS: usize = 32;
+
+/// [`record`] where the `overrides` fields replace (or are added to) the input's, as if they had been
+/// inserted into it. The input is matched against the schema in one pass over its keys, without a
+/// hash lookup per schema field.
+pub(super) fn record_with(
+    schema: &Schema,
+    input: &Value,
+    overrides: &[(&str, Value)],
+    path: &Path<'_>,
+    errors: &mut Vec<FieldError>,
+) -> Value {
     let empty = Map::new();
     let obj = match input {
         Value::Object(m) => m,
@@ -60,18 +76,40 @@ pub(super) fn record(
         }
     };
     let before = errors.len();
-    for key in obj.keys() {
-        if !schema.fields.iter().any(|(name, _)| name == key) {
-            errors.push(FieldError::new(
+    let n = schema.fields.len();
+    let mut on_stack = [None; STACK_FIELDS];
+    let mut on_heap = Vec::new();
+    let given: &mut [Option<&Value>] = if n <= STACK_FIELDS {
+        &mut on_stack[..n]
+    } else {
+        on_heap.resize(n, None);
+        &mut on_heap
+    };
+    let overridden = |key: &str| overrides.iter().any(|(k, _)| *k == key);
+    let inputs = obj.iter().map(|(k, v)| (k.as_str(), v, overridden(k)));
+    let added = overrides
+        .iter()
+        .filter(|(k, _)| !obj.contains_key(*k))
+        .map(|(k, v)| (*k, v, true));
+    for (key, value, is_override) in inputs.chain(added) {
+        match schema.fields.iter().position(|(name, _)| *name == key) {
+            Some(i) if !is_override => given[i] = Some(value),
+            Some(_) => {}
+            None => errors.push(FieldError::new(
                 Path::Field(path, key).render(),
                 "unknown field",
-            ));
+            )),
         }
     }
-    let mut out = Map::with_capacity(schema.fields.len());
-    for (name, field) in &schema.fields {
+    for (key, value) in overrides {
+        if let Some(i) = schema.fields.iter().position(|(name, _)| name == key) {
+            given[i] = Some(value);
+        }
+    }
+    let mut out = Map::with_capacity(n);
+    for ((name, field), given) in schema.fields.iter().zip(given.iter()) {
         let fpath = Path::Field(path, name);
-        let value = field_value(field, obj.get(*name), &fpath, errors);
+        let value = field_value(field, *given, &fpath, errors);
         out.insert((*name).to_string(), value);
     }
     if errors.len() == before {
