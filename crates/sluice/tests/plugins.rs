@@ -186,6 +186,17 @@ async fn rate_limits_count_exactly_and_survive_reloads() {
     assert_eq!(refused["x-ratelimit-limit-minute"], "20");
     assert_eq!(refused["x-ratelimit-remaining-minute"], "0");
     assert_eq!(refused["ratelimit-remaining"], "0");
+    assert_eq!(refused["ratelimit-limit"], "20");
+    let reset: u64 = refused["ratelimit-reset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (1..=60).contains(&reset),
+        "seconds left in the minute: {reset}"
+    );
+    assert_eq!(refused["retry-after"], refused["ratelimit-reset"]);
 
     // bob gets his own counter, and his consumer-scoped config (2/minute) wins over the route's.
     let (status, headers, _) = get(gw.proxy_url("/keyed"), &[("apikey", "bob-key")]).await;

@@ -147,7 +147,7 @@ pub fn builtin() -> Builtin {
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    let limits: Vec<(Period, u64, HeaderName, HeaderName)> = PERIODS
+    let limits: Vec<Limit> = PERIODS
         .iter()
         .filter_map(|p| {
             let limit = match p {
@@ -167,7 +167,13 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
                 format!("x-ratelimit-remaining-{}", title.to_lowercase()).as_bytes(),
             )
             .ok()?;
-            Some((*p, limit as u64, limit_h, remaining_h))
+            Some(Limit {
+                period: *p,
+                limit: limit as u64,
+                limit_value: HeaderValue::from(limit as u64),
+                limit_h,
+                remaining_h,
+            })
         })
         .collect();
     let header = config
@@ -185,10 +191,24 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     }))
 }
 
+/// One configured period, with its response headers ready (names and the limit's value are the same for
+/// every request).
+struct Limit {
+    period: Period,
+    limit: u64,
+    limit_value: HeaderValue,
+    limit_h: HeaderName,
+    remaining_h: HeaderName,
+}
+
+const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
+
 struct RateLimiting {
     plugin_id: uuid::Uuid,
     config: Config,
-    limits: Vec<(Period, u64, HeaderName, HeaderName)>,
+    limits: Vec<Limit>,
     header: Option<HeaderName>,
     status: StatusCode,
     state: Arc<PluginState>,
@@ -251,40 +271,52 @@ impl Plugin for RateLimiting {
         let mut base = std::hash::DefaultHasher::new();
         self.plugin_id.hash(&mut base);
         self.identifier(ctx, &mut base);
-        let mut counted: Vec<(u64, u64, u64)> = Vec::with_capacity(self.limits.len());
+        // (key, window start) of each period counted, to undo them when one is exceeded (at most one per
+        // period: on the stack).
+        let mut counted = [(0u64, 0u64); PERIODS.len()];
         let mut exceeded = false;
-        // (remaining, reset seconds, limit) of the most restrictive period, for RateLimit-*.
-        let mut tightest: Option<(u64, u64, u64)> = None;
-        for (period, limit, limit_h, remaining_h) in &self.limits {
-            let (start, end) = window::bounds(*period, now);
+        // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
+        let mut tightest: Option<(u64, u64, &Limit)> = None;
+        for (i, l) in self.limits.iter().enumerate() {
+            let (start, end) = window::bounds(l.period, now);
             let mut h = base.clone();
-            period.hash(&mut h);
+            l.period.hash(&mut h);
             let key = h.finish();
             let count = self.state.increment(key, start, end - start, now);
-            counted.push((key, start, end));
-            exceeded |= count > *limit;
-            let remaining = limit.saturating_sub(count);
+            counted[i] = (key, start);
+            exceeded |= count > l.limit;
+            let remaining = l.limit.saturating_sub(count);
             if !self.config.hide_client_headers {
-                set(&mut ctx.response_headers, limit_h.clone(), *limit);
-                set(&mut ctx.response_headers, remaining_h.clone(), remaining);
+                let h = &mut ctx.response_headers;
+                h.insert(l.limit_h.clone(), l.limit_value.clone());
+                set(h, l.remaining_h.clone(), remaining);
             }
             let reset = end.saturating_sub(now).max(1);
             if tightest.is_none_or(|(r, _, _)| remaining < r) {
-                tightest = Some((remaining, reset, *limit));
+                tightest = Some((remaining, reset, l));
             }
         }
         if exceeded {
-            for (key, start, _) in counted {
-                self.state.decrement(key, start);
+            for (key, start) in &counted[..self.limits.len()] {
+                self.state.decrement(*key, *start);
             }
         }
-        let (remaining, reset, limit) = tightest.unwrap_or((0, 1, 0));
         if !self.config.hide_client_headers {
             let h = &mut ctx.response_headers;
-            h.insert("ratelimit-limit", HeaderValue::from(limit));
-            h.insert("ratelimit-remaining", HeaderValue::from(remaining));
-            h.insert("ratelimit-reset", HeaderValue::from(reset));
+            match tightest {
+                Some((remaining, reset, l)) => {
+                    h.insert(RATELIMIT_LIMIT, l.limit_value.clone());
+                    set(h, RATELIMIT_REMAINING, remaining);
+                    set(h, RATELIMIT_RESET, reset);
+                }
+                None => {
+                    set(h, RATELIMIT_LIMIT, 0);
+                    set(h, RATELIMIT_REMAINING, 0);
+                    set(h, RATELIMIT_RESET, 1);
+                }
+            }
         }
+        let reset = tightest.map_or(1, |(_, reset, _)| reset);
         if exceeded {
             let mut resp = PluginResponse::message(self.status, &self.config.error_message);
             resp.headers
