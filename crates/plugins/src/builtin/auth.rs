@@ -3,22 +3,34 @@
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::Flow;
 use crate::response::PluginResponse;
-use http::{HeaderValue, StatusCode};
+use http::{HeaderName, HeaderValue, StatusCode};
 use sluice_model::Consumer;
 
+const CONSUMER_ID: HeaderName = HeaderName::from_static("x-consumer-id");
+const CONSUMER_CUSTOM_ID: HeaderName = HeaderName::from_static("x-consumer-custom-id");
+const CONSUMER_USERNAME: HeaderName = HeaderName::from_static("x-consumer-username");
+const CREDENTIAL_IDENTIFIER: HeaderName = HeaderName::from_static("x-credential-identifier");
+const ANONYMOUS_CONSUMER: HeaderName = HeaderName::from_static("x-anonymous-consumer");
+
 /// Headers the gateway sets upstream after authentication (client-sent copies are removed first).
-const CONSUMER_HEADERS: [&str; 5] = [
-    "x-consumer-id",
-    "x-consumer-custom-id",
-    "x-consumer-username",
-    "x-credential-identifier",
-    "x-anonymous-consumer",
+const CONSUMER_HEADERS: [HeaderName; 5] = [
+    CONSUMER_ID,
+    CONSUMER_CUSTOM_ID,
+    CONSUMER_USERNAME,
+    CREDENTIAL_IDENTIFIER,
+    ANONYMOUS_CONSUMER,
 ];
 
-fn set(ctx: &mut RequestCtx<'_>, name: &'static str, value: &str) {
+fn set(ctx: &mut RequestCtx<'_>, name: HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         ctx.request.headers.insert(name, v);
     }
+}
+
+/// An id as its hyphenated text, formatted on the stack.
+fn set_id(ctx: &mut RequestCtx<'_>, name: HeaderName, id: &uuid::Uuid) {
+    let mut text = uuid::Uuid::encode_buffer();
+    set(ctx, name, id.hyphenated().encode_lower(&mut text));
 }
 
 /// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers.
@@ -30,16 +42,16 @@ pub fn identify<'s>(
     for h in CONSUMER_HEADERS {
         ctx.request.headers.remove(h);
     }
-    set(ctx, "x-consumer-id", &consumer.id.to_string());
+    set_id(ctx, CONSUMER_ID, &consumer.id);
     if let Some(c) = &consumer.custom_id {
-        set(ctx, "x-consumer-custom-id", c);
+        set(ctx, CONSUMER_CUSTOM_ID, c);
     }
     if let Some(u) = &consumer.username {
-        set(ctx, "x-consumer-username", u);
+        set(ctx, CONSUMER_USERNAME, u);
     }
     match credential {
-        Some(cred) => set(ctx, "x-credential-identifier", &cred.id.to_string()),
-        None => set(ctx, "x-anonymous-consumer", "true"),
+        Some(cred) => set_id(ctx, CREDENTIAL_IDENTIFIER, &cred.id),
+        None => set(ctx, ANONYMOUS_CONSUMER, "true"),
     }
     ctx.anonymous = credential.is_none();
     ctx.consumer = Some(consumer);
