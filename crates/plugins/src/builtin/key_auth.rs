@@ -47,11 +47,18 @@ pub fn builtin() -> Builtin {
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    Ok(Arc::new(KeyAuth { config }))
+    let headers = config
+        .key_names
+        .iter()
+        .map(|n| http::HeaderName::from_bytes(n.to_ascii_lowercase().as_bytes()).ok())
+        .collect();
+    Ok(Arc::new(KeyAuth { config, headers }))
 }
 
 struct KeyAuth {
     config: Config,
+    /// `key_names` as header names (None for a name that cannot be one), made once per config.
+    headers: Vec<Option<http::HeaderName>>,
 }
 
 /// Where the key was found, so `hide_credentials` can remove it.
@@ -70,12 +77,10 @@ fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
 
 impl KeyAuth {
     fn find(&self, ctx: &RequestCtx<'_>) -> Option<(String, Found)> {
-        for name in &self.config.key_names {
-            if self.config.key_in_header {
-                if let Ok(h) = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()) {
-                    if let Some(v) = ctx.request.headers.get(&h).and_then(|v| v.to_str().ok()) {
-                        return Some((v.to_string(), Found::Header(h)));
-                    }
+        for (name, header) in self.config.key_names.iter().zip(&self.headers) {
+            if let Some(h) = header.as_ref().filter(|_| self.config.key_in_header) {
+                if let Some(v) = ctx.request.headers.get(h).and_then(|v| v.to_str().ok()) {
+                    return Some((v.to_string(), Found::Header(h.clone())));
                 }
             }
             if self.config.key_in_query {
