@@ -3,7 +3,7 @@
 use crate::names;
 use http::header::{HeaderMap, HeaderName, HeaderValue, VIA};
 use http::Version;
-use std::borrow::Cow;
+pub use sluice_router::bare_host;
 use std::net::IpAddr;
 
 /// Headers that describe one connection and are never forwarded (RFC 9110 §7.6.1 plus the usual
@@ -73,19 +73,6 @@ pub struct Downstream<'a> {
     pub path: &'a str,
     /// The part of the path `strip_path` removes, if any.
     pub stripped_prefix: Option<&'a str>,
-}
-
-/// `Host` without its port, lower-cased (nginx's `$host`).
-pub fn bare_host(host: &str) -> Cow<'_, str> {
-    let bare = match host.rfind(':') {
-        Some(i) if !host[i..].contains(']') => &host[..i],
-        _ => host,
-    };
-    if bare.bytes().any(|b| b.is_ascii_uppercase()) {
-        Cow::Owned(bare.to_ascii_lowercase())
-    } else {
-        Cow::Borrowed(bare)
-    }
 }
 
 impl Forwarded {

@@ -13,11 +13,13 @@
 
 use std::collections::HashMap;
 
+mod host;
 mod matcher;
 mod priority;
 #[cfg(test)]
 mod tests;
 
+pub use host::bare_host;
 pub use matcher::RequestParts;
 use matcher::{CompiledRoute, PathMatcher};
 

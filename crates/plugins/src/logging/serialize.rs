@@ -101,7 +101,14 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let port = port.format(ctx.server_port);
     json::string_parts(
         o.key("url"),
-        &[ctx.scheme, "://", bare_host(host), ":", port, uri],
+        &[
+            ctx.scheme,
+            "://",
+            &sluice_router::bare_host(host),
+            ":",
+            port,
+            uri,
+        ],
     );
     querystring(o.key("querystring"), req.uri.query().unwrap_or_default());
     json::string(o.key("method"), req.method.as_str());
@@ -169,14 +176,6 @@ fn tries(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, tries: &[TryRecord]) {
         o.close();
     }
     out.push(b']');
-}
-
-/// `Host` without its port (an IPv6 literal keeps its brackets).
-fn bare_host(host: &str) -> &str {
-    match host.rfind(':') {
-        Some(i) if !host[i..].contains(']') => &host[..i],
-        _ => host,
-    }
 }
 
 fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {

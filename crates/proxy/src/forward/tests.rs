@@ -100,14 +100,6 @@ fn no_prefix_header_without_a_stripped_prefix() {
 }
 
 #[test]
-fn hosts_lose_their_port() {
-    assert_eq!(bare_host("Example.COM:8000"), "example.com");
-    assert_eq!(bare_host("[::1]:8000"), "[::1]");
-    assert_eq!(bare_host("[::1]"), "[::1]");
-    assert_eq!(bare_host("plain"), "plain");
-}
-
-#[test]
 fn hop_by_hop_headers_go() {
     let mut h = HeaderMap::new();
     h.insert("connection", "keep-alive, x-private".parse().unwrap());
