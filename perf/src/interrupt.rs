@@ -102,7 +102,7 @@ fn signal(pids: &[u32], sig: &str) {
 }
 
 /// True while `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         s.rsplit_once(')')
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))

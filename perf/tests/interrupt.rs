@@ -1,6 +1,7 @@
 //! An interrupted `sluice-perf run` (SIGTERM here; Ctrl-C is SIGINT to the whole process group) stops
 //! the upstream, the target and the load generator it started, and exits with status 130.
 
+use sluice_perf::interrupt::alive;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,13 +23,6 @@ fn children(parent: u32) -> Vec<u32> {
         }
     }
     out
-}
-
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
-    })
 }
 
 #[test]
@@ -74,13 +68,13 @@ fn an_interrupted_run_stops_everything_it_started() {
                 started.push(pid);
             }
         }
-        if started.iter().filter(|p| running(**p)).count() >= 3 {
+        if started.iter().filter(|p| alive(**p)).count() >= 3 {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        started.iter().filter(|p| running(**p)).count() >= 3,
+        started.iter().filter(|p| alive(**p)).count() >= 3,
         "upstream, nginx and wrk never ran together: {started:?}"
     );
     Command::new("kill")
@@ -91,7 +85,7 @@ fn an_interrupted_run_stops_everything_it_started() {
     let stderr = std::io::read_to_string(run.stderr.take().unwrap()).unwrap();
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
-    let left: Vec<u32> = started.into_iter().filter(|p| running(*p)).collect();
+    let left: Vec<u32> = started.into_iter().filter(|p| alive(*p)).collect();
     assert!(
         left.is_empty(),
         "still running after the interrupt: {left:?}"
