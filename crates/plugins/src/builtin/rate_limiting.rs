@@ -301,20 +301,12 @@ impl Plugin for RateLimiting {
                 self.state.decrement(*key, *start);
             }
         }
-        if !self.config.hide_client_headers {
+        // The schema requires at least one period, so `tightest` is always set.
+        if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
             let h = &mut ctx.response_headers;
-            match tightest {
-                Some((remaining, reset, l)) => {
-                    h.insert(RATELIMIT_LIMIT, l.limit_value.clone());
-                    set(h, RATELIMIT_REMAINING, remaining);
-                    set(h, RATELIMIT_RESET, reset);
-                }
-                None => {
-                    set(h, RATELIMIT_LIMIT, 0);
-                    set(h, RATELIMIT_REMAINING, 0);
-                    set(h, RATELIMIT_RESET, 1);
-                }
-            }
+            h.insert(RATELIMIT_LIMIT, l.limit_value.clone());
+            set(h, RATELIMIT_REMAINING, remaining);
+            set(h, RATELIMIT_RESET, reset);
         }
         let reset = tightest.map_or(1, |(_, reset, _)| reset);
         if exceeded {
