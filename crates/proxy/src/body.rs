@@ -1,17 +1,15 @@
 //! Body types of the proxy: what goes upstream, what goes to the client, and the wrappers that return
-//! upstream connections to the pool, enforce the read timeout between chunks, and feed plugin-filtered
+//! upstream connections to the pool, enforce the read timeout between reads, and feed plugin-filtered
 //! bodies through a channel.
 
 use crate::error::ProxyError;
 use crate::health::InFlight;
-use crate::pool::PoolKey;
 use crate::pool::{self, Conn};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::BoxBody;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
+use sluice_h1::{BodyDecoder, Decoded, Framing};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -34,11 +32,15 @@ pub fn full(bytes: Bytes) -> ProxyBody {
     http_body_util::Full::new(bytes).map_err(box_err).boxed()
 }
 
-/// An upstream response body: returns its connection to the pool once read to the end, and fails when the
-/// upstream is silent for longer than the read timeout between two chunks.
+/// An upstream response body, read straight from its connection: returns the connection to the pool once
+/// the body ended on a message boundary, and fails when the upstream is silent for longer than the read
+/// timeout between two reads.
 pub struct PooledBody {
-    inner: Incoming,
-    conn: Option<(PoolKey, SendRequest<ProxyBody>)>,
+    /// The connection the body is read from; None once the body ended (or failed).
+    conn: Option<Conn>,
+    decoder: BodyDecoder,
+    /// The connection may carry another request after this body.
+    reusable: bool,
     read_timeout: Duration,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     armed: bool,
@@ -47,17 +49,18 @@ pub struct PooledBody {
 }
 
 impl PooledBody {
-    /// `reusable` is false when the response said `Connection: close`.
-    pub fn new(inner: Incoming, conn: Conn, reusable: bool, read_timeout: Duration) -> Self {
+    /// `reusable` is false when the response forbids another request on the connection.
+    pub fn new(conn: Conn, framing: Framing, reusable: bool, read_timeout: Duration) -> Self {
         let mut body = PooledBody {
-            inner,
-            conn: reusable.then_some((conn.key, conn.sender)),
+            conn: Some(conn),
+            decoder: BodyDecoder::new(framing),
+            reusable,
             read_timeout,
             timer: None,
             armed: false,
             inflight: None,
         };
-        if body.inner.is_end_stream() {
+        if body.decoder.is_done() {
             // An empty body may never be polled: the connection is free already.
             body.release();
         }
@@ -66,22 +69,31 @@ impl PooledBody {
 
     /// Keeps the target's in-flight count up for as long as this body is being read.
     pub fn hold(&mut self, inflight: InFlight) {
-        if !self.inner.is_end_stream() {
+        if self.conn.is_some() {
             self.inflight = Some(inflight);
         }
     }
 
+    /// The body ended: the connection goes back to the pool when nothing is left over on it.
     fn release(&mut self) {
         self.inflight = None;
-        if let Some((key, sender)) = self.conn.take() {
-            pool::checkin(key, sender);
+        if let Some(conn) = self.conn.take() {
+            if self.reusable && conn.buf.is_empty() {
+                pool::checkin(conn);
+            }
         }
+    }
+
+    fn fail(&mut self, e: BoxError) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.conn = None;
+        self.inflight = None;
+        Poll::Ready(Some(Err(e)))
     }
 
     /// Arms the read timer when the upstream has nothing yet; true when it has expired.
     fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
-        let deadline = tokio::time::Instant::now() + self.read_timeout;
         if !self.armed {
+            let deadline = tokio::time::Instant::now() + self.read_timeout;
             match &mut self.timer {
                 Some(t) => t.as_mut().reset(deadline),
                 None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
@@ -102,34 +114,57 @@ impl Body for PooledBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        match polled {
-            Poll::Pending => {
-                if self.timed_out(cx) {
-                    self.conn = None;
-                    return Poll::Ready(Some(Err(box_err(ProxyError::Timeout))));
+        let this = &mut *self;
+        loop {
+            let Some(conn) = this.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match this.decoder.decode(&mut conn.buf) {
+                Err(e) => return this.fail(box_err(e)),
+                Ok(Decoded::Done) => {
+                    this.release();
+                    return Poll::Ready(None);
                 }
-                Poll::Pending
+                Ok(Decoded::Data(data)) => {
+                    this.armed = false;
+                    if this.decoder.is_done() {
+                        this.release();
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Ok(Decoded::NeedMore) => {}
             }
-            Poll::Ready(frame) => {
-                self.armed = false;
-                match &frame {
-                    None => self.release(),
-                    Some(Ok(_)) if self.inner.is_end_stream() => self.release(),
-                    Some(Err(_)) => self.conn = None,
-                    Some(Ok(_)) => {}
+            match conn.poll_read_more(cx) {
+                Poll::Ready(Ok(0)) => match this.decoder.eof() {
+                    Ok(()) => {
+                        this.reusable = false;
+                        this.release();
+                        return Poll::Ready(None);
+                    }
+                    Err(e) => return this.fail(box_err(e)),
+                },
+                Poll::Ready(Ok(_)) => this.armed = false,
+                Poll::Ready(Err(e)) => return this.fail(box_err(e)),
+                Poll::Pending => {
+                    if this.timed_out(cx) {
+                        return this.fail(box_err(ProxyError::Timeout));
+                    }
+                    return Poll::Pending;
                 }
-                Poll::Ready(frame.map(|f| f.map_err(box_err)))
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.conn.is_none() || self.decoder.is_done()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match self.decoder.remaining() {
+            Some(n) => SizeHint::with_exact(n),
+            None if self.is_end_stream() => SizeHint::with_exact(0),
+            None => SizeHint::default(),
+        }
     }
 }
 

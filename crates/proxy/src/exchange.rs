@@ -4,15 +4,15 @@
 use crate::balancer::{Hashed, PickInput};
 use crate::body::{PooledBody, ProxyBody};
 use crate::error::ProxyError;
-use crate::forward::{self, Downstream, Forwarded};
-use crate::names;
+use crate::forward::{Downstream, Forwarded};
 use crate::path;
 use crate::respond::{self, Timings};
 use crate::server::Shared;
 use crate::snapshot::{RouteInfo, ServiceInfo, Snapshot};
 use crate::upstream;
+use crate::wire::{self, WireRequest};
 use http::header::{HeaderValue, HOST};
-use http::{request, Request, Uri, Version};
+use http::{request, Response, Uri, Version};
 use sluice_router::{Match, RequestParts};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
@@ -130,17 +130,17 @@ pub fn route(
     })
 }
 
-/// Turns the (possibly plugin-edited) client request into the upstream request: path per `strip_path` and
+/// Writes the (possibly plugin-edited) client request as the upstream request: path per `strip_path` and
 /// `path_handling` (unless a plugin set its own), query as received, hop-by-hop headers out, `X-Forwarded-*`,
-/// `X-Real-IP`, `Via` and the request id in.
+/// `X-Real-IP`, `Via` and the request id in. `parts` is only read.
 pub fn upstream_request(
-    mut parts: request::Parts,
+    parts: &request::Parts,
     body: ProxyBody,
     routed: Routed,
     info: &RouteInfo,
     svc: &ServiceInfo,
     x: &Exchange<'_>,
-) -> Result<Request<ProxyBody>, ProxyError> {
+) -> Result<WireRequest, ProxyError> {
     let path = if parts.uri.path() == routed.original.path() {
         let normalized = routed.normalized.as_deref().unwrap_or(parts.uri.path());
         let joined = path::upstream_path(
@@ -157,22 +157,22 @@ pub fn upstream_request(
         Some(q) => format!("{path}?{q}"),
         None => path,
     };
-    parts.uri = Uri::try_from(target).map_err(|_| ProxyError::BadRequest)?;
-    parts.version = Version::HTTP_11;
-    forward::strip_hop_by_hop(&mut parts.headers);
-    routed.forwarded.apply(
-        &mut parts.headers,
-        x.conn.peer.ip(),
-        &x.conn.peer_ip,
-        routed.client_ip,
-        routed.version,
-    );
-    if x.shared.settings.upstream_request_id {
-        if let Ok(v) = HeaderValue::from_str(x.request_id) {
-            parts.headers.insert(names::X_KONG_REQUEST_ID, v);
-        }
+    if !target.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ProxyError::BadRequest);
     }
-    Ok(Request::from_parts(parts, body))
+    let downstream = wire::Downstream {
+        forwarded: routed.forwarded,
+        peer: x.conn.peer.ip(),
+        peer_text: &x.conn.peer_ip,
+        client_ip: routed.client_ip,
+        version: routed.version,
+        request_id: x
+            .shared
+            .settings
+            .upstream_request_id
+            .then_some(x.request_id),
+    };
+    Ok(WireRequest::new(parts, &target, body, downstream))
 }
 
 /// What came back from the upstream, decorated with Kong's response headers.
@@ -209,7 +209,7 @@ pub fn hash_request(
 /// Sends the upstream request and decorates the response head (with the hashing cookie when one was
 /// made up).
 pub async fn proxy(
-    req: Request<ProxyBody>,
+    mut req: WireRequest,
     info: &RouteInfo,
     svc: &ServiceInfo,
     x: &Exchange<'_>,
@@ -220,7 +220,7 @@ pub async fn proxy(
     // Boxed: the retry loop's state machine is large, and hyper moves the request's whole future into place;
     // without the box that copy cost ~8k instructions per request (callgrind, scripts/instructions.sh).
     let answer = Box::pin(upstream::send(
-        req,
+        &mut req,
         svc,
         info.preserve_host,
         hashed.value,
@@ -231,16 +231,11 @@ pub async fn proxy(
         proxy: proxy_latency,
         upstream: answer.sent_at.elapsed(),
     };
-    let (mut head, incoming) = answer.response.into_parts();
-    let reusable = !head
-        .headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .any(|v| {
-            String::from_utf8_lossy(v.as_bytes())
-                .to_ascii_lowercase()
-                .contains("close")
-        });
+    let response = answer.head;
+    let mut head = Response::new(()).into_parts().0;
+    head.status = response.status;
+    head.version = response.version;
+    head.headers = response.headers;
     respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
     if let Some(v) = hashed
         .set_cookie
@@ -248,7 +243,12 @@ pub async fn proxy(
     {
         head.headers.append(http::header::SET_COOKIE, v);
     }
-    let mut body = PooledBody::new(incoming, answer.conn, reusable, svc.read_timeout);
+    let mut body = PooledBody::new(
+        answer.conn,
+        response.framing,
+        response.keep_alive,
+        svc.read_timeout,
+    );
     if let Some(inflight) = answer.inflight {
         body.hold(inflight);
     }

@@ -1,6 +1,7 @@
 //! Header rules between client and upstream: hop-by-hop removal, `X-Forwarded-*`, `X-Real-IP`, `Via`.
 
 use crate::names;
+use crate::wire::field;
 use http::header::{HeaderMap, HeaderName, HeaderValue, VIA};
 use http::Version;
 pub use sluice_router::bare_host;
@@ -97,49 +98,63 @@ impl Forwarded {
         self.proto.as_bytes().eq_ignore_ascii_case(b"https")
     }
 
-    /// Sets the `X-Forwarded-*` family, `X-Real-IP` and `Via` on the upstream request. `X-Forwarded-For`
+    /// Writes the `X-Forwarded-*` family, `X-Real-IP` and `Via` lines of the upstream request (the
+    /// client's own lines of these names are left out by the caller, see [`replaced`]). `X-Forwarded-For`
     /// gets the peer appended to whatever the client sent. `peer_text` is the peer's address as a header
     /// value, made once per connection.
-    pub fn apply(
+    pub fn write(
         self,
-        headers: &mut HeaderMap,
+        out: &mut Vec<u8>,
+        client: &HeaderMap,
         peer: IpAddr,
         peer_text: &HeaderValue,
         client_ip: IpAddr,
         version: Version,
     ) {
-        let xff = if headers.contains_key(names::X_FORWARDED_FOR) {
-            appended(
-                headers,
-                names::X_FORWARDED_FOR,
-                peer_text.to_str().unwrap_or_default(),
-            )
+        joined_field(out, client, names::X_FORWARDED_FOR, peer_text.as_bytes());
+        if client_ip == peer {
+            field(out, "x-real-ip", peer_text.as_bytes());
         } else {
-            peer_text.clone()
-        };
-        headers.insert(names::X_FORWARDED_FOR, xff);
-        let real_ip = if client_ip == peer {
-            Ok(peer_text.clone())
-        } else {
-            HeaderValue::from_str(&client_ip.to_string())
-        };
-        if let Ok(v) = real_ip {
-            headers.insert(names::X_REAL_IP, v);
+            field(out, "x-real-ip", client_ip.to_string().as_bytes());
         }
-        headers.insert(names::X_FORWARDED_PROTO, self.proto);
-        headers.insert(names::X_FORWARDED_HOST, self.host);
-        headers.insert(names::X_FORWARDED_PORT, self.port);
-        headers.insert(names::X_FORWARDED_PATH, self.path);
-        match self.prefix {
-            Some(p) => headers.insert(names::X_FORWARDED_PREFIX, p),
-            None => headers.remove(names::X_FORWARDED_PREFIX),
-        };
-        let via = match headers.contains_key(VIA) {
-            true => appended(headers, VIA, via_token(version)),
-            false => HeaderValue::from_static(via_token(version)),
-        };
-        headers.insert(VIA, via);
+        field(out, "x-forwarded-proto", self.proto.as_bytes());
+        field(out, "x-forwarded-host", self.host.as_bytes());
+        field(out, "x-forwarded-port", self.port.as_bytes());
+        field(out, "x-forwarded-path", self.path.as_bytes());
+        if let Some(p) = &self.prefix {
+            field(out, "x-forwarded-prefix", p.as_bytes());
+        }
+        joined_field(out, client, VIA, via_token(version).as_bytes());
     }
+}
+
+/// Whether the upstream request's `name` lines are written by [`Forwarded::write`] instead of copied.
+pub fn replaced(name: &str) -> bool {
+    matches!(
+        name,
+        "x-forwarded-for"
+            | "x-forwarded-proto"
+            | "x-forwarded-host"
+            | "x-forwarded-port"
+            | "x-forwarded-path"
+            | "x-forwarded-prefix"
+            | "x-real-ip"
+            | "via"
+    )
+}
+
+/// One `name` line: the client's non-blank values, then `last`, joined with `, `.
+fn joined_field(out: &mut Vec<u8>, client: &HeaderMap, name: HeaderName, last: &[u8]) {
+    out.extend_from_slice(name.as_str().as_bytes());
+    out.extend_from_slice(b": ");
+    for v in client.get_all(&name) {
+        if !v.as_bytes().trim_ascii().is_empty() {
+            out.extend_from_slice(v.as_bytes());
+            out.extend_from_slice(b", ");
+        }
+    }
+    out.extend_from_slice(last);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// `<protocol version> sluice/<version>`, as Kong words its `Via` entry.

@@ -111,7 +111,7 @@ async fn fast_path(
     let body = body.map_err(box_err).boxed();
     let captures = routed.found.captures.as_ref();
     let hashed = exchange::hash_request(svc, &parts, &routed, None, captures);
-    let req = exchange::upstream_request(parts, body, routed, info, svc, x)?;
+    let req = exchange::upstream_request(&parts, body, routed, info, svc, x)?;
     let proxied = exchange::proxy(req, info, svc, x, hashed).await?;
     let timings = proxied.timings;
     Ok((

@@ -13,6 +13,7 @@
 
 mod balancer;
 mod body;
+mod conn;
 mod dns;
 mod error;
 mod exchange;
@@ -36,6 +37,7 @@ mod stats;
 mod tls;
 mod upstream;
 mod watchdog;
+mod wire;
 mod worker;
 
 pub use dns::{DnsSettings, Kind as DnsKind};

@@ -9,7 +9,6 @@ pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-ho
 pub const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
 pub const X_FORWARDED_PATH: HeaderName = HeaderName::from_static("x-forwarded-path");
 pub const X_FORWARDED_PREFIX: HeaderName = HeaderName::from_static("x-forwarded-prefix");
-pub const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 pub const X_KONG_REQUEST_ID: HeaderName = HeaderName::from_static("x-kong-request-id");
 pub const X_KONG_UPSTREAM_LATENCY: HeaderName = HeaderName::from_static("x-kong-upstream-latency");
 pub const X_KONG_PROXY_LATENCY: HeaderName = HeaderName::from_static("x-kong-proxy-latency");

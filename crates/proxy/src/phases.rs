@@ -12,7 +12,7 @@ mod logged;
 mod streaming;
 
 pub use ctx::unrouted;
-use ctx::{add_headers, copy_head, new_ctx, take_head};
+use ctx::{add_headers, new_ctx};
 
 use crate::body::{box_err, full, ChannelBody, PooledBody, ProxyBody};
 use crate::error::ProxyError;
@@ -277,25 +277,21 @@ async fn access_and_proxy(
     if let Some(buffered) = &ctx.body {
         upstream_body = full(buffered.clone());
     }
-    let head = match chain.reads_request_after_access() {
-        true => copy_head(&ctx.request),
-        false => take_head(&mut ctx.request),
-    };
     // The consumer id as text on the stack: formatted per request, never allocated.
     let hashed = {
         let mut id_text = uuid::Uuid::encode_buffer();
         let consumer = ctx
             .consumer
             .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
-        exchange::hash_request(svc, &head, &routed, consumer, ctx.captures)
+        exchange::hash_request(svc, &ctx.request, &routed, consumer, ctx.captures)
     };
-    let req = match exchange::upstream_request(head, upstream_body, routed, info, svc, x) {
+    let req = match exchange::upstream_request(&ctx.request, upstream_body, routed, info, svc, x) {
         Ok(req) => req,
         Err(e) => return Outcome::Failed(e),
     };
     let uri = chain
         .has_log()
-        .then(|| req.uri().path_and_query().cloned())
+        .then(|| http::uri::PathAndQuery::try_from(req.target()).ok())
         .flatten();
     match exchange::proxy(req, info, svc, x, hashed).await {
         Ok(p) => Outcome::Upstream(p, uri),

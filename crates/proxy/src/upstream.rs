@@ -11,21 +11,20 @@
 //! Each try picks a target not tried yet when one is usable, and reports its outcome to the upstream's
 //! passive health check ([`report`]); the answer carries the target's in-flight guard.
 
-use crate::body::ProxyBody;
+use crate::conn::Failed;
 use crate::error::ProxyError;
 use crate::health::{Failure, InFlight};
 use crate::pool::{self, Conn, PoolKey};
 use crate::snapshot::ServiceInfo;
-use http::header::HOST;
-use http::{Request, Response};
-use http_body::Body;
-use hyper::body::Incoming;
+use crate::wire::WireRequest;
+use bytes::BytesMut;
+use sluice_h1::ResponseHead;
 use sluice_plugins::TryRecord;
 use std::time::Instant;
 
 /// The upstream's answer and the connection it came on.
 pub struct Answer {
-    pub response: Response<Incoming>,
+    pub head: ResponseHead,
     pub conn: Conn,
     /// When the request that got this answer was sent (start of the upstream latency).
     pub sent_at: Instant,
@@ -44,22 +43,23 @@ pub struct Tries {
 }
 
 /// Sends `req` to one of the service's targets, with Kong's retries. `preserve_host` keeps the client's
-/// `Host`; otherwise each try sets the target's. `hash` is the request's consistent-hashing value.
+/// `Host`; otherwise each try sends the target's. `hash` is the request's consistent-hashing value.
 /// `started` is now, as the caller already read the clock (the first try starts then).
 pub async fn send(
-    req: Request<ProxyBody>,
+    req: &mut WireRequest,
     svc: &ServiceInfo,
     preserve_host: bool,
     hash: Option<u64>,
     started: Instant,
 ) -> Result<Answer, ProxyError> {
-    let bodyless = req.body().is_end_stream();
-    let wait = if bodyless {
+    let wait = if req.bodyless() {
         svc.read_timeout
     } else {
         svc.read_timeout + svc.write_timeout
     };
-    let mut pending = req;
+    let head_request = req.method == http::Method::HEAD;
+    let idempotent = req.method.is_idempotent();
+    let mut head = BytesMut::new();
     let mut tries = 0;
     // Targets of failed tries (allocated only when a try fails).
     let mut tried = Vec::new();
@@ -81,17 +81,17 @@ pub async fn send(
         };
         let tracks = svc.balancer.tracks_load();
         let inflight = tracks.then(|| state.start());
-        let mut req = pending;
-        if !preserve_host {
-            req.headers_mut().insert(HOST, peer.host_header.clone());
-        }
+        let host = match (preserve_host, &req.client_host) {
+            (true, Some(h)) => h,
+            _ => &peer.host_header,
+        };
         let can_retry = tries < svc.retries;
         let (key, tls) = match &svc.tls {
             None => (PoolKey { addr, tls: 0 }, None),
             Some(tls) => {
                 // Kong sends the upstream Host (without port) as SNI, so preserve_host names the client's.
-                let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
-                let server_name = crate::forward::bare_host(host.unwrap_or(&peer.host));
+                let host = host.to_str().unwrap_or(&peer.host);
+                let server_name = crate::forward::bare_host(host);
                 let key = PoolKey {
                     addr,
                     tls: crate::tls::pool_key(tls, &server_name),
@@ -109,7 +109,7 @@ pub async fn send(
                 observe(Err(failure(&e)));
                 failed.push(failed_try(e.status().as_u16()));
                 tracing::debug!(%addr, error = %e, tries, "connect failed, retrying");
-                (tries, pending) = (tries + 1, req);
+                tries += 1;
                 continue;
             }
             Err(e) => {
@@ -117,20 +117,13 @@ pub async fn send(
                 return Err(e);
             }
         };
-        if !conn.reused && conn.sender.ready().await.is_err() {
-            observe(Err(Failure::Tcp));
-            if can_retry {
-                failed.push(failed_try(502));
-                (tries, pending) = (tries + 1, req);
-                continue;
-            }
-            return Err(ProxyError::BadGateway);
-        }
-        let replayable = conn.reused || req.method().is_idempotent();
-        let replay = (replayable && bodyless && can_retry).then(|| copy_head(&req));
+        req.head(host.as_bytes(), &mut head);
         let sent_at = Instant::now();
-        let sending = conn.sender.try_send_request(req);
-        match tokio::time::timeout(wait, sending).await {
+        let exchange = async {
+            conn.write_request(&mut head, req).await?;
+            conn.read_head(head_request).await
+        };
+        match tokio::time::timeout(wait, exchange).await {
             Err(_) => {
                 observe(Err(Failure::Timeout));
                 return Err(ProxyError::Timeout);
@@ -139,7 +132,7 @@ pub async fn send(
                 if tracks {
                     state.record_latency(sent_at.elapsed());
                 }
-                observe(Ok(response.status().as_u16()));
+                observe(Ok(response.status.as_u16()));
                 let answered = TryRecord {
                     addr,
                     started: try_started,
@@ -147,24 +140,34 @@ pub async fn send(
                     failed: None,
                 };
                 return Ok(Answer {
-                    response,
+                    head: response,
                     conn,
                     sent_at,
                     inflight,
                     tries: Tries { failed, answered },
                 });
             }
-            Ok(Err(mut e)) => {
-                let retry = e.take_message().or(replay).filter(|_| can_retry);
-                tracing::debug!(%addr, error = %e.error(), retrying = retry.is_some(), "upstream request failed");
-                observe(Err(Failure::Tcp));
-                match retry {
-                    Some(back) => {
-                        failed.push(failed_try(502));
-                        (tries, pending) = (tries + 1, back)
-                    }
-                    None => return Err(ProxyError::BadGateway),
+            Ok(Err(Failed::NoAnswer)) if req.replayable(conn.reused || idempotent) => {
+                if conn.reused {
+                    // A pooled connection the upstream closed while idle: not the target's fault and not a
+                    // try (as nginx counts its cached connections); the next one comes from the pool or is new.
+                    tracing::debug!(%addr, "pooled connection was closed, resending");
+                    last = None;
+                    continue;
                 }
+                observe(Err(Failure::Tcp));
+                if !can_retry {
+                    return Err(ProxyError::BadGateway);
+                }
+                tracing::debug!(%addr, tries, "upstream closed without answering, retrying");
+                failed.push(failed_try(502));
+                tries += 1;
+            }
+            Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadGateway),
+            Ok(Err(e)) => {
+                tracing::debug!(%addr, error = ?e, "upstream request failed");
+                observe(Err(Failure::Tcp));
+                return Err(ProxyError::BadGateway);
             }
         }
     }
@@ -198,14 +201,4 @@ fn report(
         Some(false) => tracing::warn!(target, ?outcome, "target is unhealthy (passive check)"),
         None => {}
     }
-}
-
-/// A body-less copy of a request head, to replay it.
-fn copy_head(req: &Request<ProxyBody>) -> Request<ProxyBody> {
-    let mut copy = Request::new(crate::body::full(bytes::Bytes::new()));
-    *copy.method_mut() = req.method().clone();
-    *copy.uri_mut() = req.uri().clone();
-    *copy.version_mut() = req.version();
-    *copy.headers_mut() = req.headers().clone();
-    copy
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::wire::tests::sent;
 
 static PORT: HeaderValue = HeaderValue::from_static("8000");
 
@@ -29,30 +30,27 @@ fn client_headers() -> HeaderMap {
     h
 }
 
-/// A peer address as the connection carries it.
-fn text(ip: IpAddr) -> HeaderValue {
-    HeaderValue::from_str(&ip.to_string()).unwrap()
-}
-
 /// Without a client `X-Forwarded-For`, the peer alone is sent.
 #[test]
 fn the_peer_alone_without_a_client_forwarded_for() {
-    let mut h = HeaderMap::new();
+    let h = HeaderMap::new();
     let f = Forwarded::new(&h, &downstream(false));
     let peer: IpAddr = "10.0.0.9".parse().unwrap();
-    f.apply(&mut h, peer, &text(peer), peer, Version::HTTP_11);
+    let h = sent(&h, f, peer, peer, Version::HTTP_11);
     assert_eq!(h["x-forwarded-for"], "10.0.0.9");
     assert_eq!(h["x-real-ip"], "10.0.0.9");
 }
 
 #[test]
 fn untrusted_peers_cannot_forge_forwarded_headers() {
-    let mut h = client_headers();
+    let h = client_headers();
     let f = Forwarded::new(&h, &downstream(false));
     assert!(!f.is_https());
     let peer: IpAddr = "10.0.0.9".parse().unwrap();
-    f.apply(&mut h, peer, &text(peer), peer, Version::HTTP_11);
+    let h = sent(&h, f, peer, peer, Version::HTTP_11);
     assert_eq!(h["x-forwarded-for"], "1.1.1.1, 10.0.0.9");
+    assert_eq!(h.get_all("x-forwarded-for").iter().count(), 1);
+    assert_eq!(h.get_all("via").iter().count(), 1);
     assert_eq!(h["x-forwarded-proto"], "http");
     assert_eq!(h["x-forwarded-host"], "api.example.com");
     assert_eq!(h["x-forwarded-port"], "8000");
@@ -64,17 +62,11 @@ fn untrusted_peers_cannot_forge_forwarded_headers() {
 
 #[test]
 fn trusted_peers_keep_their_values() {
-    let mut h = client_headers();
+    let h = client_headers();
     let f = Forwarded::new(&h, &downstream(true));
     assert!(f.is_https());
     let peer: IpAddr = "10.0.0.9".parse().unwrap();
-    f.apply(
-        &mut h,
-        peer,
-        &text(peer),
-        "1.1.1.1".parse().unwrap(),
-        Version::HTTP_2,
-    );
+    let h = sent(&h, f, peer, "1.1.1.1".parse().unwrap(), Version::HTTP_2);
     assert_eq!(h["x-forwarded-proto"], "https");
     assert_eq!(h["x-forwarded-host"], "edge.example");
     assert_eq!(h["x-forwarded-port"], "443");
@@ -89,13 +81,13 @@ fn trusted_peers_keep_their_values() {
 
 #[test]
 fn no_prefix_header_without_a_stripped_prefix() {
-    let mut h = client_headers();
+    let h = client_headers();
     let d = Downstream {
         stripped_prefix: Some("/"),
         ..downstream(false)
     };
     let peer: IpAddr = [127, 0, 0, 1].into();
-    Forwarded::new(&h, &d).apply(&mut h, peer, &text(peer), peer, Version::HTTP_11);
+    let h = sent(&h, Forwarded::new(&h, &d), peer, peer, Version::HTTP_11);
     assert!(!h.contains_key("x-forwarded-prefix"));
 }
 

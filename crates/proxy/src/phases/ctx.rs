@@ -7,7 +7,7 @@ use crate::exchange::Exchange;
 use crate::handler::{error_response, Negotiation};
 use crate::snapshot::Snapshot;
 use http::header::HeaderMap;
-use http::{request, Request, Response};
+use http::{request, Response};
 use sluice_model::{Route, Service};
 use sluice_plugins::RequestCtx;
 use std::time::SystemTime;
@@ -93,25 +93,4 @@ pub(super) fn add_headers(headers: &mut HeaderMap, extra: HeaderMap) {
             }
         }
     }
-}
-
-/// The request head without extensions, for the upstream, when nothing reads `ctx.request` after
-/// `access`: method and version copied, URI and headers moved (`ctx.request` keeps only the method).
-pub(super) fn take_head(parts: &mut request::Parts) -> request::Parts {
-    let mut req = Request::new(());
-    *req.method_mut() = parts.method.clone();
-    *req.uri_mut() = std::mem::take(&mut parts.uri);
-    *req.version_mut() = parts.version;
-    *req.headers_mut() = std::mem::take(&mut parts.headers);
-    req.into_parts().0
-}
-
-/// The request head without extensions, for the upstream (plugins keep reading `ctx.request`).
-pub(super) fn copy_head(parts: &request::Parts) -> request::Parts {
-    let mut req = Request::new(());
-    *req.method_mut() = parts.method.clone();
-    *req.uri_mut() = parts.uri.clone();
-    *req.version_mut() = parts.version;
-    *req.headers_mut() = parts.headers.clone();
-    req.into_parts().0
 }

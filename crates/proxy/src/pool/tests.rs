@@ -1,7 +1,8 @@
 use super::*;
-use crate::body::{full, PooledBody};
+use crate::body::PooledBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -41,14 +42,9 @@ async fn exchange(addr: SocketAddr, path: &str) -> bool {
         .await
         .unwrap();
     let reused = conn.reused;
-    let req = http::Request::get(path)
-        .header("host", "t")
-        .body(full(Bytes::new()))
-        .unwrap();
-    let resp = conn.sender.send_request(req).await.unwrap();
-    let close = resp.headers().contains_key("connection");
-    let (_, incoming) = resp.into_parts();
-    let body = PooledBody::new(incoming, conn, !close, Duration::from_secs(5));
+    let head = format!("GET {path} HTTP/1.1\r\nhost: t\r\n\r\n");
+    let resp = conn.exchange_head(head.as_bytes(), false).await.unwrap();
+    let body = PooledBody::new(conn, resp.framing, resp.keep_alive, Duration::from_secs(5));
     assert_eq!(body.collect().await.unwrap().to_bytes(), "ok");
     reused
 }
@@ -92,11 +88,8 @@ async fn the_idle_cap_holds() {
     let b = checkout(plain(addr), None, Duration::from_secs(5))
         .await
         .unwrap();
-    let (mut a, mut b) = (a, b);
-    a.sender.ready().await.unwrap();
-    b.sender.ready().await.unwrap();
-    checkin(plain(addr), a.sender);
-    checkin(plain(addr), b.sender);
+    checkin(a);
+    checkin(b);
     assert_eq!(idle_count(plain(addr)), 1);
     configure(256, Duration::from_secs(60));
 }

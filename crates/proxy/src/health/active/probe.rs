@@ -2,13 +2,11 @@
 
 use super::{Kind, Spec};
 use crate::balancer::Peer;
-use crate::body::full;
 use crate::error::ProxyError;
 use crate::health::Failure;
 use crate::pool::{self, PoolKey, TlsTarget};
 use crate::tls::UpstreamTls;
-use http::header::HOST;
-use http::Request;
+use crate::wire::field;
 use std::sync::{Arc, OnceLock};
 
 /// The status of the response (0 for a TCP probe that connected), or the kind of failure.
@@ -51,18 +49,24 @@ async fn attempt(spec: &Spec, peer: &Peer, addr: std::net::SocketAddr) -> Result
             ProxyError::Timeout => Failure::Timeout,
             _ => Failure::Tcp,
         })?;
-    let mut req = Request::new(full(bytes::Bytes::new()));
-    *req.uri_mut() = spec.http_path.parse().map_err(|_| Failure::Http)?;
-    req.headers_mut().insert(HOST, peer.host_header.clone());
-    for (name, value) in &spec.headers {
-        req.headers_mut().append(name.clone(), value.clone());
+    let path = &spec.http_path;
+    if !path.starts_with('/') || !path.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Failure::Http);
     }
-    let resp = conn
-        .sender
-        .send_request(req)
+    let mut lines = Vec::with_capacity(256);
+    lines.extend_from_slice(b"GET ");
+    lines.extend_from_slice(path.as_bytes());
+    lines.extend_from_slice(b" HTTP/1.1\r\n");
+    field(&mut lines, "host", peer.host_header.as_bytes());
+    for (name, value) in &spec.headers {
+        field(&mut lines, name.as_str(), value.as_bytes());
+    }
+    lines.extend_from_slice(b"\r\n");
+    let head = conn
+        .exchange_head(&lines, false)
         .await
         .map_err(|_| Failure::Tcp)?;
-    Ok(resp.status().as_u16())
+    Ok(head.status.as_u16())
 }
 
 /// The client TLS settings of probes (system roots when verifying), built once per process.

@@ -1,0 +1,331 @@
+//! One upstream HTTP/1.1 connection, driven inside the request's own task: no connection task, no
+//! dispatch channel. A request is written as bytes ([`crate::wire`]), the response head is read and parsed
+//! here ([`sluice_h1`]), and the body is read by [`crate::body::PooledBody`], which returns the connection to
+//! the pool when the body ends on a message boundary.
+
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::pool::{PoolKey, TlsTarget};
+use crate::wire::WireRequest;
+use bytes::BytesMut;
+use http_body::Body;
+use sluice_h1::{ResponseHead, MAX_HEAD_BYTES};
+use sluice_tls::rustls::pki_types::ServerName;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+
+/// Bytes read from the upstream per read call, at most (the buffer grows by this much when it is short).
+const READ_CHUNK: usize = 16 * 1024;
+/// Request body data up to this size is copied behind the head so both leave in one write.
+const COALESCE: usize = 16 * 1024;
+
+/// The byte stream of an upstream connection.
+pub enum Stream {
+    Plain(TcpStream),
+    /// Boxed: a TLS session is large, and connections move in and out of the pool.
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// An upstream connection: its stream, what has been read from it and not consumed yet, and its pool key.
+pub struct Conn {
+    pub stream: Stream,
+    pub buf: BytesMut,
+    pub key: PoolKey,
+    /// It came from the pool (the upstream may have closed it while it was idle).
+    pub reused: bool,
+}
+
+/// Why an exchange failed, as far as retrying cares.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// No byte of an answer came back: the write failed, or the connection closed or reset first.
+    NoAnswer,
+    /// The upstream's answer is not a well-formed HTTP/1.x response head.
+    Malformed,
+    /// The client's request body failed while it was being forwarded.
+    ClientBody,
+}
+
+impl Conn {
+    /// A new connection, TLS when asked (502 when refused or the handshake fails).
+    pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Conn, ProxyError> {
+        let addr = key.addr;
+        let tcp = TcpStream::connect(addr).await.map_err(|e| {
+            tracing::debug!(%addr, error = %e, "upstream connect failed");
+            ProxyError::BadGateway
+        })?;
+        let _ = tcp.set_nodelay(true);
+        let stream = match tls {
+            None => Stream::Plain(tcp),
+            Some(t) => {
+                let name = server_name(t.server_name, addr);
+                let connector = tokio_rustls::TlsConnector::from(t.tls.config.clone());
+                let tls = connector.connect(name, tcp).await.map_err(|e| {
+                    tracing::warn!(%addr, server_name = t.server_name, error = %e, "upstream TLS handshake failed");
+                    ProxyError::BadGateway
+                })?;
+                Stream::Tls(Box::new(tls))
+            }
+        };
+        Ok(Conn {
+            stream,
+            buf: BytesMut::new(),
+            key,
+            reused: false,
+        })
+    }
+
+    /// Whether an idle connection can carry a request: nothing arrived while it sat in the pool, neither
+    /// the upstream closing it nor stray bytes. Costs a syscall only when the socket was marked readable.
+    pub fn is_idle_clean(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let tcp = match &self.stream {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        if tcp.poll_read_ready(&mut cx).is_pending() {
+            return true;
+        }
+        let mut probe = [0u8; 1];
+        matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Writes a request: `head` (ending in the blank line), then its body, chunked when the request says
+    /// so. The body's first data, when it is ready at once, goes in the same write as the head and is kept in
+    /// `req.first`, so a retry can send it again; data after it is streamed and marks the request as such.
+    pub async fn write_request(
+        &mut self,
+        head: &mut BytesMut,
+        req: &mut WireRequest,
+    ) -> Result<(), Failed> {
+        if req.first.is_none() {
+            if let Some(b) = req.body.as_mut() {
+                req.first = poll_fn(|cx| Poll::Ready(next_data_now(b, cx))).await?;
+            }
+        }
+        let chunked = req.chunked;
+        match &req.first {
+            Some(data) if data.len() <= COALESCE => {
+                encode_data(head, data, chunked);
+                self.write_all(head).await.map_err(no_answer)?;
+            }
+            Some(data) => {
+                self.write_all(head).await.map_err(no_answer)?;
+                let data = data.clone();
+                self.write_data(&data, chunked).await?;
+            }
+            None => self.write_all(head).await.map_err(no_answer)?,
+        }
+        if let Some(b) = req.body.as_mut() {
+            while let Some(data) = next_data(b).await? {
+                req.streamed = true;
+                self.write_data(&data, chunked).await?;
+            }
+            req.body = None;
+        }
+        if chunked {
+            self.write_all(sluice_h1::LAST_CHUNK)
+                .await
+                .map_err(no_answer)?;
+        }
+        self.flush().await.map_err(no_answer)
+    }
+
+    async fn write_data(&mut self, data: &[u8], chunked: bool) -> Result<(), Failed> {
+        if chunked {
+            let mut framed = BytesMut::with_capacity(data.len().min(COALESCE) + 16);
+            if data.len() <= COALESCE {
+                encode_data(&mut framed, data, true);
+                return self.write_all(&framed).await.map_err(no_answer);
+            }
+            sluice_h1::chunk_header(data.len(), &mut framed);
+            self.write_all(&framed).await.map_err(no_answer)?;
+            self.write_all(data).await.map_err(no_answer)?;
+            return self.write_all(b"\r\n").await.map_err(no_answer);
+        }
+        self.write_all(data).await.map_err(no_answer)
+    }
+
+    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush().await
+    }
+
+    /// Sends a body-less request head as it is and reads the response head (health probes).
+    pub async fn exchange_head(
+        &mut self,
+        head: &[u8],
+        head_request: bool,
+    ) -> Result<ResponseHead, Failed> {
+        self.write_all(head).await.map_err(no_answer)?;
+        self.flush().await.map_err(no_answer)?;
+        self.read_head(head_request).await
+    }
+
+    /// Reads the response head, skipping interim (1xx) responses. `head_request`: a HEAD request's answer
+    /// has no body whatever its headers say.
+    pub async fn read_head(&mut self, head_request: bool) -> Result<ResponseHead, Failed> {
+        let mut received = false;
+        loop {
+            match sluice_h1::parse_response(&mut self.buf, head_request) {
+                Ok(Some(head)) if head.status.is_informational() => {
+                    if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
+                        return Err(Failed::Malformed);
+                    }
+                    received = true;
+                }
+                Ok(Some(head)) => return Ok(head),
+                Ok(None) if self.buf.len() >= MAX_HEAD_BYTES => return Err(Failed::Malformed),
+                Ok(None) => {
+                    received |= !self.buf.is_empty();
+                    let n = self.read_more().await;
+                    match n {
+                        Ok(0) | Err(_) if !received => return Err(Failed::NoAnswer),
+                        Ok(0) | Err(_) => return Err(Failed::Malformed),
+                        Ok(_) => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "malformed upstream response head");
+                    return Err(Failed::Malformed);
+                }
+            }
+        }
+    }
+
+    async fn read_more(&mut self) -> io::Result<usize> {
+        reserve(&mut self.buf);
+        self.stream.read_buf(&mut self.buf).await
+    }
+
+    /// Reads what is available into the buffer (for the body, which hyper polls).
+    pub fn poll_read_more(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        reserve(&mut self.buf);
+        // The future holds no state of its own: polling a fresh one each time loses nothing.
+        let read = std::pin::pin!(self.stream.read_buf(&mut self.buf));
+        read.poll(cx)
+    }
+}
+
+fn reserve(buf: &mut BytesMut) {
+    if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+        buf.reserve(READ_CHUNK);
+    }
+}
+
+fn no_answer(e: io::Error) -> Failed {
+    tracing::debug!(error = %e, "upstream write failed");
+    Failed::NoAnswer
+}
+
+/// Appends one piece of body data, as a chunk when `chunked`.
+fn encode_data(out: &mut BytesMut, data: &[u8], chunked: bool) {
+    if data.is_empty() {
+        return;
+    }
+    if chunked {
+        sluice_h1::chunk_header(data.len(), out);
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        out.extend_from_slice(data);
+    }
+}
+
+/// The next data frame if one is ready now (trailers are dropped).
+fn next_data_now(
+    body: &mut ProxyBody,
+    cx: &mut Context<'_>,
+) -> Result<Option<bytes::Bytes>, Failed> {
+    loop {
+        match Pin::new(&mut *body).poll_frame(cx) {
+            Poll::Pending | Poll::Ready(None) => return Ok(None),
+            Poll::Ready(Some(Err(_))) => return Err(Failed::ClientBody),
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(d) if !d.is_empty() => return Ok(Some(d)),
+                _ => {}
+            },
+        }
+    }
+}
+
+/// The next data frame of the client's body, waiting for it (trailers are dropped).
+async fn next_data(body: &mut ProxyBody) -> Result<Option<bytes::Bytes>, Failed> {
+    loop {
+        let frame = poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await;
+        match frame {
+            None => return Ok(None),
+            Some(Err(_)) => return Err(Failed::ClientBody),
+            Some(Ok(frame)) => {
+                if let Ok(d) = frame.into_data() {
+                    if !d.is_empty() {
+                        return Ok(Some(d));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The name sent as SNI and verified: a DNS name, an IP address (no SNI is sent), or the address itself
+/// when the Host header is unusable.
+fn server_name(name: &str, addr: SocketAddr) -> ServerName<'static> {
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ServerName::IpAddress(ip.into()),
+        Err(_) => ServerName::try_from(bare.to_string())
+            .unwrap_or_else(|_| ServerName::IpAddress(addr.ip().into())),
+    }
+}
+
+/// One stream type for plain and TLS connections, so the exchange code is written once.
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

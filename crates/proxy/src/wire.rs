@@ -1,0 +1,177 @@
+//! The upstream request as HTTP/1.1 bytes, written once from the (plugin-edited) client request head:
+//! hop-by-hop headers left out, `X-Forwarded-*`, `X-Real-IP`, `Via` and the request id written in their
+//! place. Only `Host` waits for the try, as each try may go to a different target; a retry resends the
+//! same bytes. The client's request head is only read, so plugins can still read it in the log phase.
+
+use crate::body::ProxyBody;
+use crate::forward::Forwarded;
+use bytes::{Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue};
+use http::{request, Method, Version};
+use http_body::Body;
+use std::net::IpAddr;
+
+/// A request ready to be sent to any target of a service.
+pub struct WireRequest {
+    /// The request line and every header but `Host`, each line ending in CRLF (no blank line yet).
+    lines: Vec<u8>,
+    /// Where the request line ends (`Host` goes right after it).
+    line_end: usize,
+    /// The client's `Host`, sent when the route preserves it.
+    pub client_host: Option<HeaderValue>,
+    /// The body still to send (None: the request has none).
+    pub body: Option<ProxyBody>,
+    /// The body's first data, taken out of `body` by the first try and sent again by every retry.
+    pub first: Option<Bytes>,
+    /// Body data after `first` has been sent: the request can't be sent again.
+    pub streamed: bool,
+    pub chunked: bool,
+    pub method: Method,
+}
+
+/// What the upstream request says about the downstream side, beside the client's own headers.
+pub struct Downstream<'a> {
+    pub forwarded: Forwarded,
+    pub peer: IpAddr,
+    /// The peer's IP address as a header value, made once per connection.
+    pub peer_text: &'a HeaderValue,
+    pub client_ip: IpAddr,
+    /// The client's HTTP version (for `Via`).
+    pub version: Version,
+    /// Sent as `X-Kong-Request-Id` (replacing the client's) when set.
+    pub request_id: Option<&'a str>,
+}
+
+impl WireRequest {
+    /// Writes `parts` with `target` (path and query) as the request target.
+    pub fn new(
+        parts: &request::Parts,
+        target: &str,
+        body: ProxyBody,
+        d: Downstream<'_>,
+    ) -> WireRequest {
+        let mut lines = Vec::with_capacity(512);
+        lines.extend_from_slice(parts.method.as_str().as_bytes());
+        lines.push(b' ');
+        lines.extend_from_slice(target.as_bytes());
+        lines.extend_from_slice(b" HTTP/1.1\r\n");
+        let line_end = lines.len();
+        let headers = &parts.headers;
+        let named = connection_named(headers);
+        let mut has_length = false;
+        for (name, value) in headers {
+            let keep = match name.as_str() {
+                "host" | "connection" | "keep-alive" | "proxy-connection" | "trailer"
+                | "transfer-encoding" | "upgrade" | "proxy-authenticate" => false,
+                "te" => value.as_bytes().eq_ignore_ascii_case(b"trailers"),
+                "content-length" => {
+                    has_length = true;
+                    true
+                }
+                "x-kong-request-id" => d.request_id.is_none(),
+                n => !crate::forward::replaced(n) && !named.contains(name),
+            };
+            if keep {
+                field(&mut lines, name.as_str(), value.as_bytes());
+            }
+        }
+        d.forwarded.write(
+            &mut lines,
+            headers,
+            d.peer,
+            d.peer_text,
+            d.client_ip,
+            d.version,
+        );
+        if let Some(id) = d.request_id {
+            field(&mut lines, "x-kong-request-id", id.as_bytes());
+        }
+        let mut chunked = false;
+        let body = if body.is_end_stream() {
+            if !has_length && matches!(parts.method, Method::POST | Method::PUT | Method::PATCH) {
+                field(&mut lines, "content-length", b"0");
+            }
+            None
+        } else {
+            if !has_length {
+                match body.size_hint().exact() {
+                    Some(n) => field(
+                        &mut lines,
+                        "content-length",
+                        itoa::Buffer::new().format(n).as_bytes(),
+                    ),
+                    None => {
+                        field(&mut lines, "transfer-encoding", b"chunked");
+                        chunked = true;
+                    }
+                }
+            }
+            Some(body)
+        };
+        WireRequest {
+            lines,
+            line_end,
+            client_host: headers.get(http::header::HOST).cloned(),
+            body,
+            first: None,
+            streamed: false,
+            chunked,
+            method: parts.method.clone(),
+        }
+    }
+
+    /// The head for one try, with `host` as its `Host`, ending in the blank line.
+    pub fn head(&self, host: &[u8], out: &mut BytesMut) {
+        out.clear();
+        out.reserve(self.lines.len() + host.len() + 10);
+        out.extend_from_slice(&self.lines[..self.line_end]);
+        out.extend_from_slice(b"host: ");
+        out.extend_from_slice(host);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.lines[self.line_end..]);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Path and query as sent upstream (Kong's `upstream_uri`).
+    pub fn target(&self) -> &str {
+        let line = &self.lines[..self.line_end];
+        let start = self.method.as_str().len() + 1;
+        let end = line.len() - " HTTP/1.1\r\n".len();
+        std::str::from_utf8(&line[start..end]).unwrap_or("/")
+    }
+
+    /// Whether the request has a body to send.
+    pub fn bodyless(&self) -> bool {
+        self.body.is_none() && self.first.is_none()
+    }
+
+    /// Whether the request can be sent again after a try got no answer: `allowed` (the try's connection was
+    /// reused, or the method is idempotent) and every byte of it is still at hand.
+    pub fn replayable(&self, allowed: bool) -> bool {
+        allowed && !self.streamed
+    }
+}
+
+/// Appends `name: value` and CRLF.
+pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Headers the client's `Connection` header names (hop-by-hop by declaration); usually none.
+fn connection_named(headers: &http::HeaderMap) -> Vec<HeaderName> {
+    let mut named = Vec::new();
+    for v in headers.get_all(http::header::CONNECTION) {
+        let Ok(text) = v.to_str() else { continue };
+        named.extend(
+            text.split(',')
+                .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok()),
+        );
+    }
+    named
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
