@@ -6,7 +6,9 @@
 //! [`Framing`] then takes body pieces off the same buffer as they arrive. On the request side,
 //! [`chunk_header`] and [`LAST_CHUNK`] frame a streamed request body with chunked encoding.
 
+mod body;
 mod fields;
 mod response;
 
+pub use body::{BodyDecoder, BodyError, Decoded};
 pub use response::{parse_response, Framing, ParseError, ResponseHead, MAX_HEAD_BYTES};
