@@ -7,8 +7,10 @@
 //! [`chunk_header`] and [`LAST_CHUNK`] frame a streamed request body with chunked encoding.
 
 mod body;
+mod chunk;
 mod fields;
 mod response;
 
 pub use body::{BodyDecoder, BodyError, Decoded};
+pub use chunk::{chunk_header, LAST_CHUNK};
 pub use response::{parse_response, Framing, ParseError, ResponseHead, MAX_HEAD_BYTES};
