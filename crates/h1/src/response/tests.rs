@@ -169,6 +169,13 @@ fn head_size_limit() {
     // An incomplete head under the limit asks for more.
     let mut buf = BytesMut::from(&raw.as_bytes()[..MAX_HEAD_BYTES - 1]);
     assert!(parse_response(&mut buf, false).unwrap().is_none());
+    // Exactly at the limit without a complete head is too large.
+    let mut buf = BytesMut::from(&raw.as_bytes()[..MAX_HEAD_BYTES - 2]);
+    buf.extend_from_slice(b"pp");
+    assert_eq!(
+        parse_response(&mut buf, false).unwrap_err(),
+        ParseError::TooLarge
+    );
 }
 
 #[test]

@@ -44,6 +44,8 @@ fn bad_chunks() {
         ("5;a\nb\r\nhello\r\n", ""),
         ("5;a\0\r\nhello\r\n", ""),
         ("5\r\nhelloX\r\n0\r\n\r\n", "hello"),
+        ("5\r\nhelloX\n0\r\n\r\n", "hello"),
+        ("5\r\nhello\n\n0\r\n\r\n", "hello"),
         ("5\r\nhello\n0\r\n\r\n", "hello"),
         ("5\r\nhello\rX0\r\n\r\n", "hello"),
         ("5\r\nhello\r\n0\r\nA: b\n\r\n", "hello"),
