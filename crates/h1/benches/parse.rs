@@ -32,6 +32,14 @@ fn bench(c: &mut Criterion) {
             black_box(head)
         })
     });
+    // Reference point: httparse alone (no header map, no copies), the floor of any httparse-based parser.
+    c.bench_function("httparse only/10 headers", |b| {
+        b.iter(|| {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut res = httparse::Response::new(&mut headers);
+            black_box(res.parse(black_box(HEAD)).unwrap().unwrap())
+        })
+    });
     c.bench_function("body/chunked 64B", |b| {
         b.iter(|| {
             buf.clear();
