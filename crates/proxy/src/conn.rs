@@ -99,42 +99,37 @@ impl Conn {
     }
 
     /// Writes a request: `head` (ending in the blank line), then its body, chunked when the request says
-    /// so. The body's first data, when it is ready at once, goes in the same write as the head and is kept in
-    /// `req.first`, so a retry can send it again; data after it is streamed and marks the request as such.
+    /// so. Body data that is ready at once goes out in the same write as the head.
     pub async fn write_request(
         &mut self,
         head: &mut BytesMut,
         req: &mut WireRequest,
     ) -> Result<(), Failed> {
-        if req.first.is_none() {
-            if let Some(b) = req.body.as_mut() {
-                req.first = poll_fn(|cx| Poll::Ready(next_data_now(b, cx))).await?;
-            }
-        }
+        let first = match req.body.as_mut() {
+            Some(b) => poll_fn(|cx| Poll::Ready(next_data_now(b, cx))).await?,
+            None => None,
+        };
         let chunked = req.chunked;
-        match &req.first {
+        match first {
             Some(data) if data.len() <= COALESCE => {
-                encode_data(head, data, chunked);
+                encode_data(head, &data, chunked);
                 self.write_all(head).await.map_err(no_answer)?;
             }
             Some(data) => {
                 self.write_all(head).await.map_err(no_answer)?;
-                let data = data.clone();
                 self.write_data(&data, chunked).await?;
             }
             None => self.write_all(head).await.map_err(no_answer)?,
         }
-        if let Some(b) = req.body.as_mut() {
-            while let Some(data) = next_data(b).await? {
-                req.streamed = true;
+        if let Some(mut b) = req.body.take() {
+            while let Some(data) = next_data(&mut b).await? {
                 self.write_data(&data, chunked).await?;
             }
-            req.body = None;
-        }
-        if chunked {
-            self.write_all(sluice_h1::LAST_CHUNK)
-                .await
-                .map_err(no_answer)?;
+            if chunked {
+                self.write_all(sluice_h1::LAST_CHUNK)
+                    .await
+                    .map_err(no_answer)?;
+            }
         }
         self.flush().await.map_err(no_answer)
     }

@@ -1,11 +1,12 @@
 //! Sending a request to a service: pick a target, get a pooled connection, send, and retry on another
 //! target while retrying is safe, up to the service's `retries`.
 //!
-//! Safe means the request was not sent at all (connect refused or timed out, a connection found closed
-//! before writing), or the request has no body and the connection closed before answering while it was
-//! either reused (the upstream's idle timeout raced with us) or the method is idempotent (an upstream that
-//! accepts and resets). A read or write timeout is never retried: the upstream may
-//! be acting on the request. The wait for the response head is `read_timeout` for body-less requests and
+//! Safe means the request was not sent at all (connect refused or timed out), or the request has no body
+//! and no byte of an answer came back while the connection was either reused or the method is idempotent
+//! (an upstream that accepts and resets). A pooled connection that turns out closed is not held against the
+//! target nor counted as a try, as nginx does with its cached connections; idle connections are checked
+//! before use, so this is rare. A read or write timeout is never retried: the upstream may be acting on the
+//! request. The wait for the response head is `read_timeout` for body-less requests and
 //! `write_timeout + read_timeout` when a body is streamed.
 //!
 //! Each try picks a target not tried yet when one is usable, and reports its outcome to the upstream's
@@ -147,7 +148,7 @@ pub async fn send(
                     tries: Tries { failed, answered },
                 });
             }
-            Ok(Err(Failed::NoAnswer)) if req.replayable(conn.reused || idempotent) => {
+            Ok(Err(Failed::NoAnswer)) if req.bodyless() && (conn.reused || idempotent) => {
                 if conn.reused {
                     // A pooled connection the upstream closed while idle: not the target's fault and not a
                     // try (as nginx counts its cached connections); the next one comes from the pool or is new.

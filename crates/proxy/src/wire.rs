@@ -5,7 +5,7 @@
 
 use crate::body::ProxyBody;
 use crate::forward::Forwarded;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use http::header::{HeaderName, HeaderValue};
 use http::{request, Method, Version};
 use http_body::Body;
@@ -21,10 +21,8 @@ pub struct WireRequest {
     pub client_host: Option<HeaderValue>,
     /// The body still to send (None: the request has none).
     pub body: Option<ProxyBody>,
-    /// The body's first data, taken out of `body` by the first try and sent again by every retry.
-    pub first: Option<Bytes>,
-    /// Body data after `first` has been sent: the request can't be sent again.
-    pub streamed: bool,
+    /// The request has a body (so a try that got no answer is not sent again).
+    has_body: bool,
     pub chunked: bool,
     pub method: Method,
 }
@@ -108,13 +106,13 @@ impl WireRequest {
             }
             Some(body)
         };
+        let has_body = body.is_some();
         WireRequest {
             lines,
             line_end,
             client_host: headers.get(http::header::HOST).cloned(),
             body,
-            first: None,
-            streamed: false,
+            has_body,
             chunked,
             method: parts.method.clone(),
         }
@@ -140,15 +138,9 @@ impl WireRequest {
         std::str::from_utf8(&line[start..end]).unwrap_or("/")
     }
 
-    /// Whether the request has a body to send.
+    /// Whether the request has no body.
     pub fn bodyless(&self) -> bool {
-        self.body.is_none() && self.first.is_none()
-    }
-
-    /// Whether the request can be sent again after a try got no answer: `allowed` (the try's connection was
-    /// reused, or the method is idempotent) and every byte of it is still at hand.
-    pub fn replayable(&self, allowed: bool) -> bool {
-        allowed && !self.streamed
+        !self.has_body
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::body::full;
+use bytes::Bytes;
 use http::HeaderMap;
 
 /// The header lines of a written head, in order, as (name, value) text.
@@ -188,12 +189,4 @@ fn body_framing() {
     );
     drop(tx);
     assert!(l.contains(&("transfer-encoding".into(), "chunked".into())) && w.chunked);
-}
-
-#[test]
-fn replayable_until_streamed() {
-    let (mut w, _) = simple(&HeaderMap::new(), Method::POST, full(Bytes::from("abc")));
-    assert!(w.replayable(true) && !w.replayable(false));
-    w.streamed = true;
-    assert!(!w.replayable(true));
 }
