@@ -48,6 +48,10 @@ impl FramingFields {
     }
 }
 
+/// Room in the header map for the fields a gateway adds to a response it forwards (latencies, `Via`,
+/// `Server`, a request id, ...): without it the map grows and rehashes on those inserts.
+const GATEWAY_HEADROOM: usize = 8;
+
 /// Splits the scanned head off `buf` and builds the [`ResponseHead`]: names via `HeaderName::from_bytes`, values
 /// as slices of the head's bytes (zero copy).
 pub(super) fn build(
@@ -57,7 +61,7 @@ pub(super) fn build(
     head_request: bool,
 ) -> Result<ResponseHead, ParseError> {
     let head = buf.split_to(scanned.len).freeze();
-    let mut headers = HeaderMap::with_capacity(spans.len());
+    let mut headers = HeaderMap::with_capacity(spans.len() + GATEWAY_HEADROOM);
     let mut seen = FramingFields::default();
     for span in spans {
         let (ns, ne) = (span.name.0 as usize, span.name.1 as usize);
