@@ -2,7 +2,7 @@
 
 use crate::names;
 use crate::wire::field;
-use http::header::{HeaderMap, HeaderName, HeaderValue, VIA};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Version;
 pub use sluice_router::bare_host;
 use std::net::IpAddr;
@@ -100,18 +100,18 @@ impl Forwarded {
 
     /// Writes the `X-Forwarded-*` family, `X-Real-IP` and `Via` lines of the upstream request (the
     /// client's own lines of these names are left out by the caller, see [`replaced`]). `X-Forwarded-For`
-    /// gets the peer appended to whatever the client sent. `peer_text` is the peer's address as a header
-    /// value, made once per connection.
+    /// and `Via` get this hop appended to the client's values (`[xff, via]`). `peer_text` is the peer's
+    /// address as a header value, made once per connection.
     pub fn write(
         self,
         out: &mut Vec<u8>,
-        client: &HeaderMap,
+        [xff, via]: [&[&HeaderValue]; 2],
         peer: IpAddr,
         peer_text: &HeaderValue,
         client_ip: IpAddr,
         version: Version,
     ) {
-        joined_field(out, client, names::X_FORWARDED_FOR, peer_text.as_bytes());
+        joined_field(out, "x-forwarded-for", xff, peer_text.as_bytes());
         if client_ip == peer {
             field(out, "x-real-ip", peer_text.as_bytes());
         } else {
@@ -124,7 +124,7 @@ impl Forwarded {
         if let Some(p) = &self.prefix {
             field(out, "x-forwarded-prefix", p.as_bytes());
         }
-        joined_field(out, client, VIA, via_token(version).as_bytes());
+        joined_field(out, "via", via, via_token(version).as_bytes());
     }
 }
 
@@ -144,10 +144,10 @@ pub fn replaced(name: &str) -> bool {
 }
 
 /// One `name` line: the client's non-blank values, then `last`, joined with `, `.
-fn joined_field(out: &mut Vec<u8>, client: &HeaderMap, name: HeaderName, last: &[u8]) {
-    out.extend_from_slice(name.as_str().as_bytes());
+fn joined_field(out: &mut Vec<u8>, name: &str, client: &[&HeaderValue], last: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
-    for v in client.get_all(&name) {
+    for v in client {
         if !v.as_bytes().trim_ascii().is_empty() {
             out.extend_from_slice(v.as_bytes());
             out.extend_from_slice(b", ");

@@ -57,6 +57,8 @@ impl WireRequest {
         let headers = &parts.headers;
         let named = connection_named(headers);
         let mut has_length = false;
+        // The client's X-Forwarded-For and Via values, extended rather than copied (allocated only when sent).
+        let (mut xff, mut via) = (Vec::new(), Vec::new());
         for (name, value) in headers {
             let keep = match name.as_str() {
                 "host" | "connection" | "keep-alive" | "proxy-connection" | "trailer"
@@ -67,6 +69,14 @@ impl WireRequest {
                     true
                 }
                 "x-kong-request-id" => d.request_id.is_none(),
+                "x-forwarded-for" => {
+                    xff.push(value);
+                    false
+                }
+                "via" => {
+                    via.push(value);
+                    false
+                }
                 n => !crate::forward::replaced(n) && !named.contains(name),
             };
             if keep {
@@ -75,7 +85,7 @@ impl WireRequest {
         }
         d.forwarded.write(
             &mut lines,
-            headers,
+            [&xff, &via],
             d.peer,
             d.peer_text,
             d.client_ip,
