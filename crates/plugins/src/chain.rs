@@ -95,12 +95,6 @@ impl PluginChain {
         self.has_log
     }
 
-    /// Some plugin reads the request after `access` (in header_filter, body_filter or log), so the proxy
-    /// sends a copy of the request head upstream rather than the head itself.
-    pub fn reads_request_after_access(&self) -> bool {
-        self.has_header_filter || self.has_body_filter || self.has_log
-    }
-
     /// The request's protocol, looked at only when some instance is restricted (any protocol passes otherwise).
     fn protocol(&self, ctx: &RequestCtx<'_>) -> Protocols {
         if self.restricted {
