@@ -38,21 +38,7 @@ count() {
     curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
     sleep 0.2
   done
-  python3 - "$n" "$proxy" "$URL_PATH" "$HEADER" "${HTTPS:-}" <<'PY'
-import http.client, ssl, sys
-n, port, path, header, https = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-headers = dict([header.split(": ", 1)]) if header else {}
-if https:
-    c = http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context())
-else:
-    c = http.client.HTTPConnection("127.0.0.1", port)
-for _ in range(n):
-    c.request("GET", path, headers=headers)
-    r = c.getresponse()
-    r.read()
-    if r.status >= 500:
-        sys.exit(f"status {r.status}")
-PY
+  python3 "$(dirname "$0")/keepalive_get.py" "$n" "$proxy" "$URL_PATH" "$HEADER" "${HTTPS:-}"
   kill -TERM $vg
   wait $vg || true
   awk '/^summary:/ {print $2}' "$WORK/cg.out"

@@ -46,20 +46,7 @@ CONF
     curl -sk -o /dev/null "http${HTTPS:+s}://127.0.0.1:$p/" && break
     sleep 0.2
   done
-  python3 - "$n" "$p" "${HTTPS:-}" <<'PY'
-import http.client, ssl, sys
-n, port, https = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-if https:
-    c = http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context())
-else:
-    c = http.client.HTTPConnection("127.0.0.1", port)
-for _ in range(n):
-    c.request("GET", "/r0")
-    r = c.getresponse()
-    r.read()
-    if r.status != 200:
-        sys.exit(f"status {r.status}")
-PY
+  python3 "$(dirname "$0")/keepalive_get.py" "$n" "$p" /r0 "" "${HTTPS:-}" 200
   kill -QUIT $vg
   wait $vg || true
   awk '/^summary:/ {print $2}' "$WORK/cg.out"
