@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+/// `N` distinct free ports: all are bound at once before any is released, so the kernel can't hand the same
+/// port out twice (picking one port at a time did, and a gateway then failed to listen on its status port).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [TcpListener; N] =
+        std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("free port"));
+    listeners.map(|l| l.local_addr().expect("local addr").port())
 }
 
 /// Options for a gateway under test.
@@ -72,7 +73,10 @@ impl GatewayBuilder {
         let mut gw = Gateway {
             bin: self.bin,
             prefix,
-            ports: (free_port(), free_port(), free_port(), free_port()),
+            ports: {
+                let [a, b, c, d] = free_ports::<4>();
+                (a, b, c, d)
+            },
             config: self.config.is_some(),
             env: self.env,
             args: self.args,
