@@ -160,7 +160,7 @@ pub fn upstream_request(
     if !target.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ProxyError::BadRequest);
     }
-    let downstream = wire::Downstream {
+    let downstream = wire::HopFacts {
         forwarded: routed.forwarded,
         peer: x.conn.peer.ip(),
         peer_text: &x.conn.peer_ip,

@@ -28,17 +28,8 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     if !present {
         return;
     }
-    if headers.contains_key(http::header::CONNECTION) {
-        let named: Vec<HeaderName> = headers
-            .get_all(http::header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
-            .collect();
-        for name in named {
-            headers.remove(name);
-        }
+    for name in connection_named(headers) {
+        headers.remove(name);
     }
     for name in HOP_BY_HOP {
         headers.remove(name);
@@ -49,6 +40,25 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     if !te_trailers {
         headers.remove(http::header::TE);
     }
+}
+
+/// Whether `name` is one of the headers that are hop-by-hop whatever `Connection` says (`TE` aside).
+pub fn is_hop_by_hop(name: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(name)
+}
+
+/// The headers a message's `Connection` header names (hop-by-hop by declaration); usually none, and then
+/// nothing is allocated.
+pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
+    let mut named = Vec::new();
+    for v in headers.get_all(http::header::CONNECTION) {
+        let Ok(text) = v.to_str() else { continue };
+        named.extend(
+            text.split(',')
+                .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok()),
+        );
+    }
+    named
 }
 
 /// The `X-Forwarded-*` values of one request, by Kong's rule: the client's own values are kept only when

@@ -4,9 +4,9 @@
 //! same bytes. The client's request head is only read, so plugins can still read it in the log phase.
 
 use crate::body::ProxyBody;
-use crate::forward::Forwarded;
+use crate::forward::{self, Forwarded};
 use bytes::BytesMut;
-use http::header::{HeaderName, HeaderValue};
+use http::header::HeaderValue;
 use http::{request, Method, Version};
 use http_body::Body;
 use std::net::IpAddr;
@@ -28,7 +28,7 @@ pub struct WireRequest {
 }
 
 /// What the upstream request says about the downstream side, beside the client's own headers.
-pub struct Downstream<'a> {
+pub struct HopFacts<'a> {
     pub forwarded: Forwarded,
     pub peer: IpAddr,
     /// The peer's IP address as a header value, made once per connection.
@@ -46,7 +46,7 @@ impl WireRequest {
         parts: &request::Parts,
         target: &str,
         body: ProxyBody,
-        d: Downstream<'_>,
+        d: HopFacts<'_>,
     ) -> WireRequest {
         let mut lines = Vec::with_capacity(512);
         lines.extend_from_slice(parts.method.as_str().as_bytes());
@@ -55,14 +55,16 @@ impl WireRequest {
         lines.extend_from_slice(b" HTTP/1.1\r\n");
         let line_end = lines.len();
         let headers = &parts.headers;
-        let named = connection_named(headers);
+        let named = forward::connection_named(headers);
         let mut has_length = false;
         // The client's X-Forwarded-For and Via values, extended rather than copied (allocated only when sent).
         let (mut xff, mut via) = (Vec::new(), Vec::new());
         for (name, value) in headers {
+            if forward::is_hop_by_hop(name) {
+                continue;
+            }
             let keep = match name.as_str() {
-                "host" | "connection" | "keep-alive" | "proxy-connection" | "trailer"
-                | "transfer-encoding" | "upgrade" | "proxy-authenticate" => false,
+                "host" => false,
                 "te" => value.as_bytes().eq_ignore_ascii_case(b"trailers"),
                 "content-length" => {
                     has_length = true;
@@ -77,7 +79,7 @@ impl WireRequest {
                     via.push(value);
                     false
                 }
-                n => !crate::forward::replaced(n) && !named.contains(name),
+                n => !forward::replaced(n) && !named.contains(name),
             };
             if keep {
                 field(&mut lines, name.as_str(), value.as_bytes());
@@ -160,19 +162,6 @@ pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
-}
-
-/// Headers the client's `Connection` header names (hop-by-hop by declaration); usually none.
-fn connection_named(headers: &http::HeaderMap) -> Vec<HeaderName> {
-    let mut named = Vec::new();
-    for v in headers.get_all(http::header::CONNECTION) {
-        let Ok(text) = v.to_str() else { continue };
-        named.extend(
-            text.split(',')
-                .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok()),
-        );
-    }
-    named
 }
 
 #[cfg(test)]

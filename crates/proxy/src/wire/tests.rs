@@ -1,6 +1,7 @@
 use super::*;
 use crate::body::full;
 use bytes::Bytes;
+use http::header::HeaderName;
 use http::HeaderMap;
 
 /// The header lines of a written head, in order, as (name, value) text.
@@ -63,7 +64,7 @@ fn write(
     *req.method_mut() = method;
     *req.headers_mut() = headers.clone();
     let (parts, ()) = req.into_parts();
-    let d = Downstream {
+    let d = HopFacts {
         forwarded,
         peer,
         peer_text,
