@@ -60,6 +60,7 @@ impl Control for NodeControl {
         Box::pin(async move {
             // The body is parsed on the loading thread too: the document is allocated and freed there.
             let result = tokio::task::spawn_blocking(move || {
+                let _purge = crate::alloc::EagerPurge::start();
                 let doc = body.document()?;
                 Ok(loader.load_doc(doc, opts.check_hash, false))
             })

@@ -104,6 +104,7 @@ impl Loader {
         check_hash: bool,
         wait: bool,
     ) -> Result<Loaded, LoadError> {
+        let _purge = crate::alloc::EagerPurge::start();
         let result = self.load_doc_inner(doc, check_hash, wait);
         let counter = match &result {
             Ok(_) => &self.stats.succeeded,
@@ -180,6 +181,7 @@ impl Loader {
 
     /// Serves the last config committed to the store, if there is one. Returns whether one was loaded.
     pub fn load_from_store(&self) -> Result<bool, anyhow::Error> {
+        let _purge = crate::alloc::EagerPurge::start();
         let path = self.store.path().display().to_string();
         let Some(stored) = self
             .store
