@@ -22,6 +22,8 @@ use std::path::Path;
 pub struct Usage {
     /// User + system CPU seconds over the target's process tree.
     pub cpu_s: Option<f64>,
+    /// Minor page faults over the target's process tree.
+    pub minor_faults: Option<u64>,
     /// Peak RSS (VmHWM) summed over the process tree, KiB.
     pub peak_rss_kib: Option<u64>,
 }

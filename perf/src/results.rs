@@ -50,6 +50,9 @@ pub struct Sample {
     pub load: LoadResult,
     /// Gateway CPU time (user + system, all processes of the target) per request, in µs.
     pub cpu_us_per_req: Option<f64>,
+    /// Gateway minor page faults per request (absent in results written before it was measured).
+    #[serde(default)]
+    pub faults_per_req: Option<f64>,
     /// Peak resident set (VmHWM, summed over the target's processes), in KiB.
     pub peak_rss_kib: Option<u64>,
 }
@@ -73,6 +76,9 @@ pub struct Combined {
     pub non_2xx: u64,
     /// Median CPU µs per request.
     pub cpu_us_per_req: Option<f64>,
+    /// Median minor page faults per request.
+    #[serde(default)]
+    pub faults_per_req: Option<f64>,
     /// Largest peak RSS seen, KiB.
     pub peak_rss_kib: Option<u64>,
 }
@@ -124,6 +130,7 @@ pub fn combine(samples: &[Sample]) -> Vec<Combined> {
                 crate::stats::median(&group.iter().map(|s| f(s)).collect::<Vec<_>>())
             };
             let cpu: Vec<f64> = group.iter().filter_map(|s| s.cpu_us_per_req).collect();
+            let faults: Vec<f64> = group.iter().filter_map(|s| s.faults_per_req).collect();
             Some(Combined {
                 case: key.0.to_string(),
                 target: key.1.to_string(),
@@ -139,6 +146,7 @@ pub fn combine(samples: &[Sample]) -> Vec<Combined> {
                 errors: group.iter().map(|s| s.load.errors).sum(),
                 non_2xx: group.iter().map(|s| s.load.non_2xx).sum(),
                 cpu_us_per_req: crate::stats::median(&cpu),
+                faults_per_req: crate::stats::median(&faults),
                 peak_rss_kib: group.iter().filter_map(|s| s.peak_rss_kib).max(),
             })
         })

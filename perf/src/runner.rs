@@ -141,11 +141,12 @@ fn run_case(
                 let after = driver.usage(target);
                 let sample = sample(case, label, connections, rep, load, before, after);
                 progress(format!(
-                    "[{case}] rep {rep}/{} c={connections} {label}: {:.0} rps, p99 {:.2} ms, {} µs CPU/req, {} errors, {} non-2xx",
+                    "[{case}] rep {rep}/{} c={connections} {label}: {:.0} rps, p99 {:.2} ms, {} µs CPU/req, {} faults/req, {} errors, {} non-2xx",
                     args.reps,
                     sample.load.rps,
                     sample.load.latency.p99,
                     sample.cpu_us_per_req.map_or("?".into(), |c| format!("{c:.1}")),
+                    sample.faults_per_req.map_or("?".into(), |f| format!("{f:.3}")),
                     sample.load.errors,
                     sample.load.non_2xx,
                 ));
@@ -172,6 +173,12 @@ pub fn sample(
         }
         _ => None,
     };
+    let faults_per_req = match (before.minor_faults, after.minor_faults) {
+        (Some(b), Some(a)) if load.requests > 0 => {
+            Some(a.saturating_sub(b) as f64 / load.requests as f64)
+        }
+        _ => None,
+    };
     Sample {
         case: case.to_string(),
         target: target.to_string(),
@@ -179,6 +186,7 @@ pub fn sample(
         rep,
         load,
         cpu_us_per_req,
+        faults_per_req,
         peak_rss_kib: after.peak_rss_kib,
     }
 }

@@ -152,6 +152,7 @@ fn sample(target: &str, rps: f64, p99: f64) -> Sample {
             non_2xx: 2,
         },
         cpu_us_per_req: Some(rps / 1000.0),
+        faults_per_req: None,
         peak_rss_kib: Some(rps as u64),
     }
 }

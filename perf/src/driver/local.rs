@@ -175,6 +175,7 @@ impl Driver for Local {
     fn usage(&self, running: &Running) -> Usage {
         Usage {
             cpu_s: procfs::tree_cpu_seconds(running.pid()),
+            minor_faults: procfs::tree_minor_faults(running.pid()),
             peak_rss_kib: procfs::tree_peak_rss_kib(running.pid()),
         }
     }

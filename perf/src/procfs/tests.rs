@@ -41,6 +41,14 @@ fn own_process_is_measurable() {
     let me = std::process::id();
     assert!(tree(me).contains(&me));
     assert!(tree_cpu_seconds(me).is_some());
+    // Touching fresh pages faults them in, and the count shows it.
+    let before = tree_minor_faults(me).unwrap();
+    let touched = vec![1u8; 64 << 20];
+    assert!(
+        tree_minor_faults(me).unwrap() >= before + 1000,
+        "{}",
+        touched[4096]
+    );
     assert!(tree_peak_rss_kib(me).unwrap_or(0) > 0);
     let allowed = cpus_allowed(me).unwrap();
     assert_eq!(check_pinning(me, "me", &allowed), None);

@@ -18,8 +18,10 @@ pub fn markdown(results: &Results) -> String {
     );
     let reps = results.combined.iter().map(|c| c.rps.n).max().unwrap_or(0);
     let _ = writeln!(out, "- repetitions per row: {reps} (interleaved across targets); RPS shown as median (min–max)\n");
-    out.push_str("| case | target | conns | RPS | CV | p50 ms | p95 ms | p99 ms | max ms | CPU µs/req | peak RSS MiB | errors | non-2xx | × nginx | × no-plugins |\n");
-    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| case | target | conns | RPS | CV | p50 ms | p95 ms | p99 ms | max ms | CPU µs/req | faults/req | peak RSS MiB | errors | non-2xx | × nginx | × no-plugins |\n");
+    out.push_str(
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
     for row in &results.combined {
         out.push_str(&line(&results.combined, row));
     }
@@ -40,7 +42,7 @@ fn line(all: &[Combined], x: &Combined) -> String {
     };
     let unstable = if x.rps.unstable() { " ⚠" } else { "" };
     format!(
-        "| {} | {} | {} | {:.0} ({:.0}–{:.0}) | {:.1}%{unstable} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {:.0} ({:.0}–{:.0}) | {:.1}%{unstable} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} |\n",
         x.case,
         x.target,
         x.connections,
@@ -53,6 +55,7 @@ fn line(all: &[Combined], x: &Combined) -> String {
         x.latency.p99,
         x.latency.max,
         x.cpu_us_per_req.map_or("—".into(), |c| format!("{c:.1}")),
+        x.faults_per_req.map_or("—".into(), |f| format!("{f:.3}")),
         x.peak_rss_kib.map_or("—".into(), |k| format!("{:.1}", k as f64 / 1024.0)),
         x.errors,
         x.non_2xx,

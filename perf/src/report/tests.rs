@@ -21,6 +21,7 @@ fn sample(case: &str, target: &str, rps: f64) -> Sample {
             non_2xx: 0,
         },
         cpu_us_per_req: Some(20.0),
+        faults_per_req: Some(0.5),
         peak_rss_kib: Some(2048),
     }
 }

@@ -25,10 +25,12 @@ fn cpu_per_request_from_usage() {
     };
     let at = |cpu: f64| Usage {
         cpu_s: Some(cpu),
+        minor_faults: Some((cpu * 1000.0).round() as u64),
         peak_rss_kib: Some(10),
     };
     let s = sample(&case, "nginx", 50, 1, load, at(1.0), at(1.02));
     assert!((s.cpu_us_per_req.unwrap() - 20.0).abs() < 1e-6);
+    assert_eq!(s.faults_per_req, Some(0.02));
     assert_eq!(s.peak_rss_kib, Some(10));
     let none = sample(
         &case,
@@ -40,6 +42,7 @@ fn cpu_per_request_from_usage() {
         at(2.0),
     );
     assert_eq!(none.cpu_us_per_req, None);
+    assert_eq!(none.faults_per_req, None);
 }
 
 #[test]
