@@ -37,7 +37,7 @@ pub struct ConnInfo {
 /// Per-request facts every step reads.
 pub struct Exchange<'a> {
     pub shared: &'a Shared,
-    pub conn: ConnInfo,
+    pub conn: &'a ConnInfo,
     pub request_id: &'a str,
     /// When the request head was received.
     pub started: Instant,

@@ -46,14 +46,14 @@ pub async fn run(
     routed: Routed,
     snap: Arc<Snapshot>,
     shared: Arc<Shared>,
-    conn: ConnInfo,
+    conn: Arc<ConnInfo>,
     id: [u8; 32],
     started: Instant,
 ) -> Response<ProxyBody> {
     if !snap.plugins.route_chain(routed.found.id).has_body_filter() {
         let x = Exchange {
             shared: &shared,
-            conn,
+            conn: &conn,
             request_id: request_id::as_str(&id),
             started,
         };
@@ -76,7 +76,7 @@ pub async fn run(
     tokio::spawn(async move {
         let x = Exchange {
             shared: &task_shared,
-            conn: task_conn,
+            conn: &task_conn,
             request_id: request_id::as_str(&id),
             started,
         };
@@ -87,7 +87,7 @@ pub async fn run(
         Err(_) => {
             let x = Exchange {
                 shared: &shared,
-                conn,
+                conn: &conn,
                 request_id: request_id::as_str(&id),
                 started,
             };

@@ -70,7 +70,14 @@ pub async fn checkout(
     if let Some(conn) = idle {
         return Ok(conn);
     }
-    match tokio::time::timeout(connect_timeout, Conn::connect(key, tls)).await {
+    // Boxed: connecting is once per connection, and its state (TCP and TLS handshakes, ~1.6 KB)
+    // would otherwise sit inside every request's future, which hyper and tokio move around.
+    match Box::pin(tokio::time::timeout(
+        connect_timeout,
+        Conn::connect(key, tls),
+    ))
+    .await
+    {
         Err(_) => Err(ProxyError::Timeout),
         Ok(result) => result,
     }

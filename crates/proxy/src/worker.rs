@@ -7,11 +7,13 @@ use crate::handler;
 use crate::pool;
 use crate::server::Shared;
 use crate::stats::Counters;
-use crate::watchdog::{self, ConnState, Tracked};
+use crate::watchdog::{self, ConnState};
+use futures_util::FutureExt;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,14 +199,14 @@ async fn serve<IO>(
     let conn_shared = shared.clone();
     let state = ConnState::new();
     let conn_state = state.clone();
+    let info = Arc::new(info);
     let service = service_fn(move |req| {
-        let (shared, info, state) = (conn_shared.clone(), info.clone(), conn_state.clone());
-        Counters::bump(&shared.counters.requests);
-        state.request_started();
-        async move {
-            let resp = handler::handle(req, info, shared).await;
-            Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, state)))
-        }
+        Counters::bump(&conn_shared.counters.requests);
+        conn_state.request_started();
+        // `map`, not an async block: a block would hold the request's future twice (captured, then
+        // moved into its await slot), and hyper moves this future into place per request.
+        handler::handle(req, info.clone(), conn_shared.clone(), conn_state.clone())
+            .map(Ok::<_, Infallible>)
     });
     let conn = builder
         .serve_connection(TokioIo::new(io), service)

@@ -117,7 +117,28 @@ impl Gateway {
         }
     }
 
+    /// Starts the binary and waits for its status listener. Ports are picked free and released just
+    /// before the start, so another process (any test's ephemeral socket) can take one in between:
+    /// then the start is retried on fresh ports rather than failing the test.
     fn spawn(&mut self, wait_ready: bool) {
+        for _ in 0..3 {
+            match self.try_spawn(wait_ready) {
+                Ok(()) => return,
+                Err(log) if log.contains("Address already in use") => {
+                    let [proxy, admin, status, tls] = free_ports::<4>();
+                    self.ports = (proxy, admin, status, tls);
+                }
+                Err(log) => panic!("sluice exited before it was ready:\n{log}"),
+            }
+        }
+        panic!(
+            "sluice could not bind its ports in 3 tries:\n{}",
+            self.log()
+        );
+    }
+
+    /// One start; Err(log) when the process exited before it was ready.
+    fn try_spawn(&mut self, wait_ready: bool) -> Result<(), String> {
         let log = std::fs::File::create(self.log_path()).expect("log file");
         let mut cmd = Command::new(&self.bin);
         cmd.arg("start");
@@ -152,14 +173,11 @@ impl Gateway {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
-                panic!(
-                    "sluice exited with {status} before it was ready:\n{}",
-                    self.log()
-                );
+                return Err(format!("exit {status}:\n{}", self.log()));
             }
             if let Some(code) = status_code(self.ports.2, "/status/ready") {
                 if code == 200 || !wait_ready {
-                    return;
+                    return Ok(());
                 }
             }
             if Instant::now() > deadline {
