@@ -167,7 +167,7 @@ impl FastPath {
             return error_response(ProxyError::Internal, &self.negotiation, x);
         };
         let (resp, source, timings) =
-            match exchange::proxy(self.req, info, svc, x, self.hashed).await {
+            match exchange::proxy(self.req, info, svc, x, self.hashed, x.started).await {
                 Ok(p) => (
                     Response::from_parts(p.head, p.body.boxed()),
                     Source::Service,

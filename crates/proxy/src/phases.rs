@@ -293,7 +293,7 @@ async fn access_and_proxy(
         .has_log()
         .then(|| http::uri::PathAndQuery::try_from(req.target()).ok())
         .flatten();
-    match exchange::proxy(req, info, svc, x, hashed).await {
+    match exchange::proxy(req, info, svc, x, hashed, Instant::now()).await {
         Ok(p) => Outcome::Upstream(p, uri),
         Err(e) => Outcome::Failed(e),
     }

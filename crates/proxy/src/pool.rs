@@ -59,13 +59,15 @@ pub fn configure(max_idle: usize, idle_timeout: Duration) {
 }
 
 /// An idle pooled connection for `key`, or a new one (502 when refused or the TLS handshake fails, 504 on
-/// connect timeout; `connect_timeout` covers the TCP connect and the TLS handshake together).
+/// connect timeout; `connect_timeout` covers the TCP connect and the TLS handshake together). `now` is
+/// the caller's latest clock read, against which idle connections are aged (saves reading it again).
 pub async fn checkout(
     key: PoolKey,
     tls: Option<TlsTarget<'_>>,
     connect_timeout: Duration,
+    now: Instant,
 ) -> Result<Conn, ProxyError> {
-    let idle = take_idle(key);
+    let idle = take_idle(key, now);
     crate::metrics::count_checkout(idle.is_some());
     if let Some(conn) = idle {
         return Ok(conn);
@@ -83,13 +85,13 @@ pub async fn checkout(
     }
 }
 
-fn take_idle(key: PoolKey) -> Option<Conn> {
+fn take_idle(key: PoolKey, now: Instant) -> Option<Conn> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let timeout = p.idle_timeout;
         let queue = p.idle.get_mut(&key)?;
         while let Some(mut idle) = queue.pop_back() {
-            if idle.since.elapsed() < timeout && idle.conn.is_idle_clean() {
+            if now.saturating_duration_since(idle.since) < timeout && idle.conn.is_idle_clean() {
                 idle.conn.reused = true;
                 return Some(idle.conn);
             }
@@ -105,17 +107,18 @@ pub fn checkin(conn: Conn) {
         let mut p = p.borrow_mut();
         let (max, timeout) = (p.max_idle, p.idle_timeout);
         let queue = p.idle.entry(conn.key).or_default();
-        while queue.front().is_some_and(|i| i.since.elapsed() >= timeout) {
+        let now = Instant::now();
+        while queue
+            .front()
+            .is_some_and(|i| now.saturating_duration_since(i.since) >= timeout)
+        {
             queue.pop_front();
         }
         if queue.len() >= max {
             queue.pop_front();
         }
         if max > 0 {
-            queue.push_back(Idle {
-                conn,
-                since: Instant::now(),
-            });
+            queue.push_back(Idle { conn, since: now });
         }
     });
 }

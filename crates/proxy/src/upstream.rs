@@ -104,7 +104,7 @@ pub async fn send(
             tls,
             server_name: name,
         });
-        let mut conn = match pool::checkout(key, target, svc.connect_timeout).await {
+        let mut conn = match pool::checkout(key, target, svc.connect_timeout, try_started).await {
             Ok(c) => c,
             Err(e) if can_retry => {
                 observe(Err(failure(&e)));
@@ -124,7 +124,8 @@ pub async fn send(
             conn.write_request(&mut head, req).await?;
             conn.read_head(head_request).await
         };
-        match tokio::time::timeout(wait, exchange).await {
+        // `timeout_at` from the instant just read: `timeout` would read the clock again.
+        match tokio::time::timeout_at((sent_at + wait).into(), exchange).await {
             Err(_) => {
                 observe(Err(Failure::Timeout));
                 return Err(ProxyError::Timeout);

@@ -38,7 +38,7 @@ async fn counting_server() -> (SocketAddr, Arc<AtomicUsize>) {
 }
 
 async fn exchange(addr: SocketAddr, path: &str) -> bool {
-    let mut conn = checkout(plain(addr), None, Duration::from_secs(5))
+    let mut conn = checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
         .await
         .unwrap();
     let reused = conn.reused;
@@ -71,7 +71,7 @@ async fn refused_connections_are_bad_gateway() {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     assert_eq!(
-        checkout(plain(addr), None, Duration::from_secs(5))
+        checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
             .await
             .err(),
         Some(ProxyError::BadGateway)
@@ -82,10 +82,10 @@ async fn refused_connections_are_bad_gateway() {
 async fn the_idle_cap_holds() {
     let (addr, _) = counting_server().await;
     configure(1, Duration::from_secs(60));
-    let a = checkout(plain(addr), None, Duration::from_secs(5))
+    let a = checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
         .await
         .unwrap();
-    let b = checkout(plain(addr), None, Duration::from_secs(5))
+    let b = checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
         .await
         .unwrap();
     checkin(a);

@@ -8,6 +8,7 @@ use crate::pool::{self, PoolKey, TlsTarget};
 use crate::tls::UpstreamTls;
 use crate::wire::field;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 /// The status of the response (0 for a TCP probe that connected), or the kind of failure.
 pub async fn run(spec: &Spec, peer: &Peer) -> Result<u16, Failure> {
@@ -43,7 +44,7 @@ async fn attempt(spec: &Spec, peer: &Peer, addr: std::net::SocketAddr) -> Result
         addr,
         tls: u64::MAX,
     };
-    let mut conn = pool::checkout(key, target, spec.timeout)
+    let mut conn = pool::checkout(key, target, spec.timeout, Instant::now())
         .await
         .map_err(|e| match e {
             ProxyError::Timeout => Failure::Timeout,
