@@ -8,7 +8,7 @@
 #   HTTPS=1 sends the requests over TLS (one keep-alive TLS connection; the handshake cancels out).
 #
 # Runs sluice (1 worker) under valgrind twice, with 500 and 2500 keep-alive requests from one client, and
-# prints the difference / 2000, so start-up and shutdown cancel out. Needs valgrind and a release build
+# prints the difference / 2000, so start-up and shutdown cancel out (scripts/callgrind-lib.sh). Needs valgrind and a release build
 # of sluice-perf (for its upstream).
 set -euo pipefail
 BIN=${1:-target/release/sluice}
@@ -16,12 +16,7 @@ CASE=${2:-no-plugins}
 URL_PATH=${3:-/r0}
 HEADER=${4:-}
 PERF=${PERF:-target/release/sluice-perf}
-WORK=$(mktemp -d)
-trap 'kill $UP 2>/dev/null || true; [ -n "${KEEP_CALLGRIND:-}" ] && cp "$WORK/cg.out" "$KEEP_CALLGRIND"; rm -rf "$WORK"' EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-UPSTREAM=127.0.0.1:$(port)
-"$PERF" upstream --listen "$UPSTREAM" >/dev/null 2>&1 &
-UP=$!
+source "$(dirname "$0")/callgrind-lib.sh"
 CONFIG=$WORK/config.yml
 "$PERF" gen-config --case "$CASE" --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
 count() {
@@ -38,11 +33,9 @@ count() {
     curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
     sleep 0.2
   done
-  python3 "$(dirname "$0")/keepalive_get.py" "$n" "$proxy" "$URL_PATH" "$HEADER" "${HTTPS:-}"
+  send "$n" "$proxy" "$URL_PATH" "$HEADER"
   kill -TERM $vg
   wait $vg || true
-  awk '/^summary:/ {print $2}' "$WORK/cg.out"
+  total
 }
-small=$(count 500)
-large=$(count 2500)
-echo "$(( (large - small) / 2000 )) instructions per request ($BIN, $CASE, $URL_PATH)"
+per_request "$BIN, $CASE, $URL_PATH"

@@ -9,12 +9,7 @@
 # Needs nginx, valgrind, openssl and a release build of sluice-perf.
 set -euo pipefail
 PERF=${PERF:-target/release/sluice-perf}
-WORK=$(mktemp -d)
-trap 'kill $UP 2>/dev/null || true; rm -rf "$WORK"' EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-UPSTREAM=127.0.0.1:$(port)
-"$PERF" upstream --listen "$UPSTREAM" >/dev/null 2>&1 &
-UP=$!
+source "$(dirname "$0")/callgrind-lib.sh"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/key.pem" \
   -out "$WORK/cert.pem" -days 2 -subj /CN=localhost 2>/dev/null
 count() {
@@ -46,11 +41,9 @@ CONF
     curl -sk -o /dev/null "http${HTTPS:+s}://127.0.0.1:$p/" && break
     sleep 0.2
   done
-  python3 "$(dirname "$0")/keepalive_get.py" "$n" "$p" /r0 "" "${HTTPS:-}" 200
+  send "$n" "$p" /r0 "" 200
   kill -QUIT $vg
   wait $vg || true
-  awk '/^summary:/ {print $2}' "$WORK/cg.out"
+  total
 }
-small=$(count 500)
-large=$(count 2500)
-echo "$(((large - small) / 2000)) instructions per request (nginx proxy_pass${HTTPS:+, HTTPS})"
+per_request "nginx proxy_pass${HTTPS:+, HTTPS}"

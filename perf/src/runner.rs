@@ -167,18 +167,14 @@ pub fn sample(
     before: Usage,
     after: Usage,
 ) -> Sample {
-    let cpu_us_per_req = match (before.cpu_s, after.cpu_s) {
-        (Some(b), Some(a)) if load.requests > 0 => {
-            Some((a - b).max(0.0) * 1e6 / load.requests as f64)
-        }
+    // How much a counter grew over the run, per request served (None when unread or nothing was served).
+    let per_request = |before: Option<f64>, after: Option<f64>| match (before, after) {
+        (Some(b), Some(a)) if load.requests > 0 => Some((a - b).max(0.0) / load.requests as f64),
         _ => None,
     };
-    let faults_per_req = match (before.minor_faults, after.minor_faults) {
-        (Some(b), Some(a)) if load.requests > 0 => {
-            Some(a.saturating_sub(b) as f64 / load.requests as f64)
-        }
-        _ => None,
-    };
+    let cpu_us_per_req = per_request(before.cpu_s, after.cpu_s).map(|s| s * 1e6);
+    let faults = |u: &Usage| u.minor_faults.map(|f| f as f64);
+    let faults_per_req = per_request(faults(&before), faults(&after));
     Sample {
         case: case.to_string(),
         target: target.to_string(),

@@ -10,7 +10,7 @@ use crate::phases;
 use crate::request_id;
 use crate::respond::{self, Timings};
 use crate::server::Shared;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{RouteInfo, Snapshot};
 use crate::watchdog::{ConnState, Tracked};
 use crate::wire::WireRequest;
 use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -106,9 +106,10 @@ fn prepare(
     }
     let negotiation = Negotiation::of(&parts);
     let route = routed.found.id;
-    let meter = snap.routes.get(route).and_then(|r| r.metrics.as_ref());
+    let info = snap.routes.get(route);
+    let meter = info.and_then(|r| r.metrics.as_ref());
     let bytes_in = meter.map_or(0, |_| metrics::content_length(&parts.headers));
-    match FastPath::upstream_request(&parts, body, routed, snap, &x) {
+    match FastPath::upstream_request(&parts, body, routed, info, snap, &x) {
         Ok((req, hashed, service)) => Step::Fast(FastPath {
             req,
             hashed,
@@ -143,13 +144,11 @@ impl FastPath {
         parts: &request::Parts,
         body: Incoming,
         routed: Routed,
+        info: Option<&RouteInfo>,
         snap: &Snapshot,
         x: &Exchange<'_>,
     ) -> Result<(WireRequest, Hashed, usize), ProxyError> {
-        let info = snap
-            .routes
-            .get(routed.found.id)
-            .ok_or(ProxyError::Internal)?;
+        let info = info.ok_or(ProxyError::Internal)?;
         let service = info.service.ok_or(ProxyError::NoService)?;
         let svc = snap.services.get(service).ok_or(ProxyError::NoService)?;
         let body = body.map_err(box_err).boxed();

@@ -55,8 +55,8 @@ pub fn configure() {
 
 /// While alive, pages freed by any thread go back to the OS at once instead of after a delay
 /// measured on the freeing thread's next allocation (a loader thread may not allocate again for a
-/// long time). Hold one for the whole of a config load, parse to release of the old snapshot,
-/// and call [`release_unused_memory`] before dropping it.
+/// long time). Hold one on the loading thread for the whole of a config load, parse to release of
+/// the old snapshot: dropping it also returns what that thread's heap no longer uses.
 pub struct EagerPurge(());
 
 impl EagerPurge {
@@ -70,10 +70,12 @@ impl EagerPurge {
 }
 
 impl Drop for EagerPurge {
-    /// The last guard out restores the delay after [`LINGER`] (on the tokio runtime it runs in, so
-    /// no thread is created and abandoned) unless another load began meanwhile; outside a runtime
-    /// (the load at start, before anything was served) at once.
+    /// Returns this thread's unused memory. The last guard out also restores the delay after
+    /// [`LINGER`] (on the tokio runtime it runs in, so no thread is created and abandoned) unless
+    /// another load began meanwhile; outside a runtime (the load at start, before anything was
+    /// served) at once.
     fn drop(&mut self) {
+        release_unused_memory();
         if EAGER.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
@@ -97,9 +99,8 @@ impl Drop for EagerPurge {
     }
 }
 
-/// Frees what this thread's heap holds but no longer uses, and returns it to the OS. Call on the
-/// thread that ran a config load, after the old snapshot was released.
-pub fn release_unused_memory() {
+/// Frees what this thread's heap holds but no longer uses, and returns it to the OS.
+fn release_unused_memory() {
     #[allow(unsafe_code)]
     // SAFETY: `mi_collect` takes no pointers and only walks mimalloc's own per-thread structures;
     // it is documented as safe to call at any time from any thread.

@@ -164,7 +164,6 @@ impl Loader {
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "configuration loaded"
         );
-        crate::alloc::release_unused_memory();
         Ok(Loaded::Applied(config, json))
     }
 
@@ -202,7 +201,6 @@ impl Loader {
             .map_err(|e| anyhow::anyhow!("the config in the store {path} does not compile: {e}"))?;
         self.publish(snapshot);
         tracing::info!(hash = %stored.hash, "configuration restored from the store");
-        crate::alloc::release_unused_memory();
         Ok(true)
     }
 

@@ -5,12 +5,30 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// `N` distinct free ports: all are bound at once before any is released, so the kernel can't hand the same
-/// port out twice (picking one port at a time did, and a gateway then failed to listen on its status port).
-fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: [TcpListener; N] =
-        std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("free port"));
-    listeners.map(|l| l.local_addr().expect("local addr").port())
+/// The gateway's listening ports.
+struct Ports {
+    proxy: u16,
+    admin: u16,
+    status: u16,
+    proxy_tls: u16,
+}
+
+impl Ports {
+    /// Four distinct free ports: all are bound at once before any is released, so the kernel can't hand the
+    /// same port out twice (picking one port at a time did, and a gateway then failed to listen on its status
+    /// port).
+    fn free() -> Ports {
+        let listeners: [TcpListener; 4] =
+            std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("free port"));
+        let [proxy, admin, status, proxy_tls] =
+            listeners.map(|l| l.local_addr().expect("local addr").port());
+        Ports {
+            proxy,
+            admin,
+            status,
+            proxy_tls,
+        }
+    }
 }
 
 /// Options for a gateway under test.
@@ -73,10 +91,7 @@ impl GatewayBuilder {
         let mut gw = Gateway {
             bin: self.bin,
             prefix,
-            ports: {
-                let [a, b, c, d] = free_ports::<4>();
-                (a, b, c, d)
-            },
+            ports: Ports::free(),
             config: self.config.is_some(),
             env: self.env,
             args: self.args,
@@ -95,8 +110,7 @@ impl GatewayBuilder {
 pub struct Gateway {
     bin: PathBuf,
     prefix: tempfile::TempDir,
-    /// proxy, admin, status, proxy TLS.
-    ports: (u16, u16, u16, u16),
+    ports: Ports,
     config: bool,
     env: Vec<(String, String)>,
     args: Vec<String>,
@@ -124,10 +138,7 @@ impl Gateway {
         for _ in 0..3 {
             match self.try_spawn(wait_ready) {
                 Ok(()) => return,
-                Err(log) if log.contains("Address already in use") => {
-                    let [proxy, admin, status, tls] = free_ports::<4>();
-                    self.ports = (proxy, admin, status, tls);
-                }
+                Err(log) if log.contains("Address already in use") => self.ports = Ports::free(),
                 Err(log) => panic!("sluice exited before it was ready:\n{log}"),
             }
         }
@@ -150,13 +161,16 @@ impl Gateway {
                 "SLUICE_PROXY_LISTEN",
                 format!(
                     "127.0.0.1:{}, 127.0.0.1:{} ssl http2",
-                    self.ports.0, self.ports.3
+                    self.ports.proxy, self.ports.proxy_tls
                 ),
             )
-            .env("SLUICE_ADMIN_LISTEN", format!("127.0.0.1:{}", self.ports.1))
+            .env(
+                "SLUICE_ADMIN_LISTEN",
+                format!("127.0.0.1:{}", self.ports.admin),
+            )
             .env(
                 "SLUICE_STATUS_LISTEN",
-                format!("127.0.0.1:{}", self.ports.2),
+                format!("127.0.0.1:{}", self.ports.status),
             )
             .env("SLUICE_PREFIX", self.prefix.path())
             .env("SLUICE_WORKER_THREADS", self.workers.to_string())
@@ -175,7 +189,7 @@ impl Gateway {
             {
                 return Err(format!("exit {status}:\n{}", self.log()));
             }
-            if let Some(code) = status_code(self.ports.2, "/status/ready") {
+            if let Some(code) = status_code(self.ports.status, "/status/ready") {
                 if code == 200 || !wait_ready {
                     return Ok(());
                 }
@@ -188,28 +202,28 @@ impl Gateway {
     }
 
     pub fn proxy_url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports.0)
+        format!("http://127.0.0.1:{}{path}", self.ports.proxy)
     }
 
     pub fn admin_url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports.1)
+        format!("http://127.0.0.1:{}{path}", self.ports.admin)
     }
 
     pub fn status_url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports.2)
+        format!("http://127.0.0.1:{}{path}", self.ports.status)
     }
 
     pub fn proxy_port(&self) -> u16 {
-        self.ports.0
+        self.ports.proxy
     }
 
     /// The `ssl http2` proxy listener.
     pub fn proxy_tls_port(&self) -> u16 {
-        self.ports.3
+        self.ports.proxy_tls
     }
 
     pub fn admin_port(&self) -> u16 {
-        self.ports.1
+        self.ports.admin
     }
 
     pub fn prefix(&self) -> &Path {
@@ -253,7 +267,8 @@ impl Gateway {
         }
     }
 
-    /// Stops (SIGKILL) and starts again with the same ports and prefix.
+    /// Stops (SIGKILL) and starts again with the same prefix and ports (fresh ones only if another process
+    /// took them meanwhile).
     pub fn restart(&mut self) {
         self.kill();
         self.spawn(true);

@@ -1,0 +1,30 @@
+# Sourced by scripts/instructions.sh and scripts/nginx-instructions.sh: what both do around the gateway they
+# count. Start the upstream, run the gateway under callgrind twice (500 and 2500 keep-alive requests from
+# one client) and print the difference / 2000, so start-up and shutdown cancel out.
+#
+# The sourcing script sets PERF (sluice-perf) and defines `count N`: start its gateway under
+# `valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out"`, send N requests with `send`, stop it.
+
+WORK=$(mktemp -d)
+trap 'kill $UP 2>/dev/null || true; [ -n "${KEEP_CALLGRIND:-}" ] && cp "$WORK/cg.out" "$KEEP_CALLGRIND"; rm -rf "$WORK"' EXIT
+
+# A free TCP port on 127.0.0.1.
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+UPSTREAM=127.0.0.1:$(port)
+"$PERF" upstream --listen "$UPSTREAM" >/dev/null 2>&1 &
+UP=$!
+
+# send N PORT PATH HEADER [STATUS]: N keep-alive GETs (over TLS when HTTPS is set).
+send() { python3 "$(dirname "${BASH_SOURCE[0]}")/keepalive_get.py" "$1" "$2" "$3" "$4" "${HTTPS:-}" ${5:+"$5"}; }
+
+# The instruction total callgrind wrote.
+total() { awk '/^summary:/ {print $2}' "$WORK/cg.out"; }
+
+# per_request LABEL: runs `count` with 500 and 2500 requests and prints the difference per request.
+per_request() {
+  local small large
+  small=$(count 500)
+  large=$(count 2500)
+  echo "$(((large - small) / 2000)) instructions per request ($1)"
+}
