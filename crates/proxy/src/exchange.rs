@@ -4,7 +4,7 @@
 use crate::balancer::{Hashed, PickInput};
 use crate::body::{PooledBody, ProxyBody};
 use crate::error::ProxyError;
-use crate::forward::{Downstream, Forwarded};
+use crate::forward::{self, Downstream, Forwarded};
 use crate::path;
 use crate::respond::{self, Timings};
 use crate::server::Shared;
@@ -116,6 +116,7 @@ pub fn route(
             location: format!("https://{}{pq}", forwarded.host.to_str().unwrap_or("")),
         });
     }
+    forward::drop_connection_named(&mut parts.headers);
     Ok(Routed {
         client_ip: shared.trust.client_ip(&parts.headers, conn.peer.ip()),
         normalized: match path {

@@ -47,6 +47,23 @@ pub fn is_hop_by_hop(name: &HeaderName) -> bool {
     HOP_BY_HOP.contains(name)
 }
 
+/// Removes the fields the client's `Connection` header names (RFC 9110 §7.6.1: they are meant for this hop
+/// only). Runs once, on the client's head as received and right after routing, before any plugin: so the
+/// client can drop only its own fields, never one that a plugin or the gateway sets later (the wire writer
+/// leaves out only the fixed hop-by-hop names). `Host` and `Content-Length` stay: they frame and address the
+/// request rather than describe the connection.
+pub fn drop_connection_named(headers: &mut HeaderMap) {
+    if !headers.contains_key(http::header::CONNECTION) {
+        return;
+    }
+    for name in connection_named(headers) {
+        let framing = name == http::header::HOST || name == http::header::CONTENT_LENGTH;
+        if !framing && !is_hop_by_hop(&name) {
+            headers.remove(name);
+        }
+    }
+}
+
 /// The headers a message's `Connection` header names (hop-by-hop by declaration); usually none, and then
 /// nothing is allocated.
 pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {

@@ -55,7 +55,6 @@ impl WireRequest {
         lines.extend_from_slice(b" HTTP/1.1\r\n");
         let line_end = lines.len();
         let headers = &parts.headers;
-        let named = forward::connection_named(headers);
         let mut has_length = false;
         // The client's X-Forwarded-For and Via values, extended rather than copied (allocated only when sent).
         let (mut xff, mut via) = (Vec::new(), Vec::new());
@@ -79,7 +78,9 @@ impl WireRequest {
                     via.push(value);
                     false
                 }
-                n => !forward::replaced(n) && !named.contains(name),
+                // The client's `Connection`-named fields were dropped before plugins ran
+                // (`forward::drop_connection_named`): what is left here is the gateway's to send.
+                n => !forward::replaced(n),
             };
             if keep {
                 field(&mut lines, name.as_str(), value.as_bytes());

@@ -124,6 +124,7 @@ fn hop_by_hop_headers_and_the_clients_host_are_left_out() {
         ("host", "client.example"),
         ("connection", "keep-alive, x-private"),
         ("x-private", "1"),
+        ("content-length", "0"),
         ("keep-alive", "timeout=5"),
         ("proxy-connection", "keep-alive"),
         ("te", "gzip"),
@@ -134,11 +135,13 @@ fn hop_by_hop_headers_and_the_clients_host_are_left_out() {
     ] {
         h.append(k, v.parse().unwrap());
     }
+    crate::forward::drop_connection_named(&mut h);
     let (wire, l) = simple(&h, Method::GET, full(Bytes::new()));
     assert_eq!(
         names(&l),
         [
             "host",
+            "content-length",
             "x-keep",
             "x-forwarded-for",
             "x-real-ip",
@@ -154,6 +157,27 @@ fn hop_by_hop_headers_and_the_clients_host_are_left_out() {
     assert_eq!(wire.client_host.as_ref().unwrap(), "client.example");
     assert_eq!(wire.target(), "/a%20b?q=1");
     assert!(wire.bodyless());
+}
+
+/// The client's `Connection` can drop only the client's own fields: a field a plugin sets afterwards
+/// (an auth plugin's `X-Anonymous-Consumer`, say) reaches the upstream even when the client named it.
+#[test]
+fn a_field_set_after_the_client_named_it_is_sent() {
+    let mut h = HeaderMap::new();
+    h.insert(
+        "connection",
+        "x-anonymous-consumer, x-consumer-id".parse().unwrap(),
+    );
+    h.insert("x-consumer-id", "forged".parse().unwrap());
+    crate::forward::drop_connection_named(&mut h);
+    assert!(h.get("x-consumer-id").is_none());
+    h.insert("x-anonymous-consumer", "true".parse().unwrap());
+    let (_, l) = simple(&h, Method::GET, full(Bytes::new()));
+    assert!(
+        l.contains(&("x-anonymous-consumer".into(), "true".into())),
+        "{l:?}"
+    );
+    assert!(!names(&l).contains(&"x-consumer-id"));
 }
 
 #[test]
