@@ -73,6 +73,11 @@ pub(super) fn build(
         headers.append(name, value);
     }
     let framing = framing(scanned.status, scanned.version, head_request, &seen)?;
+    if seen.te && seen.cl {
+        // Transfer-Encoding overrides Content-Length, and an intermediary must remove the length before
+        // forwarding (RFC 9112 §6.3 point 3): kept, it would frame the client's copy of the body wrongly.
+        headers.remove(CONTENT_LENGTH);
+    }
     let keep_alive = keep_alive(scanned.version, framing, &seen);
     Ok(ResponseHead {
         status: scanned.status,

@@ -151,3 +151,19 @@ fn bad_content_length() {
         assert_eq!(got, ParseError::BadContentLength, "{fields:?}");
     }
 }
+
+/// A head with both Transfer-Encoding and Content-Length loses the length: the body is framed by the
+/// coding, and a forwarded length would cut or stall the client's copy (RFC 9112 §6.3).
+#[test]
+fn transfer_encoding_removes_content_length() {
+    for fields in [
+        "Transfer-Encoding: chunked|Content-Length: 5",
+        "Content-Length: 5|Transfer-Encoding: chunked",
+        "Content-Length: 5|Transfer-Encoding: gzip",
+    ] {
+        let got = parse(&head("1.1 200 OK", fields), GET).unwrap();
+        assert!(!got.headers.contains_key("content-length"), "{fields}");
+    }
+    let got = parse(&head("1.1 200 OK", "Content-Length: 5"), GET).unwrap();
+    assert_eq!(got.headers["content-length"], "5");
+}
