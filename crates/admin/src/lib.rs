@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 mod body;
 mod catalog;
+mod deadline;
 mod errors;
 mod handlers;
 mod pagination;
@@ -26,7 +27,7 @@ mod reply;
 mod router;
 mod server;
 
-pub use server::{serve_admin, serve_status};
+pub use server::{serve_admin, serve_status, ServeLimits};
 
 /// A boxed future, as [`Control::load`] returns.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -1,13 +1,19 @@
 //! The admin and status HTTP servers: accept loop, HTTP/1 and h2c via hyper-util's auto builder, and the
 //! headers every response carries (`X-Kong-Admin-Latency`, CORS, `Server`).
+//!
+//! Each listener bounds what a client can hold: a request head must arrive within [`ServeLimits`]'
+//! `header_timeout` (so does the next head on a keep-alive connection), a TLS handshake within 10 s, and at
+//! most one `POST /config` body is read and parsed at a time per listener ([`crate::handlers::Gate`]).
 
+use crate::deadline::FirstByte;
 use crate::handlers::dispatch;
+use crate::handlers::Gate;
 use crate::reply::Reply;
 use crate::router::Listener;
 use crate::Control;
 use http::{HeaderMap, HeaderValue};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use std::future::Future;
 use std::sync::Arc;
@@ -17,15 +23,33 @@ use tokio_rustls::TlsAcceptor;
 /// How long an admin client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What bounds a connection of the admin or status listener, with nginx's meaning.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeLimits {
+    /// How long a client may take to send a request head, counted from the accept or from the end of the
+    /// previous response (so it also closes idle keep-alive connections): nginx's `client_header_timeout`.
+    pub header_timeout: Duration,
+}
+
+impl Default for ServeLimits {
+    /// nginx's defaults (60 s), which Kong keeps.
+    fn default() -> ServeLimits {
+        ServeLimits {
+            header_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
 /// Serves the Admin API on `listener` (over TLS when `tls` is given: `admin_listen ... ssl`) until
 /// `shutdown` completes. Connections already accepted finish on their own tasks.
 pub async fn serve_admin(
     listener: tokio::net::TcpListener,
     tls: Option<TlsAcceptor>,
     control: Arc<dyn Control>,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve(listener, tls, control, shutdown, Listener::Admin).await
+    serve(listener, tls, control, limits, shutdown, Listener::Admin).await
 }
 
 /// Serves the status listener (`/status`, `/status/ready`, `/metrics`) until `shutdown` completes.
@@ -33,19 +57,34 @@ pub async fn serve_status(
     listener: tokio::net::TcpListener,
     tls: Option<TlsAcceptor>,
     control: Arc<dyn Control>,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve(listener, tls, control, shutdown, Listener::Status).await
+    serve(listener, tls, control, limits, shutdown, Listener::Status).await
+}
+
+/// The connection builder: HTTP/1.1 heads bounded by `limits`, h2c beside it.
+fn builder(limits: ServeLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    builder.http2().timer(TokioTimer::new());
+    builder
 }
 
 async fn serve(
     listener: tokio::net::TcpListener,
     tls: Option<TlsAcceptor>,
     control: Arc<dyn Control>,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()>,
     kind: Listener,
 ) -> std::io::Result<()> {
     tokio::pin!(shutdown);
+    let builder = Arc::new(builder(limits));
+    let gate = Arc::new(Gate::default());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -59,21 +98,22 @@ async fn serve(
             },
             () = &mut shutdown => return Ok(()),
         };
-        let (control, tls) = (control.clone(), tls.clone());
+        let (control, tls, builder) = (control.clone(), tls.clone(), builder.clone());
+        let gate = gate.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                let control = control.clone();
+                let (control, gate) = (control.clone(), gate.clone());
                 async move {
                     let started = Instant::now();
                     let origin = req.headers().get(http::header::ORIGIN).cloned();
-                    let mut resp = dispatch(kind, req, control.as_ref()).await;
+                    let mut resp = dispatch(kind, req, control.as_ref(), &gate).await;
                     common_headers(&mut resp, started, origin);
                     Ok::<Reply, std::convert::Infallible>(resp)
                 }
             });
-            let builder = auto::Builder::new(TokioExecutor::new());
             let served = match tls {
                 None => {
+                    let stream = FirstByte::new(stream, limits.header_timeout);
                     builder
                         .serve_connection(TokioIo::new(stream), service)
                         .await
@@ -82,6 +122,7 @@ async fn serve(
                     let handshake = acceptor.accept(stream);
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
                         Ok(Ok(stream)) => {
+                            let stream = FirstByte::new(stream, limits.header_timeout);
                             builder
                                 .serve_connection(TokioIo::new(stream), service)
                                 .await

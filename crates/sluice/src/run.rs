@@ -150,11 +150,12 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
             let shutdown = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
+            let limits = sluice_admin::ServeLimits::default();
             tokio::spawn(async move {
                 let served = if status {
-                    sluice_admin::serve_status(listener, tls, control, shutdown).await
+                    sluice_admin::serve_status(listener, tls, control, limits, shutdown).await
                 } else {
-                    sluice_admin::serve_admin(listener, tls, control, shutdown).await
+                    sluice_admin::serve_admin(listener, tls, control, limits, shutdown).await
                 };
                 if let Err(e) = served {
                     tracing::error!(error = %e, "{setting} listener failed");

@@ -20,11 +20,30 @@ use hyper::body::Incoming;
 /// Largest accepted request body: a config of 10,000 routes is about 5 MB.
 const MAX_BODY: usize = 64 << 20;
 
+/// Admits one `POST /config` at a time per listener, from reading its body through parsing and loading:
+/// a body and its parsed document can take many times the body's size, so concurrent loads are refused
+/// with Kong's 429 before their bodies are read (the node serializes loads anyway).
+#[derive(Debug)]
+pub struct Gate(tokio::sync::Semaphore);
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate(tokio::sync::Semaphore::new(1))
+    }
+}
+
+impl Gate {
+    fn try_enter(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
+        self.0.try_acquire().map_err(|_| ApiError::Busy)
+    }
+}
+
 /// Answers one request on `listener`. Never fails: every error becomes Kong's error response.
 pub async fn dispatch(
     listener: Listener,
     req: http::Request<Incoming>,
     control: &dyn Control,
+    gate: &Gate,
 ) -> Reply {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
@@ -42,7 +61,7 @@ pub async fn dispatch(
     }
     // `next` links repeat the path as the client wrote it (still encoded).
     let base = format!("/{}", raw.join("/"));
-    handle(endpoint, &parts, &base, body, control)
+    handle(endpoint, &parts, &base, body, control, gate)
         .await
         .unwrap_or_else(ApiError::into_reply)
 }
@@ -53,6 +72,7 @@ async fn handle(
     base: &str,
     body: Incoming,
     control: &dyn Control,
+    gate: &Gate,
 ) -> Result<Reply, ApiError> {
     let method = &parts.method;
     let read = *method == Method::GET || *method == Method::HEAD;
@@ -73,6 +93,7 @@ async fn handle(
                 .get(http::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
+            let _admitted = gate.try_enter()?;
             let body = read_body(body).await?;
             config::post(control, q, content_type, body).await
         }
@@ -115,14 +136,21 @@ fn options(endpoint: &Endpoint<'_>, parts: &Parts) -> Reply {
     resp
 }
 
-/// The whole request body, up to [`MAX_BODY`].
+/// The whole request body, up to [`MAX_BODY`]: a `Content-Length` over it is refused before a byte is
+/// read, and a chunked body is counted as it streams.
 async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
-    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::TooLarge(format!(
+    let too_large = || {
+        ApiError::TooLarge(format!(
             "request body too large (the limit is {} MB)",
             MAX_BODY >> 20
-        ))),
+        ))
+    };
+    if http_body::Body::size_hint(&body).lower() > MAX_BODY as u64 {
+        return Err(too_large());
+    }
+    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Err(e) => Err(ApiError::BadRequest(format!(
             "could not read the request body: {e}"
         ))),

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use sluice_admin::{
     serve_admin, serve_status, BoxFuture, ConfigBody, Control, LoadError, LoadOptions, LoadOutcome,
-    NodeInfo,
+    NodeInfo, ServeLimits,
 };
 use sluice_model::declarative::parse_value;
 use sluice_model::{Config, PluginRegistry};
@@ -149,6 +149,11 @@ impl Servers {
 
 /// Starts both listeners on 127.0.0.1:0.
 pub async fn start(node: Arc<TestNode>) -> Servers {
+    start_with(node, ServeLimits::default()).await
+}
+
+/// Starts both listeners on 127.0.0.1:0 with `limits`.
+pub async fn start_with(node: Arc<TestNode>, limits: ServeLimits) -> Servers {
     let (stop, rx) = tokio::sync::watch::channel(());
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -169,9 +174,9 @@ pub async fn start(node: Arc<TestNode>) -> Servers {
                 let _ = rx.changed().await;
             };
             if is_admin {
-                serve_admin(listener, None, control, shutdown).await
+                serve_admin(listener, None, control, limits, shutdown).await
             } else {
-                serve_status(listener, None, control, shutdown).await
+                serve_status(listener, None, control, limits, shutdown).await
             }
         });
     }
