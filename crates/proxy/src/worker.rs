@@ -22,11 +22,6 @@ use tokio::sync::watch;
 /// Largest request head (request line + headers) a client may send.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
-/// Most header lines in a request head. nginx limits heads by size only; hyper also counts lines (100 by
-/// default, so 150 small lines were refused). 1,000 lines of at least 4 bytes fit in [`MAX_HEAD_BYTES`]
-/// many times over, so the byte limit stays the one clients meet.
-const MAX_HEADER_LINES: usize = 1000;
-
 /// One bound listening socket of a worker.
 pub struct Listener {
     pub socket: std::net::TcpListener,
@@ -117,7 +112,6 @@ fn builder(tls: bool) -> auto::Builder<TokioExecutor> {
         .timer(TokioTimer::new())
         // The header timeout is per connection (`watchdog`), not a timer per request.
         .header_read_timeout(None)
-        .max_headers(MAX_HEADER_LINES)
         .max_buf_size(MAX_HEAD_BYTES);
     builder.http2().timer(TokioTimer::new());
     builder

@@ -163,10 +163,9 @@ pub(crate) async fn serve_echo<IO>(
         }
         respond(req, name.clone())
     });
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    // Like nginx, the echo upstream takes as many header lines as fit (the gateway's limit tests need it).
-    builder.http1().max_headers(2000);
-    let _ = builder.serve_connection(TokioIo::new(io), service).await;
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(io), service)
+        .await;
 }
 
 #[derive(Debug)]
