@@ -27,8 +27,20 @@ pub enum ProxyError {
     BadRequest,
     /// 413: a body a plugin needs is larger than the gateway buffers.
     PayloadTooLarge,
+    /// 501: a transfer coding other than `chunked` (nginx's answer; Kong's error page words it as for any
+    /// status it has no message of its own for).
+    NotImplemented,
     /// 500.
     Internal,
+}
+
+impl From<crate::strict::Malformed> for ProxyError {
+    fn from(m: crate::strict::Malformed) -> ProxyError {
+        match m {
+            crate::strict::Malformed::BadRequest => ProxyError::BadRequest,
+            crate::strict::Malformed::UnknownCoding => ProxyError::NotImplemented,
+        }
+    }
 }
 
 impl ProxyError {
@@ -46,6 +58,7 @@ impl ProxyError {
             ProxyError::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::BadRequest => StatusCode::BAD_REQUEST,
             ProxyError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::NotImplemented => StatusCode::NOT_IMPLEMENTED,
             ProxyError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -63,6 +76,7 @@ impl ProxyError {
             ProxyError::Timeout => "The upstream server is timing out",
             ProxyError::BadRequest => "Bad request",
             ProxyError::PayloadTooLarge => "Payload too large",
+            ProxyError::NotImplemented => "The upstream server responded with 501",
             ProxyError::Internal => "An unexpected error occurred",
         }
     }
@@ -72,7 +86,10 @@ impl ProxyError {
     fn made_by_nginx(&self) -> bool {
         matches!(
             self,
-            ProxyError::BadGateway | ProxyError::Timeout | ProxyError::Internal
+            ProxyError::BadGateway
+                | ProxyError::Timeout
+                | ProxyError::Internal
+                | ProxyError::NotImplemented
         )
     }
 

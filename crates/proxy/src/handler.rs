@@ -11,6 +11,7 @@ use crate::request_id;
 use crate::respond::{self, Timings};
 use crate::server::Shared;
 use crate::snapshot::{RouteInfo, Snapshot};
+use crate::strict;
 use crate::watchdog::{ConnState, Tracked};
 use crate::wire::WireRequest;
 use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -82,6 +83,13 @@ fn prepare(
         started,
     };
     let (mut parts, body) = req.into_parts();
+    if let Err(malformed) = strict::check(&mut parts) {
+        return Step::Done(error_response(
+            malformed.into(),
+            &Negotiation::of(&parts),
+            &x,
+        ));
+    }
     let routed = match exchange::route(&mut parts, snap, &x) {
         Ok(r) => r,
         Err(e) => {

@@ -34,7 +34,6 @@ mod server;
 mod settings;
 mod snapshot;
 mod stats;
-#[allow(dead_code)] // wired into the request driver with issue 16
 mod strict;
 mod tls;
 mod upstream;

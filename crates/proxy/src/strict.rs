@@ -1,13 +1,14 @@
 //! The request-head rules of RFC 9112 and RFC 9113 that hyper leaves to the application, checked once per
-//! request before routing, with nginx's answers: `Host` (one, present in HTTP/1.1, a valid authority), the
-//! authority of an absolute-form target over `Host`, h2's `host` against `:authority`, repeated
-//! `Content-Length` lines, and transfer codings other than `chunked`.
+//! request before routing, with nginx's answers (`crates/sluice/tests/differential.rs` holds both to the
+//! same vectors): `Host` (one, present in HTTP/1.1, a valid authority), the authority of an absolute-form
+//! target over `Host`, h2's `host` against `:authority`, `Content-Length` (one line, never beside
+//! `Transfer-Encoding`), transfer codings other than `chunked`, and methods nginx would not parse.
 //!
 //! hyper already refuses what breaks its own framing (differing `Content-Length` lines in HTTP/1, bare CR,
 //! obs-fold, bad chunk sizes); what is here decides where the request goes, or what the upstream is told.
 
 use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
-use http::{request, Version};
+use http::{request, Method, Version};
 
 /// Why a request head cannot be proxied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,16 +20,43 @@ pub enum Malformed {
 }
 
 /// Checks `parts` and puts it in the one form the router and the wire writer expect: `Host` is the
-/// authority the request is for (an absolute-form target's or h2's `:authority`), and at most one
-/// `Content-Length` line remains. Cheap for the usual head: one `Host` and no framing fields.
+/// authority the request is for (an absolute-form target's or h2's `:authority`). Cheap for the usual
+/// head: a standard method, one `Host` and at most one framing field.
 pub fn check(parts: &mut request::Parts) -> Result<(), Malformed> {
-    if parts.headers.contains_key(TRANSFER_ENCODING) {
+    if !known_method(&parts.method) && !nginx_method(parts.method.as_str()) {
+        return Err(Malformed::BadRequest);
+    }
+    let te = parts.headers.contains_key(TRANSFER_ENCODING);
+    if te {
         transfer_coding(parts)?;
     }
     if parts.headers.contains_key(CONTENT_LENGTH) {
-        one_content_length(parts)?;
+        one_content_length(parts, te)?;
     }
     host(parts)
+}
+
+/// One of the methods `http` has a constant for (no scan needed).
+fn known_method(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::GET
+            | Method::POST
+            | Method::PUT
+            | Method::DELETE
+            | Method::HEAD
+            | Method::OPTIONS
+            | Method::PATCH
+            | Method::CONNECT
+            | Method::TRACE
+    )
+}
+
+/// nginx parses a method of upper-case letters, `_` and `-` only (`get` is 400 there, and Kong's plugins
+/// compare methods in upper case).
+fn nginx_method(m: &str) -> bool {
+    m.bytes()
+        .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
 /// `Host` by version: HTTP/1.1 needs exactly one (RFC 9112 §3.2); an absolute-form target's authority wins
@@ -101,22 +129,15 @@ pub fn valid_authority(v: &[u8]) -> bool {
     host_ok && port_ok && !(host.is_empty() && v.first() != Some(&b'['))
 }
 
-/// More than one `Content-Length` line (h2 lets them through; hyper's HTTP/1 refuses differing ones): one
-/// line is kept when all agree, else the request is malformed (RFC 9110 §8.6).
-fn one_content_length(parts: &mut request::Parts) -> Result<(), Malformed> {
-    let mut values = parts.headers.get_all(CONTENT_LENGTH).iter();
-    let first = values.next().cloned();
-    let mut repeated = false;
-    for v in values {
-        repeated = true;
-        if Some(v) != first.as_ref() {
-            return Err(Malformed::BadRequest);
-        }
+/// `Content-Length` beside `Transfer-Encoding` (a smuggling attempt: RFC 9112 §6.1 lets a server refuse
+/// it, and nginx does), or more than one `Content-Length` line, even equal ones (h2 lets them through;
+/// nginx refuses them): 400.
+fn one_content_length(parts: &request::Parts, te: bool) -> Result<(), Malformed> {
+    let mut lines = parts.headers.get_all(CONTENT_LENGTH).iter();
+    match (te, lines.next(), lines.next()) {
+        (false, _, None) => Ok(()),
+        _ => Err(Malformed::BadRequest),
     }
-    if let (true, Some(v)) = (repeated, first) {
-        parts.headers.insert(CONTENT_LENGTH, v);
-    }
-    Ok(())
 }
 
 /// nginx implements `chunked` alone: any other coding, or `chunked` that is not the only one, is 501

@@ -165,7 +165,9 @@ pub async fn send(
                 failed.push(failed_try(502));
                 tries += 1;
             }
-            Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadGateway),
+            // The client's body broke off or broke its framing (a bad chunk): the client's fault, as nginx
+            // says with 400, not the upstream's.
+            Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadRequest),
             Ok(Err(e)) => {
                 tracing::debug!(%addr, error = ?e, "upstream request failed");
                 observe(Err(Failure::Tcp));

@@ -8,6 +8,8 @@ mod echo;
 mod flaky;
 mod gateway;
 mod load;
+mod nginx;
+mod recorder;
 mod sink;
 mod tls;
 
@@ -16,6 +18,8 @@ pub use echo::{closed_port, EchoUpstream, SilentServer};
 pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
+pub use nginx::NginxPeer;
+pub use recorder::{Received, Recorder};
 pub use sink::{LogSink, SinkRequest};
 pub use tls::{
     handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
