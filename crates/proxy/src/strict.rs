@@ -26,14 +26,32 @@ pub fn check(parts: &mut request::Parts) -> Result<(), Malformed> {
     if !known_method(&parts.method) && !nginx_method(parts.method.as_str()) {
         return Err(Malformed::BadRequest);
     }
-    let te = parts.headers.contains_key(TRANSFER_ENCODING);
+    // One pass over the (few) fields instead of a hashed lookup per rule.
+    let (mut hosts, mut lengths, mut te) = (0u32, 0u32, false);
+    for (name, value) in &parts.headers {
+        if *name == HOST {
+            hosts += 1;
+            if !valid_authority(value.as_bytes()) {
+                return Err(Malformed::BadRequest);
+            }
+        } else if *name == CONTENT_LENGTH {
+            lengths += 1;
+        } else if *name == TRANSFER_ENCODING {
+            te = true;
+        }
+    }
     if te {
         transfer_coding(parts)?;
     }
-    if parts.headers.contains_key(CONTENT_LENGTH) {
-        one_content_length(parts, te)?;
+    if lengths > 1 || (lengths == 1 && te) {
+        // Content-Length beside Transfer-Encoding (a smuggling attempt: RFC 9112 §6.1 lets a server refuse
+        // it, and nginx does), or repeated, even with equal values (h2 lets them through; nginx refuses).
+        return Err(Malformed::BadRequest);
     }
-    host(parts)
+    if hosts > 1 {
+        return Err(Malformed::BadRequest);
+    }
+    host(parts, hosts == 1)
 }
 
 /// One of the methods `http` has a constant for (no scan needed).
@@ -62,26 +80,22 @@ fn nginx_method(m: &str) -> bool {
 /// `Host` by version: HTTP/1.1 needs exactly one (RFC 9112 §3.2); an absolute-form target's authority wins
 /// over it, as in nginx; h2's `host`, when sent beside `:authority`, must name the same authority
 /// (RFC 9113 §8.3.1); every `Host` must be a valid `host[:port]`.
-fn host(parts: &mut request::Parts) -> Result<(), Malformed> {
-    let mut hosts = parts.headers.get_all(HOST).iter();
-    let (first, second) = (hosts.next(), hosts.next());
-    if second.is_some() {
-        return Err(Malformed::BadRequest);
-    }
-    if let Some(v) = first {
-        if !valid_authority(v.as_bytes()) {
-            return Err(Malformed::BadRequest);
-        }
-    }
-    let authority = parts.uri.authority().map(|a| a.as_str());
-    match (parts.version, first, authority) {
-        (Version::HTTP_2 | Version::HTTP_3, Some(host), Some(authority)) => {
+fn host(parts: &mut request::Parts, has_host: bool) -> Result<(), Malformed> {
+    let Some(authority) = parts.uri.authority().map(|a| a.as_str()) else {
+        return match (parts.version, has_host) {
+            (Version::HTTP_11, false) => Err(Malformed::BadRequest),
+            _ => Ok(()),
+        };
+    };
+    let host = has_host.then(|| parts.headers.get(HOST)).flatten();
+    match (parts.version, host) {
+        (Version::HTTP_2 | Version::HTTP_3, Some(host)) => {
             if !host.as_bytes().eq_ignore_ascii_case(authority.as_bytes()) {
                 return Err(Malformed::BadRequest);
             }
             Ok(())
         }
-        (_, _, Some(authority)) => {
+        _ => {
             if !valid_authority(authority.as_bytes()) {
                 return Err(Malformed::BadRequest);
             }
@@ -89,55 +103,64 @@ fn host(parts: &mut request::Parts) -> Result<(), Malformed> {
             parts.headers.insert(HOST, value);
             Ok(())
         }
-        (Version::HTTP_11, None, None) => Err(Malformed::BadRequest),
-        _ => Ok(()),
     }
 }
+
+/// The bytes of a reg-name or IPv4 address: unreserved, `%` (pct-encoded) and sub-delims (RFC 3986 §3.2.2).
+const REG_NAME: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric();
+        b += 1;
+    }
+    let extra = b"-._~%!$&'()*+,;=";
+    let mut i = 0;
+    while i < extra.len() {
+        table[extra[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// Whether `v` is `host[:port]` as RFC 3986 allows it in `Host`: a reg-name or IPv4 (unreserved,
 /// pct-encoded and sub-delims characters), or a bracketed IPv6 literal, then an optional decimal port. No
 /// userinfo, path, space or control character.
 pub fn valid_authority(v: &[u8]) -> bool {
-    let (host, port) = match v.strip_prefix(b"[") {
-        Some(rest) => {
-            let Some(end) = rest.iter().position(|&b| b == b']') else {
-                return false;
-            };
-            let literal = &rest[..end];
-            if literal.is_empty()
-                || !literal
-                    .iter()
-                    .all(|b| b.is_ascii_hexdigit() || b":.".contains(b))
-            {
-                return false;
-            }
-            (&b""[..], &rest[end + 1..])
+    if v.first() == Some(&b'[') {
+        return valid_literal(v);
+    }
+    // One pass: the name up to `:`, then the port's digits.
+    for (i, &b) in v.iter().enumerate() {
+        if b == b':' {
+            let digits = &v[i + 1..];
+            return i > 0 && digits.len() <= 5 && digits.iter().all(u8::is_ascii_digit);
         }
-        None => match v.iter().position(|&b| b == b':') {
-            Some(i) => (&v[..i], &v[i..]),
-            None => (v, &b""[..]),
-        },
+        if !REG_NAME[b as usize] {
+            return false;
+        }
+    }
+    !v.is_empty()
+}
+
+/// `[` IPv6 literal `]`, then an optional port (rare: off the usual path).
+#[cold]
+fn valid_literal(v: &[u8]) -> bool {
+    let Some(end) = v.iter().position(|&b| b == b']') else {
+        return false;
     };
-    let host_ok = host
-        .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b));
-    let port_ok = match port {
+    let literal = &v[1..end];
+    let literal_ok = !literal.is_empty()
+        && literal
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() || b":.".contains(b));
+    let port_ok = match &v[end + 1..] {
         [] => true,
         [b':', digits @ ..] => digits.len() <= 5 && digits.iter().all(u8::is_ascii_digit),
         _ => false,
     };
-    host_ok && port_ok && !(host.is_empty() && v.first() != Some(&b'['))
-}
-
-/// `Content-Length` beside `Transfer-Encoding` (a smuggling attempt: RFC 9112 §6.1 lets a server refuse
-/// it, and nginx does), or more than one `Content-Length` line, even equal ones (h2 lets them through;
-/// nginx refuses them): 400.
-fn one_content_length(parts: &request::Parts, te: bool) -> Result<(), Malformed> {
-    let mut lines = parts.headers.get_all(CONTENT_LENGTH).iter();
-    match (te, lines.next(), lines.next()) {
-        (false, _, None) => Ok(()),
-        _ => Err(Malformed::BadRequest),
-    }
+    literal_ok && port_ok
 }
 
 /// nginx implements `chunked` alone: any other coding, or `chunked` that is not the only one, is 501
