@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, exactly what CI runs: tools, formatting, lints, unit + integration tests,
-# `sluice config check` over every example config, and a smoke run of the perf framework.
+# The whole test suite, exactly what CI runs: tools, formatting, lints, unit + integration tests (the
+# differential suite starts Debian's nginx), `sluice config check` over every example config, a smoke run of
+# the perf framework, and the performance gate (callgrind instruction counts against a committed baseline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,11 +11,12 @@ step "tools"
 need=()
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "missing ${need[*]} (install them, or run as root); perf smoke will be skipped" >&2
+    echo "missing ${need[*]} (install them, or run as root): the differential suite and the perf gate need them" >&2
   fi
 fi
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy || true
@@ -45,5 +47,8 @@ if command -v wrk >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1; then
   "$target_dir/debug/sluice-perf" run --case no-plugins --target "bin:$sluice" --target nginx \
     --reps 1 --duration 2s --warmup 1s --connections 10 --out "$out"
 fi
+step "perf gate: instructions per request against perf/instructions-baseline.txt"
+scripts/perf-gate.sh
+
 echo
 echo "all checks passed"
