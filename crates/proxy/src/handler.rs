@@ -12,7 +12,7 @@ use crate::respond::{self, Timings};
 use crate::server::Shared;
 use crate::snapshot::{RouteInfo, Snapshot};
 use crate::strict;
-use crate::watchdog::{ConnState, Tracked};
+use crate::watchdog::{InFlight, Tracked};
 use crate::wire::WireRequest;
 use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{request, Request, Response};
@@ -34,7 +34,7 @@ pub fn handle(
     req: Request<Incoming>,
     conn: Arc<ConnInfo>,
     shared: Arc<Shared>,
-    state: Arc<ConnState>,
+    in_flight: InFlight,
 ) -> impl Future<Output = Response<Tracked>> + Send + 'static {
     let started = Instant::now();
     let snap = shared.snapshot.load_full();
@@ -54,7 +54,7 @@ pub fn handle(
                 fast.run(&snap, &x).await
             }
         };
-        resp.map(|body| Tracked::new(body, state))
+        resp.map(|body| Tracked::new(body, in_flight))
     }
 }
 

@@ -48,10 +48,13 @@ impl ConnState {
         })
     }
 
-    /// A request head arrived. Call when the service is called.
-    pub fn request_started(&self) {
+    /// A request head arrived. Call when the service is called; the request counts as in flight until the
+    /// returned guard is dropped, however it ends: with its response body ([`Tracked`]), or with its future
+    /// when hyper drops that first (an HTTP/2 stream the client reset, a connection that broke).
+    pub fn request_started(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         self.waiting_since.store(0, Ordering::Relaxed);
+        InFlight(self.clone())
     }
 
     /// A response was sent (or dropped); the last one makes the connection wait for a head again.
@@ -75,22 +78,28 @@ impl ConnState {
     }
 }
 
-/// A response body that tells its connection's [`ConnState`] when it is done (dropped by hyper after the
-/// last byte was written, or when the client went away).
-pub struct Tracked {
-    inner: ProxyBody,
-    state: Arc<ConnState>,
-}
+/// One request in flight on a connection; dropping it ends the request for the connection's accounting.
+pub struct InFlight(Arc<ConnState>);
 
-impl Tracked {
-    pub fn new(inner: ProxyBody, state: Arc<ConnState>) -> Tracked {
-        Tracked { inner, state }
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.request_finished();
     }
 }
 
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.state.request_finished();
+/// A response body that keeps its request in flight until it is done (dropped by hyper after the last byte
+/// was written, or when the client went away).
+pub struct Tracked {
+    inner: ProxyBody,
+    _in_flight: InFlight,
+}
+
+impl Tracked {
+    pub fn new(inner: ProxyBody, in_flight: InFlight) -> Tracked {
+        Tracked {
+            inner,
+            _in_flight: in_flight,
+        }
     }
 }
 

@@ -202,11 +202,10 @@ async fn serve<IO>(
     let info = Arc::new(info);
     let service = service_fn(move |req| {
         Counters::bump(&conn_shared.counters.requests);
-        conn_state.request_started();
+        let in_flight = conn_state.request_started();
         // `map`, not an async block: a block would hold the request's future twice (captured, then
         // moved into its await slot), and hyper moves this future into place per request.
-        handler::handle(req, info.clone(), conn_shared.clone(), conn_state.clone())
-            .map(Ok::<_, Infallible>)
+        handler::handle(req, info.clone(), conn_shared.clone(), in_flight).map(Ok::<_, Infallible>)
     });
     let conn = builder
         .serve_connection(TokioIo::new(io), service)
