@@ -114,7 +114,8 @@ impl PluginChain {
         let proto = self.protocol(ctx);
         for entry in self.entries.iter().filter(|e| e.global) {
             if let Some(p) = entry.pick(None, proto) {
-                if let Some(resp) = settle(p.rewrite(ctx)).await {
+                let flow = p.rewrite(ctx);
+                if let Some(resp) = settle(flow, ctx).await {
                     return Some(resp);
                 }
             }
@@ -124,7 +125,8 @@ impl PluginChain {
             let Some(p) = entry.pick(consumer.as_ref(), proto) else {
                 continue;
             };
-            if let Some(resp) = settle(p.access(ctx)).await {
+            let flow = p.access(ctx);
+            if let Some(resp) = settle(flow, ctx).await {
                 return Some(resp);
             }
         }
@@ -175,10 +177,14 @@ impl PluginChain {
 }
 
 /// Resolves a [`Flow`], awaiting deferred work; `Some` means stop with that response.
-async fn settle(mut flow: Flow) -> Option<PluginResponse> {
+async fn settle(mut flow: Flow, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
     loop {
         match flow {
             Flow::Continue => return None,
+            Flow::ContinueWith(headers) => {
+                ctx.response_headers.extend(headers);
+                return None;
+            }
             Flow::Respond(r) => return Some(r),
             Flow::Defer(fut) => flow = fut.await,
         }

@@ -23,6 +23,9 @@ pub enum Flow {
     Respond(PluginResponse),
     /// Wait for this future, then act on its result. Use only when real I/O is needed.
     Defer(Deferred),
+    /// Go on with the next plugin, adding these headers to whatever response the client gets (what a
+    /// deferred future, which cannot hold the request's context, hands back instead of `Continue`).
+    ContinueWith(http::HeaderMap),
 }
 
 /// A configured plugin instance. Built once per config snapshot by its factory (config already validated

@@ -230,6 +230,9 @@ plugins:
 - name: rate-limiting
   config: {policy: redis, minute: 10}
 - name: rate-limiting
+  instance_name: cluster
+  config: {policy: cluster, minute: 10}
+- name: rate-limiting
   instance_name: second
   config: {second: 10, minute: 5}
 - name: rate-limiting
@@ -248,7 +251,8 @@ plugins:
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     for needle in [
-        "config.policy: policy 'redis' is not supported by this build yet",
+        "config.redis.host: required field missing",
+        "config.policy: policy 'cluster' needs a database",
         "The limit for minute(5.0) cannot be lower than the limit for second(10.0)",
         "at least one of these fields must be non-empty",
         "config.key_names: length must be at least 1",

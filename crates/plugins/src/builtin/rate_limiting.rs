@@ -1,11 +1,16 @@
 //! `rate-limiting` (priority 910): fixed, calendar-aligned (UTC) windows per second/minute/hour/day/month/year.
 //!
-//! Counting is exact across worker threads: each period's counter is incremented atomically and the request
-//! passes only if every incremented count is within its limit; a refused request gives its increments back,
-//! so refusals never use up quota. Counters live in [`crate::state::PluginState`], keyed by the plugin id, so
-//! a reload that keeps the plugin keeps its counts. Policy `local` only: `cluster` and `redis` are refused at
-//! config load until the distributed issue lands.
+//! `policy: local`: counting is exact across worker threads: each period's counter is incremented atomically
+//! and the request passes only if every incremented count is within its limit; a refused request gives its
+//! increments back, so refusals never use up quota. Counters live in [`crate::state::PluginState`], keyed by
+//! the plugin id, so a reload that keeps the plugin keeps its counts.
+//!
+//! `policy: redis`: exact across nodes ([`redis`]: one atomic check-and-count per request). When Redis fails
+//! or times out, `fault_tolerant` lets the request through (logged at most every 10 s) or answers Kong's 500.
+//! `sync_rate` other than -1 (count locally, sync in batches) and `policy: cluster` are refused at load for
+//! now: `cluster` needs DB mode, as in Kong.
 
+mod redis;
 mod window;
 
 use crate::ctx::RequestCtx;
@@ -37,6 +42,45 @@ struct Config {
     hide_client_headers: bool,
     error_code: u16,
     error_message: String,
+    policy: String,
+    fault_tolerant: bool,
+    #[serde(default)]
+    redis: Option<redis::RedisConfig>,
+    /// Kong's deprecated flat `redis_*` fields, still accepted and exported by Kong 3.x: folded into `redis`.
+    #[serde(flatten)]
+    flat_redis: FlatRedis,
+}
+
+/// The deprecated flat `redis_*` fields.
+#[derive(Debug, Default, Deserialize)]
+struct FlatRedis {
+    redis_host: Option<String>,
+    redis_port: Option<u16>,
+    redis_username: Option<String>,
+    redis_password: Option<String>,
+    redis_database: Option<i64>,
+    redis_timeout: Option<u64>,
+    redis_ssl: Option<bool>,
+    redis_ssl_verify: Option<bool>,
+}
+
+impl Config {
+    /// The `redis` record, each flat `redis_*` field that is set overriding its record field (Kong's
+    /// shorthands write through to the record; the record's own fields carry schema defaults).
+    fn redis(&self) -> redis::RedisConfig {
+        let r = self.redis.clone().unwrap_or_default();
+        let f = &self.flat_redis;
+        redis::RedisConfig {
+            host: f.redis_host.clone().or(r.host),
+            port: f.redis_port.or(r.port),
+            username: f.redis_username.clone().or(r.username),
+            password: f.redis_password.clone().or(r.password),
+            database: f.redis_database.or(r.database),
+            timeout: f.redis_timeout.or(r.timeout),
+            ssl: f.redis_ssl.or(r.ssl),
+            ssl_verify: f.redis_ssl_verify.or(r.ssl_verify),
+        }
+    }
 }
 
 fn schema() -> Schema {
@@ -94,6 +138,15 @@ fn schema() -> Schema {
             Field::string().default("API rate limit exceeded"),
         ),
         ("sync_rate", Field::number().default(-1)),
+        ("redis_host", Field::string()),
+        ("redis_port", Field::integer().between(0.0, 65535.0)),
+        ("redis_username", Field::string()),
+        ("redis_password", Field::string()),
+        ("redis_database", Field::integer()),
+        ("redis_timeout", Field::integer()),
+        ("redis_ssl", Field::boolean()),
+        ("redis_ssl_verify", Field::boolean()),
+        ("redis_server_name", Field::string()),
     ])
     .with_check(check)
 }
@@ -120,9 +173,21 @@ fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     }
     match m["policy"].as_str() {
         Some("local") | None => {}
-        Some(p) => errors.push(FieldError::new(
+        Some("redis") => {
+            let host = m["redis"].get("host").filter(|h| !h.is_null());
+            if host.is_none() && m["redis_host"].is_null() {
+                errors.push(FieldError::new("redis.host", "required field missing"));
+            }
+            if m["sync_rate"].as_f64().is_some_and(|r| r != -1.0) {
+                errors.push(FieldError::new(
+                    "sync_rate",
+                    "only -1 (count on Redis for every request) is supported by this build",
+                ));
+            }
+        }
+        Some(_) => errors.push(FieldError::new(
             "policy",
-            format!("policy '{p}' is not supported by this build yet; use 'local'"),
+            "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
         )),
     }
     match m["limit_by"].as_str() {
@@ -181,12 +246,19 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         .as_deref()
         .and_then(|h| HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()).ok());
     let status = StatusCode::from_u16(config.error_code).map_err(|e| e.to_string())?;
+    let redis = match config.policy.as_str() {
+        "redis" => Some(Arc::new(redis::Target::new(&config.redis())?)),
+        _ => None,
+    };
     Ok(Arc::new(RateLimiting {
+        redis,
         plugin_id: entity.id,
-        config,
-        limits,
+        rules: Arc::new(Rules {
+            config,
+            limits,
+            status,
+        }),
         header,
-        status,
         state: ctx.state.clone(),
     }))
 }
@@ -206,18 +278,26 @@ const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remai
 const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
 
 struct RateLimiting {
+    /// Set for `policy: redis`.
+    redis: Option<Arc<redis::Target>>,
     plugin_id: uuid::Uuid,
+    /// Shared with the Redis path's deferred futures, which outlive the call.
+    rules: Arc<Rules>,
+    header: Option<HeaderName>,
+    state: Arc<PluginState>,
+}
+
+/// The configured limits and the answers they give.
+struct Rules {
     config: Config,
     limits: Vec<Limit>,
-    header: Option<HeaderName>,
     status: StatusCode,
-    state: Arc<PluginState>,
 }
 
 impl RateLimiting {
     /// Hashes Kong's identifier for this request (with its fallbacks to the client IP).
     fn identifier(&self, ctx: &RequestCtx<'_>, hasher: &mut impl Hasher) {
-        match self.config.limit_by.as_str() {
+        match self.rules.config.limit_by.as_str() {
             "consumer" => {
                 if let Some(c) = ctx.consumer {
                     return c.id.hash(hasher);
@@ -245,7 +325,7 @@ impl RateLimiting {
                     return v.as_bytes().hash(hasher);
                 }
             }
-            "path" if self.config.path.as_deref() == Some(ctx.request.uri.path()) => {
+            "path" if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
                 return ctx.request.uri.path().hash(hasher);
             }
             _ => {}
@@ -258,6 +338,186 @@ fn set(headers: &mut http::HeaderMap, name: HeaderName, value: u64) {
     headers.insert(name, HeaderValue::from(value));
 }
 
+/// The all-zero UUID Kong puts in a key for a missing route or service.
+const NO_ID: uuid::Uuid = uuid::Uuid::nil();
+
+impl RateLimiting {
+    /// Kong's identifier for this request as text (the Redis key's part), with its fallbacks to the
+    /// client IP.
+    fn identifier_text(&self, ctx: &RequestCtx<'_>) -> String {
+        let found = match self.rules.config.limit_by.as_str() {
+            "consumer" => ctx
+                .consumer
+                .map(|c| c.id.to_string())
+                .or_else(|| ctx.credential.map(|c| c.id.to_string())),
+            "credential" => ctx.credential.map(|c| c.id.to_string()),
+            "service" => ctx.service.map(|s| s.id.to_string()),
+            "header" => self
+                .header
+                .as_ref()
+                .and_then(|h| ctx.request.headers.get(h))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            "path" if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
+                Some(ctx.request.uri.path().to_string())
+            }
+            _ => None,
+        };
+        found.unwrap_or_else(|| ctx.client_ip.to_string())
+    }
+
+    /// `policy: local`: this node's counters.
+    fn count_locally(&self, ctx: &mut RequestCtx<'_>, now: u64) -> Flow {
+        let mut base = std::hash::DefaultHasher::new();
+        self.plugin_id.hash(&mut base);
+        self.identifier(ctx, &mut base);
+        // (key, window start) and count of each period, to undo them when one is exceeded (at most one per
+        // period: on the stack).
+        let mut counted = [(0u64, 0u64); PERIODS.len()];
+        let mut counts = [0u64; PERIODS.len()];
+        let mut exceeded = false;
+        for (i, l) in self.rules.limits.iter().enumerate() {
+            let (start, end) = window::bounds(l.period, now);
+            let mut h = base.clone();
+            l.period.hash(&mut h);
+            let key = h.finish();
+            counts[i] = self.state.increment(key, start, end - start, now);
+            counted[i] = (key, start);
+            exceeded |= counts[i] > l.limit;
+        }
+        let n = self.rules.limits.len();
+        if exceeded {
+            for (key, start) in &counted[..n] {
+                self.state.decrement(*key, *start);
+            }
+        }
+        match self
+            .rules
+            .verdict(&counts[..n], exceeded, now, &mut ctx.response_headers)
+        {
+            Some(resp) => Flow::Respond(resp),
+            None => Flow::Continue,
+        }
+    }
+
+    /// `policy: redis`: one atomic check-and-count on Redis, off the worker's thread of control.
+    fn count_on_redis(&self, target: Arc<redis::Target>, ctx: &RequestCtx<'_>, now: u64) -> Flow {
+        let (route, service) = (
+            ctx.route.map_or(NO_ID, |r| r.id),
+            ctx.service.map_or(NO_ID, |s| s.id),
+        );
+        let identifier = self.identifier_text(ctx);
+        let rules = self.rules.clone();
+        let windows: Vec<redis::Window> = rules
+            .limits
+            .iter()
+            .map(|l| {
+                let (start, end) = window::bounds(l.period, now);
+                redis::Window {
+                    key: format!(
+                        "ratelimit:{route}:{service}:{identifier}:{}:{}",
+                        start * 1000,
+                        l.period.name()
+                    ),
+                    limit: l.limit,
+                    ttl_secs: (end - start).max(1),
+                }
+            })
+            .collect();
+        Flow::Defer(Box::pin(async move {
+            match redis::check_and_count(&target, &windows).await {
+                Ok(counted) => {
+                    let mut headers = http::HeaderMap::new();
+                    // A refused request's counts are the full windows; it is the one over the limit.
+                    let counts: Vec<u64> = match counted.allowed {
+                        true => counted.counts,
+                        false => counted.counts.iter().map(|c| c + 1).collect(),
+                    };
+                    match rules.verdict(&counts, !counted.allowed, now, &mut headers) {
+                        Some(mut resp) => {
+                            resp.headers.extend(headers);
+                            Flow::Respond(resp)
+                        }
+                        None => Flow::ContinueWith(headers),
+                    }
+                }
+                Err(error) if rules.config.fault_tolerant => {
+                    redis_failure_logged(&error);
+                    Flow::Continue
+                }
+                Err(error) => {
+                    redis_failure_logged(&error);
+                    Flow::Respond(PluginResponse::message(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "An unexpected error occurred",
+                    ))
+                }
+            }
+        }))
+    }
+}
+
+impl Rules {
+    /// The response headers for the counts after this request, in `headers`, and the refusal when a
+    /// window is over its limit. `counts[i]` belongs to `self.limits[i]`.
+    fn verdict(
+        &self,
+        counts: &[u64],
+        exceeded: bool,
+        now: u64,
+        headers: &mut http::HeaderMap,
+    ) -> Option<PluginResponse> {
+        // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
+        let mut tightest: Option<(u64, u64, &Limit)> = None;
+        for (l, count) in self.limits.iter().zip(counts) {
+            let remaining = l.limit.saturating_sub(*count);
+            if !self.config.hide_client_headers {
+                headers.insert(l.limit_h.clone(), l.limit_value.clone());
+                set(headers, l.remaining_h.clone(), remaining);
+            }
+            let (_, end) = window::bounds(l.period, now);
+            let reset = end.saturating_sub(now).max(1);
+            if tightest.is_none_or(|(r, _, _)| remaining < r) {
+                tightest = Some((remaining, reset, l));
+            }
+        }
+        // The schema requires at least one period, so `tightest` is always set.
+        if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
+            headers.insert(RATELIMIT_LIMIT, l.limit_value.clone());
+            set(headers, RATELIMIT_REMAINING, remaining);
+            set(headers, RATELIMIT_RESET, reset);
+        }
+        let reset = tightest.map_or(1, |(_, reset, _)| reset);
+        exceeded.then(|| {
+            let mut resp = PluginResponse::message(self.status, &self.config.error_message);
+            resp.headers
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(reset));
+            resp
+        })
+    }
+}
+
+/// Logs a Redis failure at most every 10 s per process, with how many were not logged in between.
+fn redis_failure_logged(error: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    static SKIPPED: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    if now >= last + 10
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        let skipped = SKIPPED.swap(0, Ordering::Relaxed);
+        tracing::error!(error, skipped, "rate-limiting: failed to count on redis");
+    } else {
+        SKIPPED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 impl Plugin for RateLimiting {
     fn name(&self) -> &'static str {
         "rate-limiting"
@@ -268,53 +528,9 @@ impl Plugin for RateLimiting {
             .started_wall
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let mut base = std::hash::DefaultHasher::new();
-        self.plugin_id.hash(&mut base);
-        self.identifier(ctx, &mut base);
-        // (key, window start) of each period counted, to undo them when one is exceeded (at most one per
-        // period: on the stack).
-        let mut counted = [(0u64, 0u64); PERIODS.len()];
-        let mut exceeded = false;
-        // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
-        let mut tightest: Option<(u64, u64, &Limit)> = None;
-        for (i, l) in self.limits.iter().enumerate() {
-            let (start, end) = window::bounds(l.period, now);
-            let mut h = base.clone();
-            l.period.hash(&mut h);
-            let key = h.finish();
-            let count = self.state.increment(key, start, end - start, now);
-            counted[i] = (key, start);
-            exceeded |= count > l.limit;
-            let remaining = l.limit.saturating_sub(count);
-            if !self.config.hide_client_headers {
-                let h = &mut ctx.response_headers;
-                h.insert(l.limit_h.clone(), l.limit_value.clone());
-                set(h, l.remaining_h.clone(), remaining);
-            }
-            let reset = end.saturating_sub(now).max(1);
-            if tightest.is_none_or(|(r, _, _)| remaining < r) {
-                tightest = Some((remaining, reset, l));
-            }
+        match &self.redis {
+            None => self.count_locally(ctx, now),
+            Some(target) => self.count_on_redis(target.clone(), ctx, now),
         }
-        if exceeded {
-            for (key, start) in &counted[..self.limits.len()] {
-                self.state.decrement(*key, *start);
-            }
-        }
-        // The schema requires at least one period, so `tightest` is always set.
-        if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
-            let h = &mut ctx.response_headers;
-            h.insert(RATELIMIT_LIMIT, l.limit_value.clone());
-            set(h, RATELIMIT_REMAINING, remaining);
-            set(h, RATELIMIT_RESET, reset);
-        }
-        let reset = tightest.map_or(1, |(_, reset, _)| reset);
-        if exceeded {
-            let mut resp = PluginResponse::message(self.status, &self.config.error_message);
-            resp.headers
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(reset));
-            return Flow::Respond(resp);
-        }
-        Flow::Continue
     }
 }

@@ -1,0 +1,191 @@
+//! `policy: redis`: counters shared by every node, exact under any concurrency.
+//!
+//! Kong reads the usage, then increments in a later step, so concurrent requests on several nodes all see
+//! room and all pass (Kong issues #5790, #11846). Here one Lua script checks every configured window and
+//! increments them all, or none, in one atomic step on Redis: across any number of nodes the requests let
+//! through equal the limit. Keys follow Kong's layout
+//! (`ratelimit:<route_id>:<service_id>:<identifier>:<window start, ms>:<period>`), so a mixed Kong/Sluice
+//! fleet shares counters; a key expires with its window.
+//!
+//! Connections: one multiplexed (pipelining) connection per worker thread and Redis target, made on the
+//! first request that needs it and dropped after an I/O error or timeout, so the next request reconnects. A
+//! worker never blocks: the request waits on its own future only.
+
+use redis::aio::MultiplexedConnection;
+use redis::AsyncConnectionConfig;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Check every window, then increment all of them or none. KEYS: one per window; ARGV: the limits, then
+/// each key's time to live in seconds. Returns `{1, count...}` (let through, counts after the increment) or
+/// `{0, count...}` (refused, counts unchanged).
+const CHECK_AND_COUNT: &str = r"
+local n = #KEYS
+local counts = {}
+for i = 1, n do
+  counts[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
+end
+for i = 1, n do
+  if counts[i] >= tonumber(ARGV[i]) then
+    table.insert(counts, 1, 0)
+    return counts
+  end
+end
+for i = 1, n do
+  counts[i] = redis.call('INCR', KEYS[i])
+  if counts[i] == 1 then
+    redis.call('EXPIRE', KEYS[i], ARGV[n + i])
+  end
+end
+table.insert(counts, 1, 1)
+return counts
+";
+
+/// Where the counters live, from Kong's `redis` record.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `redis[s]://[user:password@]host:port/database`: also the connection cache's key.
+    url: String,
+    timeout: Duration,
+}
+
+/// Kong's `redis` record (the deprecated flat `redis_*` fields are folded into it by the caller).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct RedisConfig {
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub database: Option<i64>,
+    pub timeout: Option<u64>,
+    pub ssl: Option<bool>,
+    pub ssl_verify: Option<bool>,
+}
+
+impl Target {
+    /// The target of `config`; an error names what is missing.
+    pub fn new(config: &RedisConfig) -> Result<Target, String> {
+        let host = config
+            .host
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .ok_or("policy 'redis' needs config.redis.host")?;
+        let scheme = if config.ssl.unwrap_or(false) {
+            "rediss"
+        } else {
+            "redis"
+        };
+        let auth = match (&config.username, &config.password) {
+            (Some(u), Some(p)) => format!("{}:{}@", encode(u), encode(p)),
+            (None, Some(p)) => format!(":{}@", encode(p)),
+            _ => String::new(),
+        };
+        let port = config.port.unwrap_or(6379);
+        let db = config.database.unwrap_or(0);
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        let mut url = format!("{scheme}://{auth}{host}:{port}/{db}");
+        if config.ssl.unwrap_or(false) && !config.ssl_verify.unwrap_or(false) {
+            url.push_str("#insecure");
+        }
+        Ok(Target {
+            url,
+            timeout: Duration::from_millis(config.timeout.unwrap_or(2000)),
+        })
+    }
+}
+
+/// Percent-encodes a URL userinfo part.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+thread_local! {
+    /// This worker's connections, by target URL.
+    static CONNECTIONS: RefCell<HashMap<String, MultiplexedConnection>> = RefCell::new(HashMap::new());
+}
+
+async fn connection(target: &Target) -> redis::RedisResult<MultiplexedConnection> {
+    if let Some(c) = CONNECTIONS.with(|m| m.borrow().get(&target.url).cloned()) {
+        return Ok(c);
+    }
+    let client = redis::Client::open(target.url.as_str())?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(target.timeout))
+        .set_response_timeout(Some(target.timeout));
+    let c = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    CONNECTIONS.with(|m| m.borrow_mut().insert(target.url.clone(), c.clone()));
+    Ok(c)
+}
+
+/// One window to count a request in.
+pub struct Window {
+    pub key: String,
+    pub limit: u64,
+    pub ttl_secs: u64,
+}
+
+/// What Redis said: whether the request is let through, and each window's count.
+pub struct Counted {
+    pub allowed: bool,
+    pub counts: Vec<u64>,
+}
+
+/// Checks and counts one request in every window, atomically.
+pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Counted, String> {
+    let run = async {
+        let mut con = connection(target).await?;
+        let script = redis::Script::new(CHECK_AND_COUNT);
+        let mut call = script.prepare_invoke();
+        for w in windows {
+            call.key(&w.key);
+        }
+        for w in windows {
+            call.arg(w.limit);
+        }
+        for w in windows {
+            call.arg(w.ttl_secs);
+        }
+        call.invoke_async::<Vec<u64>>(&mut con).await
+    };
+    match tokio::time::timeout(target.timeout, run).await {
+        Ok(Ok(reply)) if reply.len() == windows.len() + 1 => Ok(Counted {
+            allowed: reply[0] == 1,
+            counts: reply[1..].to_vec(),
+        }),
+        Ok(Ok(reply)) => Err(format!("unexpected reply from redis: {reply:?}")),
+        Ok(Err(e)) => {
+            forget(target);
+            Err(e.to_string())
+        }
+        Err(_) => {
+            forget(target);
+            Err(format!(
+                "redis did not answer within {} ms",
+                target.timeout.as_millis()
+            ))
+        }
+    }
+}
+
+/// Drops this worker's connection to `target`, so the next request connects again.
+fn forget(target: &Target) {
+    CONNECTIONS.with(|m| m.borrow_mut().remove(&target.url));
+}
+
+#[cfg(test)]
+mod tests;

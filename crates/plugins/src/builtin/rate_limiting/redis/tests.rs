@@ -1,0 +1,87 @@
+use super::*;
+
+fn config(port: u16) -> RedisConfig {
+    RedisConfig {
+        host: Some("127.0.0.1".into()),
+        port: Some(port),
+        database: Some(7),
+        timeout: Some(500),
+        ..RedisConfig::default()
+    }
+}
+
+#[test]
+fn targets_as_urls() {
+    let t = Target::new(&config(6379)).unwrap();
+    assert_eq!(t.url, "redis://127.0.0.1:6379/7");
+    let t = Target::new(&RedisConfig {
+        username: Some("u".into()),
+        password: Some("p@ss:w".into()),
+        ssl: Some(true),
+        ..config(6380)
+    })
+    .unwrap();
+    assert_eq!(t.url, "rediss://u:p%40ss%3Aw@127.0.0.1:6380/7#insecure");
+    assert!(Target::new(&RedisConfig::default()).is_err());
+}
+
+/// Against the real Redis on 127.0.0.1:6379 (database 7, keys of this test only).
+#[tokio::test(flavor = "current_thread")]
+async fn windows_are_counted_together_and_refusals_count_nothing() {
+    let target = Target::new(&config(6379)).unwrap();
+    let tag = uuid::Uuid::new_v4();
+    let windows = [
+        Window {
+            key: format!("ratelimit:{tag}:a"),
+            limit: 2,
+            ttl_secs: 60,
+        },
+        Window {
+            key: format!("ratelimit:{tag}:b"),
+            limit: 3,
+            ttl_secs: 3600,
+        },
+    ];
+    let first = check_and_count(&target, &windows).await.unwrap();
+    assert!(first.allowed);
+    assert_eq!(first.counts, [1, 1]);
+    let second = check_and_count(&target, &windows).await.unwrap();
+    assert_eq!((second.allowed, second.counts), (true, vec![2, 2]));
+    let third = check_and_count(&target, &windows).await.unwrap();
+    assert_eq!(
+        (third.allowed, third.counts),
+        (false, vec![2, 2]),
+        "refused, nothing counted"
+    );
+    let mut con = connection(&target).await.unwrap();
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&windows[1].key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(ttl > 3500 && ttl <= 3600, "{ttl}");
+    let _: () = redis::cmd("DEL")
+        .arg(&windows[0].key)
+        .arg(&windows[1].key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_unreachable_redis_is_an_error_not_a_hang() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = Target::new(&config(port)).unwrap();
+    let windows = [Window {
+        key: "k".into(),
+        limit: 1,
+        ttl_secs: 1,
+    }];
+    let started = std::time::Instant::now();
+    assert!(check_and_count(&target, &windows).await.is_err());
+    assert!(started.elapsed() < Duration::from_secs(2));
+}

@@ -1,0 +1,230 @@
+//! rate-limiting with `policy: redis` through real gateway nodes and the real Redis on 127.0.0.1:6379
+//! (database 3, keys of each test's own route id, deleted afterwards), and a private `redis-server` that a
+//! test kills and starts again (issue 20).
+
+use redis::AsyncCommands;
+use sluice_testkit::{client, EchoUpstream, Gateway};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+const DB: i64 = 3;
+
+fn config(upstream: u16, route_id: uuid::Uuid, redis_port: u16, extra: &str) -> String {
+    format!(
+        r#"_format_version: "3.0"
+services:
+- name: s
+  url: http://127.0.0.1:{upstream}
+  routes:
+  - name: limited
+    id: {route_id}
+    paths: [/limited]
+    plugins:
+    - name: rate-limiting
+      config:
+        hour: 100
+        limit_by: header
+        header_name: x-tenant
+        policy: redis
+        redis: {{host: 127.0.0.1, port: {redis_port}, database: {DB}, timeout: 300}}
+{extra}"#
+    )
+}
+
+async fn redis_on(port: u16) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/{DB}"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis on 127.0.0.1")
+}
+
+/// Deletes every key of `route_id`.
+async fn clean(port: u16, route_id: uuid::Uuid) {
+    let mut con = redis_on(port).await;
+    let keys: Vec<String> = con.keys(format!("ratelimit:{route_id}:*")).await.unwrap();
+    if !keys.is_empty() {
+        let _: () = con.del(keys).await.unwrap();
+    }
+}
+
+async fn status(url: String, tenant: String) -> u16 {
+    client()
+        .get(url)
+        .header("x-tenant", tenant)
+        .send()
+        .await
+        .map_or(0, |r| r.status().as_u16())
+}
+
+/// Seconds left in the current UTC hour.
+fn left_in_hour() -> u64 {
+    3600 - std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 3600
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_let_exactly_the_limit_through() {
+    if left_in_hour() < 20 {
+        tokio::time::sleep(Duration::from_secs(left_in_hour() + 1)).await;
+    }
+    let up = EchoUpstream::start();
+    let route = uuid::Uuid::new_v4();
+    let yaml = config(up.port(), route, 6379, "");
+    let nodes: Vec<Gateway> = (0..3)
+        .map(|_| Gateway::builder(BIN).config_yaml(&yaml).workers(2).start())
+        .collect();
+    for round in 0..5 {
+        // A tenant of its own per round: fresh counters on every node.
+        let tenant = format!("t{round}");
+        let mut calls = Vec::new();
+        for i in 0..300 {
+            let url = nodes[i % 3].proxy_url("/limited");
+            calls.push(tokio::spawn(status(url, tenant.clone())));
+        }
+        let mut ok = 0;
+        let mut limited = 0;
+        for c in calls {
+            match c.await.unwrap() {
+                200 => ok += 1,
+                429 => limited += 1,
+                other => panic!("round {round}: unexpected status {other}"),
+            }
+        }
+        assert_eq!((ok, limited), (100, 200), "round {round}");
+    }
+    // Kong's key layout: ratelimit:<route>:<service>:<identifier>:<window start ms>:<period>, expiring
+    // with its window.
+    let mut con = redis_on(6379).await;
+    let keys: Vec<String> = con
+        .keys(format!("ratelimit:{route}:*:t0:*:hour"))
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ttl: i64 = con.ttl(&keys[0]).await.unwrap();
+    assert!(ttl > 0 && ttl <= 3600, "{ttl}");
+    let count: u64 = con.get(&keys[0]).await.unwrap();
+    assert_eq!(count, 100);
+    clean(6379, route).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_as_kong_sends_them() {
+    let up = EchoUpstream::start();
+    let route = uuid::Uuid::new_v4();
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port(), route, 6379, ""))
+        .start();
+    let resp = client()
+        .get(gw.proxy_url("/limited"))
+        .header("x-tenant", "h")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let h = resp.headers();
+    assert_eq!(h["x-ratelimit-limit-hour"], "100");
+    assert_eq!(h["x-ratelimit-remaining-hour"], "99");
+    assert_eq!(h["ratelimit-limit"], "100");
+    assert_eq!(h["ratelimit-remaining"], "99");
+    assert!(h.contains_key("ratelimit-reset"));
+    clean(6379, route).await;
+}
+
+/// A private redis-server on `port`, killed on drop.
+struct PrivateRedis(Child);
+
+impl PrivateRedis {
+    fn start(port: u16) -> PrivateRedis {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (apt-get install -y redis-server; scripts/test.sh does)");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        PrivateRedis(child)
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_follows_fault_tolerant_and_the_node_reconnects() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let redis = PrivateRedis::start(port);
+    let up = EchoUpstream::start();
+    let route = uuid::Uuid::new_v4();
+    let strict = format!(
+        r#"  - name: strict
+    paths: [/strict]
+    plugins:
+    - name: rate-limiting
+      config:
+        hour: 100
+        policy: redis
+        fault_tolerant: false
+        redis_host: 127.0.0.1
+        redis_port: {port}
+        redis_timeout: 300
+"#
+    );
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port(), route, port, &strict))
+        .start();
+    let get = |path: &str| status(gw.proxy_url(path), "x".into());
+    assert_eq!(get("/limited").await, 200);
+    assert_eq!(get("/strict").await, 200, "the flat redis_* fields work");
+    drop(redis);
+    // fault_tolerant (the default) lets requests through; fault_tolerant: false answers Kong's 500.
+    assert_eq!(get("/limited").await, 200);
+    assert_eq!(get("/strict").await, 500);
+    // Redis comes back on the same port: counting resumes without a restart.
+    let _redis = PrivateRedis::start(port);
+    let mut counted = false;
+    for _ in 0..20 {
+        let resp = client()
+            .get(gw.proxy_url("/limited"))
+            .header("x-tenant", "x")
+            .send()
+            .await
+            .unwrap();
+        if resp.headers().contains_key("x-ratelimit-remaining-hour") {
+            counted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        counted,
+        "the node did not count on redis again after it came back"
+    );
+    assert_eq!(get("/strict").await, 200);
+}
