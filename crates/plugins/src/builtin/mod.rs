@@ -5,6 +5,7 @@ use crate::registry::Builtin;
 pub mod acl;
 mod auth;
 pub mod basic_auth;
+pub mod bot_detection;
 pub mod correlation_id;
 pub mod cors;
 pub mod file_log;
@@ -13,6 +14,7 @@ pub mod ip_restriction;
 pub mod key_auth;
 pub mod prometheus;
 pub mod rate_limiting;
+pub mod redirect;
 pub mod request_termination;
 pub mod request_transformer;
 pub mod response_transformer;
@@ -22,6 +24,7 @@ mod transform;
 pub fn all() -> Vec<Builtin> {
     vec![
         correlation_id::builtin(),
+        bot_detection::builtin(),
         cors::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
@@ -30,6 +33,7 @@ pub fn all() -> Vec<Builtin> {
         rate_limiting::builtin(),
         request_transformer::builtin(),
         response_transformer::builtin(),
+        redirect::builtin(),
         request_termination::builtin(),
         prometheus::builtin(),
         http_log::builtin(),
