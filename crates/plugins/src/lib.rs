@@ -32,6 +32,6 @@ pub use chain::PluginChain;
 pub use compiled::CompiledPlugins;
 pub use credentials::Credentials;
 pub use ctx::{CredentialRef, LogRecord, RequestCtx, TryRecord};
-pub use plugin::{Flow, Plugin};
+pub use plugin::{Flow, Plugin, Registered};
 pub use registry::Registry;
 pub use response::PluginResponse;

@@ -1,4 +1,4 @@
-//! The plugin trait: one method per Kong phase, each a no-op by default.
+//! Plugins and their phases: a plugin registers one handler per Kong phase it implements ([`Registered`]);
 //!
 //! Phase order for a proxied request (see `docs/phases.md`):
 //! `rewrite` (global plugins only) → `access` → *upstream* → `header_filter` → `body_filter` (per chunk) → `log`.
@@ -28,63 +28,191 @@ pub enum Flow {
     ContinueWith(http::HeaderMap),
 }
 
-/// A configured plugin instance. Built once per config snapshot by its factory (config already validated
-/// against its schema), then shared by every request on that snapshot, so it must be `Send + Sync` and
-/// keep per-request data in [`RequestCtx`].
-pub trait Plugin: Send + Sync + 'static {
+/// A configured plugin instance as the chain runs it. Built once per config snapshot by its factory
+/// (config already validated against its schema), then shared by every request on that snapshot.
+///
+/// Only [`Registered`] implements it (the trait is sealed): a plugin registers a handler for each phase it
+/// implements, and a phase exists exactly when its handler was registered. So a phase cannot be
+/// implemented and then skipped for a forgotten flag (an inherent handler that is never registered is dead
+/// code, which the build refuses), nor declared without a handler; and the chain knows at build time which
+/// phases a route needs, so phases no plugin has cost nothing per request.
+pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
     /// Kong's plugin name, e.g. `key-auth`.
     fn name(&self) -> &'static str;
 
     /// Runs before routing decisions are final; Kong runs it for global plugins only.
-    fn rewrite(&self, _ctx: &mut RequestCtx<'_>) -> Flow {
-        Flow::Continue
-    }
+    fn rewrite(&self, ctx: &mut RequestCtx<'_>) -> Flow;
 
     /// Runs after routing, before the upstream is contacted: authentication, limits, termination.
-    fn access(&self, _ctx: &mut RequestCtx<'_>) -> Flow {
-        Flow::Continue
-    }
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow;
 
     /// Runs when the response head is known (from the upstream or a plugin); may edit status and headers.
-    /// Only called when [`Plugin::has_header_filter`] says so.
-    fn header_filter(&self, _ctx: &mut RequestCtx<'_>, _response: &mut http::response::Parts) {}
-
-    /// Whether [`Plugin::header_filter`] does anything. Return true when you implement it: the proxy calls
-    /// it only then, and when no plugin of a chain reads the request after `access` (header_filter,
-    /// body_filter, log) it moves the request head to the upstream instead of copying it.
-    fn has_header_filter(&self) -> bool {
-        false
-    }
-
-    /// Whether [`Plugin::body_filter`] does anything; the proxy skips the per-chunk call otherwise.
-    fn has_body_filter(&self) -> bool {
-        false
-    }
+    fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts);
 
     /// Runs on each response body chunk; `eof` marks the last one.
-    fn body_filter(&self, _ctx: &mut RequestCtx<'_>, _chunk: &mut Bytes, _eof: bool) {}
+    fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool);
 
-    /// Whether the plugin needs the whole request body in [`RequestCtx::body`] during `access`
-    /// (e.g. key-auth with `key_in_body`). The proxy buffers the body only when some plugin says so.
-    fn needs_request_body(&self) -> bool {
-        false
-    }
+    /// Runs after the response was sent (or the request failed); must not block: hand work to a queue.
+    fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord);
 
-    /// Whether [`Plugin::log`] does anything. Return true when you implement `log`: the proxy only keeps a
-    /// request's context (and a copy of its head) past the response head for chains that log or filter
-    /// bodies.
-    fn has_log(&self) -> bool {
-        false
-    }
+    /// A header_filter handler is registered. When no plugin of a chain reads the request after `access`
+    /// (header_filter, body_filter, log), the proxy moves the request head to the upstream instead of
+    /// copying it.
+    fn has_header_filter(&self) -> bool;
+
+    /// A body_filter handler is registered; the proxy skips the per-chunk call otherwise.
+    fn has_body_filter(&self) -> bool;
+
+    /// A log handler is registered: the proxy keeps a request's context past the response head only for
+    /// chains that log or filter bodies.
+    fn has_log(&self) -> bool;
+
+    /// The plugin needs the whole request body in [`RequestCtx::body`] during `access` (e.g. key-auth
+    /// with `key_in_body`). The proxy buffers the body only when some plugin says so.
+    fn needs_request_body(&self) -> bool;
 
     /// Some for plugins the proxy serves itself at fixed points instead of through the chain (prometheus):
     /// the instance is resolved per route by Kong's precedence and never runs as a phase handler, so a
     /// route with only such plugins keeps the fast path.
-    fn metrics_flags(&self) -> Option<sluice_metrics::Flags> {
-        None
+    fn metrics_flags(&self) -> Option<sluice_metrics::Flags>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<P> Sealed for super::Registered<P> {}
+}
+
+type Handler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>) -> Flow;
+type HeaderHandler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut http::response::Parts);
+type BodyHandler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut Bytes, bool);
+type LogHandler<P> = for<'a, 's> fn(&P, &'a RequestCtx<'s>, &LogRecord);
+
+/// A plugin's state `P` with the handlers it registered, phase by phase:
+/// `Registered::new("cors", cors).access(Cors::access).header_filter(Cors::header_filter).build()`.
+pub struct Registered<P> {
+    name: &'static str,
+    plugin: P,
+    rewrite: Option<Handler<P>>,
+    access: Option<Handler<P>>,
+    header_filter: Option<HeaderHandler<P>>,
+    body_filter: Option<BodyHandler<P>>,
+    log: Option<LogHandler<P>>,
+    needs_request_body: bool,
+    metrics: Option<sluice_metrics::Flags>,
+}
+
+impl<P: Send + Sync + 'static> Registered<P> {
+    /// `plugin` under Kong's `name`, with no phase yet.
+    pub fn new(name: &'static str, plugin: P) -> Self {
+        Registered {
+            name,
+            plugin,
+            rewrite: None,
+            access: None,
+            header_filter: None,
+            body_filter: None,
+            log: None,
+            needs_request_body: false,
+            metrics: None,
+        }
     }
 
-    /// Runs after the response was sent (or the request failed); must not block: hand work to a queue.
-    /// Called only when [`Plugin::has_log`] is true.
-    fn log(&self, _ctx: &RequestCtx<'_>, _record: &LogRecord) {}
+    pub fn rewrite(mut self, handler: Handler<P>) -> Self {
+        self.rewrite = Some(handler);
+        self
+    }
+
+    pub fn access(mut self, handler: Handler<P>) -> Self {
+        self.access = Some(handler);
+        self
+    }
+
+    pub fn header_filter(mut self, handler: HeaderHandler<P>) -> Self {
+        self.header_filter = Some(handler);
+        self
+    }
+
+    pub fn body_filter(mut self, handler: BodyHandler<P>) -> Self {
+        self.body_filter = Some(handler);
+        self
+    }
+
+    pub fn log(mut self, handler: LogHandler<P>) -> Self {
+        self.log = Some(handler);
+        self
+    }
+
+    /// The access handler reads [`RequestCtx::body`] (decided per config: key-auth's `key_in_body`).
+    pub fn reads_request_body(mut self, reads: bool) -> Self {
+        self.needs_request_body = reads;
+        self
+    }
+
+    /// The proxy records this plugin's metrics itself (prometheus); it has no phase handler.
+    pub fn metrics(mut self, flags: sluice_metrics::Flags) -> Self {
+        self.metrics = Some(flags);
+        self
+    }
+
+    pub fn build(self) -> std::sync::Arc<dyn Plugin> {
+        std::sync::Arc::new(self)
+    }
 }
+
+impl<P: Send + Sync + 'static> Plugin for Registered<P> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    #[inline]
+    fn rewrite(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        self.rewrite
+            .map_or(Flow::Continue, |h| h(&self.plugin, ctx))
+    }
+
+    #[inline]
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        self.access.map_or(Flow::Continue, |h| h(&self.plugin, ctx))
+    }
+
+    fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
+        if let Some(h) = self.header_filter {
+            h(&self.plugin, ctx, response);
+        }
+    }
+
+    fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool) {
+        if let Some(h) = self.body_filter {
+            h(&self.plugin, ctx, chunk, eof);
+        }
+    }
+
+    fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
+        if let Some(h) = self.log {
+            h(&self.plugin, ctx, record);
+        }
+    }
+
+    fn has_header_filter(&self) -> bool {
+        self.header_filter.is_some()
+    }
+
+    fn has_body_filter(&self) -> bool {
+        self.body_filter.is_some()
+    }
+
+    fn has_log(&self) -> bool {
+        self.log.is_some()
+    }
+
+    fn needs_request_body(&self) -> bool {
+        self.needs_request_body
+    }
+
+    fn metrics_flags(&self) -> Option<sluice_metrics::Flags> {
+        self.metrics
+    }
+}
+
+#[cfg(test)]
+mod tests;

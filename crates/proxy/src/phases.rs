@@ -141,6 +141,7 @@ async fn through_header_filter<'a>(
     // Read before `access`: the request head may go upstream (moved) afterwards.
     let bytes_in = meter.map_or(0, |_| crate::metrics::content_length(&ctx.request.headers));
     let outcome = access_and_proxy(&mut ctx, chain, body, routed, snap, x).await;
+    let by_plugin = matches!(outcome, Outcome::Plugin(_));
     let (mut head, payload, source) = match outcome {
         Outcome::Plugin(resp) => {
             let mut r = Response::new(());
@@ -173,7 +174,7 @@ async fn through_header_filter<'a>(
     if let Some(m) = meter {
         let (source, timings) = match &payload {
             Payload::Streamed { upstream, .. } => (Source::Service, Some(&upstream.timings)),
-            Payload::Whole(_) if source == "plugin" => (Source::Exit, None),
+            Payload::Whole(_) if by_plugin => (Source::Exit, None),
             Payload::Whole(_) => (Source::Error, None),
         };
         let consumer = ctx
@@ -189,7 +190,7 @@ async fn through_header_filter<'a>(
         };
         m.record(head.status.as_u16(), &head.headers, finished);
     }
-    if source == "plugin" {
+    if by_plugin {
         respond::gateway_response(
             &mut head.headers,
             x.shared.settings.headers,

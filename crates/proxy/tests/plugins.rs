@@ -8,7 +8,7 @@ use common::{get, one_service, Proxy};
 use sluice_model::schema::Schema;
 use sluice_model::PluginDef;
 use sluice_plugins::registry::{BuildCtx, Builtin};
-use sluice_plugins::{LogRecord, Plugin, Registry, RequestCtx};
+use sluice_plugins::{LogRecord, Plugin, Registered, Registry, RequestCtx};
 use sluice_proxy::ProxySettings;
 use sluice_testkit::{client, EchoUpstream};
 use std::sync::{Arc, Mutex};
@@ -92,21 +92,9 @@ static LOGGED: Mutex<Vec<(String, u16, u64, &'static str)>> = Mutex::new(Vec::ne
 /// A plugin that marks headers, upper-cases bodies and records its log phase.
 struct Shouting;
 
-impl Plugin for Shouting {
-    fn name(&self) -> &'static str {
-        "shouting"
-    }
-
-    fn has_header_filter(&self) -> bool {
-        true
-    }
-
+impl Shouting {
     fn header_filter(&self, _: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
         response.headers.insert("x-shouted", "yes".parse().unwrap());
-    }
-
-    fn has_body_filter(&self) -> bool {
-        true
     }
 
     fn body_filter(&self, _: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool) {
@@ -115,10 +103,6 @@ impl Plugin for Shouting {
             upper.extend_from_slice(b"!");
         }
         *chunk = Bytes::from(upper);
-    }
-
-    fn has_log(&self) -> bool {
-        true
     }
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
@@ -130,7 +114,11 @@ impl Plugin for Shouting {
 
 fn shouting() -> Builtin {
     fn build(_: &BuildCtx<'_>, _: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-        Ok(Arc::new(Shouting))
+        Ok(Registered::new("shouting", Shouting)
+            .header_filter(Shouting::header_filter)
+            .body_filter(Shouting::body_filter)
+            .log(Shouting::log)
+            .build())
     }
     Builtin {
         def: PluginDef {

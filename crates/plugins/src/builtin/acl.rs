@@ -1,7 +1,7 @@
 //! `acl` (priority 950): allow or deny consumers by their ACL groups. Runs after authentication.
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::{HeaderValue, StatusCode};
@@ -49,7 +49,7 @@ pub fn builtin() -> Builtin {
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    Ok(Arc::new(Acl { config }))
+    Ok(register(Acl { config }))
 }
 
 struct Acl {
@@ -58,11 +58,7 @@ struct Acl {
 
 const DENY: &str = "You cannot consume this service";
 
-impl Plugin for Acl {
-    fn name(&self) -> &'static str {
-        "acl"
-    }
-
+impl Acl {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let Some(consumer) = ctx.consumer else {
             return Flow::Respond(PluginResponse::message(
@@ -87,4 +83,9 @@ impl Plugin for Acl {
         }
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: Acl) -> Arc<dyn Plugin> {
+    Registered::new("acl", plugin).access(Acl::access).build()
 }

@@ -2,7 +2,7 @@
 
 use super::auth;
 use crate::ctx::{CredentialRef, RequestCtx};
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use base64::Engine;
 use serde::Deserialize;
@@ -32,7 +32,7 @@ pub fn builtin() -> Builtin {
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    Ok(Arc::new(BasicAuth { config }))
+    Ok(register(BasicAuth { config }))
 }
 
 struct BasicAuth {
@@ -79,11 +79,7 @@ fn hash(password: &str, consumer_id: &uuid::Uuid) -> [u8; 40] {
     out
 }
 
-impl Plugin for BasicAuth {
-    fn name(&self) -> &'static str {
-        "basic-auth"
-    }
-
+impl BasicAuth {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let anonymous = self.config.anonymous.as_deref();
         if auth::already_authenticated(ctx, anonymous) {
@@ -117,4 +113,11 @@ impl Plugin for BasicAuth {
         );
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: BasicAuth) -> Arc<dyn Plugin> {
+    Registered::new("basic-auth", plugin)
+        .access(BasicAuth::access)
+        .build()
 }

@@ -6,7 +6,7 @@
 //! (Kong runs the regexes one by one behind a per-worker cache).
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::StatusCode;
@@ -63,7 +63,7 @@ pub fn builtin() -> Builtin {
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
     let set = |list: &[String]| RegexSet::new(list).map_err(|e| e.to_string());
-    Ok(Arc::new(BotDetection {
+    Ok(register(BotDetection {
         allow: set(&config.allow)?,
         deny: set(&config.deny)?,
         bots: bots().clone(),
@@ -93,11 +93,7 @@ impl BotDetection {
     }
 }
 
-impl Plugin for BotDetection {
-    fn name(&self) -> &'static str {
-        "bot-detection"
-    }
-
+impl BotDetection {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let mut agents = ctx.request.headers.get_all(http::header::USER_AGENT).iter();
         let (Some(agent), more) = (agents.next(), agents.next()) else {
@@ -115,6 +111,13 @@ impl Plugin for BotDetection {
         }
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: BotDetection) -> Arc<dyn Plugin> {
+    Registered::new("bot-detection", plugin)
+        .access(BotDetection::access)
+        .build()
 }
 
 #[cfg(test)]

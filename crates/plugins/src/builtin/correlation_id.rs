@@ -1,7 +1,7 @@
 //! `correlation-id` (priority 100001): gives every request an id header, generated when the client sent none.
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use http::{HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -36,16 +36,31 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
     let config: Config = typed_config(entity)?;
     let header = HeaderName::from_bytes(config.header_name.to_ascii_lowercase().as_bytes())
         .map_err(|e| e.to_string())?;
-    Ok(Arc::new(CorrelationId {
+    let generator = match config.generator.as_str() {
+        "uuid" => Generator::Uuid,
+        "tracker" => Generator::Tracker,
+        _ => Generator::UuidCounter,
+    };
+    Ok(register(CorrelationId {
         config,
+        generator,
         header,
         seed: uuid::Uuid::new_v4(),
         counter: AtomicU64::new(0),
     }))
 }
 
+/// Kong's `generator`, decided once per config.
+#[derive(Debug, Clone, Copy)]
+enum Generator {
+    Uuid,
+    UuidCounter,
+    Tracker,
+}
+
 struct CorrelationId {
     config: Config,
+    generator: Generator,
     header: HeaderName,
     /// The `uuid` part of `uuid#counter`, fixed for this plugin instance.
     seed: uuid::Uuid,
@@ -54,10 +69,10 @@ struct CorrelationId {
 
 impl CorrelationId {
     fn generate(&self, ctx: &RequestCtx<'_>) -> String {
-        match self.config.generator.as_str() {
-            "uuid" => uuid::Uuid::new_v4().to_string(),
-            "tracker" => format!("{}-{}", ctx.client_ip, ctx.request_id),
-            _ => format!(
+        match self.generator {
+            Generator::Uuid => uuid::Uuid::new_v4().to_string(),
+            Generator::Tracker => format!("{}-{}", ctx.client_ip, ctx.request_id),
+            Generator::UuidCounter => format!(
                 "{}#{}",
                 self.seed,
                 self.counter.fetch_add(1, Ordering::Relaxed) + 1
@@ -66,11 +81,7 @@ impl CorrelationId {
     }
 }
 
-impl Plugin for CorrelationId {
-    fn name(&self) -> &'static str {
-        "correlation-id"
-    }
-
+impl CorrelationId {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let id = match ctx.request.headers.get(&self.header) {
             Some(v) => v.clone(),
@@ -87,4 +98,11 @@ impl Plugin for CorrelationId {
         }
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: CorrelationId) -> Arc<dyn Plugin> {
+    Registered::new("correlation-id", plugin)
+        .access(CorrelationId::access)
+        .build()
 }

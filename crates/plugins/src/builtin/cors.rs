@@ -12,7 +12,7 @@ mod origins;
 mod tests;
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::header::{
@@ -112,7 +112,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
         };
         HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("0"))
     });
-    Ok(Arc::new(Cors {
+    Ok(register(Cors {
         origins,
         allow_headers: joined(config.headers.as_deref()),
         expose_headers: joined(config.exposed_headers.as_deref()),
@@ -216,20 +216,12 @@ impl Cors {
     }
 }
 
-impl Plugin for Cors {
-    fn name(&self) -> &'static str {
-        "cors"
-    }
-
+impl Cors {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         if !is_preflight(ctx) || self.config.preflight_continue {
             return Flow::Continue;
         }
         Flow::Respond(self.preflight(ctx))
-    }
-
-    fn has_header_filter(&self) -> bool {
-        true
     }
 
     fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
@@ -248,4 +240,12 @@ impl Plugin for Cors {
                 .insert(ACCESS_CONTROL_EXPOSE_HEADERS, expose.clone());
         }
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: Cors) -> Arc<dyn Plugin> {
+    Registered::new("cors", plugin)
+        .access(Cors::access)
+        .header_filter(Cors::header_filter)
+        .build()
 }

@@ -80,11 +80,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             runtime::handle()?,
         ))
     })?;
-    Ok(Arc::new(QueueLogger::new(
-        "file-log",
-        queue,
-        ctx.entity_json(),
-    )))
+    Ok(QueueLogger::register("file-log", queue, ctx.entity_json()))
 }
 
 #[cfg(test)]

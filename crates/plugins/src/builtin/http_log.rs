@@ -160,11 +160,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             runtime::handle()?,
         ))
     })?;
-    Ok(Arc::new(QueueLogger::new(
-        "http-log",
-        queue,
-        ctx.entity_json(),
-    )))
+    Ok(QueueLogger::register("http-log", queue, ctx.entity_json()))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `ip-restriction` (priority 990): allow or deny clients by IP address or CIDR range.
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::StatusCode;
@@ -64,7 +64,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
             .collect::<Vec<_>>()
     };
     let status = StatusCode::from_u16(config.status.unwrap_or(403)).map_err(|e| e.to_string())?;
-    Ok(Arc::new(IpRestriction {
+    Ok(register(IpRestriction {
         allow: config.allow.as_ref().map(|_| nets(&config.allow)),
         deny: nets(&config.deny),
         status,
@@ -81,11 +81,7 @@ struct IpRestriction {
     message: String,
 }
 
-impl Plugin for IpRestriction {
-    fn name(&self) -> &'static str {
-        "ip-restriction"
-    }
-
+impl IpRestriction {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let ip = ctx.client_ip;
         let denied = self.deny.iter().any(|n| n.contains(&ip));
@@ -98,4 +94,11 @@ impl Plugin for IpRestriction {
         }
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: IpRestriction) -> Arc<dyn Plugin> {
+    Registered::new("ip-restriction", plugin)
+        .access(IpRestriction::access)
+        .build()
 }

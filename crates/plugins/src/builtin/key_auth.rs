@@ -2,7 +2,7 @@
 
 use super::auth;
 use crate::ctx::{CredentialRef, RequestCtx};
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
@@ -52,7 +52,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
         .iter()
         .map(|n| http::HeaderName::from_bytes(n.to_ascii_lowercase().as_bytes()).ok())
         .collect();
-    Ok(Arc::new(KeyAuth { config, headers }))
+    Ok(register(KeyAuth { config, headers }))
 }
 
 struct KeyAuth {
@@ -163,11 +163,7 @@ fn remove_body_field(body: &bytes::Bytes, name: &str, headers: &http::HeaderMap)
     kept.join("&").into()
 }
 
-impl Plugin for KeyAuth {
-    fn name(&self) -> &'static str {
-        "key-auth"
-    }
-
+impl KeyAuth {
     fn needs_request_body(&self) -> bool {
         self.config.key_in_body
     }
@@ -216,4 +212,13 @@ impl Plugin for KeyAuth {
         );
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: KeyAuth) -> Arc<dyn Plugin> {
+    let reads_body = plugin.needs_request_body();
+    Registered::new("key-auth", plugin)
+        .access(KeyAuth::access)
+        .reads_request_body(reads_body)
+        .build()
 }

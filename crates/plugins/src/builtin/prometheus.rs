@@ -5,7 +5,7 @@
 //! stays on the fast path. [`Plugin::metrics_flags`] tells the compiler to resolve the instance per route
 //! (Kong's precedence: route, service, global) instead of putting it in the chain.
 
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use serde::Deserialize;
 use sluice_metrics::Flags;
@@ -37,24 +37,14 @@ pub fn builtin() -> Builtin {
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    Ok(Arc::new(Prometheus(Flags {
+    let flags = Flags {
         status_code: config.status_code_metrics,
         latency: config.latency_metrics,
         bandwidth: config.bandwidth_metrics,
         per_consumer: config.per_consumer,
-    })))
-}
-
-struct Prometheus(Flags);
-
-impl Plugin for Prometheus {
-    fn name(&self) -> &'static str {
-        "prometheus"
-    }
-
-    fn metrics_flags(&self) -> Option<Flags> {
-        Some(self.0)
-    }
+    };
+    // No phase handler: the proxy records the metrics itself at fixed points.
+    Ok(Registered::new("prometheus", ()).metrics(flags).build())
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ mod redis;
 mod window;
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use crate::state::PluginState;
@@ -250,10 +250,11 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         "redis" => Some(Arc::new(redis::Target::new(&config.redis())?)),
         _ => None,
     };
-    Ok(Arc::new(RateLimiting {
+    Ok(register(RateLimiting {
         redis,
         plugin_id: entity.id,
         rules: Arc::new(Rules {
+            limit_by: LimitBy::parse(&config.limit_by),
             config,
             limits,
             status,
@@ -287,8 +288,33 @@ struct RateLimiting {
     state: Arc<PluginState>,
 }
 
+/// Kong's `limit_by`, decided once per config (each falls back to the client IP when its value is absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LimitBy {
+    Consumer,
+    Credential,
+    Ip,
+    Service,
+    Header,
+    Path,
+}
+
+impl LimitBy {
+    fn parse(s: &str) -> LimitBy {
+        match s {
+            "consumer" => LimitBy::Consumer,
+            "credential" => LimitBy::Credential,
+            "service" => LimitBy::Service,
+            "header" => LimitBy::Header,
+            "path" => LimitBy::Path,
+            _ => LimitBy::Ip,
+        }
+    }
+}
+
 /// The configured limits and the answers they give.
 struct Rules {
+    limit_by: LimitBy,
     config: Config,
     limits: Vec<Limit>,
     status: StatusCode,
@@ -297,8 +323,8 @@ struct Rules {
 impl RateLimiting {
     /// Hashes Kong's identifier for this request (with its fallbacks to the client IP).
     fn identifier(&self, ctx: &RequestCtx<'_>, hasher: &mut impl Hasher) {
-        match self.rules.config.limit_by.as_str() {
-            "consumer" => {
+        match self.rules.limit_by {
+            LimitBy::Consumer => {
                 if let Some(c) = ctx.consumer {
                     return c.id.hash(hasher);
                 }
@@ -306,17 +332,17 @@ impl RateLimiting {
                     return cred.id.hash(hasher);
                 }
             }
-            "credential" => {
+            LimitBy::Credential => {
                 if let Some(cred) = ctx.credential {
                     return cred.id.hash(hasher);
                 }
             }
-            "service" => {
+            LimitBy::Service => {
                 if let Some(s) = ctx.service {
                     return s.id.hash(hasher);
                 }
             }
-            "header" => {
+            LimitBy::Header => {
                 if let Some(v) = self
                     .header
                     .as_ref()
@@ -325,10 +351,10 @@ impl RateLimiting {
                     return v.as_bytes().hash(hasher);
                 }
             }
-            "path" if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
+            LimitBy::Path if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
                 return ctx.request.uri.path().hash(hasher);
             }
-            _ => {}
+            LimitBy::Path | LimitBy::Ip => {}
         }
         ctx.client_ip.hash(hasher);
     }
@@ -345,23 +371,23 @@ impl RateLimiting {
     /// Kong's identifier for this request as text (the Redis key's part), with its fallbacks to the
     /// client IP.
     fn identifier_text(&self, ctx: &RequestCtx<'_>) -> String {
-        let found = match self.rules.config.limit_by.as_str() {
-            "consumer" => ctx
+        let found = match self.rules.limit_by {
+            LimitBy::Consumer => ctx
                 .consumer
                 .map(|c| c.id.to_string())
                 .or_else(|| ctx.credential.map(|c| c.id.to_string())),
-            "credential" => ctx.credential.map(|c| c.id.to_string()),
-            "service" => ctx.service.map(|s| s.id.to_string()),
-            "header" => self
+            LimitBy::Credential => ctx.credential.map(|c| c.id.to_string()),
+            LimitBy::Service => ctx.service.map(|s| s.id.to_string()),
+            LimitBy::Header => self
                 .header
                 .as_ref()
                 .and_then(|h| ctx.request.headers.get(h))
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
-            "path" if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
+            LimitBy::Path if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
                 Some(ctx.request.uri.path().to_string())
             }
-            _ => None,
+            LimitBy::Path | LimitBy::Ip => None,
         };
         found.unwrap_or_else(|| ctx.client_ip.to_string())
     }
@@ -518,11 +544,7 @@ fn redis_failure_logged(error: &str) {
     }
 }
 
-impl Plugin for RateLimiting {
-    fn name(&self) -> &'static str {
-        "rate-limiting"
-    }
-
+impl RateLimiting {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let now = ctx
             .started_wall
@@ -533,4 +555,11 @@ impl Plugin for RateLimiting {
             Some(target) => self.count_on_redis(target.clone(), ctx, now),
         }
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: RateLimiting) -> Arc<dyn Plugin> {
+    Registered::new("rate-limiting", plugin)
+        .access(RateLimiting::access)
+        .build()
 }

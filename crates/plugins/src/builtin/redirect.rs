@@ -3,7 +3,7 @@
 //! Kong's: the text `redirecting`.
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use bytes::Bytes;
@@ -57,7 +57,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
         location.scheme_str().unwrap_or("http"),
         location.authority().map_or("", |a| a.as_str())
     );
-    Ok(Arc::new(Redirect {
+    Ok(register(Redirect {
         status,
         fixed: HeaderValue::from_str(&config.location).map_err(|e| format!("location: {e}"))?,
         origin: config.keep_incoming_path.then_some(origin),
@@ -82,11 +82,7 @@ impl Redirect {
     }
 }
 
-impl Plugin for Redirect {
-    fn name(&self) -> &'static str {
-        "redirect"
-    }
-
+impl Redirect {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let mut resp = PluginResponse {
             status: self.status,
@@ -97,6 +93,13 @@ impl Plugin for Redirect {
             .insert(http::header::LOCATION, self.location(&ctx.request.uri));
         Flow::Respond(resp)
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: Redirect) -> Arc<dyn Plugin> {
+    Registered::new("redirect", plugin)
+        .access(Redirect::access)
+        .build()
 }
 
 #[cfg(test)]

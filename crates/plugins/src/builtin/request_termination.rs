@@ -2,7 +2,7 @@
 //! trigger header or query argument is present, or echoes the request back (`echo`).
 
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::StatusCode;
@@ -59,7 +59,7 @@ pub fn builtin() -> Builtin {
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
     let status = StatusCode::from_u16(config.status_code).map_err(|e| e.to_string())?;
-    Ok(Arc::new(RequestTermination { config, status }))
+    Ok(register(RequestTermination { config, status }))
 }
 
 struct RequestTermination {
@@ -124,11 +124,7 @@ fn echo(ctx: &RequestCtx<'_>) -> Value {
     })
 }
 
-impl Plugin for RequestTermination {
-    fn name(&self) -> &'static str {
-        "request-termination"
-    }
-
+impl RequestTermination {
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         if let Some(trigger) = &self.config.trigger {
             if !triggered(trigger, ctx) {
@@ -156,4 +152,11 @@ impl Plugin for RequestTermination {
         };
         Flow::Respond(response)
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: RequestTermination) -> Arc<dyn Plugin> {
+    Registered::new("request-termination", plugin)
+        .access(RequestTermination::access)
+        .build()
 }

@@ -13,7 +13,7 @@ mod tests;
 
 use super::transform::{self, form, template};
 use crate::ctx::RequestCtx;
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use http::header::HOST;
 use http::{HeaderMap, Method};
@@ -112,7 +112,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
         .flat_map(|l| l.body.iter().chain(&l.headers).chain(&l.querystring))
         .chain(uri.iter())
         .any(|v| template::is_template(v));
-    Ok(Arc::new(RequestTransformer {
+    Ok(register(RequestTransformer {
         headers: HeaderOps::new(pick(|l| &l.headers)),
         query: ParamOps::new(pick(|l| &l.querystring)),
         body: ParamOps::new(pick(|l| &l.body)),
@@ -169,11 +169,7 @@ impl RequestTransformer {
     }
 }
 
-impl Plugin for RequestTransformer {
-    fn name(&self) -> &'static str {
-        "request-transformer"
-    }
-
+impl RequestTransformer {
     fn needs_request_body(&self) -> bool {
         !self.body.is_empty() || self.moves_form_to_query()
     }
@@ -211,4 +207,13 @@ impl Plugin for RequestTransformer {
         }
         Flow::Continue
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: RequestTransformer) -> Arc<dyn Plugin> {
+    let reads_body = plugin.needs_request_body();
+    Registered::new("request-transformer", plugin)
+        .access(RequestTransformer::access)
+        .reads_request_body(reads_body)
+        .build()
 }

@@ -12,7 +12,7 @@ mod tests;
 
 use super::transform;
 use crate::ctx::RequestCtx;
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -95,7 +95,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
             .filter_map(|(n, v)| Some((n, v?)))
             .collect()
     };
-    Ok(Arc::new(ResponseTransformer {
+    Ok(register(ResponseTransformer {
         remove: header_pairs(&c.remove).into_iter().map(|p| p.0).collect(),
         rename,
         replace: valued(&c.replace),
@@ -131,15 +131,7 @@ fn is_json(headers: &http::HeaderMap) -> bool {
         })
 }
 
-impl Plugin for ResponseTransformer {
-    fn name(&self) -> &'static str {
-        "response-transformer"
-    }
-
-    fn has_header_filter(&self) -> bool {
-        true
-    }
-
+impl ResponseTransformer {
     fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
         let headers = &mut response.headers;
         let json_body = !self.json.is_empty() && is_json(headers);
@@ -168,10 +160,6 @@ impl Plugin for ResponseTransformer {
         }
     }
 
-    fn has_body_filter(&self) -> bool {
-        !self.json.is_empty()
-    }
-
     fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool) {
         let Some(pending) = ctx.request.extensions.get_mut::<Pending>() else {
             return;
@@ -191,4 +179,12 @@ impl Plugin for ResponseTransformer {
             }
         };
     }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: ResponseTransformer) -> Arc<dyn Plugin> {
+    Registered::new("response-transformer", plugin)
+        .header_filter(ResponseTransformer::header_filter)
+        .body_filter(ResponseTransformer::body_filter)
+        .build()
 }

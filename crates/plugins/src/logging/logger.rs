@@ -4,7 +4,7 @@ use super::entities::EntityJson;
 use super::queue::Queue;
 use super::serialize::serialize;
 use crate::ctx::{LogRecord, RequestCtx};
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, Registered};
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError};
 use std::sync::Arc;
@@ -12,29 +12,21 @@ use std::sync::Arc;
 /// A logging plugin instance: its log phase serializes the request (on the worker, a few µs) and queues
 /// it; it never waits, and a full queue only drops the record.
 pub struct QueueLogger {
-    name: &'static str,
     queue: Arc<Queue>,
     /// The snapshot's routes and services as JSON (see [`crate::registry::BuildCtx::entity_json`]).
     entities: Arc<EntityJson>,
 }
 
 impl QueueLogger {
-    pub fn new(name: &'static str, queue: Arc<Queue>, entities: Arc<EntityJson>) -> QueueLogger {
-        QueueLogger {
-            name,
-            queue,
-            entities,
-        }
-    }
-}
-
-impl Plugin for QueueLogger {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn has_log(&self) -> bool {
-        true
+    /// The instance of plugin `name`: a log handler and no other phase.
+    pub fn register(
+        name: &'static str,
+        queue: Arc<Queue>,
+        entities: Arc<EntityJson>,
+    ) -> Arc<dyn Plugin> {
+        Registered::new(name, QueueLogger { queue, entities })
+            .log(QueueLogger::log)
+            .build()
     }
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
