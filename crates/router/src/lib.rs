@@ -21,7 +21,7 @@ mod tests;
 
 pub use host::bare_host;
 pub use matcher::RequestParts;
-use matcher::{CompiledRoute, PathMatcher};
+use matcher::{CompiledRoute, Input, PathMatcher};
 
 /// One route as the router sees it, built from the model by the proxy.
 #[derive(Debug, Clone, Default)]
@@ -34,13 +34,15 @@ pub struct RouteSpec {
     pub hosts: Vec<String>,
     /// `/prefix` or `~/regex`; empty = any.
     pub paths: Vec<String>,
-    /// Lower-case header name → accepted values (`~*re` = case-insensitive regex, else case-insensitive text).
+    /// Header name → accepted values (`~*re` = case-insensitive regex, else case-insensitive text). The name
+    /// is matched as Kong does: case-insensitively, with `_` and `-` alike.
     pub headers: Vec<(String, Vec<String>)>,
-    /// Accepted TLS server names; empty = any.
+    /// Accepted TLS server names (`*.example.com` and `example.*` too); empty = any.
     pub snis: Vec<String>,
     pub regex_priority: i64,
-    /// Smaller is older; breaks every other tie.
-    pub created_order: u64,
+    /// The route's id (`Uuid::as_u128`): between routes of equal priority the larger id wins, as in Kong's
+    /// matching engine (creation time plays no part in `traditional_compatible`).
+    pub uuid: u128,
 }
 
 /// A route that could not be compiled.
@@ -154,6 +156,7 @@ impl Router {
 
     /// The best route for the request, by Kong's priority rules.
     pub fn find(&self, req: &RequestParts<'_>) -> Option<Match> {
+        let input = Input::new(req);
         let mut best: Option<(u32, Match)> = None;
         let path = req.path.as_bytes();
         for &len in &self.prefix_lengths {
@@ -170,7 +173,7 @@ impl Router {
                 if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                     break;
                 }
-                if let Some(m) = self.try_candidate(rank, req) {
+                if let Some(m) = self.try_candidate(rank, &input) {
                     best = Some((rank, m));
                     break;
                 }
@@ -192,7 +195,7 @@ impl Router {
                     continue;
                 }
             }
-            if let Some(m) = self.try_candidate(rank, req) {
+            if let Some(m) = self.try_candidate(rank, &input) {
                 best = Some((rank, m));
                 break;
             }
@@ -200,16 +203,16 @@ impl Router {
         best.map(|(_, m)| m)
     }
 
-    fn try_candidate(&self, rank: u32, req: &RequestParts<'_>) -> Option<Match> {
+    fn try_candidate(&self, rank: u32, input: &Input<'_>) -> Option<Match> {
         let (route_index, path_index) = self.candidates[rank as usize];
         let route = &self.routes[route_index as usize];
-        if !route.matches_non_path(req) {
+        if !route.matches_non_path(input) {
             return None;
         }
         let (matched_path, captures) = match path_index {
             None => (None, None),
             Some(p) => {
-                let (len, captures) = route.paths[p as usize].matches(req.path)?;
+                let (len, captures) = route.paths[p as usize].matches(input.req.path)?;
                 (
                     Some(MatchedPath {
                         len,
