@@ -6,15 +6,18 @@
 //! indexed by their text in a hash map probed once per distinct prefix length, and only candidates without a
 //! prefix path (regex paths, host/header/method-only routes) are scanned — in rank order, stopping at the first
 //! hit or as soon as nothing better than the best prefix hit can follow. Matching allocates nothing unless a
-//! regex route with captures matches.
+//! regex route with captures matches or the path has escapes of non-ASCII bytes ([`path`]: decoded as Kong
+//! does; a path that is then not UTF-8 matches nothing).
 //!
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 mod host;
 mod matcher;
+mod path;
 mod priority;
 #[cfg(test)]
 mod tests;
@@ -55,7 +58,8 @@ pub struct BuildError {
 /// The part of the request path a route matched: what `strip_path` removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatchedPath {
-    /// Byte length of the matched prefix (or of the whole regex match) at the start of the path.
+    /// Byte length of the matched prefix (or of the whole regex match) at the start of
+    /// [`RequestParts::path`] (escapes counted as sent, though the match ran on the decoded path).
     pub len: usize,
     pub regex: bool,
 }
@@ -156,14 +160,14 @@ impl Router {
 
     /// The best route for the request, by Kong's priority rules.
     pub fn find(&self, req: &RequestParts<'_>) -> Option<Match> {
-        let input = Input::new(req);
+        let input = Input::new(req)?;
         let mut best: Option<(u32, Match)> = None;
-        let path = req.path.as_bytes();
+        let path = input.path.as_bytes();
         for &len in &self.prefix_lengths {
             if len > path.len() {
                 break;
             }
-            let Some(prefix) = req.path.get(..len) else {
+            let Some(prefix) = input.path.get(..len) else {
                 continue;
             };
             let Some(ranks) = self.prefixes.get(prefix) else {
@@ -188,8 +192,8 @@ impl Router {
             if let Some(slot) = slot {
                 let hits = regex_hits.get_or_insert_with(|| {
                     self.regex_set
-                        .is_match(req.path)
-                        .then(|| self.regex_set.matches(req.path))
+                        .is_match(&input.path)
+                        .then(|| self.regex_set.matches(&input.path))
                 });
                 if !hits.as_ref().is_some_and(|h| h.matched(slot)) {
                     continue;
@@ -212,7 +216,11 @@ impl Router {
         let (matched_path, captures) = match path_index {
             None => (None, None),
             Some(p) => {
-                let (len, captures) = route.paths[p as usize].matches(input.req.path)?;
+                let (len, captures) = route.paths[p as usize].matches(&input.path)?;
+                let len = match input.path {
+                    Cow::Borrowed(_) => len,
+                    Cow::Owned(_) => path::encoded_len(input.req.path, len),
+                };
                 (
                     Some(MatchedPath {
                         len,

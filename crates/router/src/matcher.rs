@@ -12,16 +12,19 @@ pub struct RequestParts<'a> {
     pub host: &'a str,
     /// The port the request came in on: what a route host with a port is compared with when `host` has none.
     pub port: u16,
-    /// The raw path, without the query string.
+    /// The normalized path, without the query string: escapes of ASCII characters that are not reserved
+    /// decoded, escapes of non-ASCII bytes kept (the router decodes those, as Kong does).
     pub path: &'a str,
     pub headers: &'a http::HeaderMap,
     /// The TLS server name, for https requests.
     pub sni: Option<&'a str>,
 }
 
-/// The request as every route sees it: the host split from its port once per request.
+/// The request as every route sees it: the path decoded and the host split from its port, once per request.
 pub(crate) struct Input<'a> {
     pub req: &'a RequestParts<'a>,
+    /// The path with escapes of non-ASCII bytes decoded (see [`crate::path`]).
+    pub path: Cow<'a, str>,
     /// The host without a numeric `:port`.
     pub host: &'a str,
     /// The `Host` header's port, else the listening port.
@@ -29,13 +32,15 @@ pub(crate) struct Input<'a> {
 }
 
 impl<'a> Input<'a> {
-    pub fn new(req: &'a RequestParts<'a>) -> Input<'a> {
+    /// None when the decoded path is not UTF-8: then no route matches.
+    pub fn new(req: &'a RequestParts<'a>) -> Option<Input<'a>> {
         let (host, port) = split_host_port(req.host);
-        Input {
+        Some(Input {
             req,
+            path: crate::path::decode(req.path).ok()?,
             host,
             port: port.unwrap_or(req.port),
-        }
+        })
     }
 }
 

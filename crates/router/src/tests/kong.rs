@@ -284,3 +284,56 @@ fn split_routes_rank_per_path_length() {
         5
     );
 }
+
+/// "gracefully handles invalid utf-8 sequences": a path whose decoded bytes are not UTF-8 matches no
+/// route, even a catch-all; escapes of valid UTF-8 are decoded before matching, and the matched length is
+/// counted in the path as sent (what `strip_path` cuts).
+#[test]
+fn paths_are_matched_decoded_and_invalid_utf8_matches_nothing() {
+    let routes = vec![
+        RouteSpec {
+            paths: strings(&["/"]),
+            ..route(1)
+        },
+        RouteSpec {
+            paths: strings(&["/café"]),
+            ..route(2)
+        },
+        RouteSpec {
+            paths: strings(&["~/u/(?<name>[^/]+)$"]),
+            ..route(3)
+        },
+    ];
+    check(
+        routes.clone(),
+        &[
+            get("example.org", "/%FC%80%80%80%80%AF", None),
+            get("example.org", "/hello", Some(1)),
+            get("example.org", "/caf%C3%A9/menu", Some(2)),
+            get("example.org", "/café/menu", Some(2)),
+            get("example.org", "/u/%C3%A9t%C3%A9", Some(3)),
+        ],
+    );
+    let router = Router::build(routes).unwrap();
+    let h = HeaderMap::new();
+    let find = |path| {
+        router
+            .find(&RequestParts {
+                method: "GET",
+                host: "example.org",
+                port: 8000,
+                path,
+                headers: &h,
+                sni: None,
+            })
+            .unwrap()
+    };
+    assert_eq!(find("/caf%C3%A9/menu").matched_path.unwrap().len, 10);
+    assert_eq!(find("/café/menu").matched_path.unwrap().len, 6);
+    let m = find("/u/%C3%A9t%C3%A9");
+    assert_eq!(m.matched_path.unwrap().len, "/u/%C3%A9t%C3%A9".len());
+    assert_eq!(
+        m.captures.unwrap().named,
+        vec![("name".to_string(), "été".to_string())]
+    );
+}
