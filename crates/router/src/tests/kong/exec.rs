@@ -169,3 +169,60 @@ fn paths_are_matched_decoded_and_invalid_utf8_matches_nothing() {
         vec![("name".to_string(), "été".to_string())]
     );
 }
+
+/// The routing half of "returns parsed upstream_url + upstream_uri", "returns matched_host + matched_uri
+/// + matched_method + matched_headers" and "works with special characters('\"','\\')".
+#[test]
+fn exec_selects() {
+    check(
+        vec![
+            r(1, &[("paths", &["/my-route"])]),
+            r(2, &[("paths", &["/my-route-2"])]),
+        ],
+        &[
+            get("domain.org", "/my-route", Some(1)),
+            get("domain.org", "/my-route-2", Some(2)),
+        ],
+    );
+    check(
+        vec![
+            r(
+                1,
+                &[
+                    ("hosts", &["host.com"]),
+                    ("methods", &["GET"]),
+                    ("paths", &["/my-route"]),
+                ],
+            ),
+            r(2, &[("hosts", &["host.com"]), ("paths", &["/my-route"])]),
+            r(
+                3,
+                &[
+                    ("hosts", &["*.host.com"]),
+                    ("h:location", &["my-location-1", "my-location-2"]),
+                ],
+            ),
+            r(4, &[("paths", &["~/users/\\d+/profile"])]),
+        ],
+        &[
+            get("host.com", "/my-route", Some(1)),
+            get("host.com", "/my-route/prefix/match", Some(1)),
+            req("POST", "host.com", "/my-route", Some(2)),
+            Req {
+                headers: &[("location", "my-location-1")],
+                ..get("test.host.com", "/", Some(3))
+            },
+            get("domain.org", "/users/123/profile", Some(4)),
+        ],
+    );
+    check(
+        vec![
+            r(1, &[("paths", &["/\\d"])]),
+            r(2, &[("paths", &["~/\\d+\""])]),
+        ],
+        &[
+            get("domain.org", "/\\d", Some(1)),
+            get("domain.org", "/123\"", Some(2)),
+        ],
+    );
+}
