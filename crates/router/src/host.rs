@@ -22,13 +22,14 @@ pub fn bare_host(host: &str) -> Cow<'_, str> {
 }
 
 /// Kong's `split_host_port`: `name:digits` → (name, port); anything else is all name.
+#[inline]
 pub(crate) fn split_host_port(value: &str) -> (&str, Option<u16>) {
-    match value.split_once(':') {
-        Some((name, port)) => match port.parse() {
-            Ok(port) => (name, Some(port)),
-            Err(_) => (value, None),
-        },
-        None => (value, None),
+    let Some(colon) = value.bytes().position(|b| b == b':') else {
+        return (value, None);
+    };
+    match value[colon + 1..].parse() {
+        Ok(port) => (&value[..colon], Some(port)),
+        Err(_) => (value, None),
     }
 }
 

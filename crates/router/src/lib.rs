@@ -12,7 +12,6 @@
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 mod host;
@@ -160,7 +159,11 @@ impl Router {
 
     /// The best route for the request, by Kong's priority rules.
     pub fn find(&self, req: &RequestParts<'_>) -> Option<Match> {
-        let input = Input::new(req)?;
+        let path = path::decode(req.path).ok()?;
+        self.find_in(Input::new(req, &path))
+    }
+
+    fn find_in(&self, input: Input<'_>) -> Option<Match> {
         let mut best: Option<(u32, Match)> = None;
         let path = input.path.as_bytes();
         for &len in &self.prefix_lengths {
@@ -192,8 +195,8 @@ impl Router {
             if let Some(slot) = slot {
                 let hits = regex_hits.get_or_insert_with(|| {
                     self.regex_set
-                        .is_match(&input.path)
-                        .then(|| self.regex_set.matches(&input.path))
+                        .is_match(input.path)
+                        .then(|| self.regex_set.matches(input.path))
                 });
                 if !hits.as_ref().is_some_and(|h| h.matched(slot)) {
                     continue;
@@ -216,10 +219,11 @@ impl Router {
         let (matched_path, captures) = match path_index {
             None => (None, None),
             Some(p) => {
-                let (len, captures) = route.paths[p as usize].matches(&input.path)?;
-                let len = match input.path {
-                    Cow::Borrowed(_) => len,
-                    Cow::Owned(_) => path::encoded_len(input.req.path, len),
+                let (len, captures) = route.paths[p as usize].matches(input.path)?;
+                let len = if input.decoded {
+                    path::encoded_len(input.req.path, len)
+                } else {
+                    len
                 };
                 (
                     Some(MatchedPath {

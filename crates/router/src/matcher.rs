@@ -20,27 +20,24 @@ pub struct RequestParts<'a> {
     pub sni: Option<&'a str>,
 }
 
-/// The request as every route sees it: the path decoded and the host split from its port, once per request.
+/// The request as every route sees it: the path decoded once per request.
+#[derive(Clone, Copy)]
 pub(crate) struct Input<'a> {
     pub req: &'a RequestParts<'a>,
     /// The path with escapes of non-ASCII bytes decoded (see [`crate::path`]).
-    pub path: Cow<'a, str>,
-    /// The host without a numeric `:port`.
-    pub host: &'a str,
-    /// The `Host` header's port, else the listening port.
-    pub port: u16,
+    pub path: &'a str,
+    /// Whether `path` differs from `req.path` (then match lengths are mapped back).
+    pub decoded: bool,
 }
 
 impl<'a> Input<'a> {
-    /// None when the decoded path is not UTF-8: then no route matches.
-    pub fn new(req: &'a RequestParts<'a>) -> Option<Input<'a>> {
-        let (host, port) = split_host_port(req.host);
-        Some(Input {
+    /// `path` is `req.path` as [`crate::path::decode`] returned it.
+    pub fn new(req: &'a RequestParts<'a>, path: &'a Cow<'a, str>) -> Input<'a> {
+        Input {
             req,
-            path: crate::path::decode(req.path).ok()?,
-            host,
-            port: port.unwrap_or(req.port),
-        })
+            path,
+            decoded: matches!(path, Cow::Owned(_)),
+        }
     }
 }
 
@@ -139,8 +136,12 @@ impl CompiledRoute {
     pub fn matches_non_path(&self, input: &Input<'_>) -> bool {
         let req = input.req;
         (self.methods.is_empty() || self.methods.iter().any(|m| m == req.method))
-            && (self.hosts.is_empty()
-                || self.hosts.iter().any(|h| h.matches(input.host, input.port)))
+            && (self.hosts.is_empty() || {
+                // Split here, not per request: most candidates tried have no hosts.
+                let (host, port) = split_host_port(req.host);
+                let port = port.unwrap_or(req.port);
+                self.hosts.iter().any(|h| h.matches(host, port))
+            })
             && self.headers.iter().all(|(name, values)| {
                 req.headers.get_all(name).iter().any(|v| {
                     let Ok(v) = v.to_str() else { return false };

@@ -29,7 +29,17 @@ fn non_ascii_escape(s: &[u8]) -> Option<u8> {
 }
 
 /// `path` with escapes of non-ASCII bytes decoded. Borrows when there are none (the common case).
+#[inline]
 pub(crate) fn decode(path: &str) -> Result<Cow<'_, str>, NotUtf8> {
+    let bytes = path.as_bytes();
+    if !bytes.contains(&b'%') {
+        return Ok(Cow::Borrowed(path));
+    }
+    decode_escapes(path)
+}
+
+#[cold]
+fn decode_escapes(path: &str) -> Result<Cow<'_, str>, NotUtf8> {
     let bytes = path.as_bytes();
     let Some(first) = (0..bytes.len()).find(|&i| non_ascii_escape(&bytes[i..]).is_some()) else {
         return Ok(Cow::Borrowed(path));

@@ -332,7 +332,8 @@ fn reference(routes: &[matcher::CompiledRoute], path: &str, host: &str) -> Optio
         headers: &h,
         sni: None,
     };
-    let input = matcher::Input::new(&req).unwrap();
+    let decoded = path::decode(path).unwrap();
+    let input = matcher::Input::new(&req, &decoded);
     priority::ranked(routes).into_iter().find_map(|(ri, pi)| {
         let r = &routes[ri as usize];
         let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
