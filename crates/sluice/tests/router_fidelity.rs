@@ -8,6 +8,9 @@ use std::io::{Read, Write};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
+/// Request headers of one case.
+type Headers = &'static [(&'static str, &'static str)];
+
 /// Kong's spec ids: `…8101`, `…8102`, … (ties go to the larger id).
 fn id(n: u32) -> String {
     format!("e8fb37f1-102d-461e-9c51-6608a6bb8{n:03}")
@@ -97,7 +100,7 @@ async fn header_names_match_as_nginx_variables() {
         ],
     );
     let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
-    let cases: &[(&[(&str, &str)], u16, &str)] = &[
+    let cases: &[(Headers, u16, &str)] = &[
         (&[("user-agent", "foo")], 200, "lower"),
         (&[("user-agent", "FOO")], 200, "lower"),
         (&[("user-agent", "foo2")], 404, ""),

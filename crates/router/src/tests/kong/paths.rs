@@ -3,11 +3,14 @@
 
 use super::*;
 
+/// Route fields as [`r`] takes them.
+type Fields<'a> = &'a [(&'a str, &'a [&'a str])];
+
 #[test]
 fn uri_prefix() {
     // does not supersede another route with a longer [uri] (alone, with methods, with hosts)
     let gpp: &[&str] = &["POST", "PUT", "GET"];
-    let variants: [(&[(&str, &[&str])], bool); 3] = [
+    let variants: [(Fields<'_>, bool); 3] = [
         (&[], true),
         (&[("methods", gpp)], false),
         (&[("hosts", &["domain.org"])], false),
