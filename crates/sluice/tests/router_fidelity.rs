@@ -3,8 +3,10 @@
 //! route SNIs, the tie-break between routes of equal priority, and a path that is not UTF-8.
 
 use serde_json::Value;
-use sluice_testkit::{client, https_client, EchoUpstream, Gateway};
+use sluice_testkit::{https_client, EchoUpstream, Gateway};
 use std::io::{Read, Write};
+
+mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
@@ -33,17 +35,6 @@ async fn which(url: String, headers: &[(&str, &str)]) -> (u16, String) {
     let (status, _, body) = sluice_testkit::get_json(&url, headers).await;
     let route = body["path"].as_str().unwrap_or("").trim_start_matches('/');
     (status, route.split('/').next().unwrap_or("").to_string())
-}
-
-async fn reload(gw: &Gateway, yaml: String) {
-    let resp = client()
-        .post(gw.admin_url("/config"))
-        .header("content-type", "application/x-yaml")
-        .body(yaml)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,7 +70,7 @@ async fn a_route_host_with_a_port_needs_that_port() {
     // Without a port in Host, the listening port is the one a route host's port is compared with.
     let listen = gw.proxy_port();
     let fields = format!("hosts: [\"b.org:{listen}\"]");
-    reload(&gw, config(&up, &[("listening", &fields)])).await;
+    support::reload(&gw, &config(&up, &[("listening", &fields)])).await;
     assert_eq!(
         which(gw.proxy_url("/"), &[("host", "b.org")]).await,
         (200, "listening".into())
