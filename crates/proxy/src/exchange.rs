@@ -85,6 +85,7 @@ pub fn route(
         .find(&RequestParts {
             method: parts.method.as_str(),
             host,
+            port: conn.port,
             path: &path,
             headers: &parts.headers,
             sni: conn.sni.as_deref(),

@@ -231,7 +231,7 @@ fn route_spec(index: usize, r: &Route) -> RouteSpec {
             .unwrap_or_default(),
         snis: r.snis.clone().unwrap_or_default(),
         regex_priority: r.regex_priority,
-        created_order: index as u64,
+        uuid: r.id.as_u128(),
     }
 }
 

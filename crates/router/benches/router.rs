@@ -9,7 +9,7 @@ fn routes(n: usize) -> Vec<RouteSpec> {
     (0..n)
         .map(|i| RouteSpec {
             id: i,
-            created_order: i as u64,
+            uuid: i as u128,
             paths: vec![if i % 100 == 99 {
                 format!("~/re{i}/(?<id>\\d+)$")
             } else {
@@ -43,6 +43,7 @@ fn bench(c: &mut Criterion) {
                     let req = RequestParts {
                         method: "GET",
                         host: "example.com",
+                        port: 8000,
                         path: &path,
                         headers: &headers,
                         sni: None,

@@ -6,7 +6,8 @@
 //! indexed by their text in a hash map probed once per distinct prefix length, and only candidates without a
 //! prefix path (regex paths, host/header/method-only routes) are scanned — in rank order, stopping at the first
 //! hit or as soon as nothing better than the best prefix hit can follow. Matching allocates nothing unless a
-//! regex route with captures matches.
+//! regex route with captures matches or the path has escapes of non-ASCII bytes ([`path`]: decoded as Kong
+//! does; a path that is then not UTF-8 matches nothing).
 //!
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
@@ -15,13 +16,14 @@ use std::collections::HashMap;
 
 mod host;
 mod matcher;
+mod path;
 mod priority;
 #[cfg(test)]
 mod tests;
 
 pub use host::bare_host;
 pub use matcher::RequestParts;
-use matcher::{CompiledRoute, PathMatcher};
+use matcher::{CompiledRoute, Input, PathMatcher};
 
 /// One route as the router sees it, built from the model by the proxy.
 #[derive(Debug, Clone, Default)]
@@ -34,13 +36,15 @@ pub struct RouteSpec {
     pub hosts: Vec<String>,
     /// `/prefix` or `~/regex`; empty = any.
     pub paths: Vec<String>,
-    /// Lower-case header name → accepted values (`~*re` = case-insensitive regex, else case-insensitive text).
+    /// Header name → accepted values (`~*re` = case-insensitive regex, else case-insensitive text). The name
+    /// is matched as Kong does: case-insensitively, with `_` and `-` alike.
     pub headers: Vec<(String, Vec<String>)>,
-    /// Accepted TLS server names; empty = any.
+    /// Accepted TLS server names (`*.example.com` and `example.*` too); empty = any.
     pub snis: Vec<String>,
     pub regex_priority: i64,
-    /// Smaller is older; breaks every other tie.
-    pub created_order: u64,
+    /// The route's id (`Uuid::as_u128`): between routes of equal priority the larger id wins, as in Kong's
+    /// matching engine (creation time plays no part in `traditional_compatible`).
+    pub uuid: u128,
 }
 
 /// A route that could not be compiled.
@@ -53,7 +57,8 @@ pub struct BuildError {
 /// The part of the request path a route matched: what `strip_path` removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatchedPath {
-    /// Byte length of the matched prefix (or of the whole regex match) at the start of the path.
+    /// Byte length of the matched prefix (or of the whole regex match) at the start of
+    /// [`RequestParts::path`] (escapes counted as sent, though the match ran on the decoded path).
     pub len: usize,
     pub regex: bool,
 }
@@ -154,13 +159,18 @@ impl Router {
 
     /// The best route for the request, by Kong's priority rules.
     pub fn find(&self, req: &RequestParts<'_>) -> Option<Match> {
+        let path = path::decode(req.path).ok()?;
+        self.find_in(Input::new(req, &path))
+    }
+
+    fn find_in(&self, input: Input<'_>) -> Option<Match> {
         let mut best: Option<(u32, Match)> = None;
-        let path = req.path.as_bytes();
+        let path = input.path.as_bytes();
         for &len in &self.prefix_lengths {
             if len > path.len() {
                 break;
             }
-            let Some(prefix) = req.path.get(..len) else {
+            let Some(prefix) = input.path.get(..len) else {
                 continue;
             };
             let Some(ranks) = self.prefixes.get(prefix) else {
@@ -170,7 +180,7 @@ impl Router {
                 if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                     break;
                 }
-                if let Some(m) = self.try_candidate(rank, req) {
+                if let Some(m) = self.try_candidate(rank, &input) {
                     best = Some((rank, m));
                     break;
                 }
@@ -185,14 +195,14 @@ impl Router {
             if let Some(slot) = slot {
                 let hits = regex_hits.get_or_insert_with(|| {
                     self.regex_set
-                        .is_match(req.path)
-                        .then(|| self.regex_set.matches(req.path))
+                        .is_match(input.path)
+                        .then(|| self.regex_set.matches(input.path))
                 });
                 if !hits.as_ref().is_some_and(|h| h.matched(slot)) {
                     continue;
                 }
             }
-            if let Some(m) = self.try_candidate(rank, req) {
+            if let Some(m) = self.try_candidate(rank, &input) {
                 best = Some((rank, m));
                 break;
             }
@@ -200,16 +210,21 @@ impl Router {
         best.map(|(_, m)| m)
     }
 
-    fn try_candidate(&self, rank: u32, req: &RequestParts<'_>) -> Option<Match> {
+    fn try_candidate(&self, rank: u32, input: &Input<'_>) -> Option<Match> {
         let (route_index, path_index) = self.candidates[rank as usize];
         let route = &self.routes[route_index as usize];
-        if !route.matches_non_path(req) {
+        if !route.matches_non_path(input) {
             return None;
         }
         let (matched_path, captures) = match path_index {
             None => (None, None),
             Some(p) => {
-                let (len, captures) = route.paths[p as usize].matches(req.path)?;
+                let (len, captures) = route.paths[p as usize].matches(input.path)?;
+                let len = if input.decoded {
+                    path::encoded_len(input.req.path, len)
+                } else {
+                    len
+                };
                 (
                     Some(MatchedPath {
                         len,

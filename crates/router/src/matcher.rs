@@ -1,29 +1,48 @@
 //! Per-field matching of one compiled route: methods, hosts, headers, SNIs and paths.
 
+use crate::host::{split_host_port, HostMatcher, NameMatcher};
 use crate::{Captures, RouteSpec};
 use regex::Regex;
+use std::borrow::Cow;
 
 /// What the router looks at in a request. Borrowed: building it costs nothing.
 pub struct RequestParts<'a> {
     pub method: &'a str,
     /// The Host header (or `:authority`) as received, possibly with `:port`.
     pub host: &'a str,
-    /// The raw path, without the query string.
+    /// The port the request came in on: what a route host with a port is compared with when `host` has none.
+    pub port: u16,
+    /// The normalized path, without the query string: escapes of ASCII characters that are not reserved
+    /// decoded, escapes of non-ASCII bytes kept (the router decodes those, as Kong does).
     pub path: &'a str,
     pub headers: &'a http::HeaderMap,
     /// The TLS server name, for https requests.
     pub sni: Option<&'a str>,
 }
 
-pub(crate) enum HostMatcher {
-    /// Lower-case host, with the port when the route named one.
-    Exact { host: String, port: Option<u16> },
-    /// `*.example.com`: the request host ends with `.example.com`.
-    Suffix { suffix: String, port: Option<u16> },
-    /// `example.*`: the request host starts with `example.`.
-    Prefix { prefix: String, port: Option<u16> },
+/// The request as every route sees it: the path decoded once per request.
+#[derive(Clone, Copy)]
+pub(crate) struct Input<'a> {
+    pub req: &'a RequestParts<'a>,
+    /// The path with escapes of non-ASCII bytes decoded (see [`crate::path`]).
+    pub path: &'a str,
+    /// Whether `path` differs from `req.path` (then match lengths are mapped back).
+    pub decoded: bool,
 }
 
+impl<'a> Input<'a> {
+    /// `path` is `req.path` as [`crate::path::decode`] returned it.
+    pub fn new(req: &'a RequestParts<'a>, path: &'a Cow<'a, str>) -> Input<'a> {
+        Input {
+            req,
+            path,
+            decoded: matches!(path, Cow::Owned(_)),
+        }
+    }
+}
+
+/// One accepted header value. Kong compares lower-cased values: the route's is lowered here, once; a regex
+/// is lowered too (as Kong does, so `\D` becomes `\d`) and runs on the lowered request value.
 pub(crate) enum ValueMatcher {
     Text(String),
     Regex(Regex),
@@ -39,10 +58,10 @@ pub(crate) struct CompiledRoute {
     pub methods: Vec<String>,
     pub hosts: Vec<HostMatcher>,
     pub headers: Vec<(http::HeaderName, Vec<ValueMatcher>)>,
-    pub snis: Vec<String>,
+    pub snis: Vec<NameMatcher>,
     pub paths: Vec<PathMatcher>,
     pub regex_priority: i64,
-    pub created_order: u64,
+    pub uuid: u128,
 }
 
 impl CompiledRoute {
@@ -60,19 +79,19 @@ impl CompiledRoute {
         }
         let mut headers = Vec::new();
         for (name, values) in &spec.headers {
-            let Ok(header) = http::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
-            else {
+            let Ok(header) = http::HeaderName::from_bytes(&header_key(name)) else {
                 errors.push(format!("invalid header name '{name}'"));
                 continue;
             };
             let mut matchers = Vec::new();
             for v in values {
-                match v.strip_prefix("~*") {
-                    Some(re) => match Regex::new(&format!("(?i){re}")) {
+                let lower = v.to_ascii_lowercase();
+                match lower.strip_prefix("~*") {
+                    Some(re) => match Regex::new(re) {
                         Ok(r) => matchers.push(ValueMatcher::Regex(r)),
                         Err(e) => errors.push(format!("invalid regex for header '{name}': {e}")),
                     },
-                    None => matchers.push(ValueMatcher::Text(v.clone())),
+                    None => matchers.push(ValueMatcher::Text(lower)),
                 }
             }
             headers.push((header, matchers));
@@ -83,19 +102,19 @@ impl CompiledRoute {
         Ok(CompiledRoute {
             id: spec.id,
             methods: spec.methods.clone(),
-            hosts: spec.hosts.iter().map(|h| host_matcher(h)).collect(),
+            hosts: spec.hosts.iter().map(|h| HostMatcher::new(h)).collect(),
             headers,
-            snis: spec.snis.iter().map(|s| s.to_ascii_lowercase()).collect(),
+            snis: spec.snis.iter().map(|s| NameMatcher::sni(s)).collect(),
             paths,
             regex_priority: spec.regex_priority,
-            created_order: spec.created_order,
+            uuid: spec.uuid,
         })
     }
 
-    pub fn has_wildcard_host(&self) -> bool {
-        self.hosts
-            .iter()
-            .any(|h| !matches!(h, HostMatcher::Exact { .. }))
+    /// Kong's "plain host only" bit: the route has hosts and none is a wildcard. A route without hosts does
+    /// not have it, so it ties with a wildcard-host route of the same field count.
+    pub fn plain_hosts_only(&self) -> bool {
+        !self.hosts.is_empty() && !self.hosts.iter().any(HostMatcher::is_wildcard)
     }
 
     /// How many kinds of fields the route matches on (Kong's first priority rule).
@@ -112,10 +131,17 @@ impl CompiledRoute {
         .count() as u32
     }
 
-    /// Everything but the path.
-    pub fn matches_non_path(&self, req: &RequestParts<'_>) -> bool {
+    /// Everything but the path. SNIs are checked only when the request has one (Kong ignores them for
+    /// plain http).
+    pub fn matches_non_path(&self, input: &Input<'_>) -> bool {
+        let req = input.req;
         (self.methods.is_empty() || self.methods.iter().any(|m| m == req.method))
-            && (self.hosts.is_empty() || self.hosts.iter().any(|h| h.matches(req.host)))
+            && (self.hosts.is_empty() || {
+                // Split here, not per request: most candidates tried have no hosts.
+                let (host, port) = split_host_port(req.host);
+                let port = port.unwrap_or(req.port);
+                self.hosts.iter().any(|h| h.matches(host, port))
+            })
             && self.headers.iter().all(|(name, values)| {
                 req.headers.get_all(name).iter().any(|v| {
                     let Ok(v) = v.to_str() else { return false };
@@ -125,7 +151,7 @@ impl CompiledRoute {
             && (self.snis.is_empty()
                 || req
                     .sni
-                    .is_none_or(|sni| self.snis.iter().any(|s| s.eq_ignore_ascii_case(sni))))
+                    .is_none_or(|sni| self.snis.iter().any(|s| s.matches(sni))))
     }
 }
 
@@ -158,71 +184,26 @@ impl PathMatcher {
 impl ValueMatcher {
     fn matches(&self, value: &str) -> bool {
         match self {
-            ValueMatcher::Text(t) => t.eq_ignore_ascii_case(value.trim()),
-            ValueMatcher::Regex(r) => r.is_match(value),
-        }
-    }
-}
-
-fn split_port(host: &str) -> (&str, Option<u16>) {
-    if let Some(rest) = host.strip_prefix('[') {
-        // [v6]:port
-        return match rest.split_once(']') {
-            Some((h, after)) => (h, after.strip_prefix(':').and_then(|p| p.parse().ok())),
-            None => (host, None),
-        };
-    }
-    match host.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => match p.parse() {
-            Ok(port) => (h, Some(port)),
-            Err(_) => (host, None),
-        },
-        _ => (host, None),
-    }
-}
-
-fn host_matcher(h: &str) -> HostMatcher {
-    let lower = h.to_ascii_lowercase();
-    let (name, port) = split_port(&lower);
-    if let Some(suffix) = name.strip_prefix('*') {
-        HostMatcher::Suffix {
-            suffix: suffix.to_string(),
-            port,
-        }
-    } else if let Some(prefix) = name.strip_suffix('*') {
-        HostMatcher::Prefix {
-            prefix: prefix.to_string(),
-            port,
-        }
-    } else {
-        HostMatcher::Exact {
-            host: name.to_string(),
-            port,
-        }
-    }
-}
-
-fn starts_with_ci(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-}
-
-fn ends_with_ci(s: &str, suffix: &str) -> bool {
-    s.len() >= suffix.len()
-        && s.as_bytes()[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
-}
-
-impl HostMatcher {
-    fn matches(&self, request_host: &str) -> bool {
-        let (name, req_port) = split_port(request_host);
-        let port_ok = |port: &Option<u16>| port.is_none() || *port == req_port;
-        match self {
-            HostMatcher::Exact { host, port } => port_ok(port) && name.eq_ignore_ascii_case(host),
-            HostMatcher::Suffix { suffix, port } => {
-                port_ok(port) && name.len() > suffix.len() && ends_with_ci(name, suffix)
-            }
-            HostMatcher::Prefix { prefix, port } => {
-                port_ok(port) && name.len() > prefix.len() && starts_with_ci(name, prefix)
+            ValueMatcher::Text(t) => t.eq_ignore_ascii_case(value),
+            ValueMatcher::Regex(r) => {
+                let lower = if value.bytes().any(|b| b.is_ascii_uppercase()) {
+                    Cow::Owned(value.to_ascii_lowercase())
+                } else {
+                    Cow::Borrowed(value)
+                };
+                r.is_match(&lower)
             }
         }
     }
+}
+
+/// A route's header name as the request header it reads: Kong reads nginx's `$http_*` variables, so the
+/// name is lower-cased and `_` stands for `-` (`user_agent` and `USER-AGENT` both mean `user-agent`).
+pub(crate) fn header_key(name: &str) -> Vec<u8> {
+    name.bytes()
+        .map(|b| match b {
+            b'_' => b'-',
+            b => b.to_ascii_lowercase(),
+        })
+        .collect()
 }

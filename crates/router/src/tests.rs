@@ -7,7 +7,7 @@ use http::HeaderMap;
 fn spec(id: usize) -> RouteSpec {
     RouteSpec {
         id,
-        created_order: id as u64,
+        uuid: id as u128,
         ..Default::default()
     }
 }
@@ -37,6 +37,7 @@ fn find(
         .find(&RequestParts {
             method,
             host,
+            port: 8000,
             path,
             headers: &map,
             sni: None,
@@ -112,7 +113,7 @@ fn more_fields_win_then_plain_hosts_over_wildcards_then_more_headers() {
             with_host,
             RouteSpec {
                 id: 2,
-                created_order: 2,
+                uuid: 2,
                 ..with_method
             },
         ],
@@ -159,16 +160,16 @@ fn more_fields_win_then_plain_hosts_over_wildcards_then_more_headers() {
 }
 
 #[test]
-fn older_route_wins_a_full_tie() {
+fn larger_id_wins_a_full_tie() {
     let a = RouteSpec {
-        created_order: 5,
+        uuid: 5,
         ..paths(0, &["/same"])
     };
     let b = RouteSpec {
-        created_order: 3,
+        uuid: 3,
         ..paths(1, &["/same"])
     };
-    check(vec![a, b], &[("GET", "h", "/same", &[], Some(1))]);
+    check(vec![a, b], &[("GET", "h", "/same", &[], Some(0))]);
 }
 
 #[test]
@@ -262,6 +263,7 @@ fn matched_path_and_captures() {
         .find(&RequestParts {
             method: "GET",
             host: "",
+            port: 8000,
             path: "/api/x",
             headers: &h,
             sni: None,
@@ -279,6 +281,7 @@ fn matched_path_and_captures() {
         .find(&RequestParts {
             method: "GET",
             host: "",
+            port: 8000,
             path: "/u/42/abc/rest",
             headers: &h,
             sni: None,
@@ -324,14 +327,17 @@ fn reference(routes: &[matcher::CompiledRoute], path: &str, host: &str) -> Optio
     let req = RequestParts {
         method: "GET",
         host,
+        port: 8000,
         path,
         headers: &h,
         sni: None,
     };
+    let decoded = path::decode(path).unwrap();
+    let input = matcher::Input::new(&req, &decoded);
     priority::ranked(routes).into_iter().find_map(|(ri, pi)| {
         let r = &routes[ri as usize];
         let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
-        (r.matches_non_path(&req) && path_ok).then_some(r.id)
+        (r.matches_non_path(&input) && path_ok).then_some(r.id)
     })
 }
 
@@ -349,7 +355,7 @@ fn indexed_router_agrees_with_linear_reference() {
         let mut specs = Vec::new();
         for id in 0..30 {
             let mut s = spec(id);
-            s.created_order = next(10);
+            s.uuid = next(10) as u128;
             for _ in 0..next(3) {
                 let depth = 1 + next(3);
                 let p: String = (0..depth)
@@ -391,3 +397,5 @@ fn indexed_router_agrees_with_linear_reference() {
         }
     }
 }
+
+mod kong;
