@@ -6,9 +6,11 @@
 //! serializations, not 10,000.
 
 use serde_json::Value;
+use sluice_model::declarative::kinds::Kind;
+use sluice_model::records::{KeyField, RefField};
 use sluice_model::{
     Acl, BasicAuthCredential, CaCertificate, Certificate, Config, Consumer, KeyAuthCredential,
-    Plugin, Ref, Route, Service, Sni, Target, Upstream,
+    Plugin, Route, Service, Sni, Target, Upstream,
 };
 use uuid::Uuid;
 
@@ -51,139 +53,71 @@ fn all<T: AdminEntity>(items: &[T]) -> Vec<&dyn AdminEntity> {
     items.iter().map(|i| i as &dyn AdminEntity).collect()
 }
 
-/// Every collection this node serves, in the order `POST /config` reports them.
-pub const COLLECTIONS: &[Collection] = &[
-    Collection {
-        path: "services",
-        schema: "services",
-        endpoint_key: Some("name"),
-        entities: |c| all(&c.services),
-    },
-    Collection {
-        path: "routes",
-        schema: "routes",
-        endpoint_key: Some("name"),
-        entities: |c| all(&c.routes),
-    },
-    Collection {
-        path: "upstreams",
-        schema: "upstreams",
-        endpoint_key: Some("name"),
-        entities: |c| all(&c.upstreams),
-    },
-    Collection {
-        path: "targets",
-        schema: "targets",
-        endpoint_key: Some("target"),
-        entities: |c| all(&c.targets),
-    },
-    Collection {
-        path: "consumers",
-        schema: "consumers",
-        endpoint_key: Some("username"),
-        entities: |c| all(&c.consumers),
-    },
-    Collection {
-        path: "key-auths",
-        schema: "keyauth_credentials",
-        endpoint_key: Some("key"),
-        entities: |c| all(&c.keyauth_credentials),
-    },
-    Collection {
-        path: "basic-auths",
-        schema: "basicauth_credentials",
-        endpoint_key: Some("username"),
-        entities: |c| all(&c.basicauth_credentials),
-    },
-    Collection {
-        path: "acls",
-        schema: "acls",
-        endpoint_key: None,
-        entities: |c| all(&c.acls),
-    },
-    Collection {
-        path: "plugins",
-        schema: "plugins",
-        endpoint_key: Some("instance_name"),
-        entities: |c| all(&c.plugins),
-    },
-    Collection {
-        path: "certificates",
-        schema: "certificates",
-        endpoint_key: None,
-        entities: |c| all(&c.certificates),
-    },
-    Collection {
-        path: "snis",
-        schema: "snis",
-        endpoint_key: Some("name"),
-        entities: |c| all(&c.snis),
-    },
-    Collection {
-        path: "ca_certificates",
-        schema: "ca_certificates",
-        endpoint_key: None,
-        entities: |c| all(&c.ca_certificates),
-    },
-];
+/// The catalog from [`sluice_model::kind_table`]: `COLLECTIONS` (every collection this node serves, in the
+/// order `POST /config` reports them), `RELATIONS` (every nested collection path) and [`AdminEntity`] for each
+/// entity type (endpoint key and foreign keys from the table's columns).
+macro_rules! catalog {
+    ([] $( $variant:ident ($ty:ident) {
+        key: $key:ident, singular: $singular:literal, schema: $schema:ident, build: $rank:literal,
+        admin: $path:literal, endpoint: [$($endpoint:ident)?],
+        refs: [$($reffield:literal),*], unique: [$($uniq:ident),*],
+        fks: [$($fkfield:ident -> $fkparent:ident $rule:ident),*],
+        nests: [$($nchild:ident . $nfield:ident as $nseg:literal),* $(,)?],
+    } )*) => {
+        /// Every collection this node serves, in the order `POST /config` reports them.
+        pub const COLLECTIONS: &[Collection] = &[$(Collection {
+            path: $path,
+            schema: stringify!($key),
+            endpoint_key: Kind::$variant.endpoint_key(),
+            entities: |c| all(&c.$key),
+        }),*];
 
-/// Every nested collection path.
-pub const RELATIONS: &[Relation] = &[
-    Relation {
-        parent: "services",
-        segment: "routes",
-        child: "routes",
-        field: "service",
-    },
-    Relation {
-        parent: "services",
-        segment: "plugins",
-        child: "plugins",
-        field: "service",
-    },
-    Relation {
-        parent: "routes",
-        segment: "plugins",
-        child: "plugins",
-        field: "route",
-    },
-    Relation {
-        parent: "consumers",
-        segment: "plugins",
-        child: "plugins",
-        field: "consumer",
-    },
-    Relation {
-        parent: "consumers",
-        segment: "key-auth",
-        child: "key-auths",
-        field: "consumer",
-    },
-    Relation {
-        parent: "consumers",
-        segment: "basic-auth",
-        child: "basic-auths",
-        field: "consumer",
-    },
-    Relation {
-        parent: "consumers",
-        segment: "acls",
-        child: "acls",
-        field: "consumer",
-    },
-    Relation {
-        parent: "upstreams",
-        segment: "targets",
-        child: "targets",
-        field: "upstream",
-    },
-    Relation {
-        parent: "certificates",
-        segment: "snis",
-        child: "snis",
-        field: "certificate",
-    },
-];
+        /// Every nested collection path.
+        pub const RELATIONS: &[Relation] = &[$($(Relation {
+            parent: $path,
+            segment: $nseg,
+            child: Kind::$nchild.admin_path(),
+            field: stringify!($nfield),
+        },)*)*];
+
+        $(impl AdminEntity for $ty {
+            fn id(&self) -> Uuid {
+                self.id
+            }
+            fn tags(&self) -> &[String] {
+                tags(&self.tags)
+            }
+            fn endpoint_key(&self) -> Option<&str> {
+                endpoint_value!(self $(, $endpoint)?)
+            }
+            fn foreign(&self, field: &str) -> Option<Uuid> {
+                match field {
+                    $(stringify!($fkfield) => self.$fkfield.ref_id(),)*
+                    _ => None,
+                }
+            }
+            fn to_json(&self) -> Value {
+                serde_json::to_value(self).unwrap_or(Value::Null)
+            }
+            fn write_json(&self, out: &mut Vec<u8>) {
+                // Serializing a validated entity into memory cannot fail.
+                let _ = serde_json::to_writer(out, self);
+            }
+        })*
+    };
+}
+
+/// The value of an entity's endpoint-key field, when the kind has one.
+macro_rules! endpoint_value {
+    ($e:ident) => {
+        None
+    };
+    ($e:ident, $field:ident) => {
+        $e.$field.key_str()
+    };
+}
+
+sluice_model::entity_kinds!(catalog);
 
 /// The collection served at `/{path}`.
 pub fn collection(path: &str) -> Option<&'static Collection> {
@@ -211,65 +145,6 @@ pub fn find<'c>(items: &[&'c dyn AdminEntity], key: &str) -> Option<&'c dyn Admi
 fn tags(tags: &Option<Vec<String>>) -> &[String] {
     tags.as_deref().unwrap_or(&[])
 }
-
-fn id_of(r: &Option<Ref>) -> Option<Uuid> {
-    r.map(|r| r.id)
-}
-
-/// Implements [`AdminEntity`] for a model type: `key` reads the endpoint key, `foreign` maps field names to ids.
-macro_rules! admin_entity {
-    ($ty:ty, |$e:ident| key: $key:expr, foreign: { $($field:literal => $fk:expr),* $(,)? }) => {
-        impl AdminEntity for $ty {
-            fn id(&self) -> Uuid {
-                self.id
-            }
-            fn tags(&self) -> &[String] {
-                tags(&self.tags)
-            }
-            #[allow(unused_variables)]
-            fn endpoint_key(&self) -> Option<&str> {
-                let $e = self;
-                $key
-            }
-            #[allow(unused_variables)]
-            fn foreign(&self, field: &str) -> Option<Uuid> {
-                let $e = self;
-                match field {
-                    $($field => $fk,)*
-                    _ => None,
-                }
-            }
-            fn to_json(&self) -> Value {
-                serde_json::to_value(self).unwrap_or(Value::Null)
-            }
-            fn write_json(&self, out: &mut Vec<u8>) {
-                // Serializing a validated entity into memory cannot fail.
-                let _ = serde_json::to_writer(out, self);
-            }
-        }
-    };
-}
-
-admin_entity!(Service, |e| key: e.name.as_deref(), foreign: {});
-admin_entity!(Route, |e| key: e.name.as_deref(), foreign: { "service" => id_of(&e.service) });
-admin_entity!(Upstream, |e| key: Some(e.name.as_str()), foreign: {});
-admin_entity!(Target, |e| key: Some(e.target.as_str()), foreign: { "upstream" => Some(e.upstream.id) });
-admin_entity!(Consumer, |e| key: e.username.as_deref(), foreign: {});
-admin_entity!(KeyAuthCredential, |e| key: Some(e.key.as_str()), foreign: {
-    "consumer" => Some(e.consumer.id),
-});
-admin_entity!(BasicAuthCredential, |e| key: Some(e.username.as_str()), foreign: {
-    "consumer" => Some(e.consumer.id),
-});
-admin_entity!(Acl, |e| key: None, foreign: { "consumer" => Some(e.consumer.id) });
-admin_entity!(Plugin, |e| key: e.instance_name.as_deref(), foreign: {
-    "service" => id_of(&e.service),
-    "route" => id_of(&e.route),
-    "consumer" => id_of(&e.consumer),
-});
-admin_entity!(Certificate, |e| key: None, foreign: {});
-admin_entity!(Sni, |e| key: Some(e.name.as_str()), foreign: { "certificate" => Some(e.certificate.id) });
-admin_entity!(CaCertificate, |e| key: None, foreign: {});
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use serde_json::Value;
 mod build;
 mod collect;
 mod export;
-mod kinds;
+pub mod kinds;
 pub mod schemas;
 #[cfg(test)]
 mod tests;
@@ -62,22 +62,14 @@ impl Config {
         &self.hash
     }
 
-    /// Entity counts per kind, in a fixed order (for `config check` and logs).
+    /// Entity counts per kind, in table order (for `config check` and logs).
     pub fn counts(&self) -> Vec<(&'static str, usize)> {
-        vec![
-            ("services", self.services.len()),
-            ("routes", self.routes.len()),
-            ("upstreams", self.upstreams.len()),
-            ("targets", self.targets.len()),
-            ("consumers", self.consumers.len()),
-            ("plugins", self.plugins.len()),
-            ("keyauth_credentials", self.keyauth_credentials.len()),
-            ("basicauth_credentials", self.basicauth_credentials.len()),
-            ("acls", self.acls.len()),
-            ("certificates", self.certificates.len()),
-            ("snis", self.snis.len()),
-            ("ca_certificates", self.ca_certificates.len()),
-        ]
+        fn count<T>(key: &'static str, list: &[T], out: &mut Vec<(&'static str, usize)>) {
+            out.push((key, list.len()));
+        }
+        let mut counts = Vec::with_capacity(kinds::TABLE.len());
+        crate::entities::each_entity_list!(self, count, &mut counts);
+        counts
     }
 
     /// One line, e.g. `2 services, 3 routes, 1 upstream, ...` (kinds with no entity left out).

@@ -273,46 +273,37 @@ pub struct CaCertificate {
     pub created_at: i64,
 }
 
-/// A whole validated configuration. Vectors keep the file's order, which is also the creation order that
-/// breaks routing ties.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Config {
-    #[serde(rename = "_format_version")]
-    pub format_version: String,
-    /// Hash of the validated input (32 hex chars), computed before load-time timestamps are filled in, so the
-    /// same file always gives the same hash (Kong's `configuration_hash`, `check_hash`).
-    #[serde(skip)]
-    pub hash: String,
-    pub services: Vec<Service>,
-    pub routes: Vec<Route>,
-    pub upstreams: Vec<Upstream>,
-    pub targets: Vec<Target>,
-    pub consumers: Vec<Consumer>,
-    pub keyauth_credentials: Vec<KeyAuthCredential>,
-    pub basicauth_credentials: Vec<BasicAuthCredential>,
-    pub acls: Vec<Acl>,
-    pub plugins: Vec<Plugin>,
-    pub certificates: Vec<Certificate>,
-    pub snis: Vec<Sni>,
-    pub ca_certificates: Vec<CaCertificate>,
+macro_rules! config_struct {
+    ([] $( $variant:ident ($ty:ident) { key: $key:ident, $($rest:tt)* } )*) => {
+        /// A whole validated configuration: one list per entity kind of [`crate::kind_table`]. Vectors keep
+        /// the file's order, which is also the creation order that breaks routing ties.
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        pub struct Config {
+            #[serde(rename = "_format_version")]
+            pub format_version: String,
+            /// Hash of the validated input (32 hex chars), computed before load-time timestamps are filled
+            /// in, so the same file always gives the same hash (Kong's `configuration_hash`, `check_hash`).
+            #[serde(skip)]
+            pub hash: String,
+            $(pub $key: Vec<$ty>,)*
+        }
+    };
 }
 
-/// Calls `$each(key, &config.<list>, $f)` for every entity list of a [`Config`], in the flat export's order
-/// (parents before children), so each way of walking a config names the lists once.
+crate::entity_kinds!(config_struct);
+
+/// Calls `$each(key, &config.<list>, $f)` for every entity list of a [`Config`], in table order (the flat
+/// export's), so each way of walking a config names the lists once: in [`crate::kind_table`].
 macro_rules! each_entity_list {
-    ($config:expr, $each:ident, $f:expr) => {{
-        $each("services", &$config.services, $f);
-        $each("routes", &$config.routes, $f);
-        $each("upstreams", &$config.upstreams, $f);
-        $each("targets", &$config.targets, $f);
-        $each("consumers", &$config.consumers, $f);
-        $each("keyauth_credentials", &$config.keyauth_credentials, $f);
-        $each("basicauth_credentials", &$config.basicauth_credentials, $f);
-        $each("acls", &$config.acls, $f);
-        $each("plugins", &$config.plugins, $f);
-        $each("certificates", &$config.certificates, $f);
-        $each("snis", &$config.snis, $f);
-        $each("ca_certificates", &$config.ca_certificates, $f);
+    ($config:expr, $each:ident, $f:expr) => {
+        crate::entity_kinds!(crate::entities::each_entity_list_rows; $config, $each, $f)
+    };
+}
+
+macro_rules! each_entity_list_rows {
+    ([$config:expr, $each:ident, $f:expr] $( $variant:ident ($ty:ident) { key: $key:ident, $($rest:tt)* } )*) => {{
+        $( $each(stringify!($key), &$config.$key, $f); )*
     }};
 }
 pub(crate) use each_entity_list;
+pub(crate) use each_entity_list_rows;

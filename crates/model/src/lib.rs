@@ -11,6 +11,8 @@
 pub mod declarative;
 pub mod entities;
 pub mod errors;
+#[doc(hidden)]
+pub mod kind_table;
 pub mod records;
 pub mod schema;
 

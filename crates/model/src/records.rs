@@ -20,158 +20,77 @@ pub struct Record<'a> {
     pub foreign: Vec<(&'static str, Uuid)>,
 }
 
-/// What a store needs to know about one entity type beyond its JSON.
+/// What a store needs to know about one entity type beyond its JSON, derived from [`crate::kind_table`]'s
+/// `unique` and `fks` columns.
 trait Keys: Serialize {
     fn id(&self) -> Uuid;
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        Vec::new()
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        Vec::new()
+    fn unique(&self) -> Vec<(&'static str, &str)>;
+    fn foreign(&self) -> Vec<(&'static str, Uuid)>;
+}
+
+/// A natural-key field, required (`String`) or optional (`Option<String>`).
+pub trait KeyField {
+    fn key_str(&self) -> Option<&str>;
+}
+
+impl KeyField for String {
+    fn key_str(&self) -> Option<&str> {
+        Some(self)
     }
 }
 
-/// `(field, value)` pairs for the optional keys that are set.
-fn set<'a, const N: usize>(
-    fields: [(&'static str, Option<&'a str>); N],
-) -> Vec<(&'static str, &'a str)> {
-    fields
-        .into_iter()
-        .filter_map(|(f, v)| v.map(|v| (f, v)))
-        .collect()
-}
-
-/// `(field, id)` pairs for the references that are set.
-fn refs<const N: usize>(fields: [(&'static str, Option<Ref>); N]) -> Vec<(&'static str, Uuid)> {
-    fields
-        .into_iter()
-        .filter_map(|(f, r)| r.map(|r| (f, r.id)))
-        .collect()
-}
-
-impl Keys for Service {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([("name", self.name.as_deref())])
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("client_certificate", self.client_certificate)])
+impl KeyField for Option<String> {
+    fn key_str(&self) -> Option<&str> {
+        self.as_deref()
     }
 }
 
-impl Keys for Route {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([("name", self.name.as_deref())])
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("service", self.service)])
+/// A foreign-key field, required (`Ref`) or optional (`Option<Ref>`).
+pub trait RefField {
+    fn ref_id(&self) -> Option<Uuid>;
+}
+
+impl RefField for Ref {
+    fn ref_id(&self) -> Option<Uuid> {
+        Some(self.id)
     }
 }
 
-impl Keys for Upstream {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([("name", Some(self.name.as_str()))])
+impl RefField for Option<Ref> {
+    fn ref_id(&self) -> Option<Uuid> {
+        self.map(|r| r.id)
     }
 }
 
-impl Keys for Target {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("upstream", Some(self.upstream))])
-    }
+macro_rules! store_keys {
+    ([] $( $variant:ident ($ty:ident) {
+        key: $key:ident, singular: $singular:literal, schema: $schema:ident, build: $rank:literal,
+        admin: $path:literal, endpoint: [$($endpoint:ident)?],
+        refs: [$($reffield:literal),*], unique: [$($uniq:ident),*],
+        fks: [$($fkfield:ident -> $fkparent:ident $rule:ident),*],
+        nests: [$($nests:tt)*],
+    } )*) => {
+        $(impl Keys for $ty {
+            fn id(&self) -> Uuid {
+                self.id
+            }
+            fn unique(&self) -> Vec<(&'static str, &str)> {
+                [$((stringify!($uniq), self.$uniq.key_str())),*]
+                    .into_iter()
+                    .filter_map(|(f, v): (&'static str, Option<&str>)| v.map(|v| (f, v)))
+                    .collect()
+            }
+            fn foreign(&self) -> Vec<(&'static str, Uuid)> {
+                [$((stringify!($fkfield), self.$fkfield.ref_id())),*]
+                    .into_iter()
+                    .filter_map(|(f, r): (&'static str, Option<Uuid>)| r.map(|r| (f, r)))
+                    .collect()
+            }
+        })*
+    };
 }
 
-impl Keys for Consumer {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([
-            ("username", self.username.as_deref()),
-            ("custom_id", self.custom_id.as_deref()),
-        ])
-    }
-}
-
-impl Keys for KeyAuthCredential {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([("key", Some(self.key.as_str()))])
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("consumer", Some(self.consumer))])
-    }
-}
-
-impl Keys for BasicAuthCredential {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([("username", Some(self.username.as_str()))])
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("consumer", Some(self.consumer))])
-    }
-}
-
-impl Keys for Acl {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("consumer", Some(self.consumer))])
-    }
-}
-
-impl Keys for Plugin {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([
-            ("service", self.service),
-            ("route", self.route),
-            ("consumer", self.consumer),
-        ])
-    }
-}
-
-impl Keys for Certificate {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-}
-
-impl Keys for Sni {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-    fn unique(&self) -> Vec<(&'static str, &str)> {
-        set([("name", Some(self.name.as_str()))])
-    }
-    fn foreign(&self) -> Vec<(&'static str, Uuid)> {
-        refs([("certificate", Some(self.certificate))])
-    }
-}
-
-impl Keys for CaCertificate {
-    fn id(&self) -> Uuid {
-        self.id
-    }
-}
+crate::entity_kinds!(store_keys);
 
 /// Visits every entity of `config` as a [`Record`], kinds in the flat export's order, entities in config
 /// order (which is the order ties are broken by, so a store must keep it).

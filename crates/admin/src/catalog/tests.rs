@@ -1,6 +1,7 @@
 //! Unit tests of `catalog`.
 
 use super::*;
+use sluice_model::Ref;
 use sluice_model::Sni;
 
 fn sni(n: u128, name: &str) -> Sni {
@@ -51,4 +52,24 @@ fn relations_name_existing_collections_and_fields() {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(paths.len(), unique.len());
+}
+
+/// The catalog is derived from the model's kind table: one collection per kind, one relation per nesting.
+#[test]
+fn the_catalog_has_every_kind_and_nesting() {
+    use sluice_model::declarative::kinds::TABLE;
+    assert_eq!(COLLECTIONS.len(), TABLE.len());
+    for kind in TABLE {
+        let c = collection(kind.admin_path()).expect("collection");
+        assert_eq!(c.schema, kind.key());
+        assert_eq!(c.endpoint_key, kind.endpoint_key());
+        for nest in kind.nests() {
+            let r = relation(kind.admin_path(), nest.segment).expect("relation");
+            assert_eq!((r.child, r.field), (nest.child.admin_path(), nest.field));
+        }
+    }
+    assert_eq!(
+        RELATIONS.len(),
+        TABLE.iter().map(|k| k.nests().len()).sum::<usize>()
+    );
 }

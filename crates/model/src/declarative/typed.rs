@@ -27,42 +27,27 @@ impl Source<'_> {
     }
 }
 
-/// Appends one entity to the typed list of its kind.
-pub fn push(config: &mut Config, kind: Kind, src: Source<'_>) -> serde_json::Result<()> {
-    match kind {
-        Kind::Service => config.services.push(src.parse()?),
-        Kind::Route => config.routes.push(src.parse()?),
-        Kind::Upstream => config.upstreams.push(src.parse()?),
-        Kind::Target => config.targets.push(src.parse()?),
-        Kind::Consumer => config.consumers.push(src.parse()?),
-        Kind::KeyAuth => config.keyauth_credentials.push(src.parse()?),
-        Kind::BasicAuth => config.basicauth_credentials.push(src.parse()?),
-        Kind::Acl => config.acls.push(src.parse()?),
-        Kind::Plugin => config.plugins.push(src.parse()?),
-        Kind::Certificate => config.certificates.push(src.parse()?),
-        Kind::Sni => config.snis.push(src.parse()?),
-        Kind::CaCertificate => config.ca_certificates.push(src.parse()?),
-    }
-    Ok(())
+/// `push` and `reserve` over the typed lists, one arm per kind of [`crate::kind_table`].
+macro_rules! typed_lists {
+    ([] $( $variant:ident ($ty:ident) { key: $key:ident, $($rest:tt)* } )*) => {
+        /// Appends one entity to the typed list of its kind.
+        pub fn push(config: &mut Config, kind: Kind, src: Source<'_>) -> serde_json::Result<()> {
+            match kind {
+                $(Kind::$variant => config.$key.push(src.parse()?),)*
+            }
+            Ok(())
+        }
+
+        /// Makes room for `n` more entities in the typed list of `kind`.
+        fn reserve(config: &mut Config, kind: Kind, n: usize) {
+            match kind {
+                $(Kind::$variant => config.$key.reserve_exact(n),)*
+            }
+        }
+    };
 }
 
-/// Makes room for `n` more entities in the typed list of `kind`.
-fn reserve(config: &mut Config, kind: Kind, n: usize) {
-    match kind {
-        Kind::Service => config.services.reserve_exact(n),
-        Kind::Route => config.routes.reserve_exact(n),
-        Kind::Upstream => config.upstreams.reserve_exact(n),
-        Kind::Target => config.targets.reserve_exact(n),
-        Kind::Consumer => config.consumers.reserve_exact(n),
-        Kind::KeyAuth => config.keyauth_credentials.reserve_exact(n),
-        Kind::BasicAuth => config.basicauth_credentials.reserve_exact(n),
-        Kind::Acl => config.acls.reserve_exact(n),
-        Kind::Plugin => config.plugins.reserve_exact(n),
-        Kind::Certificate => config.certificates.reserve_exact(n),
-        Kind::Sni => config.snis.reserve_exact(n),
-        Kind::CaCertificate => config.ca_certificates.reserve_exact(n),
-    }
-}
+crate::entity_kinds!(typed_lists);
 
 /// Lists each certificate's SNI names inline, as Kong's Admin API returns them.
 pub fn attach_snis(config: &mut Config) {

@@ -183,8 +183,14 @@ impl ResponseTransformer {
 
 /// This plugin's phases: each handler is registered here, next to where it is implemented.
 fn register(plugin: ResponseTransformer) -> Arc<dyn Plugin> {
-    Registered::new("response-transformer", plugin)
-        .header_filter(ResponseTransformer::header_filter)
-        .body_filter(ResponseTransformer::body_filter)
-        .build()
+    // The body is filtered only when the config has JSON transforms: a header-only config keeps the
+    // upstream's body (and its Content-Length) streaming through untouched.
+    let filters_body = !plugin.json.is_empty();
+    let registered = Registered::new("response-transformer", plugin)
+        .header_filter(ResponseTransformer::header_filter);
+    match filters_body {
+        true => registered.body_filter(ResponseTransformer::body_filter),
+        false => registered,
+    }
+    .build()
 }
