@@ -1,4 +1,5 @@
-//! bot-detection and redirect through the real binary, with Kong's statuses, messages and headers.
+//! bot-detection and redirect through the real binary, with Kong's statuses, messages and headers; config
+//! errors of these and of the transformers' header lists.
 
 use sluice_testkit::{client, EchoUpstream, Gateway};
 
@@ -82,7 +83,12 @@ fn bad_configs_are_refused() {
     let file = dir.path().join("bad.yml");
     std::fs::write(
         &file,
-        "_format_version: \"3.0\"\nplugins:\n- name: bot-detection\n  config: {deny: [\"(\"]}\n- name: redirect\n  config: {location: /relative}\n",
+        concat!(
+            "_format_version: \"3.0\"\nplugins:\n- name: bot-detection\n  config: {deny: [\"(\"]}\n",
+            "- name: redirect\n  config: {location: /relative}\n",
+            "- name: request-transformer\n  config: {add: {headers: [\"x-a:v\\r\\nX-Injected: 1\"]}}\n",
+            "- name: response-transformer\n  config: {add: {headers: [\"bad header:1\"]}}\n",
+        ),
     )
     .unwrap();
     let out = std::process::Command::new(BIN)
@@ -94,4 +100,7 @@ fn bad_configs_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("invalid regex"), "{err}");
     assert!(err.contains("missing host in url"), "{err}");
+    // Header values and names are checked at load (issue 17 defect 8), for both transformers.
+    assert!(err.contains("is not a valid header value"), "{err}");
+    assert!(err.contains("'bad header' is not a valid header"), "{err}");
 }

@@ -57,11 +57,11 @@ fn record(headers: Field, json: Field, typed: bool) -> Field {
 }
 
 fn schema() -> Schema {
-    let typed = || record(transform::colon_pairs(), transform::colon_pairs(), true);
+    let typed = || record(transform::header_pairs(), transform::colon_pairs(), true);
     Schema::new(vec![
         (
             "remove",
-            record(transform::names(), transform::names(), false),
+            record(transform::header_names(), transform::names(), false),
         ),
         (
             "rename",

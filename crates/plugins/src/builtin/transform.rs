@@ -47,12 +47,14 @@ pub fn colon_pairs() -> Field {
     list(Field::string().check(check_colon_pair))
 }
 
-/// `header:value` entries: a valid header name and a colon.
+/// `header:value` entries: a valid header name, a colon and a valid header value (no CR, LF or NUL: a
+/// value like `v\r\nX-Injected: 1` is refused at load, not silently dropped per request).
 pub fn header_pairs() -> Field {
     list(
         Field::string()
             .check(check_colon_pair)
-            .check(check_header_name),
+            .check(check_header_name)
+            .check(check_header_value),
     )
 }
 
@@ -90,6 +92,13 @@ fn valid_header(name: &str) -> Result<(), String> {
 
 fn check_header_name(v: &Value) -> Result<(), String> {
     valid_header(split_pair(as_str(v)).0)
+}
+
+fn check_header_value(v: &Value) -> Result<(), String> {
+    let value = split_pair(as_str(v)).1.unwrap_or_default();
+    HeaderValue::from_str(value)
+        .map(|_| ())
+        .map_err(|_| format!("'{value}' is not a valid header value"))
 }
 
 fn check_header_rename(v: &Value) -> Result<(), String> {
