@@ -122,7 +122,7 @@ impl Settings {
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         Ok(Settings {
             proxy_listen: get("proxy_listen")
-                .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 ssl".into()),
+                .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl".into()),
             admin_listen: get("admin_listen").unwrap_or_else(|| "127.0.0.1:8001".into()),
             status_listen: get("status_listen").unwrap_or_else(|| "127.0.0.1:8007".into()),
             declarative_config: get("declarative_config").map(PathBuf::from),

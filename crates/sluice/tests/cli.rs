@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
@@ -110,4 +112,38 @@ fn every_example_config_checks() {
         checked += 1;
     }
     assert!(checked >= 2, "expected example configs in {dir}");
+}
+
+/// The README's first command serves `examples/kong.yml`; its `/hello` route answers 200 through the proxy
+/// with nothing else running (the node's own status listener is its upstream; here on the test's port).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_answers_200_on_the_first_request() {
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kong.yml"
+    ))
+    .unwrap();
+    assert!(
+        example.contains("http://127.0.0.1:8007/status"),
+        "the example's hello upstream moved"
+    );
+    let gw = sluice_testkit::Gateway::builder(BIN)
+        .config_yaml(&example)
+        .start();
+    let status = gw.status_url("");
+    let local = example.replace("http://127.0.0.1:8007", status.trim_end_matches('/'));
+    let loaded = sluice_testkit::client()
+        .post(gw.admin_url("/config"))
+        .header("content-type", "application/x-yaml")
+        .body(local)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(loaded.status(), 201);
+    let resp = sluice_testkit::client()
+        .get(gw.proxy_url("/hello"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
 }

@@ -226,5 +226,8 @@ async fn an_outage_follows_fault_tolerant_and_the_node_reconnects() {
         counted,
         "the node did not count on redis again after it came back"
     );
-    assert_eq!(get("/strict").await, 200);
+    // Every worker recovers on its first request: a broken cached connection is replaced, not failed on.
+    for _ in 0..10 {
+        assert_eq!(get("/strict").await, 200);
+    }
 }

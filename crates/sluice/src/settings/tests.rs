@@ -10,7 +10,7 @@ fn values(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 #[test]
 fn defaults_match_kong() {
     let s = Settings::from_values(&BTreeMap::new()).unwrap();
-    assert_eq!(s.proxy_listen, "0.0.0.0:8000, 0.0.0.0:8443 ssl");
+    assert_eq!(s.proxy_listen, "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl");
     assert_eq!(s.admin_listen, "127.0.0.1:8001");
     assert_eq!(s.status_listen, "127.0.0.1:8007");
     assert_eq!(s.lmdb_map_size, 2048 << 20);

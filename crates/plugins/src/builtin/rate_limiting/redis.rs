@@ -145,22 +145,33 @@ pub struct Counted {
     pub counts: Vec<u64>,
 }
 
-/// Checks and counts one request in every window, atomically.
+/// Checks and counts one request in every window, atomically. A cached connection that turns out broken
+/// (Redis restarted since) is dropped and the call made once more on a new one, so the first request after
+/// an outage does not fail on every worker.
 pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Counted, String> {
-    let run = async {
-        let mut con = connection(target).await?;
+    let call = |mut con: MultiplexedConnection| async move {
         let script = redis::Script::new(CHECK_AND_COUNT);
-        let mut call = script.prepare_invoke();
+        let mut invocation = script.prepare_invoke();
         for w in windows {
-            call.key(&w.key);
+            invocation.key(&w.key);
         }
         for w in windows {
-            call.arg(w.limit);
+            invocation.arg(w.limit);
         }
         for w in windows {
-            call.arg(w.ttl_secs);
+            invocation.arg(w.ttl_secs);
         }
-        call.invoke_async::<Vec<u64>>(&mut con).await
+        invocation.invoke_async::<Vec<u64>>(&mut con).await
+    };
+    let run = async {
+        let cached = CONNECTIONS.with(|m| m.borrow().get(&target.url).cloned());
+        if let Some(con) = cached {
+            match call(con).await {
+                Err(e) if e.is_io_error() || e.is_connection_dropped() => forget(target),
+                done => return done,
+            }
+        }
+        call(connection(target).await?).await
     };
     match tokio::time::timeout(target.timeout, run).await {
         Ok(Ok(reply)) if reply.len() == windows.len() + 1 => Ok(Counted {
