@@ -49,6 +49,40 @@ pub enum Failed {
     Malformed,
     /// The client's request body failed while it was being forwarded.
     ClientBody,
+    /// No progress within the timeout: a write to the upstream, or the client's next body bytes
+    /// (nginx's `proxy_send_timeout` between two writes; `proxy_read_timeout` between two reads).
+    Stalled,
+}
+
+/// A deadline that moves on with progress: armed once, reset after each step that got somewhere, so it
+/// bounds the gap between two steps (nginx's send and read timeouts), not the whole transfer.
+pub struct Gap {
+    every: std::time::Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Gap {
+    pub fn new(every: std::time::Duration) -> Gap {
+        Gap {
+            every,
+            timer: Box::pin(tokio::time::sleep(every)),
+        }
+    }
+
+    /// Runs `step`, failing with [`Failed::Stalled`] when it takes longer than the gap; the gap starts
+    /// again after it.
+    async fn step<T>(
+        &mut self,
+        step: impl std::future::Future<Output = Result<T, Failed>>,
+    ) -> Result<T, Failed> {
+        let out = tokio::select! {
+            out = step => out,
+            () = &mut self.timer => return Err(Failed::Stalled),
+        };
+        let next = tokio::time::Instant::now() + self.every;
+        self.timer.as_mut().reset(next);
+        out
+    }
 }
 
 impl Conn {
@@ -100,11 +134,18 @@ impl Conn {
 
     /// Writes a request: `head` (ending in the blank line), then its body, chunked when the request says
     /// so. Body data that is ready at once goes out in the same write as the head.
+    ///
+    /// `send_gap`: for a request with a body, the most time any one step may take (the service's
+    /// `write_timeout`); a body-less request is bounded by the caller's deadline instead (one timer).
     pub async fn write_request(
         &mut self,
         head: &mut BytesMut,
         req: &mut WireRequest,
+        send_gap: std::time::Duration,
     ) -> Result<(), Failed> {
+        if req.body.is_some() {
+            return self.write_streamed(head, req, Gap::new(send_gap)).await;
+        }
         let first = match req.body.as_mut() {
             Some(b) => poll_fn(|cx| Poll::Ready(next_data_now(b, cx))).await?,
             None => None,
@@ -132,6 +173,35 @@ impl Conn {
             }
         }
         self.flush().await.map_err(no_answer)
+    }
+
+    /// [`Conn::write_request`] for a request whose body streams: every step (a write upstream, the wait for
+    /// the client's next bytes) must make progress within the service's `write_timeout`, however long the
+    /// whole upload takes.
+    async fn write_streamed(
+        &mut self,
+        head: &mut BytesMut,
+        req: &mut WireRequest,
+        mut gap: Gap,
+    ) -> Result<(), Failed> {
+        let chunked = req.chunked;
+        gap.step(async { self.write_all(head).await.map_err(no_answer) })
+            .await?;
+        if let Some(mut b) = req.body.take() {
+            while let Some(data) = gap.step(next_data(&mut b)).await? {
+                gap.step(self.write_data(&data, chunked)).await?;
+            }
+            if chunked {
+                gap.step(async {
+                    self.write_all(sluice_h1::LAST_CHUNK)
+                        .await
+                        .map_err(no_answer)
+                })
+                .await?;
+            }
+        }
+        gap.step(async { self.flush().await.map_err(no_answer) })
+            .await
     }
 
     async fn write_data(&mut self, data: &[u8], chunked: bool) -> Result<(), Failed> {
@@ -171,6 +241,16 @@ impl Conn {
     /// Reads the response head, skipping interim (1xx) responses. `head_request`: a HEAD request's answer
     /// has no body whatever its headers say.
     pub async fn read_head(&mut self, head_request: bool) -> Result<ResponseHead, Failed> {
+        self.read_head_gapped(head_request, None).await
+    }
+
+    /// [`Conn::read_head`] with each read bounded by `gap` when given (nginx's `proxy_read_timeout`
+    /// between two reads: a head that keeps arriving is waited for).
+    pub async fn read_head_gapped(
+        &mut self,
+        head_request: bool,
+        mut gap: Option<Gap>,
+    ) -> Result<ResponseHead, Failed> {
         let mut received = false;
         loop {
             match sluice_h1::parse_response(&mut self.buf, head_request) {
@@ -184,7 +264,10 @@ impl Conn {
                 Ok(None) if self.buf.len() >= MAX_HEAD_BYTES => return Err(Failed::Malformed),
                 Ok(None) => {
                     received |= !self.buf.is_empty();
-                    let n = self.read_more().await;
+                    let n = match gap.as_mut() {
+                        Some(g) => g.step(async { Ok(self.read_more().await) }).await?,
+                        None => self.read_more().await,
+                    };
                     match n {
                         Ok(0) | Err(_) if !received => return Err(Failed::NoAnswer),
                         Ok(0) | Err(_) => return Err(Failed::Malformed),

@@ -6,13 +6,17 @@
 //! (an upstream that accepts and resets). A pooled connection that turns out closed is not held against the
 //! target nor counted as a try, as nginx does with its cached connections; idle connections are checked
 //! before use, so this is rare. A read or write timeout is never retried: the upstream may be acting on the
-//! request. The wait for the response head is `read_timeout` for body-less requests and
-//! `write_timeout + read_timeout` when a body is streamed.
+//! request. The wait for the response head is `read_timeout` for body-less requests; a request with a body
+//! has nginx's meaning instead: each write (and each wait for the client's next bytes) within
+//! `write_timeout`, then each read of the head within `read_timeout`, however long the whole upload takes.
 //!
 //! Each try picks a target not tried yet when one is usable, and reports its outcome to the upstream's
 //! passive health check ([`report`]); the answer carries the target's in-flight guard.
 
-use crate::conn::Failed;
+use crate::conn::{Failed, Gap};
+
+/// The outer deadline of a streamed request, whose steps are bounded one by one: far enough never to fire.
+const UNBOUNDED: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 use crate::error::ProxyError;
 use crate::health::{Failure, InFlight};
 use crate::pool::{self, Conn, PoolKey};
@@ -53,11 +57,8 @@ pub async fn send(
     hash: Option<u64>,
     started: Instant,
 ) -> Result<Answer, ProxyError> {
-    let wait = if req.bodyless() {
-        svc.read_timeout
-    } else {
-        svc.read_timeout + svc.write_timeout
-    };
+    let wait = svc.read_timeout;
+    let streamed = !req.bodyless();
     let head_request = req.method == http::Method::HEAD;
     let idempotent = req.method.is_idempotent();
     let mut head = BytesMut::new();
@@ -121,11 +122,24 @@ pub async fn send(
         req.head(host.as_bytes(), &mut head);
         let sent_at = Instant::now();
         let exchange = async {
-            conn.write_request(&mut head, req).await?;
-            conn.read_head(head_request).await
+            conn.write_request(&mut head, req, svc.write_timeout)
+                .await?;
+            match streamed {
+                false => conn.read_head(head_request).await,
+                true => {
+                    let gap = Gap::new(svc.read_timeout);
+                    conn.read_head_gapped(head_request, Some(gap)).await
+                }
+            }
         };
-        // `timeout_at` from the instant just read: `timeout` would read the clock again.
-        match tokio::time::timeout_at((sent_at + wait).into(), exchange).await {
+        // `timeout_at` from the instant just read: `timeout` would read the clock again. A request with
+        // a body is bounded by its progress instead (nginx's send and read timeouts between two steps), so
+        // a long upload that keeps moving is never cut.
+        let deadline = match streamed {
+            false => sent_at + wait,
+            true => sent_at + UNBOUNDED,
+        };
+        match tokio::time::timeout_at(deadline.into(), exchange).await {
             Err(_) => {
                 observe(Err(Failure::Timeout));
                 return Err(ProxyError::Timeout);
@@ -168,6 +182,10 @@ pub async fn send(
             // The client's body broke off or broke its framing (a bad chunk): the client's fault, as nginx
             // says with 400, not the upstream's.
             Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadRequest),
+            Ok(Err(Failed::Stalled)) => {
+                observe(Err(Failure::Timeout));
+                return Err(ProxyError::Timeout);
+            }
             Ok(Err(e)) => {
                 tracing::debug!(%addr, error = ?e, "upstream request failed");
                 observe(Err(Failure::Tcp));
