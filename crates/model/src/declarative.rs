@@ -19,6 +19,7 @@ pub mod schemas;
 #[cfg(test)]
 mod tests;
 mod typed;
+mod yaml_bounds;
 
 pub use export::{export, export_yaml, for_each_entity};
 pub use typed::from_store;
@@ -31,6 +32,7 @@ pub fn to_document(text: &str) -> Result<Value, String> {
         return serde_json::from_str(trimmed)
             .map_err(|e| format!("failed parsing declarative configuration: {e}"));
     }
+    yaml_bounds::check_flow_depth(text)?;
     let doc: Value = serde_yaml::from_str(text)
         .map_err(|e| format!("failed parsing declarative configuration: {e}"))?;
     Ok(doc)

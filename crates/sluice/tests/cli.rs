@@ -147,3 +147,40 @@ async fn the_example_answers_200_on_the_first_request() {
         .unwrap();
     assert_eq!(resp.status(), 200);
 }
+
+/// Deep YAML flow nesting is refused at once with its line (issue 17 defect 7): libyaml took 6.6 s on
+/// 80 KB of it and never finished 400 KB, and `config check` hung.
+#[test]
+fn config_check_refuses_deep_yaml_nesting_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deep.yml");
+    std::fs::write(
+        &file,
+        format!("_format_version: \"3.0\"\nx: {}", "{a: ".repeat(100_000)),
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("config check still running after 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains("line 2: flow collections nested deeper than 128"),
+        "{err}"
+    );
+}
