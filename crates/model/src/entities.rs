@@ -98,6 +98,10 @@ pub struct Upstream {
     pub hash_fallback_uri_capture: Option<String>,
     pub slots: u32,
     pub host_header: Option<String>,
+    /// The client certificate Kong presents to the targets (accepted and exported; Sluice does not use
+    /// it yet: the service's `client_certificate` applies).
+    #[serde(default)]
+    pub client_certificate: Option<Ref>,
     pub healthchecks: Healthchecks,
     pub use_srv_name: bool,
     pub tags: Option<Vec<String>>,

@@ -48,7 +48,7 @@ macro_rules! entity_kinds {
                 key: upstreams, singular: "upstream", schema: upstream, build: 5,
                 admin: "upstreams", endpoint: [name],
                 refs: ["name"], unique: [name],
-                fks: [],
+                fks: [client_certificate -> Certificate restrict],
                 nests: [Target.upstream as "targets"],
             }
             Target(Target) {

@@ -39,6 +39,20 @@ pub fn before_validation(
                 value.insert("port".into(), if https { 443 } else { 80 }.into());
             }
         }
+        Kind::Upstream => {
+            // Kong's shorthands, in its order: `least-connections` hashes on nothing; a `hash_on` other than
+            // `none` means consistent hashing (so `hash_on: header` alone does not silently round-robin).
+            if value.get("algorithm").and_then(Value::as_str) == Some("least-connections") {
+                value.insert("hash_on".into(), "none".into());
+            }
+            if value
+                .get("hash_on")
+                .and_then(Value::as_str)
+                .is_some_and(|h| h != "none")
+            {
+                value.insert("algorithm".into(), "consistent-hashing".into());
+            }
+        }
         Kind::Target => {
             if let Some(Value::String(t)) = value.get("target") {
                 match normalize_target(t) {

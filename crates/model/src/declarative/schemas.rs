@@ -141,6 +141,7 @@ pub fn upstream() -> Schema {
             Field::integer().default(10000).between(10.0, 65536.0),
         ),
         ("host_header", Field::string().check(check_host)),
+        ("client_certificate", foreign()),
         ("healthchecks", Field::record(healthchecks())),
         ("use_srv_name", Field::boolean().default(false)),
     ]))
@@ -227,14 +228,21 @@ fn healthchecks() -> Schema {
 
 /// `targets`.
 pub fn target() -> Schema {
-    Schema::new(common(vec![
+    let mut fields = common(vec![
         ("upstream", foreign()),
         ("target", Field::string().required()),
         (
             "weight",
             Field::integer().default(100).between(0.0, 65535.0),
         ),
-    ]))
+    ]);
+    // Kong keeps a target's timestamps with milliseconds: fractional seconds (2.x exports them so).
+    for (name, field) in fields.iter_mut() {
+        if matches!(*name, "created_at" | "updated_at") {
+            *field = Field::number();
+        }
+    }
+    Schema::new(fields)
 }
 
 /// `consumers`.

@@ -309,3 +309,35 @@ fn generated_keys_and_references_show_in_error_reports_in_the_order_they_were_se
     assert_eq!(a.keyauth_credentials[0].key.len(), 32);
     assert_eq!(a.keyauth_credentials[0].key, b.keyauth_credentials[0].key);
 }
+
+/// Kong exports load unchanged (issue 22): an upstream's `client_certificate` (even null), the `hash_on`
+/// shorthand that switches the algorithm to consistent hashing, and Kong 2.x targets' fractional timestamps.
+#[test]
+fn kong_exports_with_upstreams_load() {
+    let c = ok(r#"
+_format_version: "3.0"
+upstreams:
+- name: hashed
+  hash_on: header
+  hash_on_header: x-user
+  client_certificate: null
+  targets:
+  - target: 10.0.0.1:80
+    created_at: 1650000000.123
+- name: fewest
+  algorithm: least-connections
+  hash_on: ip
+"#);
+    let hashed = &c.upstreams[0];
+    assert_eq!(
+        (hashed.algorithm.as_str(), hashed.hash_on.as_str()),
+        ("consistent-hashing", "header")
+    );
+    assert!(hashed.client_certificate.is_none());
+    assert_eq!(c.targets[0].created_at, 1650000000.123);
+    let fewest = &c.upstreams[1];
+    assert_eq!(
+        (fewest.algorithm.as_str(), fewest.hash_on.as_str()),
+        ("least-connections", "none")
+    );
+}

@@ -31,6 +31,7 @@ pub fn builtin() -> Builtin {
         ("bandwidth_metrics", flag()),
         ("upstream_health_metrics", flag()),
         ("ai_metrics", flag()),
+        ("wasm_metrics", flag()),
     ]);
     Builtin::new("prometheus", 13, config, build)
 }
