@@ -28,6 +28,21 @@ fn is_meta(key: &str) -> bool {
     matches!(key, "_comment" | "_ignore")
 }
 
+/// Kong's types for the meta keys: `_comment` a string, `_ignore` an array (of anything).
+fn check_meta(key: &str, value: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let field = || match path {
+        "" => key.to_string(),
+        p => format!("{p}.{key}"),
+    };
+    match (key, value) {
+        ("_comment", Value::String(_) | Value::Null)
+        | ("_ignore", Value::Array(_) | Value::Null) => {}
+        ("_comment", _) => errors.push(FieldError::new(field(), "expected a string")),
+        ("_ignore", _) => errors.push(FieldError::new(field(), "expected an array")),
+        _ => {}
+    }
+}
+
 pub fn collect(doc: Value, errors: &mut Vec<FieldError>) -> Collected {
     let mut out = Collected {
         format_version: String::new(),
@@ -57,6 +72,7 @@ pub fn collect(doc: Value, errors: &mut Vec<FieldError>) -> Collected {
         Some(_) => errors.push(FieldError::new("_transform", "expected a boolean")),
     }
     for (key, value) in top {
+        check_meta(&key, &value, "", errors);
         if key.starts_with('_') {
             if !matches!(
                 key.as_str(),
@@ -105,6 +121,9 @@ fn collect_list(
                 continue;
             }
         };
+        for (k, v) in value.iter().filter(|(k, _)| is_meta(k)) {
+            check_meta(k, v, &ipath, errors);
+        }
         value.retain(|k, _| !is_meta(k));
         let mut nested = Vec::new();
         for (child, field) in kind.children() {

@@ -341,3 +341,20 @@ upstreams:
         ("least-connections", "none")
     );
 }
+
+/// `_comment` must be a string and `_ignore` an array, at the top and on entities, as in Kong.
+#[test]
+fn meta_keys_have_kong_types() {
+    let e = errs("_format_version: \"3.0\"\n_comment: [1]\nservices:\n- name: a\n  host: x\n  _ignore: nope\n  _comment: ok\n");
+    assert!(
+        e.iter()
+            .any(|m| m.contains("_comment") && m.contains("expected a string")),
+        "{e:?}"
+    );
+    assert!(
+        e.iter()
+            .any(|m| m.contains("services[0]._ignore") && m.contains("expected an array")),
+        "{e:?}"
+    );
+    ok("_format_version: \"3.0\"\n_comment: fine\n_ignore: [1, x]\nservices:\n- name: a\n  host: x\n  _comment: ok\n");
+}
