@@ -135,70 +135,47 @@ impl Conn {
     /// Writes a request: `head` (ending in the blank line), then its body, chunked when the request says
     /// so. Body data that is ready at once goes out in the same write as the head.
     ///
-    /// `send_gap`: for a request with a body, the most time any one step may take (the service's
-    /// `write_timeout`); a body-less request is bounded by the caller's deadline instead (one timer).
+    /// A request with a body has nginx's send timeout: every step (a write upstream, the wait for the
+    /// client's next bytes) must make progress within `send_gap` (the service's `write_timeout`), however
+    /// long the whole upload takes. A body-less request is bounded by the caller's deadline (one timer).
     pub async fn write_request(
         &mut self,
         head: &mut BytesMut,
         req: &mut WireRequest,
         send_gap: std::time::Duration,
     ) -> Result<(), Failed> {
-        if req.body.is_some() {
-            return self.write_streamed(head, req, Gap::new(send_gap)).await;
-        }
-        let first = match req.body.as_mut() {
-            Some(b) => poll_fn(|cx| Poll::Ready(next_data_now(b, cx))).await?,
-            None => None,
+        let Some(mut body) = req.body.take() else {
+            self.write_all(head).await.map_err(no_answer)?;
+            return self.flush().await.map_err(no_answer);
         };
+        let mut gap = Gap::new(send_gap);
         let chunked = req.chunked;
-        match first {
+        match poll_fn(|cx| Poll::Ready(next_data_now(&mut body, cx))).await? {
             Some(data) if data.len() <= COALESCE => {
                 encode_data(head, &data, chunked);
-                self.write_all(head).await.map_err(no_answer)?;
+                gap.step(async { self.write_all(head).await.map_err(no_answer) })
+                    .await?;
             }
             Some(data) => {
-                self.write_all(head).await.map_err(no_answer)?;
-                self.write_data(&data, chunked).await?;
-            }
-            None => self.write_all(head).await.map_err(no_answer)?,
-        }
-        if let Some(mut b) = req.body.take() {
-            while let Some(data) = next_data(&mut b).await? {
-                self.write_data(&data, chunked).await?;
-            }
-            if chunked {
-                self.write_all(sluice_h1::LAST_CHUNK)
-                    .await
-                    .map_err(no_answer)?;
-            }
-        }
-        self.flush().await.map_err(no_answer)
-    }
-
-    /// [`Conn::write_request`] for a request whose body streams: every step (a write upstream, the wait for
-    /// the client's next bytes) must make progress within the service's `write_timeout`, however long the
-    /// whole upload takes.
-    async fn write_streamed(
-        &mut self,
-        head: &mut BytesMut,
-        req: &mut WireRequest,
-        mut gap: Gap,
-    ) -> Result<(), Failed> {
-        let chunked = req.chunked;
-        gap.step(async { self.write_all(head).await.map_err(no_answer) })
-            .await?;
-        if let Some(mut b) = req.body.take() {
-            while let Some(data) = gap.step(next_data(&mut b)).await? {
+                gap.step(async { self.write_all(head).await.map_err(no_answer) })
+                    .await?;
                 gap.step(self.write_data(&data, chunked)).await?;
             }
-            if chunked {
-                gap.step(async {
-                    self.write_all(sluice_h1::LAST_CHUNK)
-                        .await
-                        .map_err(no_answer)
-                })
-                .await?;
+            None => {
+                gap.step(async { self.write_all(head).await.map_err(no_answer) })
+                    .await?
             }
+        }
+        while let Some(data) = gap.step(next_data(&mut body)).await? {
+            gap.step(self.write_data(&data, chunked)).await?;
+        }
+        if chunked {
+            gap.step(async {
+                self.write_all(sluice_h1::LAST_CHUNK)
+                    .await
+                    .map_err(no_answer)
+            })
+            .await?;
         }
         gap.step(async { self.flush().await.map_err(no_answer) })
             .await

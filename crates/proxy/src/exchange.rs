@@ -57,22 +57,14 @@ pub struct Routed {
     pub version: Version,
 }
 
-/// Routes a request (HTTP/2 `:authority` becomes `Host` first) and applies the https-only check.
+/// Routes a request and applies the https-only check. `parts` has passed [`crate::strict::check`], so its
+/// `Host` already names the authority the request is for (HTTP/2's `:authority` or an absolute-form target's).
 pub fn route(
     parts: &mut request::Parts,
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Result<Routed, ProxyError> {
     let (conn, shared) = (&x.conn, x.shared);
-    if !parts.headers.contains_key(HOST) {
-        if let Some(v) = parts
-            .uri
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-        {
-            parts.headers.insert(HOST, v);
-        }
-    }
     let host = parts
         .headers
         .get(HOST)

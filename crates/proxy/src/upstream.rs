@@ -14,9 +14,6 @@
 //! passive health check ([`report`]); the answer carries the target's in-flight guard.
 
 use crate::conn::{Failed, Gap};
-
-/// The outer deadline of a streamed request, whose steps are bounded one by one: far enough never to fire.
-const UNBOUNDED: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 use crate::error::ProxyError;
 use crate::health::{Failure, InFlight};
 use crate::pool::{self, Conn, PoolKey};
@@ -57,7 +54,6 @@ pub async fn send(
     hash: Option<u64>,
     started: Instant,
 ) -> Result<Answer, ProxyError> {
-    let wait = svc.read_timeout;
     let streamed = !req.bodyless();
     let head_request = req.method == http::Method::HEAD;
     let idempotent = req.method.is_idempotent();
@@ -132,14 +128,15 @@ pub async fn send(
                 }
             }
         };
-        // `timeout_at` from the instant just read: `timeout` would read the clock again. A request with
-        // a body is bounded by its progress instead (nginx's send and read timeouts between two steps), so
-        // a long upload that keeps moving is never cut.
-        let deadline = match streamed {
-            false => sent_at + wait,
-            true => sent_at + UNBOUNDED,
+        let answered = if streamed {
+            // Bounded by its progress instead (nginx's send and read timeouts between two steps), so a
+            // long upload that keeps moving is never cut: no outer deadline.
+            Ok(exchange.await)
+        } else {
+            // `timeout_at` from the instant just read: `timeout` would read the clock again.
+            tokio::time::timeout_at((sent_at + svc.read_timeout).into(), exchange).await
         };
-        match tokio::time::timeout_at(deadline.into(), exchange).await {
+        match answered {
             Err(_) => {
                 observe(Err(Failure::Timeout));
                 return Err(ProxyError::Timeout);
