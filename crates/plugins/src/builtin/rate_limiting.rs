@@ -10,6 +10,7 @@
 //! `sync_rate` other than -1 (count locally, sync in batches) and `policy: cluster` are refused at load for
 //! now: `cluster` needs DB mode, as in Kong.
 
+mod config;
 mod redis;
 mod window;
 
@@ -18,193 +19,11 @@ use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use crate::state::PluginState;
+use config::{schema, Config, LimitBy};
 use http::{HeaderName, HeaderValue, StatusCode};
-use serde::Deserialize;
-use serde_json::{Map, Value};
-use sluice_model::schema::{Field, FieldError, Schema};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use window::{Period, PERIODS};
-
-#[derive(Debug, Deserialize)]
-struct Config {
-    second: Option<f64>,
-    minute: Option<f64>,
-    hour: Option<f64>,
-    day: Option<f64>,
-    month: Option<f64>,
-    year: Option<f64>,
-    /// `consumer` (default), `credential`, `ip`, `service`, `header`, `path`; each falls back to `ip`.
-    limit_by: String,
-    header_name: Option<String>,
-    path: Option<String>,
-    /// Don't send the `RateLimit-*` / `X-RateLimit-*` headers.
-    hide_client_headers: bool,
-    error_code: u16,
-    error_message: String,
-    policy: String,
-    fault_tolerant: bool,
-    #[serde(default)]
-    redis: Option<redis::RedisConfig>,
-    /// Kong's deprecated flat `redis_*` fields, still accepted and exported by Kong 3.x: folded into `redis`.
-    #[serde(flatten)]
-    flat_redis: FlatRedis,
-}
-
-/// The deprecated flat `redis_*` fields.
-#[derive(Debug, Default, Deserialize)]
-struct FlatRedis {
-    redis_host: Option<String>,
-    redis_port: Option<u16>,
-    redis_username: Option<String>,
-    redis_password: Option<String>,
-    redis_database: Option<i64>,
-    redis_timeout: Option<u64>,
-    redis_ssl: Option<bool>,
-    redis_ssl_verify: Option<bool>,
-}
-
-impl Config {
-    /// The `redis` record, each flat `redis_*` field that is set overriding its record field (Kong's
-    /// shorthands write through to the record; the record's own fields carry schema defaults).
-    fn redis(&self) -> redis::RedisConfig {
-        let r = self.redis.clone().unwrap_or_default();
-        let f = &self.flat_redis;
-        redis::RedisConfig {
-            host: f.redis_host.clone().or(r.host),
-            port: f.redis_port.or(r.port),
-            username: f.redis_username.clone().or(r.username),
-            password: f.redis_password.clone().or(r.password),
-            database: f.redis_database.or(r.database),
-            timeout: f.redis_timeout.or(r.timeout),
-            ssl: f.redis_ssl.or(r.ssl),
-            ssl_verify: f.redis_ssl_verify.or(r.ssl_verify),
-        }
-    }
-}
-
-fn schema() -> Schema {
-    let limit = || Field::number().gt(0.0);
-    let redis = Schema::new(vec![
-        ("host", Field::string()),
-        ("port", Field::integer().default(6379).between(0.0, 65535.0)),
-        ("timeout", Field::integer().default(2000)),
-        ("connect_timeout", Field::integer().default(2000)),
-        ("send_timeout", Field::integer().default(2000)),
-        ("read_timeout", Field::integer().default(2000)),
-        ("username", Field::string()),
-        ("password", Field::string()),
-        ("database", Field::integer().default(0)),
-        ("ssl", Field::boolean().default(false)),
-        ("ssl_verify", Field::boolean().default(false)),
-        ("server_name", Field::string()),
-    ]);
-    Schema::new(vec![
-        ("second", limit()),
-        ("minute", limit()),
-        ("hour", limit()),
-        ("day", limit()),
-        ("month", limit()),
-        ("year", limit()),
-        (
-            "limit_by",
-            Field::string().default("consumer").one_of(&[
-                "consumer",
-                "credential",
-                "ip",
-                "service",
-                "header",
-                "path",
-                "consumer-group",
-            ]),
-        ),
-        ("header_name", Field::string()),
-        ("path", Field::string()),
-        (
-            "policy",
-            Field::string()
-                .default("local")
-                .one_of(&["local", "cluster", "redis"]),
-        ),
-        ("fault_tolerant", Field::boolean().default(true)),
-        ("redis", Field::record(redis)),
-        ("hide_client_headers", Field::boolean().default(false)),
-        (
-            "error_code",
-            Field::integer().default(429).between(100.0, 599.0),
-        ),
-        (
-            "error_message",
-            Field::string().default("API rate limit exceeded"),
-        ),
-        ("sync_rate", Field::number().default(-1)),
-        ("redis_host", Field::string()),
-        ("redis_port", Field::integer().between(0.0, 65535.0)),
-        ("redis_username", Field::string()),
-        ("redis_password", Field::string()),
-        ("redis_database", Field::integer()),
-        ("redis_timeout", Field::integer()),
-        ("redis_ssl", Field::boolean()),
-        ("redis_ssl_verify", Field::boolean()),
-        ("redis_server_name", Field::string()),
-    ])
-    .with_check(check)
-}
-
-/// Kong's cross-field rules, plus this build's policy limit.
-fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
-    let set: Vec<(&str, f64)> = PERIODS
-        .iter()
-        .filter_map(|p| m[p.name()].as_f64().map(|v| (p.name(), v)))
-        .collect();
-    if set.is_empty() {
-        return Err(vec![FieldError::entity(
-            "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
-        )]);
-    }
-    let mut errors = Vec::new();
-    for pair in set.windows(2) {
-        let ((short, a), (long, b)) = (pair[0], pair[1]);
-        if b < a {
-            errors.push(FieldError::entity(format!(
-                "The limit for {long}({b:.1}) cannot be lower than the limit for {short}({a:.1})"
-            )));
-        }
-    }
-    match m["policy"].as_str() {
-        Some("local") | None => {}
-        Some("redis") => {
-            let host = m["redis"].get("host").filter(|h| !h.is_null());
-            if host.is_none() && m["redis_host"].is_null() {
-                errors.push(FieldError::new("redis.host", "required field missing"));
-            }
-            if m["sync_rate"].as_f64().is_some_and(|r| r != -1.0) {
-                errors.push(FieldError::new(
-                    "sync_rate",
-                    "only -1 (count on Redis for every request) is supported by this build",
-                ));
-            }
-        }
-        Some(_) => errors.push(FieldError::new(
-            "policy",
-            "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
-        )),
-    }
-    match m["limit_by"].as_str() {
-        Some("header") if m["header_name"].is_null() => {
-            errors.push(FieldError::new("header_name", "required field missing"))
-        }
-        Some("path") if m["path"].is_null() => {
-            errors.push(FieldError::new("path", "required field missing"))
-        }
-        Some("consumer-group") => errors.push(FieldError::new(
-            "limit_by",
-            "consumer groups are not supported by this build",
-        )),
-        _ => {}
-    }
-    errors.is_empty().then_some(()).ok_or(errors)
-}
 
 pub fn builtin() -> Builtin {
     Builtin::new("rate-limiting", 910, schema(), build)
@@ -287,31 +106,6 @@ struct RateLimiting {
     header: Option<HeaderName>,
     state: Arc<PluginState>,
 }
-
-/// Kong's `limit_by`, decided once per config (each falls back to the client IP when its value is absent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LimitBy {
-    Consumer,
-    Credential,
-    Ip,
-    Service,
-    Header,
-    Path,
-}
-
-impl LimitBy {
-    fn parse(s: &str) -> LimitBy {
-        match s {
-            "consumer" => LimitBy::Consumer,
-            "credential" => LimitBy::Credential,
-            "service" => LimitBy::Service,
-            "header" => LimitBy::Header,
-            "path" => LimitBy::Path,
-            _ => LimitBy::Ip,
-        }
-    }
-}
-
 /// The configured limits and the answers they give.
 struct Rules {
     limit_by: LimitBy,
@@ -320,43 +114,47 @@ struct Rules {
     status: StatusCode,
 }
 
-impl RateLimiting {
-    /// Hashes Kong's identifier for this request (with its fallbacks to the client IP).
-    fn identifier(&self, ctx: &RequestCtx<'_>, hasher: &mut impl Hasher) {
-        match self.rules.limit_by {
-            LimitBy::Consumer => {
-                if let Some(c) = ctx.consumer {
-                    return c.id.hash(hasher);
-                }
-                if let Some(cred) = ctx.credential {
-                    return cred.id.hash(hasher);
-                }
-            }
-            LimitBy::Credential => {
-                if let Some(cred) = ctx.credential {
-                    return cred.id.hash(hasher);
-                }
-            }
-            LimitBy::Service => {
-                if let Some(s) = ctx.service {
-                    return s.id.hash(hasher);
-                }
-            }
-            LimitBy::Header => {
-                if let Some(v) = self
-                    .header
-                    .as_ref()
-                    .and_then(|h| ctx.request.headers.get(h))
-                {
-                    return v.as_bytes().hash(hasher);
-                }
-            }
-            LimitBy::Path if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
-                return ctx.request.uri.path().hash(hasher);
-            }
-            LimitBy::Path | LimitBy::Ip => {}
+/// Kong's identifier of a request: what `limit_by` names, or the client IP when that is absent. The local
+/// policy hashes it; the Redis policy writes it into Kong's key.
+#[derive(Hash)]
+enum Identifier<'a> {
+    Id(uuid::Uuid),
+    Text(&'a [u8]),
+    Ip(std::net::IpAddr),
+}
+
+impl std::fmt::Display for Identifier<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identifier::Id(id) => id.fmt(f),
+            Identifier::Text(bytes) => f.write_str(&String::from_utf8_lossy(bytes)),
+            Identifier::Ip(ip) => ip.fmt(f),
         }
-        ctx.client_ip.hash(hasher);
+    }
+}
+
+impl RateLimiting {
+    /// Kong's identifier for this request (with its fallbacks to the client IP).
+    fn identifier<'a>(&self, ctx: &'a RequestCtx<'_>) -> Identifier<'a> {
+        let found = match self.rules.limit_by {
+            LimitBy::Consumer => ctx
+                .consumer
+                .map(|c| c.id)
+                .or_else(|| ctx.credential.map(|c| c.id))
+                .map(Identifier::Id),
+            LimitBy::Credential => ctx.credential.map(|c| Identifier::Id(c.id)),
+            LimitBy::Service => ctx.service.map(|s| Identifier::Id(s.id)),
+            LimitBy::Header => self
+                .header
+                .as_ref()
+                .and_then(|h| ctx.request.headers.get(h))
+                .map(|v| Identifier::Text(v.as_bytes())),
+            LimitBy::Path if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
+                Some(Identifier::Text(ctx.request.uri.path().as_bytes()))
+            }
+            LimitBy::Path | LimitBy::Ip => None,
+        };
+        found.unwrap_or(Identifier::Ip(ctx.client_ip))
     }
 }
 
@@ -368,35 +166,11 @@ fn set(headers: &mut http::HeaderMap, name: HeaderName, value: u64) {
 const NO_ID: uuid::Uuid = uuid::Uuid::nil();
 
 impl RateLimiting {
-    /// Kong's identifier for this request as text (the Redis key's part), with its fallbacks to the
-    /// client IP.
-    fn identifier_text(&self, ctx: &RequestCtx<'_>) -> String {
-        let found = match self.rules.limit_by {
-            LimitBy::Consumer => ctx
-                .consumer
-                .map(|c| c.id.to_string())
-                .or_else(|| ctx.credential.map(|c| c.id.to_string())),
-            LimitBy::Credential => ctx.credential.map(|c| c.id.to_string()),
-            LimitBy::Service => ctx.service.map(|s| s.id.to_string()),
-            LimitBy::Header => self
-                .header
-                .as_ref()
-                .and_then(|h| ctx.request.headers.get(h))
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
-            LimitBy::Path if self.rules.config.path.as_deref() == Some(ctx.request.uri.path()) => {
-                Some(ctx.request.uri.path().to_string())
-            }
-            LimitBy::Path | LimitBy::Ip => None,
-        };
-        found.unwrap_or_else(|| ctx.client_ip.to_string())
-    }
-
     /// `policy: local`: this node's counters.
     fn count_locally(&self, ctx: &mut RequestCtx<'_>, now: u64) -> Flow {
         let mut base = std::hash::DefaultHasher::new();
         self.plugin_id.hash(&mut base);
-        self.identifier(ctx, &mut base);
+        self.identifier(ctx).hash(&mut base);
         // (key, window start) and count of each period, to undo them when one is exceeded (at most one per
         // period: on the stack).
         let mut counted = [(0u64, 0u64); PERIODS.len()];
@@ -432,7 +206,7 @@ impl RateLimiting {
             ctx.route.map_or(NO_ID, |r| r.id),
             ctx.service.map_or(NO_ID, |s| s.id),
         );
-        let identifier = self.identifier_text(ctx);
+        let identifier = self.identifier(ctx);
         let rules = self.rules.clone();
         let windows: Vec<redis::Window> = rules
             .limits

@@ -117,10 +117,13 @@ thread_local! {
     static CONNECTIONS: RefCell<HashMap<String, MultiplexedConnection>> = RefCell::new(HashMap::new());
 }
 
-async fn connection(target: &Target) -> redis::RedisResult<MultiplexedConnection> {
-    if let Some(c) = CONNECTIONS.with(|m| m.borrow().get(&target.url).cloned()) {
-        return Ok(c);
-    }
+/// This worker's cached connection to `target`, if any.
+fn cached(target: &Target) -> Option<MultiplexedConnection> {
+    CONNECTIONS.with(|m| m.borrow().get(&target.url).cloned())
+}
+
+/// A new connection to `target`, cached for this worker's next requests.
+async fn connect(target: &Target) -> redis::RedisResult<MultiplexedConnection> {
     let client = redis::Client::open(target.url.as_str())?;
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(target.timeout))
@@ -149,9 +152,11 @@ pub struct Counted {
 /// (Redis restarted since) is dropped and the call made once more on a new one, so the first request after
 /// an outage does not fail on every worker.
 pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Counted, String> {
+    /// Compiled once: `Script` hashes its source, and `EVALSHA` sends only the hash.
+    static SCRIPT: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(CHECK_AND_COUNT));
     let call = |mut con: MultiplexedConnection| async move {
-        let script = redis::Script::new(CHECK_AND_COUNT);
-        let mut invocation = script.prepare_invoke();
+        let mut invocation = SCRIPT.prepare_invoke();
         for w in windows {
             invocation.key(&w.key);
         }
@@ -164,14 +169,13 @@ pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Coun
         invocation.invoke_async::<Vec<u64>>(&mut con).await
     };
     let run = async {
-        let cached = CONNECTIONS.with(|m| m.borrow().get(&target.url).cloned());
-        if let Some(con) = cached {
+        if let Some(con) = cached(target) {
             match call(con).await {
                 Err(e) if e.is_io_error() || e.is_connection_dropped() => forget(target),
                 done => return done,
             }
         }
-        call(connection(target).await?).await
+        call(connect(target).await?).await
     };
     match tokio::time::timeout(target.timeout, run).await {
         Ok(Ok(reply)) if reply.len() == windows.len() + 1 => Ok(Counted {

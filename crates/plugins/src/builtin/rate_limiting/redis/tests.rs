@@ -53,7 +53,7 @@ async fn windows_are_counted_together_and_refusals_count_nothing() {
         (false, vec![2, 2]),
         "refused, nothing counted"
     );
-    let mut con = connection(&target).await.unwrap();
+    let mut con = connect(&target).await.unwrap();
     let ttl: i64 = redis::cmd("TTL")
         .arg(&windows[1].key)
         .query_async(&mut con)

@@ -1,0 +1,212 @@
+//! rate-limiting's config: Kong's schema (with the deprecated flat `redis_*` fields), its cross-field rules,
+//! and the typed config the plugin is built from.
+
+use super::redis;
+use super::window::PERIODS;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sluice_model::schema::{Field, FieldError, Schema};
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Config {
+    pub(super) second: Option<f64>,
+    pub(super) minute: Option<f64>,
+    pub(super) hour: Option<f64>,
+    pub(super) day: Option<f64>,
+    pub(super) month: Option<f64>,
+    pub(super) year: Option<f64>,
+    /// `consumer` (default), `credential`, `ip`, `service`, `header`, `path`; each falls back to `ip`.
+    pub(super) limit_by: String,
+    pub(super) header_name: Option<String>,
+    pub(super) path: Option<String>,
+    /// Don't send the `RateLimit-*` / `X-RateLimit-*` headers.
+    pub(super) hide_client_headers: bool,
+    pub(super) error_code: u16,
+    pub(super) error_message: String,
+    pub(super) policy: String,
+    pub(super) fault_tolerant: bool,
+    #[serde(default)]
+    redis: Option<redis::RedisConfig>,
+    /// Kong's deprecated flat `redis_*` fields, still accepted and exported by Kong 3.x: folded into `redis`.
+    #[serde(flatten)]
+    flat_redis: FlatRedis,
+}
+
+/// The deprecated flat `redis_*` fields.
+#[derive(Debug, Default, Deserialize)]
+struct FlatRedis {
+    redis_host: Option<String>,
+    redis_port: Option<u16>,
+    redis_username: Option<String>,
+    redis_password: Option<String>,
+    redis_database: Option<i64>,
+    redis_timeout: Option<u64>,
+    redis_ssl: Option<bool>,
+    redis_ssl_verify: Option<bool>,
+}
+
+impl Config {
+    /// The `redis` record, each flat `redis_*` field that is set overriding its record field (Kong's
+    /// shorthands write through to the record; the record's own fields carry schema defaults).
+    pub(super) fn redis(&self) -> redis::RedisConfig {
+        let r = self.redis.clone().unwrap_or_default();
+        let f = &self.flat_redis;
+        redis::RedisConfig {
+            host: f.redis_host.clone().or(r.host),
+            port: f.redis_port.or(r.port),
+            username: f.redis_username.clone().or(r.username),
+            password: f.redis_password.clone().or(r.password),
+            database: f.redis_database.or(r.database),
+            timeout: f.redis_timeout.or(r.timeout),
+            ssl: f.redis_ssl.or(r.ssl),
+            ssl_verify: f.redis_ssl_verify.or(r.ssl_verify),
+        }
+    }
+}
+
+pub(super) fn schema() -> Schema {
+    let limit = || Field::number().gt(0.0);
+    let redis = Schema::new(vec![
+        ("host", Field::string()),
+        ("port", Field::integer().default(6379).between(0.0, 65535.0)),
+        ("timeout", Field::integer().default(2000)),
+        ("connect_timeout", Field::integer().default(2000)),
+        ("send_timeout", Field::integer().default(2000)),
+        ("read_timeout", Field::integer().default(2000)),
+        ("username", Field::string()),
+        ("password", Field::string()),
+        ("database", Field::integer().default(0)),
+        ("ssl", Field::boolean().default(false)),
+        ("ssl_verify", Field::boolean().default(false)),
+        ("server_name", Field::string()),
+    ]);
+    Schema::new(vec![
+        ("second", limit()),
+        ("minute", limit()),
+        ("hour", limit()),
+        ("day", limit()),
+        ("month", limit()),
+        ("year", limit()),
+        (
+            "limit_by",
+            Field::string().default("consumer").one_of(&[
+                "consumer",
+                "credential",
+                "ip",
+                "service",
+                "header",
+                "path",
+                "consumer-group",
+            ]),
+        ),
+        ("header_name", Field::string()),
+        ("path", Field::string()),
+        (
+            "policy",
+            Field::string()
+                .default("local")
+                .one_of(&["local", "cluster", "redis"]),
+        ),
+        ("fault_tolerant", Field::boolean().default(true)),
+        ("redis", Field::record(redis)),
+        ("hide_client_headers", Field::boolean().default(false)),
+        (
+            "error_code",
+            Field::integer().default(429).between(100.0, 599.0),
+        ),
+        (
+            "error_message",
+            Field::string().default("API rate limit exceeded"),
+        ),
+        ("sync_rate", Field::number().default(-1)),
+        ("redis_host", Field::string()),
+        ("redis_port", Field::integer().between(0.0, 65535.0)),
+        ("redis_username", Field::string()),
+        ("redis_password", Field::string()),
+        ("redis_database", Field::integer()),
+        ("redis_timeout", Field::integer()),
+        ("redis_ssl", Field::boolean()),
+        ("redis_ssl_verify", Field::boolean()),
+        ("redis_server_name", Field::string()),
+    ])
+    .with_check(check)
+}
+
+/// Kong's cross-field rules, plus this build's policy limit.
+fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    let set: Vec<(&str, f64)> = PERIODS
+        .iter()
+        .filter_map(|p| m[p.name()].as_f64().map(|v| (p.name(), v)))
+        .collect();
+    if set.is_empty() {
+        return Err(vec![FieldError::entity(
+            "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
+        )]);
+    }
+    let mut errors = Vec::new();
+    for pair in set.windows(2) {
+        let ((short, a), (long, b)) = (pair[0], pair[1]);
+        if b < a {
+            errors.push(FieldError::entity(format!(
+                "The limit for {long}({b:.1}) cannot be lower than the limit for {short}({a:.1})"
+            )));
+        }
+    }
+    match m["policy"].as_str() {
+        Some("local") | None => {}
+        Some("redis") => {
+            let host = m["redis"].get("host").filter(|h| !h.is_null());
+            if host.is_none() && m["redis_host"].is_null() {
+                errors.push(FieldError::new("redis.host", "required field missing"));
+            }
+            if m["sync_rate"].as_f64().is_some_and(|r| r != -1.0) {
+                errors.push(FieldError::new(
+                    "sync_rate",
+                    "only -1 (count on Redis for every request) is supported by this build",
+                ));
+            }
+        }
+        Some(_) => errors.push(FieldError::new(
+            "policy",
+            "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
+        )),
+    }
+    match m["limit_by"].as_str() {
+        Some("header") if m["header_name"].is_null() => {
+            errors.push(FieldError::new("header_name", "required field missing"))
+        }
+        Some("path") if m["path"].is_null() => {
+            errors.push(FieldError::new("path", "required field missing"))
+        }
+        Some("consumer-group") => errors.push(FieldError::new(
+            "limit_by",
+            "consumer groups are not supported by this build",
+        )),
+        _ => {}
+    }
+    errors.is_empty().then_some(()).ok_or(errors)
+}
+
+/// Kong's `limit_by`, decided once per config (each falls back to the client IP when its value is absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LimitBy {
+    Consumer,
+    Credential,
+    Ip,
+    Service,
+    Header,
+    Path,
+}
+
+impl LimitBy {
+    pub(super) fn parse(s: &str) -> LimitBy {
+        match s {
+            "consumer" => LimitBy::Consumer,
+            "credential" => LimitBy::Credential,
+            "service" => LimitBy::Service,
+            "header" => LimitBy::Header,
+            "path" => LimitBy::Path,
+            _ => LimitBy::Ip,
+        }
+    }
+}
