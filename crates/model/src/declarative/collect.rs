@@ -126,9 +126,9 @@ fn collect_list(
         }
         value.retain(|k, _| !is_meta(k));
         let mut nested = Vec::new();
-        for (child, field) in kind.children() {
-            if let Some(v) = value.remove(child.key()) {
-                nested.push((*child, *field, v));
+        for nest in kind.nests() {
+            if let Some(v) = value.remove(nest.child.key()) {
+                nested.push((nest.child, nest.field, v));
             }
         }
         let index = raws.len();

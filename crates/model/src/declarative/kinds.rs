@@ -130,13 +130,6 @@ macro_rules! define_kinds {
                 }
             }
 
-            /// Kinds that may be nested under this one, with the foreign-key field the child gets.
-            pub fn children(self) -> &'static [(Kind, &'static str)] {
-                match self {
-                    $(Kind::$variant => &[$((Kind::$nchild, stringify!($nfield))),*]),*
-                }
-            }
-
             /// Foreign keys of this kind with Kong's delete rules.
             pub fn references(self) -> &'static [ForeignKey] {
                 match self {
@@ -145,13 +138,6 @@ macro_rules! define_kinds {
                         parent: Kind::$fkparent,
                         on_delete: on_delete!($rule),
                     }),*]),*
-                }
-            }
-
-            /// Foreign-key fields of this kind and the kind they point at.
-            pub fn foreign_keys(self) -> &'static [(&'static str, Kind)] {
-                match self {
-                    $(Kind::$variant => &[$((stringify!($fkfield), Kind::$fkparent)),*]),*
                 }
             }
 

@@ -51,7 +51,8 @@ pub(super) fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex)
     }
     let e = &entities[i];
     let mut errors = Vec::new();
-    for (field, target) in e.raw.kind.foreign_keys() {
+    for fk in e.raw.kind.references() {
+        let (field, target) = (&fk.field, &fk.parent);
         let set = refs.iter().find(|(f, _)| f == field).map(|(_, v)| v);
         let Some(given) = set.or_else(|| e.raw.value.get(*field)) else {
             continue;
