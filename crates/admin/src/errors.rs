@@ -7,8 +7,14 @@
 use crate::reply::{self, Reply};
 use http::{HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
+use sluice_model::writes::WriteError;
 
-/// Kong's DAO error codes used by the DB-less Admin API.
+/// Kong's DAO error codes.
+const SCHEMA_VIOLATION: u32 = 2;
+const PRIMARY_KEY_VIOLATION: u32 = 3;
+const FOREIGN_KEY_VIOLATION: u32 = 4;
+const UNIQUE_VIOLATION: u32 = 5;
+const NOT_FOUND: u32 = 6;
 const INVALID_OFFSET: u32 = 7;
 const INVALID_SIZE: u32 = 9;
 const INVALID_OPTIONS: u32 = 11;
@@ -56,6 +62,8 @@ pub enum ApiError {
     TooLarge(String),
     /// 500; the detail is logged, never sent.
     Internal(String),
+    /// A refused entity write (DB mode): Kong's codes 2 to 6, or 503 when the database is down.
+    Write(WriteError),
 }
 
 impl ApiError {
@@ -85,6 +93,13 @@ impl ApiError {
             ApiError::Busy => StatusCode::TOO_MANY_REQUESTS,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Write(e) => match e {
+                WriteError::Unique { .. } => StatusCode::CONFLICT,
+                WriteError::NotFound => StatusCode::NOT_FOUND,
+                WriteError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+                WriteError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                _ => StatusCode::BAD_REQUEST,
+            },
         }
     }
 
@@ -139,11 +154,80 @@ impl ApiError {
                 );
                 r
             }
-            ApiError::Internal(detail) => {
+            ApiError::Internal(detail) | ApiError::Write(WriteError::Internal(detail)) => {
                 tracing::error!(error = %detail, "admin request failed");
                 reply::message(status, "An unexpected error occurred")
             }
+            ApiError::Write(e) => write_error(status, e),
         }
+    }
+}
+
+/// Kong's body for a refused entity write.
+fn write_error(status: StatusCode, e: WriteError) -> Reply {
+    match e {
+        WriteError::Schema(errors) => {
+            let mut fields = Value::Object(Map::new());
+            let mut parts = Vec::new();
+            for err in &errors {
+                parts.push(format!("{}: {}", err.field, err.message));
+                nest(&mut fields, &err.field, Value::String(err.message.clone()));
+            }
+            let message = match parts.len() {
+                1 => format!("schema violation ({})", parts[0]),
+                n => format!("{n} schema violations ({})", parts.join("; ")),
+            };
+            coded(
+                status,
+                SCHEMA_VIOLATION,
+                "schema violation",
+                message,
+                Some(fields),
+            )
+        }
+        WriteError::PrimaryKey(msg) => coded(
+            status,
+            PRIMARY_KEY_VIOLATION,
+            "primary key violation",
+            msg,
+            None,
+        ),
+        WriteError::ForeignKey { message, fields } => coded(
+            status,
+            FOREIGN_KEY_VIOLATION,
+            "foreign key violation",
+            message,
+            Some(fields),
+        ),
+        WriteError::Unique { message, fields } => coded(
+            status,
+            UNIQUE_VIOLATION,
+            "unique constraint violation",
+            message,
+            Some(fields),
+        ),
+        WriteError::NotFound => coded(status, NOT_FOUND, "not found", "Not found".into(), None),
+        WriteError::Unavailable(msg) => reply::message(status, &msg),
+        WriteError::Internal(_) => reply::message(status, "An unexpected error occurred"),
+    }
+}
+
+/// Sets `value` at dotted `path` (`config.minute`) in `fields`, as Kong nests field errors.
+fn nest(fields: &mut Value, path: &str, value: Value) {
+    let mut at = fields;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if !at.is_object() {
+            *at = Value::Object(Map::new());
+        }
+        let Value::Object(map) = at else { return };
+        if parts.peek().is_none() {
+            map.insert(part.to_string(), value);
+            return;
+        }
+        at = map
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 

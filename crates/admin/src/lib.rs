@@ -11,6 +11,7 @@
 //! `catalog` (collections and relations), `pagination`, `body` (`POST /config` bodies); `errors` is the one
 //! place failures become responses.
 
+use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{Config, ConfigErrors};
 use std::future::Future;
 use std::pin::Pin;
@@ -71,6 +72,16 @@ pub trait Control: Send + Sync + 'static {
     /// target does not exist.
     fn set_target_health(&self, _upstream: &str, _target: &str, _healthy: bool) -> bool {
         false
+    }
+    /// True when the node runs on a database (`database = postgres`): entity writes go to
+    /// [`Control::write`] and `POST /config` is refused. False (the default): DB-less' refusals.
+    fn db_mode(&self) -> bool {
+        false
+    }
+    /// Runs one entity write (DB mode). It returns once the node itself serves the result, so a read
+    /// right after the write sees it.
+    fn write(&self, _write: EntityWrite) -> BoxFuture<Result<Written, WriteError>> {
+        Box::pin(async { Err(WriteError::Unavailable("this node has no database".into())) })
     }
 }
 

@@ -15,6 +15,7 @@ mod build;
 mod collect;
 mod export;
 pub mod kinds;
+mod one;
 pub mod schemas;
 #[cfg(test)]
 mod tests;
@@ -22,6 +23,7 @@ mod typed;
 mod yaml_bounds;
 
 pub use export::{export, export_yaml, for_each_entity};
+pub use one::{validate_one, Validated};
 pub use typed::from_store;
 
 /// Reads YAML or JSON text into a document. YAML is a superset of JSON, but JSON is parsed directly when it

@@ -15,6 +15,7 @@ pub mod errors;
 pub mod kind_table;
 pub mod records;
 pub mod schema;
+pub mod writes;
 
 pub use entities::*;
 pub use errors::ConfigErrors;

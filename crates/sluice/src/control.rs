@@ -1,8 +1,10 @@
 //! The binary's side of the Admin API: [`sluice_admin::Control`] over the [`Loader`] and node facts.
 
+use crate::dbnode::DbNode;
 use crate::loader::{LoadError, Loaded, Loader};
 use crate::settings::Settings;
-use sluice_admin::{ConfigBody, Control, LoadOptions, LoadOutcome, NodeInfo};
+use sluice_admin::{BoxFuture, ConfigBody, Control, LoadOptions, LoadOutcome, NodeInfo};
+use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{Config, PluginRegistry};
 use sluice_proxy::ProxyStats;
 use std::future::Future;
@@ -17,6 +19,8 @@ pub struct NodeControl {
     pub hostname: String,
     /// Set once the proxy workers are running.
     pub proxy_stats: OnceLock<ProxyStats>,
+    /// DB mode's database side; None when DB-less.
+    pub db: Option<Arc<DbNode>>,
 }
 
 impl Control for NodeControl {
@@ -106,6 +110,20 @@ impl Control for NodeControl {
             plugins_available,
             configuration: self.settings.to_json(),
         }
+    }
+
+    fn db_mode(&self) -> bool {
+        self.db.is_some()
+    }
+
+    fn write(&self, write: EntityWrite) -> BoxFuture<Result<Written, WriteError>> {
+        let db = self.db.clone();
+        Box::pin(async move {
+            match db {
+                Some(db) => db.write(write).await,
+                None => Err(WriteError::Unavailable("this node has no database".into())),
+            }
+        })
     }
 
     fn metrics(&self) -> Option<String> {

@@ -137,6 +137,31 @@ impl Loader {
         if check_hash && self.is_ready() && self.live.load().hash() == hash {
             return Ok(Loaded::Unchanged);
         }
+        let (config, json) = self.go_live(config, started)?;
+        Ok(Loaded::Applied(config, json))
+    }
+
+    /// Applies a config that is already valid (DB mode builds it from the database's entities, which were
+    /// validated when written): compile, commit to the store, publish. Serialized with the other loads.
+    pub fn apply(&self, config: Config) -> Result<(), LoadError> {
+        let _purge = crate::alloc::EagerPurge::start();
+        let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        let result = self.go_live(config, Instant::now()).map(|_| ());
+        let counter = match &result {
+            Ok(()) => &self.stats.succeeded,
+            Err(_) => &self.stats.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+
+    /// Compiles, commits and publishes `config` (validated `started`..now ago); the caller holds `loading`.
+    fn go_live(
+        &self,
+        config: Config,
+        started: Instant,
+    ) -> Result<(Arc<Config>, EntityJson), LoadError> {
+        let hash = config.hash().to_string();
         let parsed = started.elapsed();
         let config = Arc::new(config);
         let snapshot = Snapshot::compile(config.clone(), &self.registry)
@@ -164,7 +189,7 @@ impl Loader {
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "configuration loaded"
         );
-        Ok(Loaded::Applied(config, json))
+        Ok((config, json))
     }
 
     /// Loads a declarative file (YAML or JSON).

@@ -11,9 +11,11 @@ use std::process::ExitCode;
 mod alloc;
 mod check;
 mod control;
+mod dbnode;
 mod loader;
 mod logging;
 mod metrics;
+mod migrate;
 mod run;
 mod settings;
 
@@ -35,6 +37,20 @@ enum Command {
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// Prepare or upgrade the PostgreSQL schema (DB mode), as `kong migrations` does.
+    Migrations {
+        #[arg(value_enum)]
+        action: migrate::Action,
+        /// A conf file with Kong-style `name = value` settings (`pg_host`, ...).
+        #[arg(short = 'c', long = "conf")]
+        conf: Option<PathBuf>,
+        /// Confirms `reset`.
+        #[arg(long)]
+        yes: bool,
+        /// Seconds to wait for another node's migrations to finish.
+        #[arg(long, default_value_t = 60)]
+        lock_timeout: u64,
     },
     /// Print the version.
     Version,
@@ -85,6 +101,12 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => check::run(&file),
+        Command::Migrations {
+            action,
+            conf,
+            yes,
+            lock_timeout,
+        } => migrate::run(action, conf.as_deref(), yes, lock_timeout),
         Command::Start(args) => run::start(args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {

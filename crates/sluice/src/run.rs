@@ -3,6 +3,7 @@
 //! drain and exit 0).
 
 use crate::control::NodeControl;
+use crate::dbnode::DbNode;
 use crate::loader::Loader;
 use crate::settings::{split_list, Settings};
 use crate::{logging, StartArgs};
@@ -43,16 +44,35 @@ pub fn start(args: StartArgs) -> Result<()> {
         )
     })?;
     let loader = Arc::new(Loader::new(Arc::new(Registry::builtin()), store));
-    match &settings.declarative_config {
-        Some(file) => {
-            loader.load_file(file)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("sluice-control")
+        .enable_all()
+        .build()
+        .context("starting the control runtime")?;
+    let db = match &settings.pg {
+        Some(pg) => {
+            if settings.declarative_config.is_some() {
+                tracing::warn!("declarative_config is ignored with database = postgres");
+            }
+            let db = DbNode::new(pg.clone(), loader.clone())?;
+            runtime.block_on(db.start())?;
+            Some(db)
         }
         None => {
-            if !loader.load_from_store()? {
-                tracing::warn!("no declarative_config and an empty store: serving no routes until POST /config");
+            match &settings.declarative_config {
+                Some(file) => {
+                    loader.load_file(file)?;
+                }
+                None => {
+                    if !loader.load_from_store()? {
+                        tracing::warn!("no declarative_config and an empty store: serving no routes until POST /config");
+                    }
+                }
             }
+            None
         }
-    }
+    };
 
     let listen =
         parse_listen(&settings.proxy_listen).map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?;
@@ -87,15 +107,10 @@ pub fn start(args: StartArgs) -> Result<()> {
         node_id: uuid::Uuid::new_v4(),
         hostname: hostname(),
         proxy_stats: OnceLock::new(),
+        db,
     });
     let _ = control.proxy_stats.set(proxy.stats());
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("sluice-control")
-        .enable_all()
-        .build()
-        .context("starting the control runtime")?;
     runtime.block_on(control_plane(control, settings))?;
     tracing::info!("draining in-flight requests");
     proxy.shutdown(DRAIN_GRACE);
@@ -114,6 +129,9 @@ pub fn start(args: StartArgs) -> Result<()> {
 /// Serves the admin and status listeners and handles signals until SIGTERM/SIGINT.
 async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    if let Some(db) = &control.db {
+        tokio::spawn(db.clone().follow());
+    }
     for (setting, value, status, cert, key) in [
         (
             "admin_listen",

@@ -23,6 +23,8 @@ pub struct Settings {
     pub lmdb_environment_path: PathBuf,
     pub lmdb_map_size: u64,
     pub database: String,
+    /// How to reach PostgreSQL, when `database = postgres`.
+    pub pg: Option<sluice_db::PgSettings>,
     /// Certificate and key files (comma lists of up to two: RSA and ECDSA) for the proxy's `ssl` listeners;
     /// unset means the generated default under `<prefix>/ssl`.
     pub ssl_cert: Option<String>,
@@ -51,6 +53,16 @@ const KNOWN: &[&str] = &[
     "lmdb_environment_path",
     "lmdb_map_size",
     "database",
+    "pg_host",
+    "pg_port",
+    "pg_user",
+    "pg_password",
+    "pg_database",
+    "pg_schema",
+    "pg_ssl",
+    "pg_ssl_verify",
+    "pg_timeout",
+    "pg_pool_size",
     "ssl_cert",
     "ssl_cert_key",
     "admin_ssl_cert",
@@ -115,9 +127,11 @@ impl Settings {
         let lmdb_map_size = parse_size(&get("lmdb_map_size").unwrap_or_else(|| "2048m".into()))
             .context("lmdb_map_size")?;
         let database = get("database").unwrap_or_else(|| "off".into());
-        if database != "off" {
-            bail!("database: only 'off' (DB-less) is supported by this build, got '{database}'");
-        }
+        let pg = match database.as_str() {
+            "off" => None,
+            "postgres" => Some(pg::from_values(&get)?),
+            other => bail!("database: expected 'off' (DB-less) or 'postgres', got '{other}'"),
+        };
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         Ok(Settings {
@@ -135,6 +149,7 @@ impl Settings {
             lmdb_environment_path,
             lmdb_map_size,
             database,
+            pg,
             ssl_cert: get("ssl_cert"),
             ssl_cert_key: get("ssl_cert_key"),
             admin_ssl_cert: get("admin_ssl_cert"),
@@ -166,6 +181,9 @@ impl Settings {
             "role": "traditional",
             "router_flavor": "traditional_compatible",
         });
+        if let (Some(all), Some(pg)) = (json.as_object_mut(), &self.pg) {
+            all.extend(pg::to_json(pg));
+        }
         if let (Some(all), serde_json::Value::Object(dns)) =
             (json.as_object_mut(), self.dns.to_json())
         {
@@ -237,5 +255,6 @@ fn parse_size(s: &str) -> Result<u64> {
     Ok(n * mult)
 }
 
+mod pg;
 #[cfg(test)]
 mod tests;

@@ -72,7 +72,7 @@ pub fn item(config: &Config, scope: &Scope<'_>, key: &str) -> Result<Reply, ApiE
 }
 
 /// The entity a child's foreign key points at (`/routes/{r}/service`); 404 when unset or missing.
-fn owner_of<'c>(
+pub(super) fn owner_of<'c>(
     config: &'c Config,
     child: &Collection,
     key: &str,

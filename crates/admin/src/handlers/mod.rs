@@ -6,6 +6,7 @@ mod health;
 mod info;
 mod status;
 mod tags;
+mod writes;
 
 use crate::errors::ApiError;
 use crate::query;
@@ -87,6 +88,9 @@ async fn handle(
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),
         Endpoint::Config if read => Ok(config::get(control)),
+        Endpoint::Config if control.db_mode() => Err(ApiError::BadRequest(
+            "this endpoint is only available when Kong is configured to not use a database".into(),
+        )),
         Endpoint::Config => {
             let content_type = parts
                 .headers
@@ -98,16 +102,25 @@ async fn handle(
             config::post(control, q, content_type, body).await
         }
         Endpoint::List(scope) if read => entities::list(&control.config(), &scope, base, q),
+        Endpoint::Item(scope, key) if read => entities::item(&control.config(), &scope, key),
+        Endpoint::Owner(child, key, rel) if read => {
+            entities::owner(&control.config(), child, key, rel)
+        }
+        Endpoint::List(scope) if control.db_mode() => {
+            writes::create(control, &scope, read_body(body).await?).await
+        }
+        Endpoint::Item(scope, key) if control.db_mode() => {
+            writes::item(control, &scope, key, method, read_body(body).await?).await
+        }
+        Endpoint::Owner(child, key, rel) if control.db_mode() => {
+            writes::owner(control, child, key, rel, method, read_body(body).await?).await
+        }
         Endpoint::List(scope) => Err(entities::refuse_list_write(
             &control.config(),
             &scope,
             method,
         )),
-        Endpoint::Item(scope, key) if read => entities::item(&control.config(), &scope, key),
         Endpoint::Item(scope, key) => entities::item_write(&control.config(), &scope, key, method),
-        Endpoint::Owner(child, key, rel) if read => {
-            entities::owner(&control.config(), child, key, rel)
-        }
         Endpoint::Owner(child, key, rel) => Err(entities::refuse_owner_write(
             &control.config(),
             child,

@@ -141,6 +141,13 @@ macro_rules! define_kinds {
                 }
             }
 
+            /// Fields unique among entities of this kind (besides `id`).
+            pub fn unique_fields(self) -> &'static [&'static str] {
+                match self {
+                    $(Kind::$variant => &[$(stringify!($uniq)),*]),*
+                }
+            }
+
             /// Fields by which entities of this kind can be referenced besides `id`.
             pub fn name_fields(self) -> &'static [&'static str] {
                 match self {

@@ -43,8 +43,20 @@ fn conf_file_syntax_comments_and_errors() {
 fn values_are_checked() {
     let bad = Settings::from_values(&values(&[("worker_threads", "zero")])).unwrap_err();
     assert!(bad.to_string().contains("worker_threads"));
-    let db = Settings::from_values(&values(&[("database", "postgres")])).unwrap_err();
-    assert!(db.to_string().contains("DB-less"));
+    let db = Settings::from_values(&values(&[("database", "cassandra")])).unwrap_err();
+    assert!(db.to_string().contains("'postgres'"));
+    let pg = Settings::from_values(&values(&[("database", "postgres"), ("pg_port", "x")]));
+    assert!(pg.unwrap_err().to_string().contains("pg_port"));
+    let pg = Settings::from_values(&values(&[
+        ("database", "postgres"),
+        ("pg_port", "5433"),
+        ("pg_timeout", "250"),
+        ("pg_password", "secret"),
+    ]))
+    .unwrap();
+    let conf = pg.pg.as_ref().unwrap();
+    assert_eq!((conf.port, conf.timeout.as_millis()), (5433, 250));
+    assert_eq!(pg.to_json()["pg_password"], "******");
     let s = Settings::from_values(&values(&[
         ("nginx_worker_processes", "3"),
         ("prefix", "/tmp/x"),

@@ -1,0 +1,43 @@
+//! DB mode on PostgreSQL: the schema and its migrations, entity writes with Kong's rules enforced in the
+//! write's own transaction, and the reads a node follows the database with.
+//!
+//! - [`settings`]: Kong's `pg_*` settings and the connection pool.
+//! - [`migrations`]: `sluice migrations bootstrap | up | finish | list | status | reset` (versioned SQL
+//!   files under `migrations/`, one advisory lock so two nodes never migrate at once).
+//! - [`tables`]: what PostgreSQL keeps per entity kind, derived from the model's kind table.
+//! - [`write`]: one Admin API write (create, upsert, update, delete) in one transaction that also bumps the
+//!   config version and notifies every node; constraint violations become Kong's DAO errors ([`errors`]).
+//! - [`read`]: the whole config at a version, and the entities changed since a version.
+//! - [`follow`]: a connection that `LISTEN`s for new versions and reconnects when it drops.
+//!
+//! The schema's reasons are in `migrations/000_base.sql` and `docs/db-mode.md`.
+
+pub mod errors;
+pub mod follow;
+pub mod migrations;
+pub mod read;
+pub mod settings;
+pub mod tables;
+pub mod write;
+
+pub use settings::{connect, PgSettings};
+
+/// The notification channel every write notifies with its new version.
+pub const CHANNEL: &str = "sluice_config";
+
+/// A failure to reach or use the database (not a refused write: see [`sluice_model::writes::WriteError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot reach the database: {0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Migrations(String),
+    #[error("database error: {0}")]
+    Query(#[from] tokio_postgres::Error),
+}
+
+impl From<deadpool_postgres::PoolError> for DbError {
+    fn from(e: deadpool_postgres::PoolError) -> DbError {
+        DbError::Unavailable(e.to_string())
+    }
+}

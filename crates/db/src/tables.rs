@@ -1,0 +1,48 @@
+//! What PostgreSQL keeps per entity kind, derived from the model's kind table: the table (named as the
+//! kind's declarative key), its UNIQUE columns (the kind's unique fields), its foreign-key columns (named as
+//! the fields, with Kong's delete rule), and the `cache_key` of kinds whose uniqueness spans fields.
+
+use serde_json::Value;
+use sluice_model::declarative::kinds::Kind;
+
+/// The fields whose combination Kong keeps unique for `kind` (its schema's `cache_key`), when that is
+/// more than one field: a plugin per name and scope, a target per upstream, an ACL group per consumer.
+pub fn cache_key_fields(kind: Kind) -> Option<&'static [&'static str]> {
+    match kind {
+        Kind::Plugin => Some(&["name", "route", "service", "consumer"]),
+        Kind::Target => Some(&["upstream", "target"]),
+        Kind::Acl => Some(&["consumer", "group"]),
+        _ => None,
+    }
+}
+
+/// The `cache_key` column's value: the fields' values joined, references by id, unset as empty.
+pub fn cache_key(kind: Kind, entity: &Value) -> Option<String> {
+    let fields = cache_key_fields(kind)?;
+    let mut key = String::from(kind.key());
+    for field in fields {
+        key.push(':');
+        match &entity[*field] {
+            Value::String(s) => key.push_str(s),
+            Value::Object(m) => key.push_str(m.get("id").and_then(Value::as_str).unwrap_or("")),
+            _ => {}
+        }
+    }
+    Some(key)
+}
+
+/// The kind whose table is `name`.
+pub fn kind_of_table(name: &str) -> Option<Kind> {
+    Kind::from_key(name)
+}
+
+/// The columns an entity's row sets besides `id`, `created_at`, `tags` and `entity`, in a fixed order:
+/// unique fields, foreign keys, then `cache_key`.
+pub fn columns(kind: Kind) -> Vec<&'static str> {
+    let mut cols: Vec<&'static str> = kind.unique_fields().to_vec();
+    cols.extend(kind.references().iter().map(|fk| fk.field));
+    if cache_key_fields(kind).is_some() {
+        cols.push("cache_key");
+    }
+    cols
+}

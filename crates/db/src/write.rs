@@ -1,0 +1,361 @@
+//! One Admin API write, in one transaction, with Kong's semantics:
+//! - `POST` inserts (201); `PUT` inserts or replaces whole, by id or endpoint key (200); `PATCH` merges into
+//!   the stored entity (200, or code 6 when missing); `DELETE` removes (204, also when missing).
+//! - A nested path (`/services/{s}/routes`) finds its parent first (404 when missing) and sets the child's
+//!   foreign key; an item under the wrong parent is 404.
+//! - The entity is validated on its own (`validate_one`); PostgreSQL enforces uniqueness and references in
+//!   the same transaction, and its refusals become Kong's codes 3, 4 and 5 (`errors`).
+//!
+//! Every transaction that writes bumps `sluice_config.version` first (the row lock orders writers, so
+//! versions commit in order), and notifies [`crate::CHANNEL`] with it; the triggers of `000_base.sql` log
+//! each changed row, cascaded deletes included, under that version.
+
+use crate::errors::to_write_error;
+use crate::tables;
+use deadpool_postgres::{Pool, Transaction};
+use serde_json::{Map, Value};
+use sluice_model::declarative::kinds::Kind;
+use sluice_model::declarative::validate_one;
+use sluice_model::writes::{EntityWrite, WriteError, WriteOp, Written};
+use sluice_model::PluginRegistry;
+use tokio_postgres::types::ToSql;
+use uuid::Uuid;
+
+/// A stored entity.
+struct Stored {
+    id: Uuid,
+    created_at: i64,
+    entity: Value,
+}
+
+/// Runs one write. Returns what to answer and the config version it committed (None when nothing changed:
+/// a `DELETE` of a missing entity).
+pub async fn write(
+    pool: &Pool,
+    registry: &dyn PluginRegistry,
+    w: EntityWrite,
+) -> Result<(Written, Option<u64>), WriteError> {
+    let mut client = pool
+        .get()
+        .await
+        .map_err(|e| WriteError::Unavailable(format!("cannot reach the database: {e}")))?;
+    let tx = client.transaction().await.map_err(unavailable)?;
+    let version: i64 = tx
+        .query_one(
+            "UPDATE sluice_config SET version = version + 1 RETURNING version",
+            &[],
+        )
+        .await
+        .map_err(internal)?
+        .get(0);
+    let parent = match &w.parent {
+        Some(p) => Some(
+            find(&tx, p.kind, &p.key, None)
+                .await?
+                .ok_or(WriteError::NotFound)?
+                .id,
+        ),
+        None => None,
+    };
+    let scope = w.parent.as_ref().map(|p| p.field).zip(parent);
+    let existing = match &w.key {
+        Some(key) => find(&tx, w.kind, key, scope).await?,
+        None => None,
+    };
+    let written = match w.op {
+        WriteOp::Delete => {
+            let Some(row) = existing else {
+                return Ok((deleted(), None));
+            };
+            let sql = format!("DELETE FROM {} WHERE id = $1", w.kind.key());
+            tx.execute(&sql, &[&row.id])
+                .await
+                .map_err(|e| to_write_error(e, w.kind, None))?;
+            deleted()
+        }
+        op => {
+            let p = prepare(op, &w, existing)?;
+            let status = p.status;
+            let entity = store(&tx, registry, &w, p, scope).await?;
+            Written {
+                status,
+                entity: Some(entity),
+            }
+        }
+    };
+    tx.execute(
+        "SELECT pg_notify($1, $2)",
+        &[&crate::CHANNEL, &version.to_string()],
+    )
+    .await
+    .map_err(internal)?;
+    tx.commit().await.map_err(unavailable)?;
+    Ok((written, Some(version as u64)))
+}
+
+fn deleted() -> Written {
+    Written {
+        status: 204,
+        entity: None,
+    }
+}
+
+/// What a create, upsert or update writes, before validation.
+struct Prepared {
+    status: u16,
+    id: Uuid,
+    created_at: i64,
+    body: Map<String, Value>,
+    /// A basic-auth password in the body is plain text (to hash).
+    hash: bool,
+}
+
+/// The status, id, `created_at` and body to validate for a create, upsert or update.
+fn prepare(op: WriteOp, w: &EntityWrite, existing: Option<Stored>) -> Result<Prepared, WriteError> {
+    let now = now();
+    let mut body = w.body.clone();
+    let given_id = match body.get("id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            Some(Uuid::parse_str(s).map_err(|_| WriteError::field("id", "expected a valid UUID"))?)
+        }
+        Some(_) => return Err(WriteError::field("id", "expected a string")),
+    };
+    let (status, id, created_at) = match op {
+        WriteOp::Create => (201, given_id.unwrap_or_else(Uuid::new_v4), now),
+        WriteOp::Upsert => {
+            let key = w.key.as_deref().unwrap_or_default();
+            let by_key = Uuid::parse_str(key).ok();
+            if by_key.is_none() {
+                if let Some(field) = w.kind.endpoint_key() {
+                    body.insert(field.into(), Value::String(key.into()));
+                }
+            }
+            let id = by_key
+                .or(existing.as_ref().map(|e| e.id))
+                .or(given_id)
+                .unwrap_or_else(Uuid::new_v4);
+            (200, id, existing.as_ref().map_or(now, |e| e.created_at))
+        }
+        WriteOp::Update => {
+            let stored = existing.ok_or(WriteError::NotFound)?;
+            let mut merged = match stored.entity {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            merge(&mut merged, std::mem::take(&mut body));
+            body = merged;
+            (200, stored.id, stored.created_at)
+        }
+        WriteOp::Delete => unreachable!("deletes are handled by the caller"),
+    };
+    let hash = op != WriteOp::Update || w.body.contains_key("password");
+    body.insert("updated_at".into(), now.into());
+    body.entry("created_at").or_insert(created_at.into());
+    Ok(Prepared {
+        status,
+        id,
+        created_at,
+        body,
+        hash,
+    })
+}
+
+/// Kong's PATCH: fields of the body replace the stored ones, except records (a plugin's `config`), which
+/// are merged field by field.
+fn merge(into: &mut Map<String, Value>, patch: Map<String, Value>) {
+    for (k, v) in patch {
+        match (into.get_mut(&k), v) {
+            (Some(Value::Object(old)), Value::Object(new)) if !old.is_empty() => merge(old, new),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Validates the entity and inserts or replaces its row. Returns the entity as stored.
+async fn store(
+    tx: &Transaction<'_>,
+    registry: &dyn PluginRegistry,
+    w: &EntityWrite,
+    p: Prepared,
+    scope: Option<(&'static str, Uuid)>,
+) -> Result<Value, WriteError> {
+    let Prepared {
+        id,
+        created_at,
+        mut body,
+        hash,
+        ..
+    } = p;
+    let mut refs = Vec::new();
+    if let Some((field, parent)) = scope {
+        refs.push((field, serde_json::json!({ "id": parent.to_string() })));
+    }
+    resolve_refs(tx, w.kind, &mut body, &mut refs).await?;
+    let valid = validate_one(w.kind, body, id, refs, registry, hash).map_err(WriteError::Schema)?;
+    let cols = tables::columns(w.kind);
+    let tags: Option<Vec<String>> = serde_json::from_value(valid.value["tags"].clone()).ok();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
+        Box::new(id),
+        Box::new(created_at),
+        Box::new(tags),
+        Box::new(valid.value.clone()),
+    ];
+    for col in &cols {
+        let unique = valid
+            .unique
+            .iter()
+            .find(|(f, _)| f == col)
+            .map(|(_, v)| v.clone());
+        let foreign = valid
+            .foreign
+            .iter()
+            .find(|(f, _)| f == col)
+            .map(|(_, v)| *v);
+        if *col == "cache_key" {
+            params.push(Box::new(tables::cache_key(w.kind, &valid.value)));
+        } else if w.kind.references().iter().any(|fk| fk.field == *col) {
+            params.push(Box::new(foreign));
+        } else {
+            params.push(Box::new(unique));
+        }
+    }
+    let names: Vec<String> = ["id", "created_at", "tags", "entity"]
+        .iter()
+        .chain(cols.iter())
+        .map(|c| format!("\"{c}\""))
+        .collect();
+    let placeholders: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+    let mut sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        w.kind.key(),
+        names.join(", "),
+        placeholders.join(", ")
+    );
+    if w.op != WriteOp::Create {
+        let sets: Vec<String> = names[1..]
+            .iter()
+            .map(|c| format!("{c} = EXCLUDED.{c}"))
+            .collect();
+        sql.push_str(&format!(
+            " ON CONFLICT (id) DO UPDATE SET {}",
+            sets.join(", ")
+        ));
+    }
+    let refs: Vec<&(dyn ToSql + Sync)> = params
+        .iter()
+        .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+        .collect();
+    tx.execute(&sql, &refs)
+        .await
+        .map_err(|e| to_write_error(e, w.kind, Some(&valid.value)))?;
+    Ok(valid.value)
+}
+
+/// Foreign keys given by endpoint key (`"service": {"name": "s"}`) become `{"id": ...}` references;
+/// references by id are left for PostgreSQL to check.
+async fn resolve_refs(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    body: &mut Map<String, Value>,
+    refs: &mut Vec<(&'static str, Value)>,
+) -> Result<(), WriteError> {
+    for fk in kind.references() {
+        if refs.iter().any(|(f, _)| *f == fk.field) {
+            continue;
+        }
+        let Some(Value::Object(given)) = body.get(fk.field) else {
+            continue;
+        };
+        if given.contains_key("id") {
+            continue;
+        }
+        let Some(endpoint) = fk.parent.endpoint_key() else {
+            continue;
+        };
+        let Some(key) = given.get(endpoint).and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(found) = find(tx, fk.parent, key, None).await? else {
+            let message = format!(
+                "the foreign key '{}' does not reference an existing '{}' entity.",
+                crate::errors::lua(&Value::Object(given.clone())),
+                fk.parent.key()
+            );
+            return Err(WriteError::ForeignKey {
+                fields: serde_json::json!({ fk.field: message }),
+                message,
+            });
+        };
+        refs.push((fk.field, serde_json::json!({ "id": found.id.to_string() })));
+    }
+    Ok(())
+}
+
+/// The entity of `kind` with id or endpoint key `key` (under `scope`'s parent when given), locked for the
+/// rest of the transaction.
+async fn find(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    key: &str,
+    scope: Option<(&'static str, Uuid)>,
+) -> Result<Option<Stored>, WriteError> {
+    let table = kind.key();
+    let (mut sql, key_param): (String, Box<dyn ToSql + Sync + Send>) = match Uuid::parse_str(key) {
+        Ok(id) => (
+            format!("SELECT id, created_at, entity FROM {table} WHERE id = $1"),
+            Box::new(id),
+        ),
+        Err(_) => {
+            let Some(field) = kind.endpoint_key() else {
+                return Ok(None);
+            };
+            let column = match kind.unique_fields().contains(&field) {
+                true => format!("\"{field}\""),
+                false => format!("entity->>'{field}'"),
+            };
+            (
+                format!("SELECT id, created_at, entity FROM {table} WHERE {column} = $1"),
+                Box::new(key.to_string()),
+            )
+        }
+    };
+    let rows = match scope {
+        Some((field, parent)) => {
+            sql.push_str(&format!(" AND \"{field}\" = $2 FOR UPDATE"));
+            tx.query(&sql, &[key_param.as_ref() as &(dyn ToSql + Sync), &parent])
+                .await
+        }
+        None => {
+            sql.push_str(" FOR UPDATE");
+            tx.query(&sql, &[key_param.as_ref() as &(dyn ToSql + Sync)])
+                .await
+        }
+    }
+    .map_err(internal)?;
+    Ok(rows.first().map(|r| Stored {
+        id: r.get(0),
+        created_at: r.get(1),
+        entity: r.get(2),
+    }))
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn unavailable(e: tokio_postgres::Error) -> WriteError {
+    WriteError::Unavailable(format!("the database connection failed: {e}"))
+}
+
+fn internal(e: tokio_postgres::Error) -> WriteError {
+    match e.as_db_error() {
+        Some(_) => WriteError::Internal(e.to_string()),
+        None => unavailable(e),
+    }
+}

@@ -1,0 +1,91 @@
+//! `sluice migrations bootstrap | up | finish | list | status | reset --yes`: Kong's commands over
+//! [`sluice_db::migrations`], against the database the node settings name.
+
+use crate::settings::Settings;
+use anyhow::{bail, Result};
+use sluice_db::migrations::{self, State};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Which migrations command.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Action {
+    /// Create the schema on an empty database.
+    Bootstrap,
+    /// Run the new migrations' additive part.
+    Up,
+    /// Run the pending teardowns.
+    Finish,
+    /// List every migration and its state.
+    List,
+    /// One line and Kong's exit code: 0 up to date, 3 not bootstrapped, 4 pending, 5 new.
+    Status,
+    /// Drop every table Sluice made (needs --yes).
+    Reset,
+}
+
+pub fn run(action: Action, conf: Option<&Path>, yes: bool, lock_timeout: u64) -> Result<ExitCode> {
+    let settings = Settings::load(conf, &[("database", "postgres".into())])?;
+    let Some(pg) = settings.pg else {
+        bail!("database: migrations need database = postgres");
+    };
+    if let Err(e) = pg.check() {
+        bail!("{e}");
+    }
+    let timeout = Duration::from_secs(lock_timeout);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let (mut client, connection) = pg
+            .client_config()
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot reach the database {}: {e}", pg.describe()))?;
+        tokio::spawn(connection);
+        let done = |what: &str, names: Vec<String>| {
+            match names.is_empty() {
+                true => println!("{what}: nothing to run"),
+                false => println!("{what}: ran {}", names.join(", ")),
+            }
+            ExitCode::SUCCESS
+        };
+        Ok(match action {
+            Action::Bootstrap => done(
+                "bootstrap",
+                migrations::bootstrap(&mut client, timeout).await?,
+            ),
+            Action::Up => done("up", migrations::up(&mut client, timeout).await?),
+            Action::Finish => done("finish", migrations::finish(&mut client, timeout).await?),
+            Action::List => {
+                for (name, state) in migrations::list(&client).await? {
+                    println!("{name}: {state}");
+                }
+                status(&migrations::state(&client).await?)
+            }
+            Action::Status => status(&migrations::state(&client).await?),
+            Action::Reset if !yes => {
+                bail!("reset drops every table Sluice made: confirm with --yes")
+            }
+            Action::Reset => {
+                migrations::reset(&mut client, timeout).await?;
+                println!("reset: every Sluice table dropped");
+                ExitCode::SUCCESS
+            }
+        })
+    })
+}
+
+fn status(state: &State) -> ExitCode {
+    match state {
+        State::UpToDate => println!("database is up to date"),
+        State::NotBootstrapped => println!("database needs bootstrapping: run 'sluice migrations bootstrap'"),
+        State::Pending(names) => println!(
+            "pending migrations ({}): run 'sluice migrations finish' once every node runs this release",
+            names.join(", ")
+        ),
+        State::New(names) => println!("new migrations ({}): run 'sluice migrations up'", names.join(", ")),
+    }
+    ExitCode::from(state.exit_code())
+}
