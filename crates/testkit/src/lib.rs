@@ -9,6 +9,7 @@ mod flaky;
 mod gateway;
 mod load;
 mod nginx;
+mod pg;
 mod recorder;
 mod sink;
 mod tls;
@@ -19,6 +20,7 @@ pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
 pub use nginx::NginxPeer;
+pub use pg::{pg_server, psql, PgRelay, TestDb};
 pub use recorder::{Received, Recorder};
 pub use sink::{LogSink, SinkRequest};
 pub use tls::{
@@ -56,6 +58,25 @@ pub async fn get_json(
         headers,
         resp.json().await.unwrap_or(serde_json::Value::Null),
     )
+}
+
+/// An Admin API call with a JSON body (or none): the status and the JSON answer (`null` when none).
+pub async fn send_json(
+    method: &str,
+    url: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut req = client().request(method.clone(), url);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let resp = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(serde_json::Value::Null))
 }
 
 /// A client that speaks HTTP/2 without TLS (h2c, prior knowledge).

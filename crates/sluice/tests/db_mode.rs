@@ -1,0 +1,317 @@
+//! DB mode against the real PostgreSQL on 127.0.0.1:5432 (each test makes its own database and drops it):
+//! `sluice migrations`, the refusal to start on an unmigrated database, and the Admin API's writes with
+//! Kong's methods, status codes, error bodies, nesting and delete rules, checked through the proxy too.
+
+use serde_json::{json, Value};
+use sluice_testkit::{send_json, EchoUpstream, Gateway, TestDb};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+/// `sluice migrations <args>` on `db`: (exit code, stdout + stderr).
+fn migrations(db: &TestDb, args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .arg("migrations")
+        .args(args)
+        .envs(db.env(None))
+        .output()
+        .expect("run sluice migrations");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// A node on `db`, started after `sluice migrations bootstrap`.
+fn node(db: &TestDb) -> Gateway {
+    let mut b = Gateway::builder(BIN).no_config();
+    for (k, v) in db.env(None) {
+        b = b.env(&k, &v);
+    }
+    b.start()
+}
+
+#[test]
+fn migrations_commands_and_startup_refusal() {
+    let db = TestDb::create("migr");
+    let (code, text) = migrations(&db, &["status"]);
+    assert_eq!(code, 3, "{text}");
+    assert!(text.contains("sluice migrations bootstrap"), "{text}");
+
+    // A node refuses an unbootstrapped database and names the command.
+    let mut cmd = Command::new(BIN);
+    cmd.args(["start", "-p"])
+        .arg(tempfile::tempdir().unwrap().path());
+    let out = cmd
+        .envs(db.env(None))
+        .env("SLUICE_PROXY_LISTEN", "127.0.0.1:0")
+        .env("SLUICE_ADMIN_LISTEN", "127.0.0.1:0")
+        .env("SLUICE_STATUS_LISTEN", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("sluice migrations bootstrap"), "{err}");
+
+    assert_eq!(migrations(&db, &["bootstrap"]).0, 0);
+    let (code, text) = migrations(&db, &["list"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("000_base: executed"), "{text}");
+    let (code, text) = migrations(&db, &["bootstrap"]);
+    assert_ne!(code, 0);
+    assert!(text.contains("already bootstrapped"), "{text}");
+    assert_eq!(migrations(&db, &["up"]).0, 0);
+    assert_eq!(migrations(&db, &["finish"]).0, 0);
+
+    // The schema enforces the kind table's rules: every kind has a table, and delete rules are Kong's.
+    let rules = db.sql(
+        "SELECT string_agg(conrelid::regclass::text || '.' || conname || '=' || confdeltype::text, ' ' ORDER BY conname) \
+         FROM pg_constraint WHERE contype = 'f'",
+    );
+    for fk in [
+        "routes.routes_service_fkey=r",
+        "plugins.plugins_route_fkey=c",
+        "targets.targets_upstream_fkey=c",
+        "snis.snis_certificate_fkey=c",
+        "keyauth_credentials.keyauth_credentials_consumer_fkey=c",
+    ] {
+        assert!(rules.contains(fk), "{fk} missing from {rules}");
+    }
+
+    let (code, text) = migrations(&db, &["reset"]);
+    assert_ne!(code, 0, "reset without --yes must refuse: {text}");
+    assert_eq!(migrations(&db, &["reset", "--yes"]).0, 0);
+    assert_eq!(migrations(&db, &["status"]).0, 3);
+}
+
+async fn call(gw: &Gateway, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    send_json(method, &gw.admin_url(path), body).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_writes_with_kongs_semantics() {
+    let db = TestDb::create("writes");
+    assert_eq!(migrations(&db, &["bootstrap"]).0, 0);
+    let gw = node(&db);
+    let echo = EchoUpstream::start();
+    let url = format!("http://{}", echo.addr());
+
+    // POST 201, then the proxy serves the new route at once.
+    let (s, svc) = call(
+        &gw,
+        "POST",
+        "/services",
+        Some(json!({"name": "echo", "url": url})),
+    )
+    .await;
+    assert_eq!(s, 201, "{svc}");
+    assert_eq!(svc["port"], echo.addr().port());
+    let (s, route) = call(
+        &gw,
+        "POST",
+        "/services/echo/routes",
+        Some(json!({"name": "r1", "paths": ["/r1"]})),
+    )
+    .await;
+    assert_eq!(s, 201, "{route}");
+    assert_eq!(route["service"]["id"], svc["id"]);
+    let served = sluice_testkit::client()
+        .get(gw.proxy_url("/r1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), 200);
+
+    // Schema violation (code 2) with every field, unique violation (5, 409), bad reference (4).
+    let (s, e) = call(
+        &gw,
+        "POST",
+        "/services",
+        Some(json!({"name": "x", "port": "no"})),
+    )
+    .await;
+    assert_eq!((s, e["code"].clone()), (400, json!(2)), "{e}");
+    assert_eq!(e["name"], "schema violation");
+    assert!(
+        e["fields"]["host"].is_string() && e["fields"]["port"].is_string(),
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 schema violations ("),
+        "{e}"
+    );
+    let (s, e) = call(
+        &gw,
+        "POST",
+        "/services",
+        Some(json!({"name": "echo", "url": url})),
+    )
+    .await;
+    assert_eq!((s, e["code"].clone()), (409, json!(5)), "{e}");
+    assert_eq!(
+        e["message"],
+        "UNIQUE violation detected on '{name=\"echo\"}'"
+    );
+    assert_eq!(e["fields"], json!({"name": "echo"}));
+    let ghost = "6f0c0c0c-0000-4000-8000-000000000000";
+    let (s, e) = call(
+        &gw,
+        "POST",
+        "/routes",
+        Some(json!({"paths": ["/g"], "service": {"id": ghost}})),
+    )
+    .await;
+    assert_eq!((s, e["code"].clone()), (400, json!(4)), "{e}");
+    assert_eq!(
+        e["message"],
+        format!("the foreign key '{{id=\"{ghost}\"}}' does not reference an existing 'services' entity.")
+    );
+
+    // A service with routes cannot be deleted (RESTRICT): code 4 with @referenced_by.
+    let (s, e) = call(&gw, "DELETE", "/services/echo", None).await;
+    assert_eq!((s, e["code"].clone()), (400, json!(4)), "{e}");
+    assert_eq!(e["fields"], json!({"@referenced_by": "routes"}));
+
+    // PUT by name creates (200), and replaces whole: unset fields return to their defaults.
+    let body = json!({"url": "http://127.0.0.1:1/a", "retries": 9});
+    let (s, put) = call(&gw, "PUT", "/services/other", Some(body)).await;
+    assert_eq!(
+        (s, put["name"].clone(), put["retries"].clone()),
+        (200, json!("other"), json!(9))
+    );
+    let (s, put2) = call(&gw, "PUT", "/services/other", Some(json!({"host": "h"}))).await;
+    assert_eq!(
+        (s, put2["retries"].clone(), put2["id"].clone()),
+        (200, json!(5), put["id"].clone())
+    );
+    // PATCH merges; missing → 404 code 6; DELETE of a missing entity → 204.
+    let (s, p) = call(&gw, "PATCH", "/services/other", Some(json!({"retries": 2}))).await;
+    assert_eq!(
+        (s, p["retries"].clone(), p["host"].clone()),
+        (200, json!(2), json!("h"))
+    );
+    let (s, e) = call(&gw, "PATCH", "/services/nope", Some(json!({"retries": 2}))).await;
+    assert_eq!((s, e["code"].clone()), (404, json!(6)), "{e}");
+    assert_eq!(call(&gw, "DELETE", "/services/nope", None).await.0, 204);
+    assert_eq!(call(&gw, "DELETE", "/services/other", None).await.0, 204);
+    assert_eq!(call(&gw, "GET", "/services/other", None).await.0, 404);
+
+    // key-auth on the route, a consumer with a credential nested under it: the proxy enforces it.
+    let (s, plugin) = call(
+        &gw,
+        "POST",
+        "/routes/r1/plugins",
+        Some(json!({"name": "key-auth"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{plugin}");
+    let (s, e) = call(
+        &gw,
+        "POST",
+        "/routes/r1/plugins",
+        Some(json!({"name": "key-auth"})),
+    )
+    .await;
+    assert_eq!(
+        (s, e["code"].clone()),
+        (409, json!(5)),
+        "a plugin is unique per route: {e}"
+    );
+    assert_eq!(
+        call(&gw, "POST", "/consumers", Some(json!({"username": "ann"})))
+            .await
+            .0,
+        201
+    );
+    let (s, cred) = call(
+        &gw,
+        "POST",
+        "/consumers/ann/key-auth",
+        Some(json!({"key": "k-1"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{cred}");
+    let proxied = |key: &'static str| {
+        let url = gw.proxy_url("/r1");
+        async move {
+            sluice_testkit::client()
+                .get(url)
+                .header("apikey", key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(proxied("k-1").await, 200);
+    assert_eq!(proxied("k-2").await, 401);
+    // Nested lookups: a credential under another consumer is not found.
+    assert_eq!(
+        call(&gw, "POST", "/consumers", Some(json!({"username": "bob"})))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        call(&gw, "GET", "/consumers/bob/key-auth/k-1", None)
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        call(&gw, "PATCH", "/consumers/bob/key-auth/k-1", Some(json!({})))
+            .await
+            .0,
+        404
+    );
+
+    // Cascades: deleting the consumer deletes its credential; the route's plugin goes with the route.
+    assert_eq!(call(&gw, "DELETE", "/consumers/ann", None).await.0, 204);
+    let (_, creds) = call(&gw, "GET", "/key-auths", None).await;
+    assert_eq!(creds["data"], json!([]));
+    assert_eq!(proxied("k-1").await, 401);
+    assert_eq!(call(&gw, "DELETE", "/routes/r1", None).await.0, 204);
+    let (_, plugins) = call(&gw, "GET", "/plugins", None).await;
+    assert_eq!(plugins["data"], json!([]));
+    assert_eq!(call(&gw, "DELETE", "/services/echo", None).await.0, 204);
+
+    // Upstreams and targets, with the target's delete cascading from its upstream.
+    assert_eq!(
+        call(&gw, "PUT", "/upstreams/up", Some(json!({}))).await.0,
+        200
+    );
+    let (s, t) = call(
+        &gw,
+        "POST",
+        "/upstreams/up/targets",
+        Some(json!({"target": "127.0.0.1:9"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{t}");
+    let (s, e) = call(
+        &gw,
+        "POST",
+        "/upstreams/up/targets",
+        Some(json!({"target": "127.0.0.1:9"})),
+    )
+    .await;
+    assert_eq!(s, 409, "{e}");
+    assert_eq!(call(&gw, "DELETE", "/upstreams/up", None).await.0, 204);
+    assert_eq!(db.sql("SELECT count(*) FROM targets"), "0");
+
+    // POST /config is DB-less only.
+    let (s, _) = call(
+        &gw,
+        "POST",
+        "/config",
+        Some(json!({"_format_version": "3.0"})),
+    )
+    .await;
+    assert_eq!(s, 400);
+}

@@ -1,0 +1,196 @@
+//! PostgreSQL for DB-mode tests: a database of the test's own on the local server (made on creation,
+//! dropped on drop, even while nodes are still connected), and a TCP relay between a node and the server
+//! that a test can cut and restore to play a database outage.
+//!
+//! The server is `SLUICE_TEST_PG_HOST`/`_PORT`/`_USER` (default 127.0.0.1, 5432, postgres, trust auth);
+//! databases are made and dropped with `psql`.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The server's address and user.
+pub fn pg_server() -> (String, u16, String) {
+    let host = std::env::var("SLUICE_TEST_PG_HOST").unwrap_or_else(|_| "127.0.0.1".into());
+    let port = std::env::var("SLUICE_TEST_PG_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(5432);
+    let user = std::env::var("SLUICE_TEST_PG_USER").unwrap_or_else(|_| "postgres".into());
+    (host, port, user)
+}
+
+/// Runs one statement with `psql` on database `db`; panics with psql's output when it fails.
+pub fn psql(db: &str, sql: &str) -> String {
+    let (host, port, user) = pg_server();
+    let out = Command::new("psql")
+        .args(["-h", &host, "-p", &port.to_string(), "-U", &user, "-d", db])
+        .args(["-v", "ON_ERROR_STOP=1", "-tAq", "-c", sql])
+        .output()
+        .expect("running psql (is the postgresql-client package installed?)");
+    assert!(
+        out.status.success(),
+        "psql failed on {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A database of the test's own; dropped with its connections when this is dropped.
+pub struct TestDb {
+    pub name: String,
+}
+
+impl TestDb {
+    pub fn create(prefix: &str) -> TestDb {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "sluice_{prefix}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        psql(
+            "postgres",
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        );
+        psql("postgres", &format!("CREATE DATABASE {name}"));
+        TestDb { name }
+    }
+
+    /// `SLUICE_*` settings that point a node or `sluice migrations` at this database (through `port`,
+    /// e.g. a [`PgRelay`]'s, when given).
+    pub fn env(&self, port: Option<u16>) -> Vec<(String, String)> {
+        let (host, server_port, user) = pg_server();
+        vec![
+            ("SLUICE_DATABASE".into(), "postgres".into()),
+            ("SLUICE_PG_HOST".into(), host),
+            (
+                "SLUICE_PG_PORT".into(),
+                port.unwrap_or(server_port).to_string(),
+            ),
+            ("SLUICE_PG_USER".into(), user),
+            ("SLUICE_PG_DATABASE".into(), self.name.clone()),
+            ("SLUICE_PG_TIMEOUT".into(), "1000".into()),
+        ]
+    }
+
+    /// One statement on this database.
+    pub fn sql(&self, sql: &str) -> String {
+        psql(&self.name, sql)
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let (host, port, user) = pg_server();
+        let _ = Command::new("psql")
+            .args([
+                "-h",
+                &host,
+                "-p",
+                &port.to_string(),
+                "-U",
+                &user,
+                "-d",
+                "postgres",
+                "-tAq",
+            ])
+            .args([
+                "-c",
+                &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+            ])
+            .output();
+    }
+}
+
+/// A TCP relay on 127.0.0.1 to the PostgreSQL server. [`PgRelay::cut`] closes every relayed connection
+/// and refuses new ones (the database is "down"); [`PgRelay::restore`] lets them through again.
+pub struct PgRelay {
+    pub port: u16,
+    open: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl PgRelay {
+    pub fn start() -> PgRelay {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind relay");
+        let port = listener.local_addr().expect("addr").port();
+        let open = Arc::new(AtomicBool::new(true));
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (o, c, s) = (open.clone(), conns.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (host, server_port, _) = pg_server();
+            for client in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                if !o.load(Ordering::Relaxed) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect((host.as_str(), server_port)) else {
+                    continue;
+                };
+                let mut list = c.lock().unwrap();
+                list.push(client.try_clone().expect("clone"));
+                list.push(server.try_clone().expect("clone"));
+                pipe(
+                    client.try_clone().expect("clone"),
+                    server.try_clone().expect("clone"),
+                );
+                pipe(server, client);
+            }
+        });
+        PgRelay {
+            port,
+            open,
+            conns,
+            stop,
+        }
+    }
+
+    /// The database goes "down": relayed connections are closed and new ones refused.
+    pub fn cut(&self) {
+        self.open.store(false, Ordering::Relaxed);
+        for conn in self.conns.lock().unwrap().drain(..) {
+            let _ = conn.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// The database is reachable again.
+    pub fn restore(&self) {
+        self.open.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for PgRelay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cut();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Copies `from` to `to` on a thread until either side closes.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    });
+}
