@@ -13,6 +13,9 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+pg_ready() { psql -h 127.0.0.1 -U postgres -d postgres -tAc 'SELECT 1' >/dev/null 2>&1; }
+pg_ready || command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -24,6 +27,22 @@ step "services: Redis on 127.0.0.1:6379"
 if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --logfile /tmp/sluice-ci-redis.log
   for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+step "services: PostgreSQL on 127.0.0.1:5432 (user postgres, trust); DB-mode tests make and drop their own databases"
+if ! pg_ready; then
+  cluster=$(pg_lsclusters -h 2>/dev/null | awk 'NR==1 {print $1" "$2}')
+  if [ -n "$cluster" ]; then
+    # shellcheck disable=SC2086
+    pg_ctlcluster $cluster start || true
+    conf=$(ls /etc/postgresql/*/main/pg_hba.conf 2>/dev/null | head -1)
+    if [ -n "$conf" ] && ! grep -q 'sluice-ci' "$conf"; then
+      sed -i '1i host all all 127.0.0.1/32 trust # sluice-ci' "$conf"
+      # shellcheck disable=SC2086
+      pg_ctlcluster $cluster reload || true
+    fi
+  fi
+  for _ in $(seq 1 50); do pg_ready && break; sleep 0.2; done
+  pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432 as postgres" >&2; exit 1; }
 fi
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy || true
 

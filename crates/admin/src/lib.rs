@@ -12,7 +12,7 @@
 //! place failures become responses.
 
 use sluice_model::writes::{EntityWrite, WriteError, Written};
-use sluice_model::{Config, ConfigErrors};
+use sluice_model::{Config, ConfigErrors, PluginRegistry};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -72,6 +72,10 @@ pub trait Control: Send + Sync + 'static {
     /// target does not exist.
     fn set_target_health(&self, _upstream: &str, _target: &str, _healthy: bool) -> bool {
         false
+    }
+    /// The plugins this node implements (plugin schemas and `/schemas/.../validate`); None answers 404.
+    fn registry(&self) -> Option<&dyn PluginRegistry> {
+        None
     }
     /// True when the node runs on a database (`database = postgres`): entity writes go to
     /// [`Control::write`] and `POST /config` is refused. False (the default): DB-less' refusals.
@@ -148,8 +152,11 @@ pub enum LoadError {
 /// Node facts for `GET /`.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
-    /// The version reported as `version` (clients such as decK parse it as a Kong version).
+    /// The version reported as `version`: the Kong version whose Admin API this node implements (decK and
+    /// Kong Manager parse it as a Kong version and branch on it).
     pub version: String,
+    /// Sluice's own version (`sluice_version`).
+    pub sluice_version: String,
     pub hostname: String,
     pub node_id: uuid::Uuid,
     /// The plugins this node implements, with their priorities.

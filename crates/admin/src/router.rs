@@ -46,6 +46,14 @@ pub enum Endpoint<'a> {
     Config,
     /// `GET /plugins/enabled`: the plugins this node implements.
     PluginsEnabled,
+    /// `GET /endpoints`: every path served.
+    Endpoints,
+    /// `GET /schemas/{entity}`.
+    Schema(&'a str),
+    /// `GET /schemas/plugins/{name}`.
+    PluginSchema(&'a str),
+    /// `POST /schemas/{entity}/validate` (`plugins` for `/schemas/plugins/validate`).
+    Validate(&'a str),
     /// `GET /tags` or `GET /tags/{tag}`.
     Tags(Option<&'a str>),
     /// A collection, top-level or nested.
@@ -86,7 +94,7 @@ impl Endpoint<'_> {
         match self {
             Endpoint::Config | Endpoint::List(_) => COLLECTION,
             Endpoint::Item(..) | Endpoint::Owner(..) => ENTITY,
-            Endpoint::SetTargetHealth(..) => ACTION,
+            Endpoint::SetTargetHealth(..) | Endpoint::Validate(_) => ACTION,
             _ => READ,
         }
     }
@@ -113,6 +121,11 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         ["metrics"] => Some(Endpoint::Metrics),
         ["config"] => Some(Endpoint::Config),
         ["plugins", "enabled"] => Some(Endpoint::PluginsEnabled),
+        ["endpoints"] => Some(Endpoint::Endpoints),
+        ["schemas", "plugins", "validate"] => Some(Endpoint::Validate("plugins")),
+        ["schemas", "plugins", name] => Some(Endpoint::PluginSchema(name)),
+        ["schemas", entity, "validate"] => Some(Endpoint::Validate(entity)),
+        ["schemas", entity] => Some(Endpoint::Schema(entity)),
         ["tags"] => Some(Endpoint::Tags(None)),
         ["tags", tag] => Some(Endpoint::Tags(Some(tag))),
         [coll] => Some(Endpoint::List(top_level(coll)?)),

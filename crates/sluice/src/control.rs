@@ -104,12 +104,17 @@ impl Control for NodeControl {
             })
             .collect();
         NodeInfo {
-            version: crate::VERSION.to_string(),
+            version: crate::KONG_VERSION.to_string(),
+            sluice_version: crate::VERSION.to_string(),
             hostname: self.hostname.clone(),
             node_id: self.node_id,
             plugins_available,
             configuration: self.settings.to_json(),
         }
+    }
+
+    fn registry(&self) -> Option<&dyn PluginRegistry> {
+        Some(self.loader.registry().as_ref())
     }
 
     fn db_mode(&self) -> bool {

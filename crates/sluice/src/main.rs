@@ -21,6 +21,8 @@ mod settings;
 
 /// The version reported by `sluice version`, `GET /` and the `Via` header.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The Kong version whose Admin API and behaviour Sluice implements, reported as `GET /` `version`.
+pub const KONG_VERSION: &str = "3.9.1";
 
 #[derive(Parser)]
 #[command(name = "sluice", version = VERSION, about = "A Kong-compatible API gateway", long_about = None)]

@@ -27,6 +27,7 @@ pub fn root(control: &dyn Control) -> Reply {
     reply::ok(&json!({
         "tagline": "Welcome to sluice",
         "version": info.version,
+        "sluice_version": info.sluice_version,
         "edition": "community",
         "hostname": info.hostname,
         "node_id": info.node_id,

@@ -4,6 +4,7 @@ mod config;
 mod entities;
 mod health;
 mod info;
+mod schemas;
 mod status;
 mod tags;
 mod writes;
@@ -84,6 +85,10 @@ async fn handle(
         Endpoint::Ready => Ok(status::ready(control)),
         Endpoint::Metrics => status::metrics(control),
         Endpoint::PluginsEnabled => Ok(info::plugins_enabled(control)),
+        Endpoint::Endpoints => Ok(schemas::endpoints()),
+        Endpoint::Schema(name) => schemas::entity(name),
+        Endpoint::PluginSchema(name) => schemas::plugin(control, name),
+        Endpoint::Validate(name) => schemas::validate(control, name, &read_body(body).await?),
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),

@@ -104,9 +104,14 @@ impl Control for TestNode {
         Box::pin(async move { result })
     }
 
+    fn registry(&self) -> Option<&dyn PluginRegistry> {
+        Some(&self.registry)
+    }
+
     fn node_info(&self) -> NodeInfo {
         NodeInfo {
             version: "3.9.0".into(),
+            sluice_version: "0.1.0".into(),
             hostname: "test-host".into(),
             node_id: uuid::Uuid::from_u128(7),
             plugins_available: self
