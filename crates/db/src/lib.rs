@@ -14,6 +14,7 @@
 
 pub mod errors;
 pub mod follow;
+pub mod import;
 pub mod migrations;
 pub mod read;
 pub mod settings;

@@ -195,55 +195,15 @@ async fn store(
     }
     resolve_refs(tx, w.kind, &mut body, &mut refs).await?;
     let valid = validate_one(w.kind, body, id, refs, registry, hash).map_err(WriteError::Schema)?;
-    let cols = tables::columns(w.kind);
-    let tags: Option<Vec<String>> = serde_json::from_value(valid.value["tags"].clone()).ok();
-    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
-        Box::new(id),
-        Box::new(created_at),
-        Box::new(tags),
-        Box::new(valid.value.clone()),
-    ];
-    for col in &cols {
-        let unique = valid
-            .unique
-            .iter()
-            .find(|(f, _)| f == col)
-            .map(|(_, v)| v.clone());
-        let foreign = valid
-            .foreign
-            .iter()
-            .find(|(f, _)| f == col)
-            .map(|(_, v)| *v);
-        if *col == "cache_key" {
-            params.push(Box::new(tables::cache_key(w.kind, &valid.value)));
-        } else if w.kind.references().iter().any(|fk| fk.field == *col) {
-            params.push(Box::new(foreign));
-        } else {
-            params.push(Box::new(unique));
-        }
-    }
-    let names: Vec<String> = ["id", "created_at", "tags", "entity"]
-        .iter()
-        .chain(cols.iter())
-        .map(|c| format!("\"{c}\""))
-        .collect();
-    let placeholders: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
-    let mut sql = format!(
-        "INSERT INTO {} ({}) VALUES ({})",
-        w.kind.key(),
-        names.join(", "),
-        placeholders.join(", ")
+    let params = tables::row_params(
+        w.kind,
+        id,
+        created_at,
+        &valid.value,
+        &valid.unique,
+        &valid.foreign,
     );
-    if w.op != WriteOp::Create {
-        let sets: Vec<String> = names[1..]
-            .iter()
-            .map(|c| format!("{c} = EXCLUDED.{c}"))
-            .collect();
-        sql.push_str(&format!(
-            " ON CONFLICT (id) DO UPDATE SET {}",
-            sets.join(", ")
-        ));
-    }
+    let sql = tables::insert_sql(w.kind, w.op != WriteOp::Create);
     let refs: Vec<&(dyn ToSql + Sync)> = params
         .iter()
         .map(|p| p.as_ref() as &(dyn ToSql + Sync))

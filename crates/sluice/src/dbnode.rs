@@ -12,47 +12,20 @@
 //! - **Writes** ([`DbNode::write`]): one transaction each (`sluice_db::write`); the reply waits until this
 //!   node serves the committed version, so a read right after a write sees it.
 
-use crate::loader::Loader;
+use crate::loader::{EntityChange, Loader};
 use deadpool_postgres::Pool;
-use sluice_db::read::{self, Row, Since};
+use sluice_db::read::{self, Since};
 use sluice_db::PgSettings;
-use sluice_model::declarative::{self, kinds::Kind};
 use sluice_model::writes::{EntityWrite, WriteError, Written};
-use std::collections::{BTreeMap, HashMap};
+use sluice_model::{declarative, Config};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
-use uuid::Uuid;
 
 /// How long a write's reply waits for this node to serve it before answering anyway.
 const APPLY_WAIT: Duration = Duration::from_secs(10);
 /// Pause between attempts to reach a database that is down.
 const RETRY: Duration = Duration::from_secs(1);
-
-/// The node's copy of the database's entities, per kind.
-#[derive(Default)]
-struct Entities {
-    kinds: BTreeMap<Kind, HashMap<Uuid, Row>>,
-}
-
-impl Entities {
-    /// Every entity as the store's records: kinds in table order, each in creation order.
-    fn records(&self) -> Vec<(String, Vec<Vec<u8>>)> {
-        let mut out = Vec::with_capacity(self.kinds.len());
-        for kind in declarative::kinds::TABLE {
-            let Some(rows) = self.kinds.get(kind) else {
-                continue;
-            };
-            let mut rows: Vec<&Row> = rows.values().collect();
-            rows.sort_by_key(|r| (r.created_at, r.id));
-            out.push((
-                kind.key().to_string(),
-                rows.into_iter().map(|r| r.body.clone()).collect(),
-            ));
-        }
-        out
-    }
-}
 
 /// DB mode's state: the pool writes use, the entities the live config was built from, and the version
 /// this node serves.
@@ -60,7 +33,9 @@ pub struct DbNode {
     pub pool: Pool,
     settings: PgSettings,
     loader: Arc<Loader>,
-    entities: Mutex<Entities>,
+    /// The config built from the database at the applied version: patched with each change, then
+    /// cloned into the live snapshot.
+    config: Mutex<Config>,
     /// The database version the live config reflects (0 before the first read).
     applied: watch::Sender<u64>,
 }
@@ -72,7 +47,7 @@ impl DbNode {
             pool,
             settings,
             loader,
-            entities: Mutex::new(Entities::default()),
+            config: Mutex::new(Config::default()),
             applied: watch::channel(0).0,
         }))
     }
@@ -102,16 +77,20 @@ impl DbNode {
     async fn catch_up_all(&self) -> anyhow::Result<()> {
         let mut client = self.pool.get().await?;
         let all = read::everything(&mut client).await?;
-        {
-            let mut entities = self.lock();
-            entities.kinds.clear();
-            for (kind, rows) in all.kinds {
-                entities
-                    .kinds
-                    .insert(kind, rows.into_iter().map(|r| (r.id, r)).collect());
-            }
-        }
-        self.publish(all.version).await
+        let records = all
+            .kinds
+            .into_iter()
+            .map(|(kind, rows)| {
+                (
+                    kind.key().to_string(),
+                    rows.into_iter().map(|r| r.body).collect(),
+                )
+            })
+            .collect();
+        let config = declarative::from_store("3.0".into(), hash(all.version), records)
+            .map_err(|e| anyhow::anyhow!("the database holds {e}"))?;
+        *self.lock() = config.clone();
+        self.publish(all.version, config, None).await
     }
 
     /// Reads the changes after the applied version and publishes them (everything when the log does not
@@ -127,30 +106,52 @@ impl DbNode {
                 if version == after {
                     return Ok(());
                 }
-                {
-                    let mut entities = self.lock();
-                    for c in changes {
-                        let rows = entities.kinds.entry(c.kind).or_default();
-                        match c.row {
-                            Some(row) => rows.insert(c.id, row),
-                            None => rows.remove(&c.id),
-                        };
+                let changes: Vec<EntityChange> = changes
+                    .into_iter()
+                    .map(|c| EntityChange {
+                        kind: c.kind,
+                        id: c.id,
+                        body: c.row.map(|r| r.body),
+                    })
+                    .collect();
+                let config = {
+                    let mut config = self.lock();
+                    for c in &changes {
+                        match &c.body {
+                            Some(body) => declarative::upsert_entity(&mut config, c.kind, body)
+                                .map_err(|e| {
+                                    anyhow::anyhow!(
+                                        "unreadable {} {}: {e}",
+                                        c.kind.singular(),
+                                        c.id
+                                    )
+                                })?,
+                            None => {
+                                declarative::remove_entity(&mut config, c.kind, c.id);
+                            }
+                        }
                     }
-                }
-                self.publish(version).await
+                    declarative::attach_snis(&mut config);
+                    config.hash = hash(version);
+                    config.clone()
+                };
+                self.publish(version, config, Some(changes)).await
             }
         }
     }
 
-    /// Builds the config from the node's entities and makes it live, off the async thread.
-    async fn publish(&self, version: u64) -> anyhow::Result<()> {
-        let records = self.lock().records();
+    /// Makes `config` live off the async thread (writing only `changes` to the store when given).
+    async fn publish(
+        &self,
+        version: u64,
+        config: Config,
+        changes: Option<Vec<EntityChange>>,
+    ) -> anyhow::Result<()> {
         let loader = self.loader.clone();
-        let hash = format!("{version:032x}");
         tokio::task::spawn_blocking(move || {
-            let config = declarative::from_store("3.0".into(), hash, records)
-                .map_err(|e| anyhow::anyhow!("the database holds {e}"))?;
-            loader.apply(config).map_err(|e| anyhow::anyhow!("{e}"))
+            loader
+                .apply(config, changes.as_deref())
+                .map_err(|e| anyhow::anyhow!("{e}"))
         })
         .await??;
         self.applied.send_replace(version);
@@ -158,8 +159,8 @@ impl DbNode {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entities> {
-        self.entities.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Config> {
+        self.config.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Follows the database until the process ends: listen, catch up, apply each notified version;
@@ -206,4 +207,9 @@ impl DbNode {
         }
         Ok(written)
     }
+}
+
+/// The `configuration_hash` of the config at database `version`.
+fn hash(version: u64) -> String {
+    format!("{version:032x}")
 }

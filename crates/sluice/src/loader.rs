@@ -6,6 +6,7 @@
 
 use arc_swap::ArcSwap;
 use sluice_admin::EntityJson;
+use sluice_model::declarative::kinds::Kind;
 use sluice_model::{declarative, records, Config, ConfigErrors};
 use sluice_plugins::Registry;
 use sluice_proxy::{SharedSnapshot, Snapshot};
@@ -137,29 +138,38 @@ impl Loader {
         if check_hash && self.is_ready() && self.live.load().hash() == hash {
             return Ok(Loaded::Unchanged);
         }
-        let (config, json) = self.go_live(config, started)?;
+        let (config, json) = self.go_live(config, started, commit)?;
         Ok(Loaded::Applied(config, json))
     }
 
     /// Applies a config that is already valid (DB mode builds it from the database's entities, which were
     /// validated when written): compile, commit to the store, publish. Serialized with the other loads.
-    pub fn apply(&self, config: Config) -> Result<(), LoadError> {
+    /// `changes` are the entities that differ from the live config (None: `config` may differ anywhere,
+    /// and the store is rewritten whole); only they are written to the store.
+    pub fn apply(&self, config: Config, changes: Option<&[EntityChange]>) -> Result<(), LoadError> {
         let _purge = crate::alloc::EagerPurge::start();
         let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
-        let result = self.go_live(config, Instant::now()).map(|_| ());
+        let result = match changes {
+            None => self.go_live(config, Instant::now(), commit),
+            Some(changes) => self.go_live(config, Instant::now(), |store, _, hash| {
+                commit_changes(store, hash, changes)
+            }),
+        };
         let counter = match &result {
-            Ok(()) => &self.stats.succeeded,
+            Ok(_) => &self.stats.succeeded,
             Err(_) => &self.stats.failed,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        result
+        result.map(|_| ())
     }
 
-    /// Compiles, commits and publishes `config` (validated `started`..now ago); the caller holds `loading`.
+    /// Compiles, commits (with `commit`) and publishes `config` (validated `started`..now ago); the caller
+    /// holds `loading`.
     fn go_live(
         &self,
         config: Config,
         started: Instant,
+        commit: impl FnOnce(&Store, &Config, &str) -> Result<EntityJson, LoadError>,
     ) -> Result<(Arc<Config>, EntityJson), LoadError> {
         let hash = config.hash().to_string();
         let parsed = started.elapsed();
@@ -245,6 +255,18 @@ struct Row {
     foreign: Vec<(&'static str, String)>,
 }
 
+impl Row {
+    fn record(&self) -> EntityRecord<'_> {
+        EntityRecord {
+            kind: self.kind,
+            id: &self.id,
+            body: &self.body,
+            unique: self.unique.clone(),
+            foreign: self.foreign.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+        }
+    }
+}
+
 fn rows(config: &Config) -> Vec<Row> {
     let mut rows = Vec::with_capacity(config.counts().iter().map(|(_, n)| n).sum());
     records::for_each_record(config, |r| {
@@ -283,16 +305,7 @@ fn by_kind(rows: Vec<Row>) -> EntityJson {
 /// entities' JSON it wrote: the same bytes the Admin API would serialize.
 fn commit(store: &Store, config: &Config, hash: &str) -> Result<EntityJson, LoadError> {
     let rows = rows(config);
-    let records: Vec<EntityRecord<'_>> = rows
-        .iter()
-        .map(|r| EntityRecord {
-            kind: r.kind,
-            id: &r.id,
-            body: &r.body,
-            unique: r.unique.clone(),
-            foreign: r.foreign.iter().map(|(k, v)| (*k, v.as_str())).collect(),
-        })
-        .collect();
+    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
     let committed = store
         .replace_all(hash, &config.format_version, &records)
         .map_err(|e| match e {
@@ -304,4 +317,42 @@ fn commit(store: &Store, config: &Config, hash: &str) -> Result<EntityJson, Load
         });
     drop(records);
     committed.map(|()| by_kind(rows))
+}
+
+/// One entity that changed in DB mode: its JSON now, or None when it was deleted.
+pub struct EntityChange {
+    pub kind: Kind,
+    pub id: uuid::Uuid,
+    pub body: Option<Vec<u8>>,
+}
+
+/// Writes only `changes` to the store, in one transaction (DB mode: one change does not rewrite the
+/// whole config). Returns no entity JSON: nothing answers with the whole config.
+fn commit_changes(
+    store: &Store,
+    hash: &str,
+    changes: &[EntityChange],
+) -> Result<EntityJson, LoadError> {
+    let mut rows = Vec::new();
+    let mut deletes = Vec::new();
+    for c in changes {
+        match &c.body {
+            None => deletes.push((c.kind.key(), c.id.to_string())),
+            Some(body) => {
+                let one = declarative::from_store(
+                    String::new(),
+                    String::new(),
+                    vec![(c.kind.key().to_string(), vec![body.clone()])],
+                )
+                .map_err(LoadError::Store)?;
+                rows.extend(self::rows(&one));
+            }
+        }
+    }
+    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
+    let deletes: Vec<(&str, &str)> = deletes.iter().map(|(k, id)| (*k, id.as_str())).collect();
+    store
+        .apply(hash, &records, &deletes)
+        .map_err(|e| LoadError::Store(format!("could not commit the changes: {e}")))?;
+    Ok(Vec::new())
 }

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 mod alloc;
 mod check;
 mod control;
+mod db_import;
 mod dbnode;
 mod loader;
 mod logging;
@@ -65,6 +66,14 @@ enum ConfigCommand {
         /// A Kong declarative config (YAML or JSON).
         file: PathBuf,
     },
+    /// Validate a declarative config file and write it into the database (DB mode).
+    #[command(name = "db_import")]
+    DbImport {
+        file: PathBuf,
+        /// A conf file with Kong-style `name = value` settings (`pg_host`, ...).
+        #[arg(short = 'c', long = "conf")]
+        conf: Option<PathBuf>,
+    },
 }
 
 /// Flags of `sluice start`; each one overrides the conf file and `SLUICE_*` variables.
@@ -103,6 +112,9 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => check::run(&file),
+        Command::Config {
+            command: ConfigCommand::DbImport { file, conf },
+        } => db_import::run(&file, conf.as_deref()).map(|()| ExitCode::SUCCESS),
         Command::Migrations {
             action,
             conf,

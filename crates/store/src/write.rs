@@ -92,6 +92,35 @@ impl Store {
         Ok(existed)
     }
 
+    /// Applies a change set in one transaction: `deletes` (kind, id) are removed, `puts` inserted or
+    /// replaced in place (an entity keeps its position), and the stored hash becomes `hash`. DB mode
+    /// applies each database change this way instead of rewriting the whole config.
+    pub fn apply(
+        &self,
+        hash: &str,
+        puts: &[EntityRecord<'_>],
+        deletes: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
+        for (kind, id) in deletes {
+            self.remove_entity(&mut wtxn, kind, id)?;
+        }
+        let mut scratch = Scratch::default();
+        for rec in puts {
+            let seq = match self.remove_entity(&mut wtxn, rec.kind, rec.id)? {
+                Some(seq) => seq,
+                None => self.take_next_seq(&mut wtxn)?,
+            };
+            self.put_at(&mut wtxn, rec, seq, &mut scratch)
+                .map_err(|e| self.lmdb(e))?;
+        }
+        self.touch_meta(&mut wtxn)
+            .and_then(|()| self.meta.put(&mut wtxn, b"hash", hash.as_bytes()))
+            .and_then(|()| self.meta.put(&mut wtxn, b"format_version", b"3.0"))
+            .map_err(|e| self.lmdb(e))?;
+        wtxn.commit().map_err(|e| self.lmdb(e))
+    }
+
     fn write_all(
         &self,
         wtxn: &mut RwTxn<'_>,

@@ -38,6 +38,32 @@ macro_rules! typed_lists {
             Ok(())
         }
 
+        /// Replaces the entity of `kind` that has the id of `body` (JSON as committed; it keeps its
+        /// position), or appends it. DB mode patches its config with each changed entity this way.
+        pub fn upsert(config: &mut Config, kind: Kind, body: &[u8]) -> serde_json::Result<()> {
+            match kind {
+                $(Kind::$variant => {
+                    let entity = Source::Json(body).parse::<crate::$ty>()?;
+                    match config.$key.iter().position(|e| e.id == entity.id) {
+                        Some(i) => config.$key[i] = entity,
+                        None => config.$key.push(entity),
+                    }
+                })*
+            }
+            Ok(())
+        }
+
+        /// Removes the entity of `kind` with `id`; false when there was none.
+        pub fn remove(config: &mut Config, kind: Kind, id: Uuid) -> bool {
+            match kind {
+                $(Kind::$variant => {
+                    let before = config.$key.len();
+                    config.$key.retain(|e| e.id != id);
+                    config.$key.len() != before
+                })*
+            }
+        }
+
         /// Makes room for `n` more entities in the typed list of `kind`.
         fn reserve(config: &mut Config, kind: Kind, n: usize) {
             match kind {
