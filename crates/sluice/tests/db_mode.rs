@@ -65,19 +65,28 @@ fn migrations_commands_and_startup_refusal() {
     assert_eq!(migrations(&db, &["up"]).0, 0);
     assert_eq!(migrations(&db, &["finish"]).0, 0);
 
-    // The schema enforces the kind table's rules: every kind has a table, and delete rules are Kong's.
-    let rules = db.sql(
-        "SELECT string_agg(conrelid::regclass::text || '.' || conname || '=' || confdeltype::text, ' ' ORDER BY conname) \
-         FROM pg_constraint WHERE contype = 'f'",
+    // The schema enforces the kind table's rules: every kind has its table, every unique field its UNIQUE
+    // constraint, every foreign key its reference with Kong's delete rule.
+    let constraints = db.sql(
+        "SELECT string_agg(conrelid::regclass::text || '.' || conname || '=' || confdeltype::text, ' ') \
+         FROM pg_constraint",
     );
-    for fk in [
-        "routes.routes_service_fkey=r",
-        "plugins.plugins_route_fkey=c",
-        "targets.targets_upstream_fkey=c",
-        "snis.snis_certificate_fkey=c",
-        "keyauth_credentials.keyauth_credentials_consumer_fkey=c",
-    ] {
-        assert!(rules.contains(fk), "{fk} missing from {rules}");
+    let constraints: Vec<&str> = constraints.split(' ').collect();
+    for kind in sluice_model::declarative::kinds::TABLE {
+        let table = kind.key();
+        assert!(constraints.contains(&format!("{table}.{table}_pkey= ").trim_end()), "{table} has no table");
+        for field in kind.unique_fields() {
+            let want = format!("{table}.{table}_{field}_key=");
+            assert!(constraints.iter().any(|c| c.starts_with(&want)), "{want} missing");
+        }
+        for fk in kind.references() {
+            let rule = match fk.on_delete {
+                sluice_model::declarative::kinds::OnDelete::Cascade => "c",
+                sluice_model::declarative::kinds::OnDelete::Restrict => "r",
+            };
+            let want = format!("{table}.{table}_{}_fkey={rule}", fk.field);
+            assert!(constraints.contains(&want.as_str()), "{want} missing from {constraints:?}");
+        }
     }
 
     let (code, text) = migrations(&db, &["reset"]);
