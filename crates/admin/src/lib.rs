@@ -21,6 +21,7 @@ mod body;
 mod catalog;
 mod deadline;
 mod errors;
+mod form;
 mod handlers;
 mod pagination;
 mod query;

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+mod infer;
 mod kong_json;
 #[cfg(test)]
 mod tests;

@@ -74,10 +74,16 @@ fn migrations_commands_and_startup_refusal() {
     let constraints: Vec<&str> = constraints.split(' ').collect();
     for kind in sluice_model::declarative::kinds::TABLE {
         let table = kind.key();
-        assert!(constraints.contains(&format!("{table}.{table}_pkey= ").trim_end()), "{table} has no table");
+        assert!(
+            constraints.contains(&format!("{table}.{table}_pkey= ").trim_end()),
+            "{table} has no table"
+        );
         for field in kind.unique_fields() {
             let want = format!("{table}.{table}_{field}_key=");
-            assert!(constraints.iter().any(|c| c.starts_with(&want)), "{want} missing");
+            assert!(
+                constraints.iter().any(|c| c.starts_with(&want)),
+                "{want} missing"
+            );
         }
         for fk in kind.references() {
             let rule = match fk.on_delete {
@@ -85,7 +91,10 @@ fn migrations_commands_and_startup_refusal() {
                 sluice_model::declarative::kinds::OnDelete::Restrict => "r",
             };
             let want = format!("{table}.{table}_{}_fkey={rule}", fk.field);
-            assert!(constraints.contains(&want.as_str()), "{want} missing from {constraints:?}");
+            assert!(
+                constraints.contains(&want.as_str()),
+                "{want} missing from {constraints:?}"
+            );
         }
     }
 
@@ -313,6 +322,53 @@ async fn admin_writes_with_kongs_semantics() {
     assert_eq!(s, 409, "{e}");
     assert_eq!(call(&gw, "DELETE", "/upstreams/up", None).await.0, 204);
     assert_eq!(db.sql("SELECT count(*) FROM targets"), "0");
+
+    // Form bodies, as `curl -d` sends them: strings become the fields' types.
+    let form = |path: &str, body: &'static str| {
+        let url = gw.admin_url(path);
+        async move {
+            let r = sluice_testkit::client()
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (s, f) = form(
+        "/services",
+        "name=f&url=http%3A%2F%2F127.0.0.1%3A1%2Fx&retries=3",
+    )
+    .await;
+    assert_eq!(
+        (s, f["retries"].clone(), f["path"].clone()),
+        (201, json!(3), json!("/x")),
+        "{f}"
+    );
+    let (s, r) = form(
+        "/services/f/routes",
+        "paths[]=/f1&paths[]=/f2&strip_path=false&hosts=h.test",
+    )
+    .await;
+    assert_eq!(s, 201, "{r}");
+    assert_eq!(
+        (
+            r["paths"].clone(),
+            r["strip_path"].clone(),
+            r["hosts"].clone()
+        ),
+        (json!(["/f1", "/f2"]), json!(false), json!(["h.test"]))
+    );
+    let (s, p) = form(
+        "/services/f/plugins",
+        "name=rate-limiting&config.minute=5&config.policy=local",
+    )
+    .await;
+    assert_eq!((s, p["config"]["minute"].clone()), (201, json!(5)), "{p}");
+    let (s, e) = form("/services", "name=g&host=h&port=eighty").await;
+    assert_eq!((s, e["code"].clone()), (400, json!(2)), "{e}");
 
     // POST /config is DB-less only.
     let (s, _) = call(

@@ -97,14 +97,9 @@ async fn handle(
             "this endpoint is only available when Kong is configured to not use a database".into(),
         )),
         Endpoint::Config => {
-            let content_type = parts
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
             let _admitted = gate.try_enter()?;
             let body = read_body(body).await?;
-            config::post(control, q, content_type, body).await
+            config::post(control, q, content_type(parts), body).await
         }
         Endpoint::List(scope) if read => entities::list(&control.config(), &scope, base, q),
         Endpoint::Item(scope, key) if read => entities::item(&control.config(), &scope, key),
@@ -112,13 +107,16 @@ async fn handle(
             entities::owner(&control.config(), child, key, rel)
         }
         Endpoint::List(scope) if control.db_mode() => {
-            writes::create(control, &scope, read_body(body).await?).await
+            let body = write_body(parts, body).await?;
+            writes::create(control, &scope, body).await
         }
         Endpoint::Item(scope, key) if control.db_mode() => {
-            writes::item(control, &scope, key, method, read_body(body).await?).await
+            let body = write_body(parts, body).await?;
+            writes::item(control, &scope, key, method, body).await
         }
         Endpoint::Owner(child, key, rel) if control.db_mode() => {
-            writes::owner(control, child, key, rel, method, read_body(body).await?).await
+            let body = write_body(parts, body).await?;
+            writes::owner(control, child, key, rel, method, body).await
         }
         Endpoint::List(scope) => Err(entities::refuse_list_write(
             &control.config(),
@@ -134,6 +132,21 @@ async fn handle(
             method,
         )),
     }
+}
+
+fn content_type(parts: &Parts) -> &str {
+    parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+async fn write_body(parts: &Parts, body: Incoming) -> Result<writes::Body<'_>, ApiError> {
+    Ok(writes::Body {
+        content_type: content_type(parts),
+        bytes: read_body(body).await?,
+    })
 }
 
 /// Kong's preflight answer: 204 with the endpoint's methods.

@@ -13,11 +13,17 @@ use serde_json::{Map, Value};
 use sluice_model::declarative::kinds::Kind;
 use sluice_model::writes::{EntityWrite, ParentRef, WriteOp};
 
+/// A write's body as received: its `Content-Type` and bytes.
+pub struct Body<'a> {
+    pub content_type: &'a str,
+    pub bytes: Bytes,
+}
+
 /// `POST /{collection}` and nested `POST /{parent}/{p}/{collection}`.
 pub async fn create(
     control: &dyn Control,
     scope: &Scope<'_>,
-    body: Bytes,
+    body: Body<'_>,
 ) -> Result<Reply, ApiError> {
     run(control, WriteOp::Create, scope, None, body).await
 }
@@ -28,7 +34,7 @@ pub async fn item(
     scope: &Scope<'_>,
     key: &str,
     method: &Method,
-    body: Bytes,
+    body: Body<'_>,
 ) -> Result<Reply, ApiError> {
     run(control, op(method)?, scope, Some(key), body).await
 }
@@ -41,7 +47,7 @@ pub async fn owner(
     key: &str,
     relation: &Relation,
     method: &Method,
-    body: Bytes,
+    body: Body<'_>,
 ) -> Result<Reply, ApiError> {
     let op = op(method)?;
     if op == WriteOp::Delete {
@@ -73,7 +79,7 @@ async fn run(
     op: WriteOp,
     scope: &Scope<'_>,
     key: Option<&str>,
-    body: Bytes,
+    body: Body<'_>,
 ) -> Result<Reply, ApiError> {
     let parent = match &scope.parent {
         Some(p) => Some(ParentRef {
@@ -83,13 +89,14 @@ async fn run(
         }),
         None => None,
     };
+    let kind = kind(scope.coll)?;
     let body = match op {
         WriteOp::Delete => Map::new(),
-        _ => json_object(&body)?,
+        _ => object(control, kind, &body)?,
     };
     let write = EntityWrite {
         op,
-        kind: kind(scope.coll)?,
+        kind,
         key: key.map(str::to_string),
         parent,
         body,
@@ -102,13 +109,39 @@ async fn run(
     })
 }
 
-/// The request body as a JSON object; an empty body is an empty object.
-fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+/// The request body as a JSON object: JSON as it is, a form (`application/x-www-form-urlencoded`)
+/// decoded and its strings converted to the entity's field types (a plugin's `config` by the plugin's
+/// schema). An empty body is an empty object.
+fn object(
+    control: &dyn Control,
+    kind: Kind,
+    body: &Body<'_>,
+) -> Result<Map<String, Value>, ApiError> {
+    let bytes = &body.bytes;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        _ => Err(ApiError::BadRequest("Cannot parse JSON body".into())),
+    let ct = body.content_type.to_ascii_lowercase();
+    if !ct.starts_with("application/x-www-form-urlencoded") {
+        return match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => Err(ApiError::BadRequest("Cannot parse JSON body".into())),
+        };
     }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ApiError::BadRequest("the form body is not UTF-8".into()))?;
+    let mut m = crate::form::decode(text);
+    kind.schema().infer(&mut m);
+    if kind == Kind::Plugin {
+        let name = m
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let def = control.registry().and_then(|r| r.plugin(&name));
+        if let (Some(def), Some(Value::Object(config))) = (def, m.get_mut("config")) {
+            def.config.infer(config);
+        }
+    }
+    Ok(m)
 }
