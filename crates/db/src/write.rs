@@ -76,7 +76,14 @@ pub async fn write(
         op => {
             let p = prepare(op, &w, existing)?;
             let status = p.status;
-            let entity = store(&tx, registry, &w, p, scope).await?;
+            let snis = match (w.kind, w.body.get("snis")) {
+                (Kind::Certificate, Some(Value::Array(names))) => Some(names.clone()),
+                _ => None,
+            };
+            let mut entity = store(&tx, registry, &w, p, scope).await?;
+            if let Some(names) = snis {
+                entity["snis"] = sync_snis(&tx, registry, &entity, names).await?;
+            }
             Written {
                 status,
                 entity: Some(entity),
@@ -212,6 +219,65 @@ async fn store(
         .await
         .map_err(|e| to_write_error(e, w.kind, Some(&valid.value)))?;
     Ok(valid.value)
+}
+
+/// A certificate written with `snis: [...]` owns exactly those SNIs afterwards (Kong creates and removes
+/// them with it, in the same transaction). Returns the names, as the certificate's reply lists them.
+async fn sync_snis(
+    tx: &Transaction<'_>,
+    registry: &dyn PluginRegistry,
+    cert: &Value,
+    names: Vec<Value>,
+) -> Result<Value, WriteError> {
+    let cert_id = cert["id"]
+        .as_str()
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .unwrap_or_default();
+    let wanted: Vec<String> = names
+        .iter()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect();
+    tx.execute(
+        "DELETE FROM snis WHERE certificate = $1 AND NOT (name = ANY($2))",
+        &[&cert_id, &wanted],
+    )
+    .await
+    .map_err(|e| to_write_error(e, Kind::Sni, None))?;
+    for name in &wanted {
+        let exists = tx
+            .query_opt(
+                "SELECT 1 FROM snis WHERE certificate = $1 AND name = $2",
+                &[&cert_id, name],
+            )
+            .await
+            .map_err(internal)?;
+        if exists.is_some() {
+            continue;
+        }
+        let mut body = Map::new();
+        body.insert("name".into(), Value::String(name.clone()));
+        body.insert("created_at".into(), now().into());
+        let refs = vec![(
+            "certificate",
+            serde_json::json!({ "id": cert_id.to_string() }),
+        )];
+        let id = Uuid::new_v4();
+        let sni = validate_one(Kind::Sni, body, id, refs, registry, false).map_err(|errs| {
+            WriteError::Schema(errs.into_iter().map(|e| e.nested("snis")).collect())
+        })?;
+        let params =
+            tables::row_params(Kind::Sni, id, now(), &sni.value, &sni.unique, &sni.foreign);
+        let refs: Vec<&(dyn ToSql + Sync)> = params
+            .iter()
+            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        tx.execute(&tables::insert_sql(Kind::Sni, false), &refs)
+            .await
+            .map_err(|e| to_write_error(e, Kind::Sni, Some(&sni.value)))?;
+    }
+    Ok(Value::Array(
+        wanted.into_iter().map(Value::String).collect(),
+    ))
 }
 
 /// Foreign keys given by endpoint key (`"service": {"name": "s"}`) become `{"id": ...}` references;

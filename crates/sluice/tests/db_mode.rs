@@ -370,6 +370,36 @@ async fn admin_writes_with_kongs_semantics() {
     let (s, e) = form("/services", "name=g&host=h&port=eighty").await;
     assert_eq!((s, e["code"].clone()), (400, json!(2)), "{e}");
 
+    // A certificate with inline SNIs owns them: created with it, replaced by a PATCH, deleted with it.
+    let tc = sluice_testkit::self_signed(&["a.test", "b.test"]);
+    let cert = json!({"cert": tc.cert_pem, "key": tc.key_pem, "snis": ["a.test", "b.test"]});
+    let (s, c) = call(&gw, "POST", "/certificates", Some(cert)).await;
+    assert_eq!(
+        (s, c["snis"].clone()),
+        (201, json!(["a.test", "b.test"])),
+        "{c}"
+    );
+    let cid = c["id"].as_str().unwrap().to_string();
+    let (_, snis) = call(&gw, "GET", "/snis", None).await;
+    assert_eq!(snis["data"].as_array().unwrap().len(), 2);
+    let (s, c) = call(
+        &gw,
+        "PATCH",
+        &format!("/certificates/{cid}"),
+        Some(json!({"snis": ["b.test"]})),
+    )
+    .await;
+    assert_eq!((s, c["snis"].clone()), (200, json!(["b.test"])), "{c}");
+    let (_, c) = call(&gw, "GET", &format!("/certificates/{cid}"), None).await;
+    assert_eq!(c["snis"], json!(["b.test"]));
+    assert_eq!(
+        call(&gw, "DELETE", &format!("/certificates/{cid}"), None)
+            .await
+            .0,
+        204
+    );
+    assert_eq!(db.sql("SELECT count(*) FROM snis"), "0");
+
     // POST /config is DB-less only.
     let (s, _) = call(
         &gw,
