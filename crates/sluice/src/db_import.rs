@@ -25,12 +25,9 @@ pub fn run(file: &Path, conf: Option<&Path>) -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let (mut client, connection) = pg
-            .client_config()
-            .connect(tokio_postgres::NoTls)
+        let mut client = sluice_db::settings::connect_one(&pg, |_| {})
             .await
-            .map_err(|e| anyhow::anyhow!("cannot reach the database {}: {e}", pg.describe()))?;
-        tokio::spawn(connection);
+            .map_err(|e| anyhow::anyhow!("database {}: {e}", pg.describe()))?;
         let state = sluice_db::migrations::state(&client).await?;
         if let Some(refusal) = state.refusal() {
             bail!("database {}: {refusal}", pg.describe());

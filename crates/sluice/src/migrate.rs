@@ -38,12 +38,9 @@ pub fn run(action: Action, conf: Option<&Path>, yes: bool, lock_timeout: u64) ->
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let (mut client, connection) = pg
-            .client_config()
-            .connect(tokio_postgres::NoTls)
+        let mut client = sluice_db::settings::connect_one(&pg, |_| {})
             .await
-            .map_err(|e| anyhow::anyhow!("cannot reach the database {}: {e}", pg.describe()))?;
-        tokio::spawn(connection);
+            .map_err(|e| anyhow::anyhow!("database {}: {e}", pg.describe()))?;
         let done = |what: &str, names: Vec<String>| {
             match names.is_empty() {
                 true => println!("{what}: nothing to run"),

@@ -410,3 +410,40 @@ async fn admin_writes_with_kongs_semantics() {
     .await;
     assert_eq!(s, 400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_postgres() {
+    let db = TestDb::create("tls");
+    assert_eq!(migrations(&db, &["bootstrap"]).0, 0);
+    let start = |verify: &str| {
+        let mut b = Gateway::builder(BIN).no_config();
+        for (k, v) in db.env(None) {
+            b = b.env(&k, &v);
+        }
+        if verify == "on" {
+            b = b.expect_not_ready(); // it never reads a config: it has none stored
+        }
+        b.env("SLUICE_PG_SSL", "on")
+            .env("SLUICE_PG_SSL_VERIFY", verify)
+            .start()
+    };
+    let gw = start("off");
+    let (s, e) = call(&gw, "POST", "/consumers", Some(json!({"username": "t"}))).await;
+    assert_eq!(s, 201, "{e}");
+    let encrypted = db.sql(&format!(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+         WHERE ssl AND application_name = 'sluice' AND datname = '{}'",
+        db.name
+    ));
+    assert_ne!(encrypted, "0", "the node's connections are not encrypted");
+    drop(gw);
+    // The local server's certificate is self-signed: with verification on, nothing is written.
+    let gw = start("on");
+    let (s, e) = call(&gw, "POST", "/consumers", Some(json!({"username": "u"}))).await;
+    assert_eq!(s, 503, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("TLS"), "{e}");
+    assert_eq!(
+        db.sql("SELECT count(*) FROM consumers WHERE entity->>'username' = 'u'"),
+        "0"
+    );
+}
