@@ -1,24 +1,24 @@
 //! The request path's entry: load the snapshot, route, then the fast path (a route without plugins) or the
 //! plugin path ([`crate::phases`]). See `docs/phases.md` for the phase chart.
 
-use crate::balancer::Hashed;
-use crate::body::{box_err, full, ProxyBody};
 use crate::error::ProxyError;
 use crate::exchange::{self, ConnInfo, Exchange, Routed};
 use crate::metrics::{self, Finished, RouteMeter};
 use crate::phases;
-use crate::request_id;
 use crate::respond::{self, Timings};
 use crate::server::Shared;
 use crate::snapshot::{RouteInfo, Snapshot};
 use crate::strict;
 use crate::watchdog::{InFlight, Tracked};
-use crate::wire::WireRequest;
 use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{request, Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use sluice_metrics::Source;
+use sluice_upstream::balancer::Hashed;
+use sluice_upstream::body::{box_err, full, ProxyBody};
+use sluice_upstream::request_id;
+use sluice_upstream::wire::WireRequest;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

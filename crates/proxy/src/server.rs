@@ -50,7 +50,7 @@ impl ProxyServer {
                 }
             });
         }
-        crate::dns::configure(&settings.dns);
+        sluice_upstream::dns::configure(&settings.dns);
         let workers = settings.workers.max(1);
         let mut per_worker = Vec::with_capacity(workers);
         for w in 0..workers {
@@ -77,7 +77,7 @@ impl ProxyServer {
             counters: counters.clone(),
         });
         let (stop, _) = watch::channel(None);
-        crate::health::active::start(shared.snapshot.clone(), stop.subscribe())?;
+        crate::checker::start(shared.snapshot.clone(), stop.subscribe())?;
         let mut handles = Vec::new();
         for (i, listeners) in per_worker.into_iter().enumerate() {
             let (shared, stop_rx) = (shared.clone(), stop.subscribe());

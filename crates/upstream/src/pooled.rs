@@ -1,36 +1,18 @@
-//! Body types of the proxy: what goes upstream, what goes to the client, and the wrappers that return
-//! upstream connections to the pool, enforce the read timeout between reads, and feed plugin-filtered
-//! bodies through a channel.
+//! The upstream response body, read straight from its pooled connection: returns the connection to the
+//! pool once the body ended on a message boundary, and enforces the read timeout between two reads.
 
-use crate::error::ProxyError;
+use crate::body::{box_err, BoxError};
+use crate::conn::Conn;
+use crate::error::UpstreamError;
 use crate::health::InFlight;
-use crate::pool::{self, Conn};
+use crate::pool;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::combinators::BoxBody;
-use http_body_util::BodyExt;
 use sluice_h1::{BodyDecoder, Decoded, Framing};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::mpsc;
-
-/// Errors boxed for bodies.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// The body type sent upstream and to the client.
-pub type ProxyBody = BoxBody<Bytes, BoxError>;
-
-/// Boxes a body error (a named function: closures here trip higher-ranked lifetime inference).
-pub fn box_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> BoxError {
-    Box::new(e)
-}
-
-/// A body with all of `bytes`.
-pub fn full(bytes: Bytes) -> ProxyBody {
-    http_body_util::Full::new(bytes).map_err(box_err).boxed()
-}
 
 /// An upstream response body, read straight from its connection: returns the connection to the pool once
 /// the body ended on a message boundary, and fails when the upstream is silent for longer than the read
@@ -147,7 +129,7 @@ impl Body for PooledBody {
                 Poll::Ready(Err(e)) => return this.fail(box_err(e)),
                 Poll::Pending => {
                     if this.timed_out(cx) {
-                        return this.fail(box_err(ProxyError::Timeout));
+                        return this.fail(box_err(UpstreamError::Timeout));
                     }
                     return Poll::Pending;
                 }
@@ -165,30 +147,5 @@ impl Body for PooledBody {
             None if self.is_end_stream() => SizeHint::with_exact(0),
             None => SizeHint::default(),
         }
-    }
-}
-
-/// A body fed by a task through a channel (the plugin path: body_filter runs in the task).
-pub struct ChannelBody {
-    rx: mpsc::Receiver<Result<Frame<Bytes>, BoxError>>,
-}
-
-impl ChannelBody {
-    /// A body and the sender that feeds it; the body ends when the sender is dropped.
-    pub fn channel() -> (mpsc::Sender<Result<Frame<Bytes>, BoxError>>, ChannelBody) {
-        let (tx, rx) = mpsc::channel(4);
-        (tx, ChannelBody { rx })
-    }
-}
-
-impl Body for ChannelBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.rx.poll_recv(cx)
     }
 }

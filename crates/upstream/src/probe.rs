@@ -1,12 +1,12 @@
 //! One probe of one target: a TCP connect, or an HTTP(S) `GET http_path` whose status is the result.
 
-use super::{Kind, Spec};
 use crate::balancer::Peer;
-use crate::error::ProxyError;
+use crate::error::UpstreamError;
+use crate::health::active::{Kind, Spec};
 use crate::health::Failure;
+use crate::lines::field;
 use crate::pool::{self, PoolKey, TlsTarget};
 use crate::tls::UpstreamTls;
-use crate::wire::field;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -47,7 +47,7 @@ async fn attempt(spec: &Spec, peer: &Peer, addr: std::net::SocketAddr) -> Result
     let mut conn = pool::checkout(key, target, spec.timeout, Instant::now())
         .await
         .map_err(|e| match e {
-            ProxyError::Timeout => Failure::Timeout,
+            UpstreamError::Timeout => Failure::Timeout,
             _ => Failure::Tcp,
         })?;
     let path = &spec.http_path;

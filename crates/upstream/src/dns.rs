@@ -35,7 +35,7 @@ mod system;
 
 pub use settings::{DnsSettings, Kind};
 
-use crate::error::ProxyError;
+use crate::error::UpstreamError;
 use cache::{Cache, Use};
 use lookup::{Outcome, Resolver};
 use rustc_hash::FxHashMap;
@@ -96,7 +96,7 @@ const JOIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// An address of `host:port`, from this worker's cache or a lookup. A request that needs a lookup
 /// while one of the same name is running on this worker waits for it (Kong's `dns_no_sync = off`).
-pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
+pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, UpstreamError> {
     let mut joined = false;
     loop {
         let now = Instant::now();
@@ -112,7 +112,7 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
                 tokio::spawn(async move { lookup(&host).await });
                 addr
             }
-            Use::Failed => return Err(ProxyError::NameResolution),
+            Use::Failed => return Err(UpstreamError::NameResolution),
             Use::Lookup => {
                 let running = LOCAL.with(|l| l.running.borrow().get(host).cloned());
                 if let Some(done) = running.filter(|_| !joined) {
@@ -123,7 +123,7 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ProxyError> {
                 // Boxed: the lookup's state stays out of every request's future (hits need none of it).
                 match Box::pin(lookup(host)).await {
                     Use::Addr(addr) | Use::Refresh(addr) => addr,
-                    Use::Failed | Use::Lookup => return Err(ProxyError::NameResolution),
+                    Use::Failed | Use::Lookup => return Err(UpstreamError::NameResolution),
                 }
             }
         };

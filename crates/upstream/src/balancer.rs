@@ -14,12 +14,11 @@ mod scored;
 
 pub use hash_input::{HashKey, Hashed, PickInput};
 use ring::Ring;
-pub(crate) use round_robin::smooth_schedule;
 use round_robin::RoundRobin;
 use scored::{Cost, Scored};
 
 use crate::dns;
-use crate::error::ProxyError;
+use crate::error::UpstreamError;
 use crate::health::TargetState;
 use http::HeaderValue;
 use std::net::{IpAddr, SocketAddr};
@@ -59,7 +58,7 @@ impl Peer {
     }
 
     /// The socket address; hostnames go through this worker's DNS cache.
-    pub async fn resolve(&self) -> Result<SocketAddr, ProxyError> {
+    pub async fn resolve(&self) -> Result<SocketAddr, UpstreamError> {
         match self.ip {
             Some(ip) => Ok(SocketAddr::new(ip, self.port)),
             None => dns::resolve(&self.host, self.port).await,

@@ -5,104 +5,19 @@
 //! and targets are unchanged, restarts the others and stops those of removed upstreams. Probe results feed
 //! the same [`TargetState`] the proxy reads, so a probe-detected failure is seen by every worker at once.
 //! A healthy target is probed every `healthy.interval`, an unhealthy one every `unhealthy.interval`
-//! (0: targets in that state are not probed), at most `concurrency` probes at a time.
+//! (0: targets in that state are not probed), at most `concurrency` probes at a time. One probe is
+//! [`sluice_upstream::probe::run`].
 
-mod probe;
-
-use super::{Failure, Rules, TargetState};
-use crate::balancer::Balancer;
-use crate::snapshot::SharedSnapshot;
-use http::{HeaderName, HeaderValue};
-use sluice_model::ActiveHealthcheck;
+use crate::snapshot::{Checked, SharedSnapshot};
+use sluice_upstream::balancer::Balancer;
+use sluice_upstream::health::active::Spec;
+use sluice_upstream::health::{Failure, Rules, TargetState};
+use sluice_upstream::probe;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
-
-/// The protocol of a probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Tcp,
-    Http,
-    Https { verify: bool },
-}
-
-/// An upstream's active check, compiled.
-#[derive(Debug, Clone)]
-pub struct Spec {
-    pub kind: Kind,
-    pub timeout: Duration,
-    pub concurrency: usize,
-    pub http_path: String,
-    pub https_sni: Option<String>,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// None: healthy targets are not probed.
-    pub healthy_interval: Option<Duration>,
-    /// None: unhealthy targets are not probed.
-    pub unhealthy_interval: Option<Duration>,
-    pub rules: Rules,
-}
-
-impl Spec {
-    /// None when both intervals are 0 (Kong: active checks off).
-    pub fn new(a: &ActiveHealthcheck) -> Option<Spec> {
-        let interval = |s: Option<f64>| {
-            s.filter(|s| *s > 0.0)
-                .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        };
-        let healthy_interval = interval(a.healthy.interval);
-        let unhealthy_interval = interval(a.unhealthy.interval);
-        if healthy_interval.is_none() && unhealthy_interval.is_none() {
-            return None;
-        }
-        let kind = match a.kind.as_str() {
-            "tcp" => Kind::Tcp,
-            "https" | "grpcs" => Kind::Https {
-                verify: a.https_verify_certificate,
-            },
-            _ => Kind::Http,
-        };
-        let headers = a
-            .headers
-            .iter()
-            .flatten()
-            .flat_map(|(name, values)| values.iter().map(move |v| (name, v)))
-            .filter_map(|(name, v)| {
-                Some((
-                    HeaderName::from_bytes(name.as_bytes()).ok()?,
-                    HeaderValue::from_str(v).ok()?,
-                ))
-            })
-            .collect();
-        Some(Spec {
-            kind,
-            timeout: Duration::try_from_secs_f64(a.timeout).unwrap_or(Duration::from_secs(1)),
-            concurrency: (a.concurrency as usize).max(1),
-            http_path: a.http_path.clone(),
-            https_sni: a.https_sni.clone(),
-            headers,
-            healthy_interval,
-            unhealthy_interval,
-            rules: Rules::new(&a.healthy, &a.unhealthy),
-        })
-    }
-
-    fn interval(&self, healthy: bool) -> Option<Duration> {
-        if healthy {
-            self.healthy_interval
-        } else {
-            self.unhealthy_interval
-        }
-    }
-}
-
-/// What a checker task needs from the snapshot: the upstream's name, its check and its balancer.
-pub struct Checked {
-    pub upstream: String,
-    pub spec: Arc<Spec>,
-    pub balancer: Arc<Balancer>,
-}
 
 /// Starts the `sluice-health` thread; it stops when `stop` changes or its sender is dropped.
 pub fn start(

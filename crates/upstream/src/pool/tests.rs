@@ -1,8 +1,9 @@
 use super::*;
-use crate::body::PooledBody;
+use crate::pooled::PooledBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -74,7 +75,7 @@ async fn refused_connections_are_bad_gateway() {
         checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
             .await
             .err(),
-        Some(ProxyError::BadGateway)
+        Some(UpstreamError::Connect)
     );
 }
 

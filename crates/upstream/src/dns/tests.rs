@@ -214,7 +214,7 @@ async fn resolve_answers_hosts_file_names_and_fails_unknown_ones() {
     // `.invalid` never resolves (RFC 6761): remembered as a failure on this worker.
     assert_eq!(
         resolve("sluice-test.invalid", 80).await,
-        Err(ProxyError::NameResolution)
+        Err(UpstreamError::NameResolution)
     );
     let now = Instant::now();
     let cached = LOCAL.with(|l| {

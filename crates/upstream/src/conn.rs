@@ -1,11 +1,11 @@
 //! One upstream HTTP/1.1 connection, driven inside the request's own task: no connection task, no
 //! dispatch channel. A request is written as bytes ([`crate::wire`]), the response head is read and parsed
-//! here ([`sluice_h1`]), and the body is read by [`crate::body::PooledBody`], which returns the connection to
+//! here ([`sluice_h1`]), and the body is read by [`crate::pooled::PooledBody`], which returns the connection to
 //! the pool when the body ends on a message boundary.
 
 use crate::body::ProxyBody;
-use crate::error::ProxyError;
-use crate::pool::{PoolKey, TlsTarget};
+use crate::error::UpstreamError;
+use crate::tls::UpstreamTls;
 use crate::wire::WireRequest;
 use bytes::BytesMut;
 use http_body::Body;
@@ -29,6 +29,20 @@ pub enum Stream {
     Plain(TcpStream),
     /// Boxed: a TLS session is large, and connections move in and out of the pool.
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// Which idle connections can serve a request: same address, and for TLS the same settings and server
+/// name (`tls` is 0 for plain text, else [`crate::tls::pool_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PoolKey {
+    pub addr: SocketAddr,
+    pub tls: u64,
+}
+
+/// TLS to use for a new connection: the service's settings and the server name to send and verify.
+pub struct TlsTarget<'a> {
+    pub tls: &'a UpstreamTls,
+    pub server_name: &'a str,
 }
 
 /// An upstream connection: its stream, what has been read from it and not consumed yet, and its pool key.
@@ -87,11 +101,11 @@ impl Gap {
 
 impl Conn {
     /// A new connection, TLS when asked (502 when refused or the handshake fails).
-    pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Conn, ProxyError> {
+    pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Conn, UpstreamError> {
         let addr = key.addr;
         let tcp = TcpStream::connect(addr).await.map_err(|e| {
             tracing::debug!(%addr, error = %e, "upstream connect failed");
-            ProxyError::BadGateway
+            UpstreamError::Connect
         })?;
         let _ = tcp.set_nodelay(true);
         let stream = match tls {
@@ -101,7 +115,7 @@ impl Conn {
                 let connector = tokio_rustls::TlsConnector::from(t.tls.config.clone());
                 let tls = connector.connect(name, tcp).await.map_err(|e| {
                     tracing::warn!(%addr, server_name = t.server_name, error = %e, "upstream TLS handshake failed");
-                    ProxyError::BadGateway
+                    UpstreamError::Connect
                 })?;
                 Stream::Tls(Box::new(tls))
             }

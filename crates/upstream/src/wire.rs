@@ -5,6 +5,7 @@
 
 use crate::body::ProxyBody;
 use crate::forward::{self, Forwarded};
+use crate::lines::field;
 use bytes::BytesMut;
 use http::header::HeaderValue;
 use http::{request, Method, Version};
@@ -155,14 +156,6 @@ impl WireRequest {
     pub fn bodyless(&self) -> bool {
         !self.has_body
     }
-}
-
-/// Appends `name: value` and CRLF.
-pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

@@ -57,7 +57,13 @@ fn untrusted_peers_cannot_forge_forwarded_headers() {
     assert_eq!(h["x-forwarded-path"], "/api/x");
     assert_eq!(h["x-forwarded-prefix"], "/api");
     assert_eq!(h["x-real-ip"], "10.0.0.9");
-    assert_eq!(h["via"], format!("1.1 edge, 1.1 {}", crate::PRODUCT));
+    assert_eq!(
+        h["via"],
+        format!(
+            "1.1 edge, 1.1 {}",
+            concat!("sluice/", env!("CARGO_PKG_VERSION"))
+        )
+    );
 }
 
 #[test]
@@ -73,10 +79,10 @@ fn trusted_peers_keep_their_values() {
     assert_eq!(h["x-forwarded-path"], "/edge");
     assert_eq!(h["x-forwarded-prefix"], "/evil");
     assert_eq!(h["x-real-ip"], "1.1.1.1");
-    assert!(h["via"]
-        .to_str()
-        .unwrap()
-        .ends_with(&format!(", 2 {}", crate::PRODUCT)));
+    assert!(h["via"].to_str().unwrap().ends_with(&format!(
+        ", 2 {}",
+        concat!("sluice/", env!("CARGO_PKG_VERSION"))
+    )));
 }
 
 #[test]

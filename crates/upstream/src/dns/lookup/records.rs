@@ -143,7 +143,7 @@ fn min_ttl<'a>(records: impl IntoIterator<Item = &'a Record>) -> Duration {
 /// 2782 gives such records "a very small chance").
 pub fn spread(weighted: &[(Addr, u16)]) -> Vec<Addr> {
     let weights: Vec<u32> = weighted.iter().map(|(_, w)| u32::from(*w).max(1)).collect();
-    crate::balancer::smooth_schedule(&weights)
+    crate::schedule::smooth_schedule(&weights)
         .into_iter()
         .map(|i| weighted[i as usize].0)
         .collect()

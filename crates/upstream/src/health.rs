@@ -1,6 +1,7 @@
 //! Target health, Kong-style: passive checks count outcomes of proxied requests, active checks probe
-//! targets in the background ([`active`]); either turns a target unhealthy or healthy again when its
-//! counter reaches the configured threshold (0 disables that counter).
+//! targets in the background ([`active`] is the compiled check, [`crate::probe`] one probe; the proxy runs
+//! them). Either turns a target unhealthy or healthy again when its counter reaches the configured
+//! threshold (0 disables that counter).
 //!
 //! Runtime state lives in a process-wide [`Registry`] keyed by (upstream name, target `host:port`), not in
 //! the snapshot: a reload that keeps a target keeps its health, counters, in-flight count and latency, so

@@ -1,7 +1,7 @@
 //! Header rules between client and upstream: hop-by-hop removal, `X-Forwarded-*`, `X-Real-IP`, `Via`.
 
+use crate::lines::field;
 use crate::names;
-use crate::wire::field;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Version;
 pub use sluice_router::bare_host;

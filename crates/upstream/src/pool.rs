@@ -2,36 +2,20 @@
 //!
 //! Each worker thread keeps its own idle connections per target address (a thread-local: workers never
 //! share a lock). A connection goes back to the pool when its response body has been read to the end
-//! ([`crate::body::PooledBody`]); a body dropped early takes its connection with it. Connecting is separate
+//! ([`crate::pooled::PooledBody`]); a body dropped early takes its connection with it. Connecting is separate
 //! from sending, so the caller knows a failure happened before any byte of the request left, which is when
 //! retrying is safe.
 
-pub use crate::conn::Conn;
-use crate::error::ProxyError;
-use crate::tls::UpstreamTls;
+pub use crate::conn::{Conn, PoolKey, TlsTarget};
+use crate::error::UpstreamError;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 struct Idle {
     conn: Conn,
     since: Instant,
-}
-
-/// Which idle connections can serve a request: same address, and for TLS the same settings and server
-/// name (`tls` is 0 for plain text, else [`crate::tls::pool_key`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PoolKey {
-    pub addr: SocketAddr,
-    pub tls: u64,
-}
-
-/// TLS to use for a new connection: the service's settings and the server name to send and verify.
-pub struct TlsTarget<'a> {
-    pub tls: &'a UpstreamTls,
-    pub server_name: &'a str,
 }
 
 struct Pool {
@@ -66,7 +50,7 @@ pub async fn checkout(
     tls: Option<TlsTarget<'_>>,
     connect_timeout: Duration,
     now: Instant,
-) -> Result<Conn, ProxyError> {
+) -> Result<Conn, UpstreamError> {
     let idle = take_idle(key, now);
     crate::metrics::count_checkout(idle.is_some());
     if let Some(conn) = idle {
@@ -80,7 +64,7 @@ pub async fn checkout(
     ))
     .await
     {
-        Err(_) => Err(ProxyError::Timeout),
+        Err(_) => Err(UpstreamError::Timeout),
         Ok(result) => result,
     }
 }

@@ -1,7 +1,7 @@
 use super::*;
 use std::time::Duration;
 
-use super::round_robin::smooth_schedule;
+use crate::schedule::smooth_schedule;
 
 fn peer(host: &str) -> Peer {
     Peer::new(host, 80, host, 80)
