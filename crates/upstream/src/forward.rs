@@ -21,6 +21,7 @@ const HOP_BY_HOP: [HeaderName; 7] = [
 
 /// Removes hop-by-hop headers, including those the `Connection` header names. One pass over the (few)
 /// headers first: most messages carry none, and each `remove` hashes its name.
+#[inline]
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let present = headers
         .keys()
@@ -43,6 +44,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 }
 
 /// Whether `name` is one of the headers that are hop-by-hop whatever `Connection` says (`TE` aside).
+#[inline]
 pub fn is_hop_by_hop(name: &HeaderName) -> bool {
     HOP_BY_HOP.contains(name)
 }
@@ -52,6 +54,7 @@ pub fn is_hop_by_hop(name: &HeaderName) -> bool {
 /// client can drop only its own fields, never one that a plugin or the gateway sets later (the wire writer
 /// leaves out only the fixed hop-by-hop names). `Host` and `Content-Length` stay: they frame and address the
 /// request rather than describe the connection.
+#[inline]
 pub fn drop_connection_named(headers: &mut HeaderMap) {
     if !headers.contains_key(http::header::CONNECTION) {
         return;
@@ -156,6 +159,7 @@ impl Forwarded {
 }
 
 /// Whether the upstream request's `name` lines are written by [`Forwarded::write`] instead of copied.
+#[inline]
 pub fn replaced(name: &str) -> bool {
     matches!(
         name,

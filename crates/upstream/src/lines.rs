@@ -2,6 +2,7 @@
 //! the forwarding headers ([`crate::forward`]) and health probes ([`crate::probe`]).
 
 /// Appends `name: value` and CRLF.
+#[inline]
 pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");

@@ -32,6 +32,7 @@ pub struct PooledBody {
 
 impl PooledBody {
     /// `reusable` is false when the response forbids another request on the connection.
+    #[inline]
     pub fn new(conn: Conn, framing: Framing, reusable: bool, read_timeout: Duration) -> Self {
         let mut body = PooledBody {
             conn: Some(conn),

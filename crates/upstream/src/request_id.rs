@@ -18,6 +18,7 @@ fn seed() -> (u64, u64) {
 }
 
 /// A fresh id: a per-thread random prefix and a counter, mixed so ids don't look sequential.
+#[inline]
 pub fn next() -> [u8; 32] {
     let (prefix, counter) = STATE.with(|s| {
         let (p, c) = s.get();
@@ -40,6 +41,7 @@ pub fn next() -> [u8; 32] {
 }
 
 /// The id as text (always ASCII hex).
+#[inline]
 pub fn as_str(id: &[u8; 32]) -> &str {
     std::str::from_utf8(id).unwrap_or_default()
 }

@@ -21,6 +21,7 @@ impl RoundRobin {
     }
 
     /// The next target in the order that `usable` accepts (an unusable one passes its turn to the next).
+    #[inline]
     pub fn pick(&self, usable: impl Fn(usize) -> bool) -> Option<usize> {
         let len = self.schedule.len();
         let start = match len {
