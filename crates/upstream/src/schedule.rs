@@ -47,3 +47,6 @@ pub fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

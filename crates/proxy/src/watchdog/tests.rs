@@ -1,3 +1,5 @@
+//! Unit tests of `watchdog`.
+
 use super::*;
 use http_body_util::BodyExt;
 

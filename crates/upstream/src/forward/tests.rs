@@ -1,3 +1,5 @@
+//! Tests of the forwarding rules: hop-by-hop removal, `X-Forwarded-*` trust, `Via`.
+
 use super::*;
 use crate::wire::tests::sent;
 

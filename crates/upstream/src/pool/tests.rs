@@ -1,3 +1,6 @@
+//! Tests of the connection pool against a real HTTP/1.1 server: reuse once a body was read, refused
+//! connects, the idle cap.
+
 use super::*;
 use crate::pooled::PooledBody;
 use bytes::Bytes;

@@ -1,3 +1,5 @@
+//! Tests of request ids: their format, and uniqueness across calls and threads.
+
 #[test]
 fn ids_are_hex_and_unique() {
     let mut seen = std::collections::HashSet::new();

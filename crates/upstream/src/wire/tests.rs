@@ -1,3 +1,6 @@
+//! Tests of the upstream request as written: header lines, framing, forwarding headers; helpers for
+//! the forwarding tests.
+
 use super::*;
 use crate::body::full;
 use bytes::Bytes;
