@@ -4,7 +4,7 @@
 use crate::error::ProxyError;
 use crate::path;
 use crate::respond::{self, Timings};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::snapshot::{RouteInfo, ServiceInfo, Snapshot};
 use crate::upstream;
 use http::header::{HeaderValue, HOST};

@@ -17,6 +17,7 @@
 mod checker;
 mod error;
 mod exchange;
+mod failure;
 mod handler;
 mod listen;
 pub mod metrics;
@@ -28,6 +29,7 @@ mod realip;
 mod respond;
 mod server;
 mod settings;
+mod shared;
 mod snapshot;
 mod stats;
 mod strict;

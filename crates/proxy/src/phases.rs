@@ -16,9 +16,9 @@ use ctx::{add_headers, new_ctx};
 
 use crate::error::ProxyError;
 use crate::exchange::{self, ConnInfo, Exchange, Proxied, Routed};
-use crate::handler::{error_response, Negotiation};
+use crate::failure::{error_response, Negotiation};
 use crate::respond;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::{request, Response};

@@ -3,6 +3,7 @@
 use crate::listen::{bind, ListenAddr};
 use crate::realip::Trust;
 use crate::settings::ProxySettings;
+use crate::shared::Shared;
 use crate::snapshot::SharedSnapshot;
 use crate::stats::{Counters, ProxyStats};
 use crate::tls;
@@ -11,14 +12,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::watch;
-
-/// What every request of every worker reads.
-pub struct Shared {
-    pub snapshot: SharedSnapshot,
-    pub settings: Arc<ProxySettings>,
-    pub counters: Arc<Counters>,
-    pub trust: Trust,
-}
 
 /// The running proxy: its worker threads and their listeners.
 pub struct ProxyServer {

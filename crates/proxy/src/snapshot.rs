@@ -1,6 +1,7 @@
 //! A config compiled for serving: router, per-route facts, balancers and plugin chains. Immutable; a reload
 //! builds a new one and publishes it with one `ArcSwap::store`.
 
+mod certs;
 mod upstreams;
 
 use crate::metrics::RouteMeter;
@@ -132,7 +133,7 @@ impl Snapshot {
                     .ok()
             })
             .collect();
-        let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
+        let certs = certs::cert_store(&config).map_err(|e| errors.extend(e));
         let metered = plugins.as_ref().ok();
         let routes: Vec<RouteInfo> = config
             .routes

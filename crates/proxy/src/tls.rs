@@ -1,38 +1,10 @@
-//! TLS in the proxy: the certificates of a snapshot by SNI, and the acceptor of `ssl` listeners (which reads
-//! the live snapshot at each handshake, so a reload changes certificates without a restart). The upstream
+//! TLS in the proxy: the acceptor of `ssl` listeners, which reads the live snapshot's certificates
+//! (`snapshot::certs`) at each handshake, so a reload changes certificates without a restart. The upstream
 //! TLS of services with `protocol: https` is `sluice_upstream::tls`.
 
 use crate::snapshot::SharedSnapshot;
-use sluice_model::Config;
 use sluice_tls::{CertPair, CertSource, CertStore, SniResolver};
 use std::sync::Arc;
-
-/// The certificates of a config by SNI name (each certificate under the `snis` that name it).
-pub(crate) fn cert_store(config: &Config) -> Result<CertStore, Vec<String>> {
-    let mut store = CertStore::default();
-    let mut errors = Vec::new();
-    for cert in &config.certificates {
-        let names = config
-            .snis
-            .iter()
-            .filter(|s| s.certificate.id == cert.id)
-            .map(|s| s.name.as_str());
-        match CertPair::new(
-            &cert.cert,
-            &cert.key,
-            cert.cert_alt.as_deref(),
-            cert.key_alt.as_deref(),
-        ) {
-            Ok(pair) => store.add(names, pair),
-            Err(e) => errors.push(format!("certificate {}: {e}", cert.id)),
-        }
-    }
-    if errors.is_empty() {
-        Ok(store)
-    } else {
-        Err(errors)
-    }
-}
 
 /// Serves the live snapshot's certificates to the resolver.
 struct LiveCerts(SharedSnapshot);

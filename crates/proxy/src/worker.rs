@@ -4,7 +4,7 @@
 
 use crate::exchange::ConnInfo;
 use crate::handler;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::watchdog::{self, ConnState};
 use futures_util::FutureExt;

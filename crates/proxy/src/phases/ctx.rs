@@ -3,7 +3,7 @@
 use super::streaming;
 use crate::error::ProxyError;
 use crate::exchange::Exchange;
-use crate::handler::{error_response, Negotiation};
+use crate::failure::{error_response, Negotiation};
 use crate::snapshot::Snapshot;
 use http::header::HeaderMap;
 use http::{request, Response};
