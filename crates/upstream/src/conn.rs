@@ -1,35 +1,29 @@
 //! One upstream HTTP/1.1 connection, driven inside the request's own task: no connection task, no
-//! dispatch channel. A request is written as bytes ([`crate::wire`]), the response head is read and parsed
-//! here ([`sluice_h1`]), and the body is read by [`crate::pooled::PooledBody`], which returns the connection to
-//! the pool when the body ends on a message boundary.
+//! dispatch channel. A request is written as bytes ([`crate::wire`], sent by [`send`]), the response head is
+//! read and parsed here ([`sluice_h1`]), and the body is read by [`crate::pooled::PooledBody`], which
+//! returns the connection to the pool when the body ends on a message boundary. The plain or TLS byte
+//! stream is [`stream`].
 
-use crate::body::ProxyBody;
+mod send;
+mod stream;
+
+pub use stream::Stream;
+
 use crate::error::UpstreamError;
 use crate::tls::UpstreamTls;
-use crate::wire::WireRequest;
 use bytes::BytesMut;
-use http_body::Body;
 use sluice_h1::{ResponseHead, MAX_HEAD_BYTES};
 use sluice_tls::rustls::pki_types::ServerName;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Bytes read from the upstream per read call, at most (the buffer grows by this much when it is short).
 const READ_CHUNK: usize = 16 * 1024;
-/// Request body data up to this size is copied behind the head so both leave in one write.
-const COALESCE: usize = 16 * 1024;
-
-/// The byte stream of an upstream connection.
-pub enum Stream {
-    Plain(TcpStream),
-    /// Boxed: a TLS session is large, and connections move in and out of the pool.
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
 
 /// Which idle connections can serve a request: same address, and for TLS the same settings and server
 /// name (`tls` is 0 for plain text, else [`crate::tls::pool_key`]).
@@ -146,70 +140,6 @@ impl Conn {
         matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Writes a request: `head` (ending in the blank line), then its body, chunked when the request says
-    /// so. Body data that is ready at once goes out in the same write as the head.
-    ///
-    /// A request with a body has nginx's send timeout: every step (a write upstream, the wait for the
-    /// client's next bytes) must make progress within `send_gap` (the service's `write_timeout`), however
-    /// long the whole upload takes. A body-less request is bounded by the caller's deadline (one timer).
-    pub async fn write_request(
-        &mut self,
-        head: &mut BytesMut,
-        req: &mut WireRequest,
-        send_gap: std::time::Duration,
-    ) -> Result<(), Failed> {
-        let Some(mut body) = req.body.take() else {
-            self.write_all(head).await.map_err(no_answer)?;
-            return self.flush().await.map_err(no_answer);
-        };
-        let mut gap = Gap::new(send_gap);
-        let chunked = req.chunked;
-        match poll_fn(|cx| Poll::Ready(next_data_now(&mut body, cx))).await? {
-            Some(data) if data.len() <= COALESCE => {
-                encode_data(head, &data, chunked);
-                gap.step(async { self.write_all(head).await.map_err(no_answer) })
-                    .await?;
-            }
-            Some(data) => {
-                gap.step(async { self.write_all(head).await.map_err(no_answer) })
-                    .await?;
-                gap.step(self.write_data(&data, chunked)).await?;
-            }
-            None => {
-                gap.step(async { self.write_all(head).await.map_err(no_answer) })
-                    .await?
-            }
-        }
-        while let Some(data) = gap.step(next_data(&mut body)).await? {
-            gap.step(self.write_data(&data, chunked)).await?;
-        }
-        if chunked {
-            gap.step(async {
-                self.write_all(sluice_h1::LAST_CHUNK)
-                    .await
-                    .map_err(no_answer)
-            })
-            .await?;
-        }
-        gap.step(async { self.flush().await.map_err(no_answer) })
-            .await
-    }
-
-    async fn write_data(&mut self, data: &[u8], chunked: bool) -> Result<(), Failed> {
-        if chunked {
-            let mut framed = BytesMut::with_capacity(data.len().min(COALESCE) + 16);
-            if data.len() <= COALESCE {
-                encode_data(&mut framed, data, true);
-                return self.write_all(&framed).await.map_err(no_answer);
-            }
-            sluice_h1::chunk_header(data.len(), &mut framed);
-            self.write_all(&framed).await.map_err(no_answer)?;
-            self.write_all(data).await.map_err(no_answer)?;
-            return self.write_all(b"\r\n").await.map_err(no_answer);
-        }
-        self.write_all(data).await.map_err(no_answer)
-    }
-
     async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes).await
     }
@@ -298,55 +228,6 @@ fn no_answer(e: io::Error) -> Failed {
     Failed::NoAnswer
 }
 
-/// Appends one piece of body data, as a chunk when `chunked`.
-fn encode_data(out: &mut BytesMut, data: &[u8], chunked: bool) {
-    if data.is_empty() {
-        return;
-    }
-    if chunked {
-        sluice_h1::chunk_header(data.len(), out);
-        out.extend_from_slice(data);
-        out.extend_from_slice(b"\r\n");
-    } else {
-        out.extend_from_slice(data);
-    }
-}
-
-/// The next data frame if one is ready now (trailers are dropped).
-fn next_data_now(
-    body: &mut ProxyBody,
-    cx: &mut Context<'_>,
-) -> Result<Option<bytes::Bytes>, Failed> {
-    loop {
-        match Pin::new(&mut *body).poll_frame(cx) {
-            Poll::Pending | Poll::Ready(None) => return Ok(None),
-            Poll::Ready(Some(Err(_))) => return Err(Failed::ClientBody),
-            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                Ok(d) if !d.is_empty() => return Ok(Some(d)),
-                _ => {}
-            },
-        }
-    }
-}
-
-/// The next data frame of the client's body, waiting for it (trailers are dropped).
-async fn next_data(body: &mut ProxyBody) -> Result<Option<bytes::Bytes>, Failed> {
-    loop {
-        let frame = poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await;
-        match frame {
-            None => return Ok(None),
-            Some(Err(_)) => return Err(Failed::ClientBody),
-            Some(Ok(frame)) => {
-                if let Ok(d) = frame.into_data() {
-                    if !d.is_empty() {
-                        return Ok(Some(d));
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// The name sent as SNI and verified: a DNS name, an IP address (no SNI is sent), or the address itself
 /// when the Host header is unusable.
 fn server_name(name: &str, addr: SocketAddr) -> ServerName<'static> {
@@ -355,46 +236,5 @@ fn server_name(name: &str, addr: SocketAddr) -> ServerName<'static> {
         Ok(ip) => ServerName::IpAddress(ip.into()),
         Err(_) => ServerName::try_from(bare.to_string())
             .unwrap_or_else(|_| ServerName::IpAddress(addr.ip().into())),
-    }
-}
-
-/// One stream type for plain and TLS connections, so the exchange code is written once.
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
     }
 }
