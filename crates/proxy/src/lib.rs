@@ -7,9 +7,9 @@
 //!
 //! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
 //! ([`exchange`], [`path`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target and sends over
-//! a pooled connection, retrying, [`respond`] adds Kong's response headers, and [`error`] turns failures
-//! into Kong's error responses ([`mime`]). Active health probes run on one `sluice-health` thread beside
-//! the workers ([`checker`]).
+//! a pooled connection, retrying, [`respond`] adds Kong's response headers, and [`error`] and [`failure`]
+//! turn failures into Kong's error responses ([`mime`]). What every request reads is [`shared`]. Active
+//! health probes run on one `sluice-health` thread beside the workers ([`checker`]).
 //!
 //! The upstream side itself (forwarding headers, the HTTP/1.1 client and its pool, balancers, DNS, target
 //! health, upstream TLS) is the `sluice-upstream` crate, which knows nothing of routes, plugins or snapshots.
