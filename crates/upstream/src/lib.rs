@@ -14,7 +14,8 @@
 //!   targets, skipping those [`health`] marks down);
 //! - [`probe`]: one active health probe of one target (the proxy schedules them).
 //!
-//! I/O lives in [`conn`], [`pool`], [`pooled`], [`dns`] and [`probe`]; the rest is pure or atomics.
+//! I/O (sockets, timers, DNS) lives in [`conn`], [`pool`], [`pooled`], [`dns`] and [`probe`]; the rest does
+//! none.
 
 pub mod balancer;
 pub mod body;
