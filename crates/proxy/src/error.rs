@@ -1,8 +1,10 @@
-//! The one error type of the request path, and the one place it becomes an HTTP response.
+//! The one error type of the request path, and the one place it becomes an HTTP response. The upstream
+//! side's own error (`sluice_upstream::UpstreamError`) is turned into it here, by `From`.
 
 use crate::mime::negotiate;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
+use sluice_upstream::UpstreamError;
 
 /// Why the gateway answered instead of the upstream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +34,17 @@ pub enum ProxyError {
     NotImplemented,
     /// 500.
     Internal,
+}
+
+/// The one place an upstream-side failure (`sluice_upstream`'s error) becomes the proxy's.
+impl From<UpstreamError> for ProxyError {
+    fn from(e: UpstreamError) -> ProxyError {
+        match e {
+            UpstreamError::Connect => ProxyError::BadGateway,
+            UpstreamError::Timeout => ProxyError::Timeout,
+            UpstreamError::NameResolution => ProxyError::NameResolution,
+        }
+    }
 }
 
 impl From<crate::strict::Malformed> for ProxyError {

@@ -1,19 +1,20 @@
 //! The steps every proxied request takes, with or without plugins: routing with Kong's protocol check,
 //! building the upstream request, and sending it.
 
-use crate::balancer::{Hashed, PickInput};
-use crate::body::{PooledBody, ProxyBody};
 use crate::error::ProxyError;
-use crate::forward::{self, Downstream, Forwarded};
 use crate::path;
 use crate::respond::{self, Timings};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::snapshot::{RouteInfo, ServiceInfo, Snapshot};
 use crate::upstream;
-use crate::wire::{self, WireRequest};
 use http::header::{HeaderValue, HOST};
 use http::{request, Response, Uri, Version};
 use sluice_router::{Match, RequestParts};
+use sluice_upstream::balancer::{Hashed, PickInput};
+use sluice_upstream::body::ProxyBody;
+use sluice_upstream::forward::{self, Downstream, Forwarded};
+use sluice_upstream::pooled::PooledBody;
+use sluice_upstream::wire::{self, WireRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 

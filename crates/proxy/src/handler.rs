@@ -1,24 +1,24 @@
 //! The request path's entry: load the snapshot, route, then the fast path (a route without plugins) or the
 //! plugin path ([`crate::phases`]). See `docs/phases.md` for the phase chart.
 
-use crate::balancer::Hashed;
-use crate::body::{box_err, full, ProxyBody};
 use crate::error::ProxyError;
 use crate::exchange::{self, ConnInfo, Exchange, Routed};
+use crate::failure::{error_response, Negotiation};
 use crate::metrics::{self, Finished, RouteMeter};
 use crate::phases;
-use crate::request_id;
-use crate::respond::{self, Timings};
-use crate::server::Shared;
+use crate::respond::Timings;
+use crate::shared::Shared;
 use crate::snapshot::{RouteInfo, Snapshot};
 use crate::strict;
 use crate::watchdog::{InFlight, Tracked};
-use crate::wire::WireRequest;
-use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{request, Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use sluice_metrics::Source;
+use sluice_upstream::balancer::Hashed;
+use sluice_upstream::body::{box_err, ProxyBody};
+use sluice_upstream::request_id;
+use sluice_upstream::wire::WireRequest;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -214,39 +214,4 @@ fn record(
         };
         m.record(resp.status().as_u16(), resp.headers(), finished);
     }
-}
-
-/// The request headers an error body is negotiated from.
-pub struct Negotiation {
-    accept: Option<HeaderValue>,
-    content_type: Option<HeaderValue>,
-}
-
-impl Negotiation {
-    pub fn of(parts: &request::Parts) -> Negotiation {
-        Negotiation {
-            accept: parts.headers.get(ACCEPT).cloned(),
-            content_type: parts.headers.get(CONTENT_TYPE).cloned(),
-        }
-    }
-}
-
-/// A gateway-made error response with Kong's headers; upstream failures are logged.
-pub fn error_response(err: ProxyError, n: &Negotiation, x: &Exchange<'_>) -> Response<ProxyBody> {
-    if matches!(
-        err,
-        ProxyError::BadGateway | ProxyError::Timeout | ProxyError::Internal
-    ) {
-        tracing::warn!(request_id = x.request_id, error = %err, "upstream failure");
-    }
-    let mut resp = err
-        .into_response(n.accept.as_ref(), n.content_type.as_ref(), x.request_id)
-        .map(full);
-    respond::gateway_response(
-        resp.headers_mut(),
-        x.shared.settings.headers,
-        x.request_id,
-        x.started,
-    );
-    resp
 }

@@ -6,46 +6,43 @@
 //! [`SharedSnapshot`] and finishes on it, whatever reloads happen meanwhile.
 //!
 //! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
-//! ([`exchange`], [`path`], [`forward`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target
-//! ([`balancer`], [`dns`], skipping those [`health`] marks down) and sends over a pooled connection ([`pool`],
-//! [`body`]), [`respond`] adds Kong's response headers, and [`error`] turns failures into Kong's error
-//! responses ([`mime`]). Active health probes run on one `sluice-health` thread beside the workers.
+//! ([`exchange`], [`path`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target and sends over
+//! a pooled connection, retrying, [`respond`] adds Kong's response headers, and [`error`] and [`failure`]
+//! turn failures into Kong's error responses ([`mime`]). What every request reads is [`shared`]. Active
+//! health probes run on one `sluice-health` thread beside the workers ([`checker`]).
+//!
+//! The upstream side itself (forwarding headers, the HTTP/1.1 client and its pool, balancers, DNS, target
+//! health, upstream TLS) is the `sluice-upstream` crate, which knows nothing of routes, plugins or snapshots.
 
-mod balancer;
-mod body;
-mod conn;
-mod dns;
+mod checker;
 mod error;
 mod exchange;
-mod forward;
+mod failure;
 mod handler;
-mod health;
 mod listen;
 pub mod metrics;
 mod mime;
 mod names;
 mod path;
 mod phases;
-mod pool;
 mod realip;
-mod request_id;
 mod respond;
 mod server;
 mod settings;
+mod shared;
 mod snapshot;
 mod stats;
 mod strict;
 mod tls;
 mod upstream;
 mod watchdog;
-mod wire;
 mod worker;
 
-pub use dns::{DnsSettings, Kind as DnsKind};
 pub use error::ProxyError;
 pub use listen::{parse_listen, ListenAddr};
 pub use server::ProxyServer;
 pub use settings::{HeaderSettings, ProxySettings};
+pub use sluice_upstream::dns::{DnsSettings, Kind as DnsKind};
 pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
 pub use stats::ProxyStats;
 

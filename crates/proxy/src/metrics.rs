@@ -7,20 +7,10 @@
 
 use crate::respond::Timings;
 use http::HeaderMap;
-use sluice_metrics::{Counter, Flags, Observation, Registry, RouteSeries, Source};
+use sluice_metrics::{Flags, Observation, Registry, RouteSeries, Source};
 use sluice_model::{Config, Route};
-use std::cell::Cell;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
-
-thread_local! {
-    static WORKER: Cell<usize> = const { Cell::new(0) };
-}
-
-/// Marks the calling thread as worker `index` (its metrics shard).
-pub(crate) fn set_worker(index: usize) {
-    WORKER.with(|w| w.set(index));
-}
 
 /// The process's series (one shard per CPU; worker indexes wrap).
 pub fn registry() -> &'static Registry {
@@ -29,38 +19,10 @@ pub fn registry() -> &'static Registry {
         .get_or_init(|| Registry::new(std::thread::available_parallelism().map_or(1, |n| n.get())))
 }
 
-/// Upstream connections taken from the pool vs opened, per worker shard.
-static POOL_REUSED: OnceLock<Counter> = OnceLock::new();
-static POOL_OPENED: OnceLock<Counter> = OnceLock::new();
-
-fn pool_counter(which: &'static OnceLock<Counter>) -> &'static Counter {
-    which.get_or_init(|| Counter::new(std::thread::available_parallelism().map_or(1, |n| n.get())))
-}
-
-/// Counts an upstream connection checkout (hot path: one relaxed add on the worker's own cache line).
-pub(crate) fn count_checkout(reused: bool) {
-    let which = if reused { &POOL_REUSED } else { &POOL_OPENED };
-    pool_counter(which).add(WORKER.with(Cell::get), 1);
-}
-
 /// The prometheus families of every route and the proxy's own counters, in the text format.
 pub fn render(out: &mut String) {
     registry().render(out);
-    sluice_metrics::kong::family(
-        out,
-        "sluice_upstream_connections_total",
-        "counter",
-        "Upstream connections used for requests: taken from the keep-alive pool (reused) or opened (new)",
-    );
-    for (kind, which) in [("reused", &POOL_REUSED), ("new", &POOL_OPENED)] {
-        let _ = std::fmt::Write::write_fmt(
-            out,
-            format_args!(
-                "sluice_upstream_connections_total{{kind=\"{kind}\"}} {}\n",
-                pool_counter(which).value()
-            ),
-        );
-    }
+    sluice_upstream::metrics::render(out);
 }
 
 /// What the proxy knows of a request when its response head is ready.
@@ -121,7 +83,7 @@ impl RouteMeter {
             consumer: f.consumer,
         };
         self.series
-            .record(WORKER.with(Cell::get), self.flags, &observation);
+            .record(sluice_upstream::metrics::worker(), self.flags, &observation);
     }
 }
 

@@ -1,11 +1,11 @@
 //! The headers Kong adds to responses: on proxied responses (`Via`, latencies, `Server` when the upstream
 //! sent none, request id) and on responses the gateway made itself (response latency, `Server`, request id).
 
-use crate::forward;
 use crate::names;
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderValue, SERVER, VIA};
+use sluice_upstream::forward;
 use std::time::{Duration, Instant};
 
 /// Latencies of a proxied request.

@@ -3,6 +3,7 @@
 use crate::listen::{bind, ListenAddr};
 use crate::realip::Trust;
 use crate::settings::ProxySettings;
+use crate::shared::Shared;
 use crate::snapshot::SharedSnapshot;
 use crate::stats::{Counters, ProxyStats};
 use crate::tls;
@@ -11,14 +12,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::watch;
-
-/// What every request of every worker reads.
-pub struct Shared {
-    pub snapshot: SharedSnapshot,
-    pub settings: Arc<ProxySettings>,
-    pub counters: Arc<Counters>,
-    pub trust: Trust,
-}
 
 /// The running proxy: its worker threads and their listeners.
 pub struct ProxyServer {
@@ -50,7 +43,7 @@ impl ProxyServer {
                 }
             });
         }
-        crate::dns::configure(&settings.dns);
+        sluice_upstream::dns::configure(&settings.dns);
         let workers = settings.workers.max(1);
         let mut per_worker = Vec::with_capacity(workers);
         for w in 0..workers {
@@ -77,7 +70,7 @@ impl ProxyServer {
             counters: counters.clone(),
         });
         let (stop, _) = watch::channel(None);
-        crate::health::active::start(shared.snapshot.clone(), stop.subscribe())?;
+        crate::checker::start(shared.snapshot.clone(), stop.subscribe())?;
         let mut handles = Vec::new();
         for (i, listeners) in per_worker.into_iter().enumerate() {
             let (shared, stop_rx) = (shared.clone(), stop.subscribe());

@@ -1,8 +1,8 @@
 //! Proxy settings: listen addresses, workers, trusted IPs, real-IP rules, Kong's `headers` setting, and
 //! the DNS settings ([`DnsSettings`]).
 
-use crate::dns::DnsSettings;
 use crate::listen::ListenAddr;
+use sluice_upstream::dns::DnsSettings;
 use std::time::Duration;
 
 /// What the proxy needs from the node settings. Build it with `..ProxySettings::default()` so new fields

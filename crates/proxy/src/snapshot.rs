@@ -1,16 +1,19 @@
 //! A config compiled for serving: router, per-route facts, balancers and plugin chains. Immutable; a reload
 //! builds a new one and publishes it with one `ArcSwap::store`.
 
+mod certs;
 mod upstreams;
 
-use crate::balancer::{Balancer, Peer};
-use crate::health::Checks;
 use crate::metrics::RouteMeter;
 use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteSpec, Router};
+use sluice_upstream::balancer::{Balancer, Peer};
+use sluice_upstream::health::Checks;
+use sluice_upstream::tls::UpstreamTls;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub(crate) use upstreams::Checked;
 pub use upstreams::Health;
 pub(crate) use upstreams::Upstreams;
 
@@ -60,7 +63,7 @@ pub(crate) struct ServiceInfo {
     pub write_timeout: Duration,
     pub read_timeout: Duration,
     /// The upstream speaks TLS (`https`, `grpcs`, `tls`, `wss`).
-    pub tls: Option<crate::tls::UpstreamTls>,
+    pub tls: Option<UpstreamTls>,
 }
 
 /// Why a validated config could not be compiled: one message per problem.
@@ -130,7 +133,7 @@ impl Snapshot {
                     .ok()
             })
             .collect();
-        let certs = crate::tls::cert_store(&config).map_err(|e| errors.extend(e));
+        let certs = certs::cert_store(&config).map_err(|e| errors.extend(e));
         let metered = plugins.as_ref().ok();
         let routes: Vec<RouteInfo> = config
             .routes
@@ -273,6 +276,6 @@ fn service_info(
         connect_timeout: Duration::from_millis(s.connect_timeout),
         write_timeout: Duration::from_millis(s.write_timeout),
         read_timeout: Duration::from_millis(s.read_timeout),
-        tls: crate::tls::upstream_tls(config, s)?,
+        tls: sluice_upstream::tls::upstream_tls(config, s)?,
     })
 }

@@ -13,15 +13,15 @@
 //! Each try picks a target not tried yet when one is usable, and reports its outcome to the upstream's
 //! passive health check ([`report`]); the answer carries the target's in-flight guard.
 
-use crate::conn::{Failed, Gap};
 use crate::error::ProxyError;
-use crate::health::{Failure, InFlight};
-use crate::pool::{self, Conn, PoolKey};
 use crate::snapshot::ServiceInfo;
-use crate::wire::WireRequest;
 use bytes::BytesMut;
 use sluice_h1::ResponseHead;
 use sluice_plugins::TryRecord;
+use sluice_upstream::conn::{Failed, Gap};
+use sluice_upstream::health::{Failure, InFlight, TargetState};
+use sluice_upstream::pool::{self, Conn, PoolKey};
+use sluice_upstream::wire::WireRequest;
 use std::time::Instant;
 
 /// The upstream's answer and the connection it came on.
@@ -89,10 +89,10 @@ pub async fn send(
             Some(tls) => {
                 // Kong sends the upstream Host (without port) as SNI, so preserve_host names the client's.
                 let host = host.to_str().unwrap_or(&peer.host);
-                let server_name = crate::forward::bare_host(host);
+                let server_name = sluice_upstream::forward::bare_host(host);
                 let key = PoolKey {
                     addr,
-                    tls: crate::tls::pool_key(tls, &server_name),
+                    tls: sluice_upstream::tls::pool_key(tls, &server_name),
                 };
                 (key, Some((tls, server_name)))
             }
@@ -101,7 +101,8 @@ pub async fn send(
             tls,
             server_name: name,
         });
-        let mut conn = match pool::checkout(key, target, svc.connect_timeout, try_started).await {
+        let checkout = pool::checkout(key, target, svc.connect_timeout, try_started).await;
+        let mut conn = match checkout.map_err(ProxyError::from) {
             Ok(c) => c,
             Err(e) if can_retry => {
                 observe(Err(failure(&e)));
@@ -201,12 +202,7 @@ fn failure(e: &ProxyError) -> Failure {
 }
 
 /// Feeds one try's outcome (a status, or a failure) to the upstream's passive check, logging a change.
-fn report(
-    svc: &ServiceInfo,
-    target: &str,
-    state: &crate::health::TargetState,
-    outcome: Result<u16, Failure>,
-) {
+fn report(svc: &ServiceInfo, target: &str, state: &TargetState, outcome: Result<u16, Failure>) {
     if !svc.checks.passive_on {
         return;
     }

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use crate::body::{BoxError, ProxyBody};
+use sluice_upstream::body::{BoxError, ProxyBody};
 
 /// Milliseconds since the first call in this process (a monotonic clock cheap to store in an atomic).
 fn now_ms() -> u64 {

@@ -4,8 +4,7 @@
 
 use crate::exchange::ConnInfo;
 use crate::handler;
-use crate::pool;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::watchdog::{self, ConnState};
 use futures_util::FutureExt;
@@ -13,6 +12,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use sluice_upstream::pool;
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ pub fn run(
             return;
         }
     };
-    crate::metrics::set_worker(index);
+    sluice_upstream::metrics::set_worker(index);
     pool::configure(
         shared.settings.upstream_keepalive,
         shared.settings.upstream_idle_timeout,

@@ -1,3 +1,5 @@
+//! Unit tests of `error`.
+
 use super::*;
 
 fn hv(s: &str) -> HeaderValue {

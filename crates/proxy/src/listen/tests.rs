@@ -1,3 +1,5 @@
+//! Unit tests of `listen`.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of `mime`.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of `path`.
+
 use super::*;
 
 /// (service path, route prefix, strip_path, handling, request path, expected upstream path), from the

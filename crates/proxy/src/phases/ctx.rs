@@ -1,15 +1,15 @@
 //! The per-request plugin context: building it, and moving headers and request heads in and out of it.
 
 use super::streaming;
-use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::exchange::Exchange;
-use crate::handler::{error_response, Negotiation};
+use crate::failure::{error_response, Negotiation};
 use crate::snapshot::Snapshot;
 use http::header::HeaderMap;
 use http::{request, Response};
 use sluice_model::{Route, Service};
 use sluice_plugins::RequestCtx;
+use sluice_upstream::body::ProxyBody;
 use std::time::SystemTime;
 
 /// A request without a route: the error, plus `header_filter` and `log` of the global plugins.

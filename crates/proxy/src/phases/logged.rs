@@ -8,8 +8,6 @@
 use super::ctx::route_and_service;
 use super::streaming::{LogFacts, Upstream};
 use super::{HeadDone, Payload};
-use crate::body::{full, BoxError, PooledBody, ProxyBody};
-use crate::request_id;
 use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::{request, Response};
@@ -17,6 +15,9 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use sluice_plugins::{CredentialRef, RequestCtx};
 use sluice_router::Captures;
+use sluice_upstream::body::{full, BoxError, ProxyBody};
+use sluice_upstream::pooled::PooledBody;
+use sluice_upstream::request_id;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;

@@ -1,7 +1,6 @@
 //! Bodies on the plugin path: buffering a request body a plugin reads, feeding the upstream's body to the
 //! client through `body_filter`, and the facts the `log` phase gets.
 
-use crate::body::{BoxError, PooledBody, ProxyBody};
 use crate::error::ProxyError;
 use crate::respond::Timings;
 use crate::upstream::Tries;
@@ -9,6 +8,8 @@ use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
+use sluice_upstream::body::{BoxError, ProxyBody};
+use sluice_upstream::pooled::PooledBody;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 

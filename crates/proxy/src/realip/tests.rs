@@ -1,3 +1,5 @@
+//! Unit tests of `realip`.
+
 use super::*;
 
 fn trust(header: &str, recursive: bool) -> Trust {

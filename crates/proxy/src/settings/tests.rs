@@ -1,3 +1,5 @@
+//! Unit tests of `settings`.
+
 use super::*;
 
 #[test]

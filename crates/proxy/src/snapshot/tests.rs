@@ -1,3 +1,5 @@
+//! Unit tests of `snapshot`.
+
 use super::*;
 
 #[test]

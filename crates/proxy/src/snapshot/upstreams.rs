@@ -2,10 +2,10 @@
 //! runtime state taken from the [`Registry`] (so it carries over from the previous snapshot), and the
 //! upstream's compiled health checks.
 
-use crate::balancer::{AlgorithmSpec, Balancer, HashKey, Peer, Target};
-use crate::health::active::Checked;
-use crate::health::{Checks, Registry};
 use sluice_model::{Config, Upstream};
+use sluice_upstream::balancer::{AlgorithmSpec, Balancer, HashKey, Peer, Target};
+use sluice_upstream::health::active::Spec;
+use sluice_upstream::health::{Checks, Registry};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -15,6 +15,13 @@ struct UpstreamInfo {
     /// The balancer for plain-text services (its peers' `Host` omit port 80).
     pub balancer: Arc<Balancer>,
     pub checks: Arc<Checks>,
+}
+
+/// What a checker task needs from the snapshot: the upstream's name, its check and its balancer.
+pub(crate) struct Checked {
+    pub upstream: String,
+    pub spec: Arc<Spec>,
+    pub balancer: Arc<Balancer>,
 }
 
 /// The upstreams of a config, with the balancers services share.
@@ -150,7 +157,8 @@ impl Upstreams {
                 .targets()
                 .iter()
                 .map(|t| {
-                    let unresolved = t.peer.is_hostname() && crate::dns::unresolved(&t.peer.host);
+                    let unresolved =
+                        t.peer.is_hostname() && sluice_upstream::dns::unresolved(&t.peer.host);
                     let h = match (on, t.state.is_healthy()) {
                         _ if unresolved => Health::DnsError,
                         (false, _) => Health::HealthchecksOff,

@@ -1,3 +1,5 @@
+//! Unit tests of `strict`.
+
 use super::{check, valid_authority, Malformed};
 use http::{Request, Version};
 

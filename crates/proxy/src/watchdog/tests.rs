@@ -1,3 +1,5 @@
+//! Unit tests of `watchdog`.
+
 use super::*;
 use http_body_util::BodyExt;
 
@@ -5,7 +7,10 @@ use http_body_util::BodyExt;
 async fn a_connection_waiting_for_a_head_expires_and_one_serving_does_not() {
     let state = ConnState::new();
     let in_flight = state.request_started();
-    let body = Tracked::new(crate::body::full(Bytes::from_static(b"x")), in_flight);
+    let body = Tracked::new(
+        sluice_upstream::body::full(Bytes::from_static(b"x")),
+        in_flight,
+    );
     // A request in flight: the watchdog keeps quiet however long it takes.
     let serving = tokio::time::timeout(
         Duration::from_secs(10),

@@ -1,0 +1,148 @@
+//! Active health checks: probes sent in the background, one task per upstream with checks on, all on one
+//! `sluice-health` thread for the whole process (not per worker, never per request).
+//!
+//! The thread watches the live snapshot; after a reload it keeps the task of every upstream whose checks
+//! and targets are unchanged, restarts the others and stops those of removed upstreams. Probe results feed
+//! the same [`TargetState`] the proxy reads, so a probe-detected failure is seen by every worker at once.
+//! A healthy target is probed every `healthy.interval`, an unhealthy one every `unhealthy.interval`
+//! (0: targets in that state are not probed), at most `concurrency` probes at a time. One probe is
+//! [`sluice_upstream::probe::run`].
+
+use crate::snapshot::{Checked, SharedSnapshot};
+use sluice_upstream::balancer::Balancer;
+use sluice_upstream::health::active::Spec;
+use sluice_upstream::health::{Failure, Rules, TargetState};
+use sluice_upstream::probe;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinHandle;
+
+/// Starts the `sluice-health` thread; it stops when `stop` changes or its sender is dropped.
+pub fn start(
+    snapshot: SharedSnapshot,
+    mut stop: watch::Receiver<Option<Duration>>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("sluice-health".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => return tracing::error!(error = %e, "active health checks not started"),
+            };
+            rt.block_on(async move {
+                let mut running: HashMap<String, (String, JoinHandle<()>)> = HashMap::new();
+                let mut seen = None;
+                loop {
+                    let snap = snapshot.load_full();
+                    let current = Arc::as_ptr(&snap);
+                    if seen != Some(current) {
+                        seen = Some(current);
+                        reconcile(&mut running, snap.upstreams.checked());
+                    }
+                    tokio::select! {
+                        _ = stop.changed() => break,
+                        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    }
+                }
+                for (_, (_, task)) in running {
+                    task.abort();
+                }
+            });
+        })
+        .map(|_| ())
+}
+
+/// Keeps the tasks whose upstream, check and targets are unchanged; (re)starts or stops the others.
+fn reconcile(running: &mut HashMap<String, (String, JoinHandle<()>)>, wanted: Vec<Checked>) {
+    let mut next = HashMap::new();
+    for c in wanted {
+        let targets: Vec<(&str, u32)> = c
+            .balancer
+            .targets()
+            .iter()
+            .map(|t| (t.name.as_str(), t.weight))
+            .collect();
+        let fingerprint = format!("{:?}{targets:?}", c.spec);
+        let task = match running.remove(&c.upstream) {
+            Some((f, task)) if f == fingerprint && !task.is_finished() => task,
+            old => {
+                if let Some((_, task)) = old {
+                    task.abort();
+                }
+                tokio::spawn(check_loop(c.upstream.clone(), c.spec, c.balancer))
+            }
+        };
+        next.insert(c.upstream, (fingerprint, task));
+    }
+    for (_, (_, task)) in running.drain() {
+        task.abort();
+    }
+    *running = next;
+}
+
+/// Probes the upstream's targets for as long as the task lives.
+async fn check_loop(upstream: String, spec: Arc<Spec>, balancer: Arc<Balancer>) {
+    let limit = Arc::new(Semaphore::new(spec.concurrency));
+    let mut last: Vec<Option<Instant>> = vec![None; balancer.targets().len()];
+    loop {
+        let now = Instant::now();
+        let mut wait = Duration::from_millis(500);
+        let mut probes = Vec::new();
+        for (i, t) in balancer.targets().iter().enumerate() {
+            let Some(interval) = spec.interval(t.state.is_healthy()) else {
+                continue;
+            };
+            let due = last[i].map_or(now, |at| at + interval);
+            if due <= now {
+                last[i] = Some(now);
+                let (spec, limit, state) = (spec.clone(), limit.clone(), t.state.clone());
+                let (peer, name, upstream) = (t.peer.clone(), t.name.clone(), upstream.clone());
+                probes.push(tokio::spawn(async move {
+                    let _permit = limit.acquire_owned().await;
+                    let outcome = probe::run(&spec, &peer).await;
+                    apply(&spec.rules, &state, outcome, &upstream, &name);
+                }));
+                wait = wait.min(interval);
+            } else {
+                wait = wait.min(due - now);
+            }
+        }
+        for p in probes {
+            let _ = p.await;
+        }
+        // Intervals run from the start of a probe, not its end: a probe that times out does not delay the
+        // next one by its timeout.
+        let next = now + wait.max(Duration::from_millis(10));
+        tokio::time::sleep_until(next.into()).await;
+    }
+}
+
+/// Feeds one probe's outcome to the target's counters, logging a change of health.
+fn apply(
+    rules: &Rules,
+    state: &TargetState,
+    outcome: Result<u16, Failure>,
+    upstream: &str,
+    target: &str,
+) {
+    let changed = match outcome {
+        Ok(0) => rules.report_success(state),
+        Ok(status) => rules.report_status(state, status),
+        Err(kind) => rules.report_failure(state, kind),
+    };
+    match changed {
+        Some(true) => tracing::warn!(upstream, target, "target is healthy again (active check)"),
+        Some(false) => tracing::warn!(
+            upstream,
+            target,
+            ?outcome,
+            "target is unhealthy (active check)"
+        ),
+        None => {}
+    }
+}

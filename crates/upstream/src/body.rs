@@ -1,0 +1,52 @@
+//! Body types of the proxy: the one boxed type that goes upstream and to the client, and the body that
+//! feeds plugin-filtered bodies through a channel. The body read from an upstream connection, which returns
+//! the connection to the pool and enforces the read timeout between reads, is [`crate::pooled`].
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::combinators::BoxBody;
+use http_body_util::BodyExt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+
+/// Errors boxed for bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The body type sent upstream and to the client.
+pub type ProxyBody = BoxBody<Bytes, BoxError>;
+
+/// Boxes a body error (a named function: closures here trip higher-ranked lifetime inference).
+pub fn box_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> BoxError {
+    Box::new(e)
+}
+
+/// A body with all of `bytes`.
+pub fn full(bytes: Bytes) -> ProxyBody {
+    http_body_util::Full::new(bytes).map_err(box_err).boxed()
+}
+
+/// A body fed by a task through a channel (the plugin path: body_filter runs in the task).
+pub struct ChannelBody {
+    rx: mpsc::Receiver<Result<Frame<Bytes>, BoxError>>,
+}
+
+impl ChannelBody {
+    /// A body and the sender that feeds it; the body ends when the sender is dropped.
+    pub fn channel() -> (mpsc::Sender<Result<Frame<Bytes>, BoxError>>, ChannelBody) {
+        let (tx, rx) = mpsc::channel(4);
+        (tx, ChannelBody { rx })
+    }
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.rx.poll_recv(cx)
+    }
+}

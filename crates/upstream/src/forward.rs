@@ -1,0 +1,216 @@
+//! Header rules between client and upstream: hop-by-hop removal, `X-Forwarded-*`, `X-Real-IP`, `Via`.
+
+use crate::lines::field;
+use crate::names;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::Version;
+pub use sluice_router::bare_host;
+use std::net::IpAddr;
+
+/// Headers that describe one connection and are never forwarded (RFC 9110 §7.6.1 plus the usual
+/// non-standard ones). `TE: trailers` is the one `TE` value kept on requests.
+const HOP_BY_HOP: [HeaderName; 7] = [
+    http::header::CONNECTION,
+    names::KEEP_ALIVE,
+    names::PROXY_CONNECTION,
+    http::header::TRAILER,
+    http::header::TRANSFER_ENCODING,
+    http::header::UPGRADE,
+    http::header::PROXY_AUTHENTICATE,
+];
+
+/// Removes hop-by-hop headers, including those the `Connection` header names. One pass over the (few)
+/// headers first: most messages carry none, and each `remove` hashes its name.
+#[inline]
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let present = headers
+        .keys()
+        .any(|n| *n == http::header::TE || HOP_BY_HOP.contains(n));
+    if !present {
+        return;
+    }
+    for name in connection_named(headers) {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+    let te_trailers = headers
+        .get(http::header::TE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
+    if !te_trailers {
+        headers.remove(http::header::TE);
+    }
+}
+
+/// Whether `name` is one of the headers that are hop-by-hop whatever `Connection` says (`TE` aside).
+#[inline]
+pub fn is_hop_by_hop(name: &HeaderName) -> bool {
+    HOP_BY_HOP.contains(name)
+}
+
+/// Removes the fields the client's `Connection` header names (RFC 9110 §7.6.1: they are meant for this hop
+/// only). Runs once, on the client's head as received and right after routing, before any plugin: so the
+/// client can drop only its own fields, never one that a plugin or the gateway sets later (the wire writer
+/// leaves out only the fixed hop-by-hop names). `Host` and `Content-Length` stay: they frame and address the
+/// request rather than describe the connection.
+#[inline]
+pub fn drop_connection_named(headers: &mut HeaderMap) {
+    if !headers.contains_key(http::header::CONNECTION) {
+        return;
+    }
+    for name in connection_named(headers) {
+        let framing = name == http::header::HOST || name == http::header::CONTENT_LENGTH;
+        if !framing && !is_hop_by_hop(&name) {
+            headers.remove(name);
+        }
+    }
+}
+
+/// The headers a message's `Connection` header names (hop-by-hop by declaration); usually none, and then
+/// nothing is allocated.
+pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
+    let mut named = Vec::new();
+    for v in headers.get_all(http::header::CONNECTION) {
+        let Ok(text) = v.to_str() else { continue };
+        named.extend(
+            text.split(',')
+                .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok()),
+        );
+    }
+    named
+}
+
+/// The `X-Forwarded-*` values of one request, by Kong's rule: the client's own values are kept only when
+/// the peer is trusted; otherwise they describe this hop.
+pub struct Forwarded {
+    pub proto: HeaderValue,
+    pub host: HeaderValue,
+    pub port: HeaderValue,
+    pub path: HeaderValue,
+    /// The prefix `strip_path` removed (when not `/`), or a trusted client's value.
+    pub prefix: Option<HeaderValue>,
+}
+
+/// What the proxy knows about the downstream side of a request.
+pub struct Downstream<'a> {
+    pub trusted: bool,
+    pub scheme: &'static str,
+    /// The listener's port, ready as a header value.
+    pub listen_port: &'a HeaderValue,
+    /// The Host header (or `:authority`) as the client sent it.
+    pub host: &'a str,
+    /// The raw request path, without the query.
+    pub path: &'a str,
+    /// The part of the path `strip_path` removes, if any.
+    pub stripped_prefix: Option<&'a str>,
+}
+
+impl Forwarded {
+    pub fn new(headers: &HeaderMap, d: &Downstream<'_>) -> Forwarded {
+        let trusted = |name: HeaderName| d.trusted.then(|| headers.get(name).cloned()).flatten();
+        let text = |s: &str| HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(""));
+        Forwarded {
+            proto: trusted(names::X_FORWARDED_PROTO).unwrap_or(HeaderValue::from_static(d.scheme)),
+            host: trusted(names::X_FORWARDED_HOST).unwrap_or_else(|| text(&bare_host(d.host))),
+            port: trusted(names::X_FORWARDED_PORT).unwrap_or_else(|| d.listen_port.clone()),
+            path: trusted(names::X_FORWARDED_PATH).unwrap_or_else(|| text(d.path)),
+            prefix: trusted(names::X_FORWARDED_PREFIX).or_else(|| {
+                d.stripped_prefix
+                    .filter(|p| !p.is_empty() && *p != "/")
+                    .map(text)
+            }),
+        }
+    }
+
+    /// The request came over https, directly or through a trusted proxy.
+    pub fn is_https(&self) -> bool {
+        self.proto.as_bytes().eq_ignore_ascii_case(b"https")
+    }
+
+    /// Writes the `X-Forwarded-*` family, `X-Real-IP` and `Via` lines of the upstream request (the
+    /// client's own lines of these names are left out by the caller, see [`replaced`]). `X-Forwarded-For`
+    /// and `Via` get this hop appended to the client's values (`[xff, via]`). `peer_text` is the peer's
+    /// address as a header value, made once per connection.
+    pub fn write(
+        self,
+        out: &mut Vec<u8>,
+        [xff, via]: [&[&HeaderValue]; 2],
+        peer: IpAddr,
+        peer_text: &HeaderValue,
+        client_ip: IpAddr,
+        version: Version,
+    ) {
+        joined_field(out, "x-forwarded-for", xff, peer_text.as_bytes());
+        if client_ip == peer {
+            field(out, "x-real-ip", peer_text.as_bytes());
+        } else {
+            field(out, "x-real-ip", client_ip.to_string().as_bytes());
+        }
+        field(out, "x-forwarded-proto", self.proto.as_bytes());
+        field(out, "x-forwarded-host", self.host.as_bytes());
+        field(out, "x-forwarded-port", self.port.as_bytes());
+        field(out, "x-forwarded-path", self.path.as_bytes());
+        if let Some(p) = &self.prefix {
+            field(out, "x-forwarded-prefix", p.as_bytes());
+        }
+        joined_field(out, "via", via, via_token(version).as_bytes());
+    }
+}
+
+/// Whether the upstream request's `name` lines are written by [`Forwarded::write`] instead of copied.
+#[inline]
+pub fn replaced(name: &str) -> bool {
+    matches!(
+        name,
+        "x-forwarded-for"
+            | "x-forwarded-proto"
+            | "x-forwarded-host"
+            | "x-forwarded-port"
+            | "x-forwarded-path"
+            | "x-forwarded-prefix"
+            | "x-real-ip"
+            | "via"
+    )
+}
+
+/// One `name` line: the client's non-blank values, then `last`, joined with `, `.
+fn joined_field(out: &mut Vec<u8>, name: &str, client: &[&HeaderValue], last: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    for v in client {
+        if !v.as_bytes().trim_ascii().is_empty() {
+            out.extend_from_slice(v.as_bytes());
+            out.extend_from_slice(b", ");
+        }
+    }
+    out.extend_from_slice(last);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `<protocol version> sluice/<version>`, as Kong words its `Via` entry.
+pub fn via_token(version: Version) -> &'static str {
+    match version {
+        Version::HTTP_09 => concat!("0.9 sluice/", env!("CARGO_PKG_VERSION")),
+        Version::HTTP_10 => concat!("1.0 sluice/", env!("CARGO_PKG_VERSION")),
+        Version::HTTP_2 => concat!("2 sluice/", env!("CARGO_PKG_VERSION")),
+        Version::HTTP_3 => concat!("3 sluice/", env!("CARGO_PKG_VERSION")),
+        _ => concat!("1.1 sluice/", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+/// Every value of `name` joined with `, `, then `last`.
+pub fn appended(headers: &HeaderMap, name: HeaderName, last: &str) -> HeaderValue {
+    let mut out = String::new();
+    for v in headers.get_all(name).iter().filter_map(|v| v.to_str().ok()) {
+        if !v.trim().is_empty() {
+            out.push_str(v);
+            out.push_str(", ");
+        }
+    }
+    out.push_str(last);
+    HeaderValue::from_str(&out).unwrap_or(HeaderValue::from_static(""))
+}
+
+#[cfg(test)]
+mod tests;

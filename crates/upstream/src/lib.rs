@@ -1,0 +1,38 @@
+//! The upstream side of Sluice's data plane: everything between "this request goes to that service" and the
+//! upstream's response head, and the body read after it. No router, no plugins, no snapshot: the proxy
+//! (`sluice-proxy`) compiles services into the types here and drives them per request.
+//!
+//! Module map, bottom up (a module imports only modules listed before it):
+//! - pure helpers: [`error`], [`names`], [`lines`] (header lines as bytes), [`schedule`] (the smooth
+//!   weighted round-robin order), [`body`] (the boxed body type), [`request_id`];
+//! - per-process and per-worker state: [`metrics`] (pool counters, worker index), [`tls`] (upstream client
+//!   configs), [`health`] (target state, passive and compiled active checks);
+//! - the wire: [`forward`] (hop-by-hop and `X-Forwarded-*` rules), [`wire`] (the request as HTTP/1.1 bytes),
+//!   [`conn`] (one connection: write the request, read the head), [`pool`] (per-worker idle connections),
+//!   [`pooled`] (the response body, which returns its connection to the pool);
+//! - choosing the address: [`dns`] (per-worker cached resolution), [`balancer`] (Kong's algorithms over
+//!   targets, skipping those [`health`] marks down);
+//! - [`probe`]: one active health probe of one target (the proxy schedules them).
+//!
+//! I/O (sockets, timers, DNS) lives in [`conn`], [`pool`], [`pooled`], [`dns`] and [`probe`]; the rest does
+//! none.
+
+pub mod balancer;
+pub mod body;
+pub mod conn;
+pub mod dns;
+pub mod error;
+pub mod forward;
+pub mod health;
+pub mod lines;
+pub mod metrics;
+pub mod names;
+pub mod pool;
+pub mod pooled;
+pub mod probe;
+pub mod request_id;
+pub mod schedule;
+pub mod tls;
+pub mod wire;
+
+pub use error::UpstreamError;
