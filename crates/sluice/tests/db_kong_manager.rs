@@ -265,6 +265,16 @@ async fn kong_manager_entity_pages() {
     assert_eq!(svc["read_timeout"], 30000);
     assert_eq!(svc["retries"], 3);
 
+    // The list's enable/disable switch (GatewayServiceList, Kong Manager branch): PATCH with the whole
+    // table row as listed (id, created_at, updated_at included) and `enabled` flipped; then back.
+    for enabled in [false, true] {
+        let mut row = list(&gw, "/services").await.remove(0);
+        row["enabled"] = json!(enabled);
+        let (s, svc) = km(&gw, "PATCH", &format!("/services/{sid}"), Some(row)).await;
+        assert_eq!(s, 200, "{svc}");
+        assert_eq!(svc["enabled"], enabled);
+    }
+
     // --- New route from the service's Routes tab (`/routes/create?serviceId=`): RouteForm loads the
     // services for its select (`GET /services?size=..`), then POSTs to the nested URL. Traditional
     // flavour, basic config: default protocols `["https"]` (constants.ts DEFAULT_PROTOCOL), tags `[]`,
