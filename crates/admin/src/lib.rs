@@ -78,6 +78,10 @@ pub trait Control: Send + Sync + 'static {
     fn registry(&self) -> Option<&dyn PluginRegistry> {
         None
     }
+    /// `GET /status` `database.reachable`: whether the node reaches its database (always true DB-less).
+    fn database_reachable(&self) -> bool {
+        true
+    }
     /// True when the node runs on a database (`database = postgres`): entity writes go to
     /// [`Control::write`] and `POST /config` is refused. False (the default): DB-less' refusals.
     fn db_mode(&self) -> bool {

@@ -42,3 +42,23 @@ impl From<deadpool_postgres::PoolError> for DbError {
         DbError::Unavailable(e.to_string())
     }
 }
+
+/// Versions of the change log kept: a node that falls further behind (a long outage) reads everything
+/// instead of the changes.
+pub const KEPT_VERSIONS: i64 = 10_000;
+
+/// Drops change-log entries older than [`KEPT_VERSIONS`], every 100th version (inside that write's
+/// transaction), so the log stays bounded.
+pub async fn prune(
+    tx: &tokio_postgres::Transaction<'_>,
+    version: i64,
+) -> Result<(), tokio_postgres::Error> {
+    if version % 100 == 0 {
+        tx.execute(
+            "DELETE FROM sluice_changes WHERE version <= $1",
+            &[&(version - KEPT_VERSIONS)],
+        )
+        .await?;
+    }
+    Ok(())
+}

@@ -117,6 +117,10 @@ impl Control for NodeControl {
         Some(self.loader.registry().as_ref())
     }
 
+    fn database_reachable(&self) -> bool {
+        self.db.as_ref().is_none_or(|db| db.reachable())
+    }
+
     fn db_mode(&self) -> bool {
         self.db.is_some()
     }

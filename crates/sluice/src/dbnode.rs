@@ -18,6 +18,7 @@ use sluice_db::read::{self, Since};
 use sluice_db::PgSettings;
 use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{declarative, Config};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -38,6 +39,8 @@ pub struct DbNode {
     config: Mutex<Config>,
     /// The database version the live config reflects (0 before the first read).
     applied: watch::Sender<u64>,
+    /// The listening connection is up (`GET /status` `database.reachable`).
+    reachable: AtomicBool,
 }
 
 impl DbNode {
@@ -49,6 +52,7 @@ impl DbNode {
             loader,
             config: Mutex::new(Config::default()),
             applied: watch::channel(0).0,
+            reachable: AtomicBool::new(false),
         }))
     }
 
@@ -169,6 +173,7 @@ impl DbNode {
         loop {
             match sluice_db::follow::listen(&self.settings).await {
                 Ok((mut client, mut versions)) => {
+                    self.reachable.store(true, Ordering::Relaxed);
                     tracing::info!(database = %self.settings.describe(), "following the database");
                     if let Err(e) = self.catch_up(&mut client).await {
                         tracing::error!(error = %format!("{e:#}"), "could not apply database changes");
@@ -182,12 +187,18 @@ impl DbNode {
                             tracing::error!(error = %format!("{e:#}"), "could not apply database changes");
                         }
                     }
+                    self.reachable.store(false, Ordering::Relaxed);
                     tracing::warn!("lost the database connection; reconnecting");
                 }
                 Err(e) => tracing::debug!(error = %e, "database still unreachable"),
             }
             tokio::time::sleep(RETRY).await;
         }
+    }
+
+    /// Whether the node's listening connection to the database is up.
+    pub fn reachable(&self) -> bool {
+        self.reachable.load(Ordering::Relaxed)
     }
 
     /// Runs one Admin API write and waits until this node serves it.

@@ -124,6 +124,11 @@ async fn a_node_outlives_a_database_outage() {
             .is_some()
     );
 
+    let reachable = |gw: &Gateway| {
+        let url = gw.admin_url("/status");
+        async move { send_json("GET", &url, None).await.1["database"]["reachable"].clone() }
+    };
+    assert_eq!(reachable(&cut_off).await, json!(true));
     relay.cut();
     // Writes through the cut-off node fail clearly; its proxy keeps serving.
     let (s, e) = send_json(
@@ -141,6 +146,14 @@ async fn a_node_outlives_a_database_outage() {
         "{e}"
     );
     assert_eq!(status(cut_off.proxy_url("/a")).await, 200);
+    let started = Instant::now();
+    while reachable(&cut_off).await != json!(false) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "/status still says reachable"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // A change made meanwhile, and a restart while the database is still unreachable: the node serves
     // what its store kept.

@@ -25,7 +25,7 @@ fn rss_bytes() -> Value {
 /// Kong's DB-less `GET /status`.
 pub fn status(control: &dyn Control) -> Reply {
     reply::ok(&json!({
-        "database": { "reachable": true },
+        "database": { "reachable": control.database_reachable() },
         "memory": { "rss_bytes": rss_bytes() },
         "server": control.server_status(),
         "configuration_hash": control.config_hash().unwrap_or_else(|| NO_HASH.to_string()),
