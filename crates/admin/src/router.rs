@@ -82,8 +82,10 @@ const ENTITY: &[Method] = &[
     Method::OPTIONS,
 ];
 
-/// Methods of the target health actions.
+/// Methods of actions (`/schemas/.../validate`).
 const ACTION: &[Method] = &[Method::POST, Method::OPTIONS];
+/// Methods of the target health actions (Kong 3 documents `PUT`; older clients `POST`).
+const HEALTH_ACTION: &[Method] = &[Method::POST, Method::PUT, Method::OPTIONS];
 
 /// Collections Kong does not serve at the top level (`/targets` lives under `/upstreams/{u}`).
 const NESTED_ONLY: &[&str] = &["targets"];
@@ -94,7 +96,8 @@ impl Endpoint<'_> {
         match self {
             Endpoint::Config | Endpoint::List(_) => COLLECTION,
             Endpoint::Item(..) | Endpoint::Owner(..) => ENTITY,
-            Endpoint::SetTargetHealth(..) | Endpoint::Validate(_) => ACTION,
+            Endpoint::SetTargetHealth(..) => HEALTH_ACTION,
+            Endpoint::Validate(_) => ACTION,
             _ => READ,
         }
     }

@@ -181,6 +181,15 @@ impl Settings {
             "role": "traditional",
             "router_flavor": "traditional_compatible",
         });
+        if let Some(all) = json.as_object_mut() {
+            for (name, setting) in [
+                ("proxy_listeners", &self.proxy_listen),
+                ("admin_listeners", &self.admin_listen),
+                ("status_listeners", &self.status_listen),
+            ] {
+                all.insert(name.into(), listeners(setting));
+            }
+        }
         if let (Some(all), Some(pg)) = (json.as_object_mut(), &self.pg) {
             all.extend(pg::to_json(pg));
         }
@@ -191,6 +200,24 @@ impl Settings {
         }
         json
     }
+}
+
+/// A listen setting as Kong's `configuration.*_listeners` shows it (Kong Manager reads them).
+fn listeners(setting: &str) -> serde_json::Value {
+    let parsed = sluice_proxy::parse_listen(setting).unwrap_or_default();
+    parsed
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "ip": l.addr.ip().to_string(),
+                "port": l.addr.port(),
+                "ssl": l.ssl,
+                "http2": l.http2,
+                "backlog": l.backlog,
+                "listener": l.addr.to_string() + if l.ssl { " ssl" } else { "" },
+            })
+        })
+        .collect()
 }
 
 /// Splits a comma-separated setting into trimmed, non-empty items.

@@ -320,6 +320,14 @@ async fn admin_writes_with_kongs_semantics() {
     )
     .await;
     assert_eq!(s, 409, "{e}");
+    let (s, e) = call(
+        &gw,
+        "PUT",
+        "/upstreams/up/targets/127.0.0.1:9/unhealthy",
+        None,
+    )
+    .await;
+    assert_eq!(s, 204, "Kong 3's PUT .../unhealthy: {e}");
     assert_eq!(call(&gw, "DELETE", "/upstreams/up", None).await.0, 204);
     assert_eq!(db.sql("SELECT count(*) FROM targets"), "0");
 
@@ -399,6 +407,16 @@ async fn admin_writes_with_kongs_semantics() {
         204
     );
     assert_eq!(db.sql("SELECT count(*) FROM snis"), "0");
+
+    // What Kong Manager reads from GET /.
+    let (_, root) = call(&gw, "GET", "/", None).await;
+    let conf = &root["configuration"];
+    assert_eq!(
+        (conf["database"].clone(), conf["role"].clone()),
+        (json!("postgres"), json!("traditional"))
+    );
+    assert_eq!(conf["proxy_listeners"][0]["port"], gw.proxy_port());
+    assert_eq!(conf["pg_user"], "postgres");
 
     // POST /config is DB-less only.
     let (s, _) = call(
