@@ -12,6 +12,7 @@
 //!
 //! The schema's reasons are in `migrations/000_base.sql` and `docs/db-mode.md`.
 
+pub mod counters;
 pub mod errors;
 pub mod follow;
 pub mod import;

@@ -25,11 +25,18 @@ pub struct Migration {
 }
 
 /// Every migration, in the order they run.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    name: "000_base",
-    up: include_str!("../migrations/000_base.sql"),
-    teardown: None,
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "000_base",
+        up: include_str!("../migrations/000_base.sql"),
+        teardown: None,
+    },
+    Migration {
+        name: "001_rate_limiting",
+        up: include_str!("../migrations/001_rate_limiting.sql"),
+        teardown: None,
+    },
+];
 
 /// The advisory lock key migrations hold (any fixed number; "sluice" in ASCII).
 const LOCK_KEY: i64 = 0x736c_7569_6365;
@@ -227,7 +234,10 @@ pub async fn reset(client: &mut Client, timeout: Duration) -> Result<(), DbError
             sql.push_str(", ");
             sql.push_str(kind.key());
         }
-        sql.push_str(" CASCADE; DROP FUNCTION IF EXISTS sluice_log_change();");
+        sql.push_str(
+            " CASCADE; DROP FUNCTION IF EXISTS sluice_log_change(); \
+             DROP FUNCTION IF EXISTS sluice_rl_check_and_count(text, uuid, uuid, text[], timestamptz[], bigint[], timestamptz[]);",
+        );
         client.batch_execute(&sql).await?;
         Ok(())
     })

@@ -18,6 +18,7 @@
 pub mod builtin;
 pub mod chain;
 pub mod compiled;
+pub mod counters;
 pub mod credentials;
 pub mod ctx;
 pub mod logging;

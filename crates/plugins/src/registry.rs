@@ -101,6 +101,14 @@ impl Registry {
         Registry::with(crate::builtin::all())
     }
 
+    /// Every plugin, for a node with a database whose counters `counters` are (DB mode): `rate-limiting`
+    /// accepts `policy: cluster`.
+    pub fn with_database(counters: Arc<dyn crate::counters::ClusterCounters>) -> Registry {
+        let registry = Registry::with(crate::builtin::all_for(true));
+        let _ = registry.state.cluster.set(counters);
+        registry
+    }
+
     /// A registry of the given plugins (tests use this with their own plugins).
     pub fn with(builtins: Vec<Builtin>) -> Registry {
         Registry {

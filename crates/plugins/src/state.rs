@@ -18,6 +18,8 @@ pub struct PluginState {
     inserts: AtomicU64,
     /// Queues of `http-log` / `file-log`, kept while some snapshot uses them.
     log_queues: LogQueues,
+    /// The database's counters (`policy: cluster`), set once in DB mode.
+    pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::counters::ClusterCounters>>,
 }
 
 impl Default for PluginState {
@@ -26,6 +28,7 @@ impl Default for PluginState {
             shards: std::array::from_fn(|_| Mutex::default()),
             inserts: AtomicU64::new(0),
             log_queues: LogQueues::default(),
+            cluster: std::sync::OnceLock::new(),
         }
     }
 }
@@ -34,6 +37,11 @@ impl PluginState {
     /// The logging queues shared across snapshots.
     pub fn log_queues(&self) -> &LogQueues {
         &self.log_queues
+    }
+
+    /// The database's counters for `policy: cluster`; None on a node without a database.
+    pub fn cluster_counters(&self) -> Option<Arc<dyn crate::counters::ClusterCounters>> {
+        self.cluster.get().cloned()
     }
 
     /// Adds one to the counter of `key` in the window starting at `window_start` (seconds) and returns the

@@ -14,7 +14,7 @@ pub fn run(file: &Path, conf: Option<&Path>) -> Result<()> {
     };
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let registry = Registry::builtin();
+    let registry = Registry::with(sluice_plugins::builtin::all_for(true));
     let config = declarative::parse(&text, &registry).map_err(|e| {
         anyhow::anyhow!(
             "{}: invalid declarative configuration:\n{e}",

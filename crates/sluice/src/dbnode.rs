@@ -196,6 +196,19 @@ impl DbNode {
         }
     }
 
+    /// Deletes ended rate-limiting windows (`policy: cluster`) every minute, until the process ends.
+    pub async fn expire_counters(self: Arc<Self>) {
+        let mut every = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            if let Ok(client) = self.pool.get().await {
+                if let Err(e) = sluice_db::counters::expire(&client).await {
+                    tracing::debug!(error = %e, "could not expire rate-limiting counters");
+                }
+            }
+        }
+    }
+
     /// Whether the node's listening connection to the database is up.
     pub fn reachable(&self) -> bool {
         self.reachable.load(Ordering::Relaxed)

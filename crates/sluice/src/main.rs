@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 mod alloc;
 mod check;
+mod cluster_counters;
 mod control;
 mod db_import;
 mod dbnode;

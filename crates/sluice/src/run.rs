@@ -2,6 +2,7 @@
 //! and handle signals (SIGHUP reloads the declarative file; SIGUSR1 reopens file-log files; SIGTERM/SIGINT
 //! drain and exit 0).
 
+use crate::cluster_counters::PgCounters;
 use crate::control::NodeControl;
 use crate::dbnode::DbNode;
 use crate::loader::Loader;
@@ -43,7 +44,11 @@ pub fn start(args: StartArgs) -> Result<()> {
             settings.lmdb_environment_path.display()
         )
     })?;
-    let loader = Arc::new(Loader::new(Arc::new(Registry::builtin()), store));
+    let registry = match &settings.pg {
+        Some(pg) => Registry::with_database(Arc::new(PgCounters::new(pg.clone()))),
+        None => Registry::builtin(),
+    };
+    let loader = Arc::new(Loader::new(Arc::new(registry), store));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("sluice-control")
@@ -131,6 +136,7 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(db) = &control.db {
         tokio::spawn(db.clone().follow());
+        tokio::spawn(db.clone().expire_counters());
     }
     for (setting, value, status, cert, key) in [
         (

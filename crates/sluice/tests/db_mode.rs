@@ -65,6 +65,33 @@ fn migrations_commands_and_startup_refusal() {
     assert_eq!(migrations(&db, &["up"]).0, 0);
     assert_eq!(migrations(&db, &["finish"]).0, 0);
 
+    // A database of the previous release (before 001_rate_limiting): status says new (5), a node refuses
+    // it naming `up`, and `up` brings it level.
+    db.sql(
+        "DROP TABLE ratelimiting_metrics; DROP FUNCTION sluice_rl_check_and_count; \
+         DELETE FROM sluice_migrations WHERE name = '001_rate_limiting'",
+    );
+    let (code, text) = migrations(&db, &["status"]);
+    assert_eq!(code, 5, "{text}");
+    let out = Command::new(BIN)
+        .args(["start", "-p"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .envs(db.env(None))
+        .env("SLUICE_PROXY_LISTEN", "127.0.0.1:0")
+        .env("SLUICE_ADMIN_LISTEN", "127.0.0.1:0")
+        .env("SLUICE_STATUS_LISTEN", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("sluice migrations up"),
+        "{err}"
+    );
+    let (code, text) = migrations(&db, &["up"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("ran 001_rate_limiting"), "{text}");
+    assert_eq!(migrations(&db, &["status"]).0, 0);
+
     // The schema enforces the kind table's rules: every kind has its table, every unique field its UNIQUE
     // constraint, every foreign key its reference with Kong's delete rule.
     let constraints = db.sql(
@@ -97,6 +124,39 @@ fn migrations_commands_and_startup_refusal() {
             );
         }
     }
+
+    // Another node migrating holds the lock (the key is "sluice" in ASCII): a second `up` waits for it,
+    // then gives up.
+    let (host, port, user) = sluice_testkit::pg_server();
+    let mut holder = Command::new("psql")
+        .args([
+            "-h",
+            &host,
+            "-p",
+            &port.to_string(),
+            "-U",
+            &user,
+            "-d",
+            &db.name,
+            "-tAq",
+        ])
+        .args([
+            "-c",
+            "SELECT pg_advisory_lock(126909663503205)",
+            "-c",
+            "SELECT pg_sleep(4)",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (code, text) = migrations(&db, &["up", "--lock-timeout", "1"]);
+    assert_ne!(code, 0, "{text}");
+    assert!(
+        text.contains("could not take the migrations lock"),
+        "{text}"
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
 
     let (code, text) = migrations(&db, &["reset"]);
     assert_ne!(code, 0, "reset without --yes must refuse: {text}");

@@ -22,6 +22,12 @@ mod transform;
 
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
+    all_for(false)
+}
+
+/// Every plugin, for a node with a database (`database`: DB-mode-only options such as rate-limiting's
+/// `policy: cluster` are accepted) or without one.
+pub fn all_for(database: bool) -> Vec<Builtin> {
     vec![
         correlation_id::builtin(),
         bot_detection::builtin(),
@@ -30,7 +36,7 @@ pub fn all() -> Vec<Builtin> {
         basic_auth::builtin(),
         ip_restriction::builtin(),
         acl::builtin(),
-        rate_limiting::builtin(),
+        rate_limiting::builtin(database),
         request_transformer::builtin(),
         response_transformer::builtin(),
         redirect::builtin(),

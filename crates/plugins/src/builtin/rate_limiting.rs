@@ -7,13 +7,16 @@
 //!
 //! `policy: redis`: exact across nodes ([`redis`]: one atomic check-and-count per request). When Redis fails
 //! or times out, `fault_tolerant` lets the request through (logged at most every 10 s) or answers Kong's 500.
-//! `sync_rate` other than -1 (count locally, sync in batches) and `policy: cluster` are refused at load for
-//! now: `cluster` needs DB mode, as in Kong.
+//!
+//! `policy: cluster` (DB mode only, as in Kong): the same atomic check-and-count in the database's
+//! `ratelimiting_metrics` table, through the node's [`ClusterCounters`]. `sync_rate` other than -1 (count
+//! locally, sync in batches) is refused at load for now.
 
 mod config;
 mod redis;
 mod window;
 
+use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -25,8 +28,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use window::{Period, PERIODS};
 
-pub fn builtin() -> Builtin {
-    Builtin::new("rate-limiting", 910, schema(), build)
+/// `database`: the node has one (`policy: cluster` is accepted).
+pub fn builtin(database: bool) -> Builtin {
+    Builtin::new("rate-limiting", 910, schema(database), build)
 }
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
@@ -65,12 +69,15 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         .as_deref()
         .and_then(|h| HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()).ok());
     let status = StatusCode::from_u16(config.error_code).map_err(|e| e.to_string())?;
-    let redis = match config.policy.as_str() {
-        "redis" => Some(Arc::new(redis::Target::new(&config.redis())?)),
+    let shared = match config.policy.as_str() {
+        "redis" => Some(Shared::Redis(Arc::new(redis::Target::new(&config.redis())?))),
+        "cluster" => Some(Shared::Cluster(ctx.state.cluster_counters().ok_or(
+            "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
+        )?)),
         _ => None,
     };
     Ok(register(RateLimiting {
-        redis,
+        shared,
         plugin_id: entity.id,
         rules: Arc::new(Rules {
             limit_by: LimitBy::parse(&config.limit_by),
@@ -97,9 +104,43 @@ const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
 const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
 const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
 
+/// Where `policy: redis` and `policy: cluster` count: counters every node shares.
+#[derive(Clone)]
+enum Shared {
+    Redis(Arc<redis::Target>),
+    Cluster(Arc<dyn ClusterCounters>),
+}
+
+impl Shared {
+    /// Checks and counts one request in `windows` of `scope`, atomically.
+    async fn check_and_count(self, scope: Scope, windows: Vec<Window>) -> Result<Counted, String> {
+        match self {
+            Shared::Cluster(counters) => counters.check_and_count(scope, windows).await,
+            Shared::Redis(target) => {
+                let keyed: Vec<redis::Window> = windows
+                    .iter()
+                    .map(|w| redis::Window {
+                        key: format!(
+                            "ratelimit:{}:{}:{}:{}:{}",
+                            scope.route,
+                            scope.service,
+                            scope.identifier,
+                            w.start * 1000,
+                            w.period
+                        ),
+                        limit: w.limit,
+                        ttl_secs: w.ttl_secs,
+                    })
+                    .collect();
+                redis::check_and_count(&target, &keyed).await
+            }
+        }
+    }
+}
+
 struct RateLimiting {
-    /// Set for `policy: redis`.
-    redis: Option<Arc<redis::Target>>,
+    /// Set for `policy: redis` and `policy: cluster`.
+    shared: Option<Shared>,
     plugin_id: uuid::Uuid,
     /// Shared with the Redis path's deferred futures, which outlive the call.
     rules: Arc<Rules>,
@@ -200,32 +241,30 @@ impl RateLimiting {
         }
     }
 
-    /// `policy: redis`: one atomic check-and-count on Redis, off the worker's thread of control.
-    fn count_on_redis(&self, target: Arc<redis::Target>, ctx: &RequestCtx<'_>, now: u64) -> Flow {
-        let (route, service) = (
-            ctx.route.map_or(NO_ID, |r| r.id),
-            ctx.service.map_or(NO_ID, |s| s.id),
-        );
-        let identifier = self.identifier(ctx);
+    /// `policy: redis` or `cluster`: one atomic check-and-count in the shared store, off the worker's
+    /// thread of control.
+    fn count_shared(&self, shared: Shared, ctx: &RequestCtx<'_>, now: u64) -> Flow {
+        let scope = Scope {
+            identifier: self.identifier(ctx).to_string(),
+            route: ctx.route.map_or(NO_ID, |r| r.id),
+            service: ctx.service.map_or(NO_ID, |s| s.id),
+        };
         let rules = self.rules.clone();
-        let windows: Vec<redis::Window> = rules
+        let windows: Vec<Window> = rules
             .limits
             .iter()
             .map(|l| {
                 let (start, end) = window::bounds(l.period, now);
-                redis::Window {
-                    key: format!(
-                        "ratelimit:{route}:{service}:{identifier}:{}:{}",
-                        start * 1000,
-                        l.period.name()
-                    ),
+                Window {
+                    period: l.period.name(),
+                    start,
                     limit: l.limit,
                     ttl_secs: (end - start).max(1),
                 }
             })
             .collect();
         Flow::Defer(Box::pin(async move {
-            match redis::check_and_count(&target, &windows).await {
+            match shared.check_and_count(scope, windows).await {
                 Ok(counted) => {
                     let mut headers = http::HeaderMap::new();
                     // A refused request's counts are the full windows; it is the one over the limit.
@@ -242,11 +281,11 @@ impl RateLimiting {
                     }
                 }
                 Err(error) if rules.config.fault_tolerant => {
-                    redis_failure_logged(&error);
+                    failure_logged(&error);
                     Flow::Continue
                 }
                 Err(error) => {
-                    redis_failure_logged(&error);
+                    failure_logged(&error);
                     Flow::Respond(PluginResponse::message(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "An unexpected error occurred",
@@ -297,8 +336,9 @@ impl Rules {
     }
 }
 
-/// Logs a Redis failure at most every 10 s per process, with how many were not logged in between.
-fn redis_failure_logged(error: &str) {
+/// Logs a failure of the shared counters at most every 10 s per process, with how many were not logged
+/// in between.
+fn failure_logged(error: &str) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
     static SKIPPED: AtomicU64 = AtomicU64::new(0);
@@ -312,7 +352,11 @@ fn redis_failure_logged(error: &str) {
             .is_ok()
     {
         let skipped = SKIPPED.swap(0, Ordering::Relaxed);
-        tracing::error!(error, skipped, "rate-limiting: failed to count on redis");
+        tracing::error!(
+            error,
+            skipped,
+            "rate-limiting: failed to count in the shared store"
+        );
     } else {
         SKIPPED.fetch_add(1, Ordering::Relaxed);
     }
@@ -324,9 +368,9 @@ impl RateLimiting {
             .started_wall
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        match &self.redis {
+        match &self.shared {
             None => self.count_locally(ctx, now),
-            Some(target) => self.count_on_redis(target.clone(), ctx, now),
+            Some(shared) => self.count_shared(shared.clone(), ctx, now),
         }
     }
 }

@@ -64,7 +64,8 @@ impl Config {
     }
 }
 
-pub(super) fn schema() -> Schema {
+/// The config schema; `database`: the node has one, so `policy: cluster` is accepted.
+pub(super) fn schema(database: bool) -> Schema {
     let limit = || Field::number().gt(0.0);
     let redis = Schema::new(vec![
         ("host", Field::string()),
@@ -129,11 +130,22 @@ pub(super) fn schema() -> Schema {
         ("redis_ssl_verify", Field::boolean()),
         ("redis_server_name", Field::string()),
     ])
-    .with_check(check)
+    .with_check(match database {
+        true => check_with_database,
+        false => check_without_database,
+    })
 }
 
-/// Kong's cross-field rules, plus this build's policy limit.
-fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+fn check_with_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    check(m, true)
+}
+
+fn check_without_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    check(m, false)
+}
+
+/// Kong's cross-field rules, plus this build's policy limits.
+fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> {
     let set: Vec<(&str, f64)> = PERIODS
         .iter()
         .filter_map(|p| m[p.name()].as_f64().map(|v| (p.name(), v)))
@@ -166,6 +178,7 @@ fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
                 ));
             }
         }
+        Some("cluster") if database => {}
         Some(_) => errors.push(FieldError::new(
             "policy",
             "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",

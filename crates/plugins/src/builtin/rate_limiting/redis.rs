@@ -11,6 +11,7 @@
 //! first request that needs it and dropped after an I/O error or timeout, so the next request reconnects. A
 //! worker never blocks: the request waits on its own future only.
 
+use crate::counters::Counted;
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
 use std::cell::RefCell;
@@ -140,12 +141,6 @@ pub struct Window {
     pub key: String,
     pub limit: u64,
     pub ttl_secs: u64,
-}
-
-/// What Redis said: whether the request is let through, and each window's count.
-pub struct Counted {
-    pub allowed: bool,
-    pub counts: Vec<u64>,
 }
 
 /// Checks and counts one request in every window, atomically. A cached connection that turns out broken

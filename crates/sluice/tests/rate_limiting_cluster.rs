@@ -1,0 +1,122 @@
+//! rate-limiting with `policy: cluster`: three DB-mode nodes on one real PostgreSQL database (made and
+//! dropped by the test) share one limit, exactly, in Kong's `ratelimiting_metrics` table (issue 20).
+
+use serde_json::json;
+use sluice_testkit::{client, send_json, EchoUpstream, Gateway, TestDb};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+fn node(db: &TestDb) -> Gateway {
+    let mut b = Gateway::builder(BIN).no_config().workers(2);
+    for (k, v) in db.env(None) {
+        b = b.env(&k, &v);
+    }
+    b.start()
+}
+
+async fn status(url: String, tenant: String) -> u16 {
+    client()
+        .get(url)
+        .header("x-tenant", tenant)
+        .send()
+        .await
+        .map_or(0, |r| r.status().as_u16())
+}
+
+/// Seconds left in the current UTC hour.
+fn left_in_hour() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    3600 - now.as_secs() % 3600
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_share_one_limit_in_the_database() {
+    if left_in_hour() < 20 {
+        tokio::time::sleep(Duration::from_secs(left_in_hour() + 1)).await;
+    }
+    let db = TestDb::create("rlcluster");
+    let out = Command::new(BIN)
+        .args(["migrations", "bootstrap"])
+        .envs(db.env(None))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nodes: Vec<Gateway> = (0..3).map(|_| node(&db)).collect();
+    let up = EchoUpstream::start();
+    let admin = |path: &str| nodes[0].admin_url(path);
+    let svc = json!({"name": "s", "url": format!("http://127.0.0.1:{}", up.port())});
+    assert_eq!(
+        send_json("POST", &admin("/services"), Some(svc)).await.0,
+        201
+    );
+    let route = json!({"name": "limited", "paths": ["/limited"]});
+    assert_eq!(
+        send_json("POST", &admin("/services/s/routes"), Some(route))
+            .await
+            .0,
+        201
+    );
+    let plugin = json!({"name": "rate-limiting", "config": {"hour": 100, "policy": "cluster",
+        "limit_by": "header", "header_name": "x-tenant"}});
+    let (s, e) = send_json("POST", &admin("/routes/limited/plugins"), Some(plugin)).await;
+    assert_eq!(s, 201, "{e}");
+    // Every node serves the plugin before the count starts.
+    for n in &nodes {
+        let started = Instant::now();
+        while status(n.proxy_url("/limited"), "warm-up".into()).await != 200
+            || !n.log().contains("1 plugin")
+        {
+            assert!(started.elapsed() < Duration::from_secs(10), "{}", n.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    for round in 0..5 {
+        // A tenant of its own per round: fresh counters.
+        let tenant = format!("t{round}");
+        let calls: Vec<_> = (0..300)
+            .map(|i| tokio::spawn(status(nodes[i % 3].proxy_url("/limited"), tenant.clone())))
+            .collect();
+        let (mut ok, mut limited) = (0, 0);
+        for c in calls {
+            match c.await.unwrap() {
+                200 => ok += 1,
+                429 => limited += 1,
+                other => panic!("round {round}: unexpected status {other}"),
+            }
+        }
+        assert_eq!((ok, limited), (100, 200), "round {round}");
+    }
+    // Kong's table: one row per (identifier, period, window), holding the count of requests let through.
+    let row =
+        db.sql("SELECT period || '=' || value FROM ratelimiting_metrics WHERE identifier = 't0'");
+    assert_eq!(row, "hour=100");
+}
+
+#[test]
+fn db_less_refuses_cluster() {
+    let yaml = "_format_version: \"3.0\"\nplugins:\n- name: rate-limiting\n  config: {minute: 1, policy: cluster}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kong.yml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success());
+    assert!(text.contains("policy 'cluster' needs a database"), "{text}");
+}
