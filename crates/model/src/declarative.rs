@@ -15,6 +15,7 @@ mod build;
 mod collect;
 mod export;
 pub mod kinds;
+mod legacy;
 mod one;
 pub mod schemas;
 #[cfg(test)]
@@ -31,8 +32,10 @@ pub use typed::{attach_snis, from_store, remove as remove_entity, upsert as upse
 pub fn to_document(text: &str) -> Result<Value, String> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
-        return serde_json::from_str(trimmed)
-            .map_err(|e| format!("failed parsing declarative configuration: {e}"));
+        // Kong reads a body as YAML too: JSON that is not strict JSON (a trailing comma) is YAML's.
+        if let Ok(doc) = serde_json::from_str(trimmed) {
+            return Ok(doc);
+        }
     }
     yaml_bounds::check_flow_depth(text)?;
     let doc: Value = serde_yaml::from_str(text)
@@ -52,7 +55,8 @@ pub fn parse(text: &str, registry: &dyn PluginRegistry) -> Result<Config, Config
 }
 
 /// Validates a parsed declarative document.
-pub fn parse_value(doc: Value, registry: &dyn PluginRegistry) -> Result<Config, ConfigErrors> {
+pub fn parse_value(mut doc: Value, registry: &dyn PluginRegistry) -> Result<Config, ConfigErrors> {
+    legacy::migrate(&mut doc);
     let mut errors = ConfigErrors::default();
     let collected = collect::collect(doc, &mut errors.document);
     build::build(collected, registry, &mut errors)

@@ -114,6 +114,7 @@ pub struct Upstream {
 pub struct Healthchecks {
     pub active: ActiveHealthcheck,
     pub passive: PassiveHealthcheck,
+    #[serde(serialize_with = "whole::f64")]
     pub threshold: f64,
 }
 
@@ -124,6 +125,7 @@ pub struct ActiveHealthcheck {
     #[serde(rename = "type")]
     pub kind: String,
     /// Seconds.
+    #[serde(serialize_with = "whole::f64")]
     pub timeout: f64,
     pub concurrency: u32,
     pub http_path: String,
@@ -147,7 +149,11 @@ pub struct PassiveHealthcheck {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HealthyRule {
     /// Seconds between active probes of healthy targets (0 = off). Absent for passive checks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole::opt_f64"
+    )]
     pub interval: Option<f64>,
     pub http_statuses: Vec<u16>,
     pub successes: u32,
@@ -157,7 +163,11 @@ pub struct HealthyRule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnhealthyRule {
     /// Seconds between active probes of unhealthy targets (0 = off). Absent for passive checks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole::opt_f64"
+    )]
     pub interval: Option<f64>,
     pub http_statuses: Vec<u16>,
     pub tcp_failures: u32,
@@ -174,7 +184,9 @@ pub struct Target {
     pub target: String,
     pub weight: u32,
     pub tags: Option<Vec<String>>,
+    #[serde(serialize_with = "whole::f64")]
     pub created_at: f64,
+    #[serde(serialize_with = "whole::f64")]
     pub updated_at: f64,
 }
 
@@ -311,3 +323,24 @@ macro_rules! each_entity_list_rows {
 }
 pub(crate) use each_entity_list;
 pub(crate) use each_entity_list_rows;
+
+/// Numbers Kong keeps as Lua numbers (float or integer alike) serialize as integers when whole, as Kong's
+/// JSON encoder writes them: `1`, not `1.0`.
+mod whole {
+    use serde::Serializer;
+
+    pub fn f64<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            s.serialize_i64(*v as i64)
+        } else {
+            s.serialize_f64(*v)
+        }
+    }
+
+    pub fn opt_f64<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => f64(v, s),
+            None => s.serialize_none(),
+        }
+    }
+}
