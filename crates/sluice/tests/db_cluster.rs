@@ -5,34 +5,9 @@
 
 use serde_json::json;
 use sluice_testkit::{client, send_json, EchoUpstream, Gateway, PgRelay, TestDb};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
-
-fn bootstrapped(prefix: &str) -> TestDb {
-    let db = TestDb::create(prefix);
-    let out = Command::new(BIN)
-        .args(["migrations", "bootstrap"])
-        .envs(db.env(None))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    db
-}
-
-/// A node on `db`, through `relay_port` when given.
-fn node(db: &TestDb, relay_port: Option<u16>) -> Gateway {
-    let mut b = Gateway::builder(BIN).no_config();
-    for (k, v) in db.env(relay_port) {
-        b = b.env(&k, &v);
-    }
-    b.start()
-}
 
 async fn status(url: String) -> u16 {
     match client().get(url).send().await {
@@ -55,8 +30,8 @@ async fn until_served(url: String, limit: Duration) -> Option<Duration> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_on_one_node_is_served_by_the_other() {
-    let db = bootstrapped("prop");
-    let (a, b) = (node(&db, None), node(&db, None));
+    let db = TestDb::bootstrapped(BIN, "prop");
+    let (a, b) = (db.gateway(BIN, None).start(), db.gateway(BIN, None).start());
     let echo = EchoUpstream::start();
     let url = format!("http://{}", echo.addr());
     let (s, _) = send_json(
@@ -94,10 +69,10 @@ async fn a_write_on_one_node_is_served_by_the_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_outlives_a_database_outage() {
-    let db = bootstrapped("outage");
+    let db = TestDb::bootstrapped(BIN, "outage");
     let relay = PgRelay::start();
-    let direct = node(&db, None);
-    let mut cut_off = node(&db, Some(relay.port));
+    let direct = db.gateway(BIN, None).start();
+    let mut cut_off = db.gateway(BIN, Some(relay.port)).start();
     let echo = EchoUpstream::start();
     let url = format!("http://{}", echo.addr());
     let (s, _) = send_json(
@@ -118,10 +93,11 @@ async fn a_node_outlives_a_database_outage() {
         .0,
         201
     );
+    let served = until_served(cut_off.proxy_url("/a"), Duration::from_secs(20)).await;
     assert!(
-        until_served(cut_off.proxy_url("/a"), Duration::from_secs(10))
-            .await
-            .is_some()
+        served.is_some(),
+        "node behind the relay:\n{}",
+        cut_off.log()
     );
 
     let reachable = |gw: &Gateway| {

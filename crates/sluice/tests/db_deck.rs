@@ -6,28 +6,9 @@
 
 use serde_json::{json, Value};
 use sluice_testkit::{send_json, Gateway, TestDb};
-use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 const TAG: &str = "deck-managed";
-
-fn node(db: &TestDb) -> Gateway {
-    let out = Command::new(BIN)
-        .args(["migrations", "bootstrap"])
-        .envs(db.env(None))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut b = Gateway::builder(BIN).no_config();
-    for (k, v) in db.env(None) {
-        b = b.env(&k, &v);
-    }
-    b.start()
-}
 
 /// Every entity of `path` (a collection path), following `next` as decK does.
 async fn dump(gw: &Gateway, path: &str, size: usize, tags: Option<&str>) -> Vec<Value> {
@@ -120,8 +101,8 @@ async fn state(gw: &Gateway) -> Vec<(String, Vec<Value>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deck_sync_dump_and_round_trip() {
-    let db = TestDb::create("deck");
-    let gw = node(&db);
+    let db = TestDb::bootstrapped(BIN, "deck");
+    let gw = db.gateway(BIN, None).start();
 
     // What decK reads first.
     let (s, root) = send_json("GET", &gw.admin_url("/"), None).await;
@@ -190,8 +171,8 @@ async fn deck_sync_dump_and_round_trip() {
     let before = state(&gw).await;
 
     // Round trip: dump this database and load it into an empty one with PUTs: identical dumps.
-    let other_db = TestDb::create("deck2");
-    let other = node(&other_db);
+    let other_db = TestDb::bootstrapped(BIN, "deck2");
+    let other = other_db.gateway(BIN, None).start();
     for (path, items) in &before {
         for item in items {
             let id = item["id"].as_str().unwrap();

@@ -35,31 +35,12 @@
 
 use serde_json::{json, Map, Value};
 use sluice_testkit::{client, send_json, EchoUpstream, Gateway, TestDb};
-use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 /// Kong Manager's own origin (`admin_gui_listen` 8002) calling the Admin API on another port.
 const GUI_ORIGIN: &str = "http://localhost:8002";
 /// The page size of the entity tables (the first page a list view asks for).
 const PAGE: usize = 30;
-
-fn node(db: &TestDb) -> Gateway {
-    let out = Command::new(BIN)
-        .args(["migrations", "bootstrap"])
-        .envs(db.env(None))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut b = Gateway::builder(BIN).no_config();
-    for (k, v) in db.env(None) {
-        b = b.env(&k, &v);
-    }
-    b.start()
-}
 
 /// An Admin API call as the browser makes it from Kong Manager's origin: (status, CORS headers, JSON).
 async fn km(gw: &Gateway, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -169,8 +150,8 @@ async fn proxy(gw: &Gateway, path: &str, apikey: Option<&str>) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kong_manager_entity_pages() {
-    let db = TestDb::create("kmgr");
-    let gw = node(&db);
+    let db = TestDb::bootstrapped(BIN, "kmgr");
+    let gw = db.gateway(BIN, None).start();
     let echo = EchoUpstream::start();
 
     // --- App start: `GET /` fills the info store (stores/info.ts). It reads `version` (gatewayInfo, used

@@ -8,35 +8,10 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
-/// `sluice migrations <args>` on `db`: (exit code, stdout + stderr).
-fn migrations(db: &TestDb, args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .arg("migrations")
-        .args(args)
-        .envs(db.env(None))
-        .output()
-        .expect("run sluice migrations");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
-/// A node on `db`, started after `sluice migrations bootstrap`.
-fn node(db: &TestDb) -> Gateway {
-    let mut b = Gateway::builder(BIN).no_config();
-    for (k, v) in db.env(None) {
-        b = b.env(&k, &v);
-    }
-    b.start()
-}
-
 #[test]
 fn migrations_commands_and_startup_refusal() {
     let db = TestDb::create("migr");
-    let (code, text) = migrations(&db, &["status"]);
+    let (code, text) = db.migrations(BIN, &["status"]);
     assert_eq!(code, 3, "{text}");
     assert!(text.contains("sluice migrations bootstrap"), "{text}");
 
@@ -55,15 +30,15 @@ fn migrations_commands_and_startup_refusal() {
     assert!(!out.status.success());
     assert!(err.contains("sluice migrations bootstrap"), "{err}");
 
-    assert_eq!(migrations(&db, &["bootstrap"]).0, 0);
-    let (code, text) = migrations(&db, &["list"]);
+    assert_eq!(db.migrations(BIN, &["bootstrap"]).0, 0);
+    let (code, text) = db.migrations(BIN, &["list"]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("000_base: executed"), "{text}");
-    let (code, text) = migrations(&db, &["bootstrap"]);
+    let (code, text) = db.migrations(BIN, &["bootstrap"]);
     assert_ne!(code, 0);
     assert!(text.contains("already bootstrapped"), "{text}");
-    assert_eq!(migrations(&db, &["up"]).0, 0);
-    assert_eq!(migrations(&db, &["finish"]).0, 0);
+    assert_eq!(db.migrations(BIN, &["up"]).0, 0);
+    assert_eq!(db.migrations(BIN, &["finish"]).0, 0);
 
     // A database of the previous release (before 001_rate_limiting): status says new (5), a node refuses
     // it naming `up`, and `up` brings it level.
@@ -71,7 +46,7 @@ fn migrations_commands_and_startup_refusal() {
         "DROP TABLE ratelimiting_metrics; DROP FUNCTION sluice_rl_check_and_count; \
          DELETE FROM sluice_migrations WHERE name = '001_rate_limiting'",
     );
-    let (code, text) = migrations(&db, &["status"]);
+    let (code, text) = db.migrations(BIN, &["status"]);
     assert_eq!(code, 5, "{text}");
     let out = Command::new(BIN)
         .args(["start", "-p"])
@@ -87,10 +62,10 @@ fn migrations_commands_and_startup_refusal() {
         !out.status.success() && err.contains("sluice migrations up"),
         "{err}"
     );
-    let (code, text) = migrations(&db, &["up"]);
+    let (code, text) = db.migrations(BIN, &["up"]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("ran 001_rate_limiting"), "{text}");
-    assert_eq!(migrations(&db, &["status"]).0, 0);
+    assert_eq!(db.migrations(BIN, &["status"]).0, 0);
 
     // The schema enforces the kind table's rules: every kind has its table, every unique field its UNIQUE
     // constraint, every foreign key its reference with Kong's delete rule.
@@ -149,7 +124,7 @@ fn migrations_commands_and_startup_refusal() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let (code, text) = migrations(&db, &["up", "--lock-timeout", "1"]);
+    let (code, text) = db.migrations(BIN, &["up", "--lock-timeout", "1"]);
     assert_ne!(code, 0, "{text}");
     assert!(
         text.contains("could not take the migrations lock"),
@@ -158,10 +133,10 @@ fn migrations_commands_and_startup_refusal() {
     let _ = holder.kill();
     let _ = holder.wait();
 
-    let (code, text) = migrations(&db, &["reset"]);
+    let (code, text) = db.migrations(BIN, &["reset"]);
     assert_ne!(code, 0, "reset without --yes must refuse: {text}");
-    assert_eq!(migrations(&db, &["reset", "--yes"]).0, 0);
-    assert_eq!(migrations(&db, &["status"]).0, 3);
+    assert_eq!(db.migrations(BIN, &["reset", "--yes"]).0, 0);
+    assert_eq!(db.migrations(BIN, &["status"]).0, 3);
 }
 
 async fn call(gw: &Gateway, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -171,8 +146,8 @@ async fn call(gw: &Gateway, method: &str, path: &str, body: Option<Value>) -> (u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_writes_with_kongs_semantics() {
     let db = TestDb::create("writes");
-    assert_eq!(migrations(&db, &["bootstrap"]).0, 0);
-    let gw = node(&db);
+    assert_eq!(db.migrations(BIN, &["bootstrap"]).0, 0);
+    let gw = db.gateway(BIN, None).start();
     let echo = EchoUpstream::start();
     let url = format!("http://{}", echo.addr());
 
@@ -492,7 +467,7 @@ async fn admin_writes_with_kongs_semantics() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_to_postgres() {
     let db = TestDb::create("tls");
-    assert_eq!(migrations(&db, &["bootstrap"]).0, 0);
+    assert_eq!(db.migrations(BIN, &["bootstrap"]).0, 0);
     let start = |verify: &str| {
         let mut b = Gateway::builder(BIN).no_config();
         for (k, v) in db.env(None) {

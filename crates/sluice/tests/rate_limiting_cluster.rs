@@ -8,14 +8,6 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
-fn node(db: &TestDb) -> Gateway {
-    let mut b = Gateway::builder(BIN).no_config().workers(2);
-    for (k, v) in db.env(None) {
-        b = b.env(&k, &v);
-    }
-    b.start()
-}
-
 async fn status(url: String, tenant: String) -> u16 {
     client()
         .get(url)
@@ -38,18 +30,10 @@ async fn three_nodes_share_one_limit_in_the_database() {
     if left_in_hour() < 20 {
         tokio::time::sleep(Duration::from_secs(left_in_hour() + 1)).await;
     }
-    let db = TestDb::create("rlcluster");
-    let out = Command::new(BIN)
-        .args(["migrations", "bootstrap"])
-        .envs(db.env(None))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let nodes: Vec<Gateway> = (0..3).map(|_| node(&db)).collect();
+    let db = TestDb::bootstrapped(BIN, "rlcluster");
+    let nodes: Vec<Gateway> = (0..3)
+        .map(|_| db.gateway(BIN, None).workers(2).start())
+        .collect();
     let up = EchoUpstream::start();
     let admin = |path: &str| nodes[0].admin_url(path);
     let svc = json!({"name": "s", "url": format!("http://127.0.0.1:{}", up.port())});

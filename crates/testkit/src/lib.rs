@@ -20,7 +20,7 @@ pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use load::{LoadLoop, LoadStats};
 pub use nginx::NginxPeer;
-pub use pg::{pg_server, psql, PgRelay, TestDb};
+pub use pg::{pg_server, psql, psql_command, PgRelay, TestDb};
 pub use recorder::{Received, Recorder};
 pub use sink::{LogSink, SinkRequest};
 pub use tls::{

@@ -22,12 +22,19 @@ pub fn pg_server() -> (String, u16, String) {
     (host, port, user)
 }
 
+/// A `psql` command on database `db` of the server (quiet, tuples only), to add `-c` arguments to.
+pub fn psql_command(db: &str) -> Command {
+    let (host, port, user) = pg_server();
+    let mut cmd = Command::new("psql");
+    cmd.args(["-h", &host, "-p", &port.to_string(), "-U", &user, "-d", db])
+        .args(["-v", "ON_ERROR_STOP=1", "-tAq"]);
+    cmd
+}
+
 /// Runs one statement with `psql` on database `db`; panics with psql's output when it fails.
 pub fn psql(db: &str, sql: &str) -> String {
-    let (host, port, user) = pg_server();
-    let out = Command::new("psql")
-        .args(["-h", &host, "-p", &port.to_string(), "-U", &user, "-d", db])
-        .args(["-v", "ON_ERROR_STOP=1", "-tAq", "-c", sql])
+    let out = psql_command(db)
+        .args(["-c", sql])
         .output()
         .expect("running psql (is the postgresql-client package installed?)");
     assert!(
@@ -82,21 +89,44 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// A database of its own, bootstrapped with `bin migrations bootstrap`.
+    pub fn bootstrapped(bin: &str, prefix: &str) -> TestDb {
+        let db = TestDb::create(prefix);
+        let (code, out) = db.migrations(bin, &["bootstrap"]);
+        assert_eq!(code, 0, "sluice migrations bootstrap: {out}");
+        db
+    }
+
+    /// `bin migrations <args>` on this database: the exit code and what it printed.
+    pub fn migrations(&self, bin: &str, args: &[&str]) -> (i32, String) {
+        let out = Command::new(bin)
+            .arg("migrations")
+            .args(args)
+            .envs(self.env(None))
+            .output()
+            .expect("run sluice migrations");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// A gateway in DB mode on this database (through `port`, e.g. a [`PgRelay`]'s, when given).
+    pub fn gateway(&self, bin: &str, port: Option<u16>) -> crate::GatewayBuilder {
+        let mut b = crate::Gateway::builder(bin).no_config();
+        for (k, v) in self.env(port) {
+            b = b.env(&k, &v);
+        }
+        b
+    }
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
-        let (host, port, user) = pg_server();
-        let _ = Command::new("psql")
-            .args([
-                "-h",
-                &host,
-                "-p",
-                &port.to_string(),
-                "-U",
-                &user,
-                "-d",
-                "postgres",
-                "-tAq",
-            ])
+        let _ = psql_command("postgres")
             .args([
                 "-c",
                 &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
