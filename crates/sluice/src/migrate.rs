@@ -4,9 +4,11 @@
 use crate::settings::Settings;
 use anyhow::{bail, Result};
 use sluice_db::migrations::{self, State};
+use sluice_db::PgSettings;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
+use tokio_postgres::Client;
 
 /// Which migrations command.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -25,15 +27,19 @@ pub enum Action {
     Reset,
 }
 
-pub fn run(action: Action, conf: Option<&Path>, yes: bool, lock_timeout: u64) -> Result<ExitCode> {
+/// Runs `f` on one connection to the database the node settings (`conf`, `SLUICE_PG_*`) name, on a
+/// runtime of its own: the commands that work on the database directly (`migrations`, `db_import`).
+pub fn on_database<T>(
+    conf: Option<&Path>,
+    f: impl AsyncFnOnce(&mut Client, &PgSettings) -> Result<T>,
+) -> Result<T> {
     let settings = Settings::load(conf, &[("database", "postgres".into())])?;
     let Some(pg) = settings.pg else {
-        bail!("database: migrations need database = postgres");
+        bail!("database: this command needs database = postgres");
     };
     if let Err(e) = pg.check() {
         bail!("{e}");
     }
-    let timeout = Duration::from_secs(lock_timeout);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -41,6 +47,13 @@ pub fn run(action: Action, conf: Option<&Path>, yes: bool, lock_timeout: u64) ->
         let mut client = sluice_db::settings::connect_one(&pg, |_| {})
             .await
             .map_err(|e| anyhow::anyhow!("database {}: {e}", pg.describe()))?;
+        f(&mut client, &pg).await
+    })
+}
+
+pub fn run(action: Action, conf: Option<&Path>, yes: bool, lock_timeout: u64) -> Result<ExitCode> {
+    let timeout = Duration::from_secs(lock_timeout);
+    on_database(conf, async |client, _| {
         let done = |what: &str, names: Vec<String>| {
             match names.is_empty() {
                 true => println!("{what}: nothing to run"),
@@ -49,24 +62,21 @@ pub fn run(action: Action, conf: Option<&Path>, yes: bool, lock_timeout: u64) ->
             ExitCode::SUCCESS
         };
         Ok(match action {
-            Action::Bootstrap => done(
-                "bootstrap",
-                migrations::bootstrap(&mut client, timeout).await?,
-            ),
-            Action::Up => done("up", migrations::up(&mut client, timeout).await?),
-            Action::Finish => done("finish", migrations::finish(&mut client, timeout).await?),
+            Action::Bootstrap => done("bootstrap", migrations::bootstrap(client, timeout).await?),
+            Action::Up => done("up", migrations::up(client, timeout).await?),
+            Action::Finish => done("finish", migrations::finish(client, timeout).await?),
             Action::List => {
-                for (name, state) in migrations::list(&client).await? {
+                for (name, state) in migrations::list(client).await? {
                     println!("{name}: {state}");
                 }
-                status(&migrations::state(&client).await?)
+                status(&migrations::state(client).await?)
             }
-            Action::Status => status(&migrations::state(&client).await?),
+            Action::Status => status(&migrations::state(client).await?),
             Action::Reset if !yes => {
                 bail!("reset drops every table Sluice made: confirm with --yes")
             }
             Action::Reset => {
-                migrations::reset(&mut client, timeout).await?;
+                migrations::reset(client, timeout).await?;
                 println!("reset: every Sluice table dropped");
                 ExitCode::SUCCESS
             }
