@@ -72,9 +72,10 @@ pub struct DbArgs {
     /// CPUs for the upstream and wrk.
     #[arg(long, default_value = "1")]
     pub load_cpus: String,
-    /// CPUs for node A, the writing node (it stands for another host).
-    #[arg(long, default_value = "1")]
-    pub writer_cpus: String,
+    /// CPUs for node A, the writing node, which stands for another host (default: the gateway CPUs,
+    /// so that its work never slows the load generator; its CPU use is reported).
+    #[arg(long)]
+    pub writer_cpus: Option<String>,
     /// PostgreSQL host.
     #[arg(long, default_value = "127.0.0.1")]
     pub pg_host: String,
@@ -96,8 +97,14 @@ pub fn run(args: &DbArgs) -> Result<String> {
         args.changes > 0 && args.cpu_changes > 0 && args.routes > 0,
         "--changes, --cpu-changes and --routes must be positive"
     );
-    procfs::parse_cpu_list(&args.writer_cpus)
-        .with_context(|| format!("bad CPU list `{}`", args.writer_cpus))?;
+    let mut args = args.clone();
+    let writer_cpus = args
+        .writer_cpus
+        .get_or_insert_with(|| args.gateway_cpus.clone())
+        .clone();
+    procfs::parse_cpu_list(&writer_cpus)
+        .with_context(|| format!("bad CPU list `{writer_cpus}`"))?;
+    let args = &args;
     std::fs::create_dir_all(&args.out)?;
     let out = args.out.canonicalize()?;
     let resolved = target::resolve(
@@ -115,7 +122,7 @@ pub fn run(args: &DbArgs) -> Result<String> {
     let upstream = driver.start_upstream(2)?;
     let mut notes = vec![format!(
         "sluice `{}`, PostgreSQL {}:{}; node B (measured) on CPUs {}, node A (writer) on {}, upstream and wrk on {}",
-        args.target, args.pg_host, args.pg_port, args.gateway_cpus, args.writer_cpus, args.load_cpus
+        args.target, args.pg_host, args.pg_port, args.gateway_cpus, writer_cpus, args.load_cpus
     )];
     let mut rows = Vec::new();
 
@@ -178,8 +185,9 @@ fn start_nodes(
     dir: &Path,
     args: &DbArgs,
 ) -> Result<(Running, Running)> {
-    let writer_prefix: Vec<String> = vec!["taskset".into(), "-c".into(), args.writer_cpus.clone()];
-    let writer_workers = procfs::parse_cpu_list(&args.writer_cpus).map_or(1, |s| s.len());
+    let writer_cpus = args.writer_cpus.clone().unwrap_or_default();
+    let writer_workers = procfs::parse_cpu_list(&writer_cpus).map_or(1, |s| s.len());
+    let writer_prefix: Vec<String> = vec!["taskset".into(), "-c".into(), writer_cpus];
     let gateway_prefix = driver.gateway_prefix();
     let mut nodes = Vec::new();
     for (name, prefix, workers) in [
@@ -404,8 +412,8 @@ fn load_with_writes(
                 args.connections, args.load_secs
             ),
             format!(
-                "{:.0} ({} errors, {} non-2xx)",
-                steady.rps, steady.errors, steady.non_2xx
+                "{:.0} (p99 {:.1} ms, max {:.1} ms; {} errors, {} non-2xx)",
+                steady.rps, steady.latency.p99, steady.latency.max, steady.errors, steady.non_2xx
             ),
             steady.rps,
         ),
@@ -415,7 +423,10 @@ fn load_with_writes(
                 args.write_interval_ms,
                 walls.len()
             ),
-            format!("{ratio:.3} ({:.0} RPS)", writing.rps),
+            format!(
+                "{ratio:.3} ({:.0} RPS; p99 {:.1} ms, max {:.1} ms)",
+                writing.rps, writing.latency.p99, writing.latency.max
+            ),
             ratio,
             "≥ 0.97",
             ratio >= 0.97,
@@ -439,7 +450,7 @@ fn load_with_writes(
             "CPU of node A and of PostgreSQL during the writes",
             format!(
                 "A {writer_cores:.2} cores (CPUs {}), PostgreSQL {pg_cores:.2} cores (unpinned)",
-                args.writer_cpus
+                args.writer_cpus.as_deref().unwrap_or_default()
             ),
             writer_cores + pg_cores,
         ),
