@@ -44,9 +44,12 @@ pub struct DbArgs {
     /// Routes of the config for the CPU and load measurements.
     #[arg(long, default_value_t = 10_000)]
     pub routes: usize,
-    /// Seconds of load for the steady run and for the run with writes.
-    #[arg(long, default_value_t = 20)]
+    /// Seconds of load for each steady run and each run with writes.
+    #[arg(long, default_value_t = 10)]
     pub load_secs: u64,
+    /// Pairs of (steady, with writes) runs, taking turns; the ratio is their median.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
     /// Seconds of load before the steady run (not measured).
     #[arg(long, default_value_t = 3)]
     pub warmup_secs: u64,

@@ -197,27 +197,65 @@ pub(super) fn load_with_writes(
         };
         driver.run_load(b, &warm)?;
     }
-    let c0 = cpu(b)?;
-    let steady = driver.run_load(b, &spec)?;
-    let steady_cores = (cpu(b)? - c0) / steady.duration_s.max(1e-3);
-    progress(format!(
-        "steady: {:.0} RPS; now with a write every {} ms",
-        steady.rps, args.write_interval_ms
-    ));
-    let (c0, a0, pg0) = (cpu(b)?, cpu(a)?, postgres_cpu());
-    let (writing, walls) = load_while_writing(driver, a, b, &spec, args)?;
-    let secs = writing.duration_s.max(1e-3);
-    let writing_cores = (cpu(b)? - c0) / secs;
-    let writer_cores = (cpu(a)? - a0) / secs;
-    let pg_cores = (postgres_cpu() - pg0).max(0.0) / secs;
-    let ratio = writing.rps / steady.rps.max(1.0);
+    // Steady and writing runs take turns (`--reps` pairs), so that drift on a shared machine hits both.
+    let (mut steadies, mut writings, mut walls, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut steady_cpu, mut writing_cpu, mut writer_cpu, mut pg_cpu) = (0.0, 0.0, 0.0, 0.0);
+    for rep in 1..=args.reps.max(1) {
+        let c0 = cpu(b)?;
+        let steady = driver.run_load(b, &spec)?;
+        steady_cpu += cpu(b)? - c0;
+        let (c0, a0, pg0) = (cpu(b)?, cpu(a)?, postgres_cpu());
+        let (writing, w) = load_while_writing(driver, a, b, &spec, args)?;
+        writing_cpu += cpu(b)? - c0;
+        writer_cpu += cpu(a)? - a0;
+        pg_cpu += (postgres_cpu() - pg0).max(0.0);
+        let ratio = writing.rps / steady.rps.max(1.0);
+        progress(format!(
+            "rep {rep}: steady {:.0} RPS, with a write every {} ms {:.0} RPS ({ratio:.3})",
+            steady.rps, args.write_interval_ms, writing.rps
+        ));
+        ratios.push(ratio);
+        walls.extend(w);
+        steadies.push(steady);
+        writings.push(writing);
+    }
+    let secs = |runs: &[LoadResult]| runs.iter().map(|r| r.duration_s).sum::<f64>().max(1e-3);
+    let steady_cores = steady_cpu / secs(&steadies);
+    let writing_cores = writing_cpu / secs(&writings);
+    let writer_cores = writer_cpu / secs(&writings);
+    let pg_cores = pg_cpu / secs(&writings);
+    let median = |xs: Vec<f64>| percentile(&xs, 50.0);
+    let ratio = median(ratios.clone());
+    let steady = LoadResult {
+        rps: median(steadies.iter().map(|r| r.rps).collect()),
+        latency: crate::results::Latency {
+            p99: median(steadies.iter().map(|r| r.latency.p99).collect()),
+            max: median(steadies.iter().map(|r| r.latency.max).collect()),
+            ..Default::default()
+        },
+        errors: steadies.iter().map(|r| r.errors).sum(),
+        non_2xx: steadies.iter().map(|r| r.non_2xx).sum(),
+        ..Default::default()
+    };
+    let writing = LoadResult {
+        rps: median(writings.iter().map(|r| r.rps).collect()),
+        latency: crate::results::Latency {
+            p99: median(writings.iter().map(|r| r.latency.p99).collect()),
+            max: median(writings.iter().map(|r| r.latency.max).collect()),
+            ..Default::default()
+        },
+        errors: writings.iter().map(|r| r.errors).sum(),
+        non_2xx: writings.iter().map(|r| r.non_2xx).sum(),
+        ..Default::default()
+    };
+    let each: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
     let failed = writing.errors + writing.non_2xx;
     let p99 = percentile(&walls, 99.0);
     Ok(vec![
         Row::info(
             &format!(
-                "steady RPS on B ({case}, {} connections, {} s)",
-                args.connections, args.load_secs
+                "steady RPS on B ({case}, {} connections, {} × {} s; medians)",
+                args.connections, args.reps, args.load_secs
             ),
             format!(
                 "{:.0} (p99 {:.1} ms, max {:.1} ms; {} errors, {} non-2xx)",
@@ -227,13 +265,17 @@ pub(super) fn load_with_writes(
         ),
         Row::goal(
             &format!(
-                "RPS on B while A writes every {} ms ({} writes) ÷ steady",
+                "RPS on B while A writes every {} ms ({} writes) ÷ steady, median of {} pairs",
                 args.write_interval_ms,
-                walls.len()
+                walls.len(),
+                args.reps
             ),
             format!(
-                "{ratio:.3} ({:.0} RPS; p99 {:.1} ms, max {:.1} ms)",
-                writing.rps, writing.latency.p99, writing.latency.max
+                "{ratio:.3} (each {}; {:.0} RPS; p99 {:.1} ms, max {:.1} ms)",
+                each.join(", "),
+                writing.rps,
+                writing.latency.p99,
+                writing.latency.max
             ),
             ratio,
             "≥ 0.97",
