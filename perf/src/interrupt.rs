@@ -2,7 +2,7 @@
 //! upstream, gateways, nginx) are stopped and the network namespaces it made are deleted before it exits
 //! with status 130, as they are on a normal end, where dropping their owners does the same.
 //!
-//! Owners register what they hold with [`hold_process`] / [`hold_namespaces`] and keep the returned
+//! Owners register what they hold with [`hold_process`] / [`hold_namespaces`] / [`hold_command`] and keep the returned
 //! [`Held`] beside it; dropping it unregisters. [`install`] starts the thread that waits for the signals.
 
 use std::process::Command;
@@ -17,6 +17,8 @@ enum Resource {
         names: Vec<String>,
         root_link: String,
     },
+    /// A command that undoes something (e.g. drops a database), run after the processes stopped.
+    Command(Vec<String>),
 }
 
 static HELD: Mutex<Vec<(u64, Resource)>> = Mutex::new(Vec::new());
@@ -61,6 +63,12 @@ pub fn hold_namespaces(names: &[&str], root_link: &str) -> Held {
     })
 }
 
+/// Registers a clean-up command (program and arguments) to run on interruption, after the held
+/// processes are stopped.
+pub fn hold_command(argv: &[String]) -> Held {
+    hold(Resource::Command(argv.to_vec()))
+}
+
 /// Stops every registered process (SIGTERM, SIGKILL after 3 s) and deletes every registered namespace;
 /// returns how many resources there were.
 pub fn clean_up() -> usize {
@@ -70,7 +78,7 @@ pub fn clean_up() -> usize {
         .iter()
         .filter_map(|(_, r)| match r {
             Resource::Process(pid) => Some(*pid),
-            Resource::Namespaces { .. } => None,
+            Resource::Namespaces { .. } | Resource::Command(_) => None,
         })
         .collect();
     signal(&pids, "-TERM");
@@ -80,11 +88,19 @@ pub fn clean_up() -> usize {
     }
     signal(&pids, "-KILL");
     for (_, r) in &taken {
-        if let Resource::Namespaces { names, root_link } = r {
-            let _ = Command::new("ip").args(["link", "del", root_link]).output();
-            for ns in names {
-                let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        match r {
+            Resource::Namespaces { names, root_link } => {
+                let _ = Command::new("ip").args(["link", "del", root_link]).output();
+                for ns in names {
+                    let _ = Command::new("ip").args(["netns", "del", ns]).output();
+                }
             }
+            Resource::Command(argv) => {
+                if let Some((program, args)) = argv.split_first() {
+                    let _ = Command::new(program).args(args).output();
+                }
+            }
+            Resource::Process(_) => {}
         }
     }
     taken.len()

@@ -5,10 +5,12 @@
 //! ([`target`]: sluice binaries, git refs built on demand, nginx peers) through a [`driver`] that
 //! pins them to CPUs, loads them with `wrk` or `oha` ([`loadgen`]), repeats runs interleaved
 //! ([`runner`]), applies Kong's release gates ([`stats::gates`], [`compare`]) and renders
-//! Markdown/SVG reports ([`report`]). `docs/perf.md` explains the method.
+//! Markdown/SVG reports ([`report`]). [`reload`] and [`db`] measure the config store and DB mode
+//! against their goals. `docs/perf.md` explains the method.
 
 pub mod cases;
 pub mod compare;
+pub mod db;
 pub mod driver;
 pub mod flamegraph;
 pub mod interrupt;

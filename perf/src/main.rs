@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 use sluice_perf::cases::{config, Case, CaseKind};
 use sluice_perf::target::Target;
-use sluice_perf::{compare, flamegraph, reload, report, runner, upstream};
+use sluice_perf::{compare, db, flamegraph, reload, report, runner, upstream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -76,6 +76,10 @@ enum Cmd {
     /// The large-config benchmark: POST /config latency, RPS while re-posting under load, RSS
     /// across reloads, cold start from the store — each next to its goal.
     Reload(reload::ReloadArgs),
+    /// DB mode (PostgreSQL): propagation between two nodes, a node's CPU per change on 10,000
+    /// routes, RPS and failed requests while another node writes, write latency under load — each
+    /// next to its goal, on a database of its own that is dropped at the end.
+    Db(db::DbArgs),
     /// Re-render results.md and chart.svg from a results directory's results.json.
     Report {
         /// A results directory (or a results.json file).
@@ -148,6 +152,7 @@ fn real_main() -> Result<ExitCode> {
         }
         Cmd::Flamegraph(args) => flamegraph::run(&args)?,
         Cmd::Reload(args) => println!("{}", reload::run(&args)?),
+        Cmd::Db(args) => println!("{}", db::run(&args)?),
         Cmd::Report { dir } => {
             let results = report::rerender(&dir)?;
             println!("{}", report::markdown(&results));

@@ -290,7 +290,7 @@ fn post_config(admin: SocketAddr, body: &[u8]) -> Result<Posted> {
 }
 
 /// The `parse_ms`/`compile_ms`/`commit_ms` fields of the node's last `configuration loaded` line.
-fn load_split(log: &Path) -> String {
+pub(crate) fn load_split(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let Some(line) = text
         .lines()

@@ -106,6 +106,17 @@ pub fn start_sluice(
     launch: &Launch<'_>,
     log_level: &str,
 ) -> Result<Running> {
+    start_sluice_with_env(bin, config, launch, log_level, &[])
+}
+
+/// [`start_sluice`] with more `SLUICE_*` settings in the environment (e.g. DB mode's).
+pub fn start_sluice_with_env(
+    bin: &Path,
+    config: Option<&Path>,
+    launch: &Launch<'_>,
+    log_level: &str,
+    env: &[(String, String)],
+) -> Result<Running> {
     let ip = launch.proxy.ip().to_string();
     let (admin, status) = (free_addr(&ip)?, free_addr(&ip)?);
     std::fs::create_dir_all(launch.dir)?;
@@ -131,6 +142,7 @@ pub fn start_sluice(
         .env("SLUICE_PREFIX", launch.dir.join("prefix"))
         .env("SLUICE_WORKER_THREADS", launch.workers.to_string())
         .env("SLUICE_LOG_LEVEL", log_level)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(out.try_clone()?)
         .stderr(out)
         .spawn()

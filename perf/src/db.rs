@@ -1,0 +1,212 @@
+//! `sluice-perf db`: DB mode's figures (issue 18), each next to its goal. Two sluice nodes follow one
+//! PostgreSQL database of the run's own; node A takes the Admin writes, node B is measured:
+//! 1. propagation A → B on a fresh database: `--changes` `POST /services/perf/routes` on A, each followed
+//!    by polling B's proxy for the new path until it stops answering 404 (goal p99 ≤ 1 s);
+//! 2. node B's CPU (utime + stime from `/proc/<pid>/stat`) per single-entity change on the 10,000-route
+//!    config (`gen-config --case no-plugins@10000`, loaded with `sluice config db_import`): `--cpu-changes`
+//!    `PATCH /routes/rN` on A, one at a time (each waits until B routes it), no proxy load (goal ≤ 50 ms);
+//! 3. B's RPS under wrk load while A makes one write every `--write-interval-ms`, against steady RPS in
+//!    the same run (goal ≥ 0.97), and the failed or non-2xx requests during the writes (goal 0);
+//! 4. the Admin write round trip on A during (3): p50 / p99.
+//!
+//! The databases are created with `psql` under unique names and dropped at the end, on errors too, and
+//! on Ctrl-C (through [`crate::interrupt`]).
+
+mod http;
+mod measure;
+mod pg;
+mod report;
+
+use crate::cases::{Case, CaseKind};
+use crate::driver::{local::Local, Driver};
+use crate::procfs;
+use crate::target::process::{self, free_addr, Launch, Running};
+use crate::target::{self, Target};
+use crate::{progress, runner};
+use anyhow::{ensure, Context, Result};
+use measure::{cpu_per_change, load_with_writes, propagation};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Options of `sluice-perf db`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DbArgs {
+    /// The sluice to measure: `bin:PATH` or `git:REF`.
+    #[arg(long, default_value = "bin:target/release/sluice")]
+    pub target: String,
+    /// Writes timed for propagation A → B (fresh database).
+    #[arg(long, default_value_t = 100)]
+    pub changes: usize,
+    /// `PATCH /routes/rN` whose CPU cost on node B is measured.
+    #[arg(long, default_value_t = 50)]
+    pub cpu_changes: usize,
+    /// Routes of the config for the CPU and load measurements.
+    #[arg(long, default_value_t = 10_000)]
+    pub routes: usize,
+    /// Seconds of load for each steady run and each run with writes.
+    #[arg(long, default_value_t = 10)]
+    pub load_secs: u64,
+    /// Pairs of (steady, with writes) runs, taking turns; the ratio is their median.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Seconds of load before the steady run (not measured).
+    #[arg(long, default_value_t = 3)]
+    pub warmup_secs: u64,
+    /// Milliseconds between writes on node A during the loaded run.
+    #[arg(long, default_value_t = 100)]
+    pub write_interval_ms: u64,
+    /// Load-generator connections.
+    #[arg(long, default_value_t = 50)]
+    pub connections: u32,
+    /// CPUs for node B, the measured node (`taskset -c` list).
+    #[arg(long, default_value = "0")]
+    pub gateway_cpus: String,
+    /// CPUs for the upstream and wrk.
+    #[arg(long, default_value = "1")]
+    pub load_cpus: String,
+    /// CPUs for node A, the writing node, which stands for another host (default: the gateway CPUs,
+    /// so that its work never slows the load generator; its CPU use is reported).
+    #[arg(long)]
+    pub writer_cpus: Option<String>,
+    /// PostgreSQL host.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub pg_host: String,
+    /// PostgreSQL port.
+    #[arg(long, default_value_t = 5432)]
+    pub pg_port: u16,
+    /// PostgreSQL user (must be allowed to create databases).
+    #[arg(long, default_value = "postgres")]
+    pub pg_user: String,
+    /// Where configs, node logs and the report (`db.md`, `db.json`) go.
+    #[arg(long, default_value = "target/sluice-perf/db")]
+    pub out: PathBuf,
+}
+
+/// Runs the benchmark and returns the Markdown report (also written to `out/db.md`, figures to
+/// `out/db.json`).
+pub fn run(args: &DbArgs) -> Result<String> {
+    ensure!(
+        args.changes > 0 && args.cpu_changes > 0 && args.routes > 0,
+        "--changes, --cpu-changes and --routes must be positive"
+    );
+    let mut args = args.clone();
+    let writer_cpus = args
+        .writer_cpus
+        .get_or_insert_with(|| args.gateway_cpus.clone())
+        .clone();
+    procfs::parse_cpu_list(&writer_cpus)
+        .with_context(|| format!("bad CPU list `{writer_cpus}`"))?;
+    let args = &args;
+    std::fs::create_dir_all(&args.out)?;
+    let out = args.out.canonicalize()?;
+    let resolved = target::resolve(
+        &Target::parse(&args.target)?,
+        Path::new("."),
+        &out.join("builds"),
+    )?;
+    let bin = resolved.bin.context("db needs a sluice target")?;
+    let server = pg::Server {
+        host: args.pg_host.clone(),
+        port: args.pg_port,
+        user: args.pg_user.clone(),
+    };
+    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let upstream = driver.start_upstream(2)?;
+    let mut notes = vec![format!(
+        "sluice `{}`, PostgreSQL {}:{}; node B (measured) on CPUs {}, node A (writer) on {}, upstream and wrk on {}",
+        args.target, args.pg_host, args.pg_port, args.gateway_cpus, writer_cpus, args.load_cpus
+    )];
+    let mut rows = Vec::new();
+
+    progress("1/4 propagation A → B on a fresh database");
+    {
+        let db = pg::Database::create(&server, &pg::unique_name("prop"))?;
+        db.sluice(&bin, &["migrations", "bootstrap"])?;
+        let (a, b) = start_nodes(&mut driver, &bin, &db, &out.join("prop"), args)?;
+        rows.extend(propagation(&a, &b, &upstream, args)?);
+    }
+
+    let case = Case::new(CaseKind::NoPlugins, Some(args.routes), None);
+    let config = runner::write_config(&case, &upstream, &out.join("configs"))?;
+    let db = pg::Database::create(&server, &pg::unique_name("big"))?;
+    db.sluice(&bin, &["migrations", "bootstrap"])?;
+    progress(format!("importing {case} with sluice config db_import"));
+    let started = Instant::now();
+    let path = config.to_string_lossy();
+    db.sluice(&bin, &["config", "db_import", path.as_ref()])?;
+    notes.push(format!(
+        "{case}: `sluice config db_import` {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    let started = Instant::now();
+    let (a, b) = start_nodes(&mut driver, &bin, &db, &out.join("big"), args)?;
+    notes.push(format!(
+        "both nodes started on it (spawn → ready) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+
+    progress(format!(
+        "2/4 node B's CPU over {} single-route changes",
+        args.cpu_changes
+    ));
+    rows.extend(cpu_per_change(&a, &b, args)?);
+    progress("3/4 and 4/4 proxy load on B, steady then with writes on A");
+    rows.extend(load_with_writes(&mut driver, &a, &b, &case, &out, args)?);
+    drop((a, b));
+    drop(db);
+
+    let table = report::table(&rows);
+    let report = format!(
+        "# sluice-perf db\n\n{}\n{table}",
+        notes.iter().map(|l| format!("- {l}\n")).collect::<String>()
+    );
+    std::fs::write(out.join("db.md"), &report)?;
+    std::fs::write(
+        out.join("db.json"),
+        serde_json::to_string_pretty(&json!({ "notes": notes, "figures": rows }))?,
+    )?;
+    progress(format!("report in {}", out.join("db.md").display()));
+    Ok(report)
+}
+
+/// Starts node A (the writer) and node B (the measured one) on `db`, with their files under `dir`.
+fn start_nodes(
+    driver: &mut Local,
+    bin: &Path,
+    db: &pg::Database,
+    dir: &Path,
+    args: &DbArgs,
+) -> Result<(Running, Running)> {
+    let writer_cpus = args.writer_cpus.clone().unwrap_or_default();
+    let writer_workers = procfs::parse_cpu_list(&writer_cpus).map_or(1, |s| s.len());
+    let writer_prefix: Vec<String> = vec!["taskset".into(), "-c".into(), writer_cpus];
+    let gateway_prefix = driver.gateway_prefix();
+    let mut nodes = Vec::new();
+    for (name, prefix, workers) in [
+        ("node-a", &writer_prefix, writer_workers),
+        ("node-b", &gateway_prefix, driver.workers()),
+    ] {
+        let dir = dir.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let launch = Launch {
+            prefix,
+            proxy: free_addr("127.0.0.1")?,
+            upstream: "",
+            workers,
+            dir: &dir,
+            tls: None,
+        };
+        nodes.push(process::start_sluice_with_env(
+            bin,
+            None,
+            &launch,
+            "info",
+            &db.env(),
+        )?);
+    }
+    let b = nodes.pop().context("node B")?;
+    let a = nodes.pop().context("node A")?;
+    driver.check_gateway_pinning(b.pid(), "node B");
+    Ok((a, b))
+}

@@ -1,0 +1,358 @@
+//! The four measurements of `sluice-perf db`, on two running nodes: A takes the writes, B is measured.
+
+use super::{http, report::percentile, report::spread_ms, report::Row, DbArgs};
+use crate::cases::Case;
+use crate::driver::{local::Local, Driver};
+use crate::loadgen::LoadSpec;
+use crate::results::LoadResult;
+use crate::target::process::Running;
+use crate::{procfs, progress, reload};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often B's proxy is polled for a new path.
+const POLL: Duration = Duration::from_millis(1);
+/// How long a change may take to reach B before the run fails.
+const REACH_LIMIT: Duration = Duration::from_secs(10);
+/// The idle window B's background CPU is read over before the per-change measurement.
+const IDLE: Duration = Duration::from_secs(2);
+
+fn admin(node: &Running) -> Result<SocketAddr> {
+    node.admin.context("sluice has an admin address")
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A node's CPU seconds (user + system, all threads).
+fn cpu(node: &Running) -> Result<f64> {
+    procfs::tree_cpu_seconds(node.pid()).context("reading a node's /proc/<pid>/stat")
+}
+
+/// CPU seconds of every PostgreSQL server process on this machine (`comm` = `postgres`): where the
+/// database's share of the CPUs went (backends that ended meanwhile are not counted).
+fn postgres_cpu() -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "postgres")
+        })
+        .filter_map(procfs::cpu_seconds)
+        .sum()
+}
+
+/// Waits until B's proxy routes `path`; the time since `since`.
+fn reach_b(b: &Running, path: &str, since: Instant) -> Result<Duration> {
+    http::until_routed(b.proxy, path, since, POLL, REACH_LIMIT)
+        .map(|(_, t)| t)
+        .with_context(|| {
+            format!(
+                "{path} never reached node B in {REACH_LIMIT:?}; log {}",
+                b.log.display()
+            )
+        })
+}
+
+/// Sends one Admin write to A and checks its status.
+fn write(a: &Running, method: &str, path: &str, body: serde_json::Value, want: u16) -> Result<f64> {
+    let r = http::request(admin(a)?, method, path, Some(&body))?;
+    if r.status != want {
+        bail!(
+            "{method} {path} answered {} (wanted {want}): {}",
+            r.status,
+            r.body.trim()
+        );
+    }
+    Ok(r.wall_ms)
+}
+
+/// Figure 1: route creations on A until B routes each.
+pub(super) fn propagation(
+    a: &Running,
+    b: &Running,
+    upstream: &str,
+    args: &DbArgs,
+) -> Result<Vec<Row>> {
+    let service = json!({ "name": "perf", "url": format!("http://{upstream}") });
+    write(a, "POST", "/services", service, 201)?;
+    let (mut from_write, mut after_reply) = (Vec::new(), Vec::new());
+    for i in 0..args.changes {
+        let path = format!("/p{i}");
+        let started = Instant::now();
+        let route = json!({ "name": format!("p{i}"), "paths": [path] });
+        let replied = write(a, "POST", "/services/perf/routes", route, 201)?;
+        let t = ms(reach_b(b, &path, started)?);
+        from_write.push(t);
+        after_reply.push((t - replied).max(0.0));
+    }
+    let p99 = percentile(&from_write, 99.0);
+    Ok(vec![
+        Row::goal(
+            &format!(
+                "propagation A → B over {} writes (POST on A sent → B's proxy routes the path)",
+                args.changes
+            ),
+            spread_ms(&from_write),
+            p99,
+            "p99 ≤ 1 s",
+            p99 <= 1000.0,
+        ),
+        Row::info(
+            "… counted from A's reply (A answers once it serves the write)",
+            spread_ms(&after_reply),
+            percentile(&after_reply, 99.0),
+        ),
+    ])
+}
+
+/// Figure 2: B's CPU per single-route change, the changes one at a time, no proxy load.
+pub(super) fn cpu_per_change(a: &Running, b: &Running, args: &DbArgs) -> Result<Vec<Row>> {
+    let idle_start = cpu(b)?;
+    std::thread::sleep(IDLE);
+    let idle_rate = (cpu(b)? - idle_start) / IDLE.as_secs_f64();
+    let n = args.cpu_changes;
+    let mut reached = Vec::new();
+    let before = cpu(b)?;
+    let started = Instant::now();
+    for k in 0..n {
+        let i = k * args.routes / n;
+        let extra = format!("/m{i}");
+        let t0 = Instant::now();
+        let body = json!({ "paths": [format!("/r{i}"), extra] });
+        write(a, "PATCH", &format!("/routes/r{i}"), body, 200)?;
+        reached.push(ms(reach_b(b, &extra, t0)?));
+    }
+    let spent = cpu(b)? - before;
+    let elapsed = started.elapsed().as_secs_f64();
+    let per_change = spent / n as f64 * 1e3;
+    let corrected = (spent - idle_rate * elapsed).max(0.0) / n as f64 * 1e3;
+    Ok(vec![
+        Row::goal(
+            &format!(
+                "node B CPU per single-entity change, {} routes ({n} × PATCH /routes/rN on A, no proxy load)",
+                args.routes
+            ),
+            format!("{per_change:.1} ms"),
+            per_change,
+            "≤ 50 ms",
+            per_change <= 50.0,
+        ),
+        Row::info(
+            "… less B's idle CPU over the same time",
+            format!(
+                "{corrected:.1} ms (idle {:.1} ms/s)",
+                idle_rate * 1e3
+            ),
+            corrected,
+        ),
+        Row::info(
+            "… B's split of its last apply (`configuration loaded` line)",
+            reload::load_split(&b.log),
+            0.0,
+        ),
+        Row::info(
+            &format!(
+                "propagation A → B of those {n} changes on the {} routes",
+                args.routes
+            ),
+            spread_ms(&reached),
+            percentile(&reached, 99.0),
+        ),
+    ])
+}
+
+/// Figures 3 and 4: steady RPS on B, then the same load while A writes every interval.
+pub(super) fn load_with_writes(
+    driver: &mut Local,
+    a: &Running,
+    b: &Running,
+    case: &Case,
+    out: &Path,
+    args: &DbArgs,
+) -> Result<Vec<Row>> {
+    let spec = LoadSpec {
+        base_url: String::new(),
+        case: *case,
+        connections: args.connections,
+        threads: 1,
+        duration: Duration::from_secs(args.load_secs),
+        rate: None,
+        cpus: None,
+        work_dir: out.to_path_buf(),
+    };
+    if args.warmup_secs > 0 {
+        let warm = LoadSpec {
+            duration: Duration::from_secs(args.warmup_secs),
+            ..spec.clone()
+        };
+        driver.run_load(b, &warm)?;
+    }
+    // Steady and writing runs take turns (`--reps` pairs), so that drift on a shared machine hits both.
+    let (mut steadies, mut writings, mut walls, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut steady_cpu, mut writing_cpu, mut writer_cpu, mut pg_cpu) = (0.0, 0.0, 0.0, 0.0);
+    for rep in 1..=args.reps.max(1) {
+        let c0 = cpu(b)?;
+        let steady = driver.run_load(b, &spec)?;
+        steady_cpu += cpu(b)? - c0;
+        let (c0, a0, pg0) = (cpu(b)?, cpu(a)?, postgres_cpu());
+        let (writing, w) = load_while_writing(driver, a, b, &spec, args)?;
+        writing_cpu += cpu(b)? - c0;
+        writer_cpu += cpu(a)? - a0;
+        pg_cpu += (postgres_cpu() - pg0).max(0.0);
+        let ratio = writing.rps / steady.rps.max(1.0);
+        progress(format!(
+            "rep {rep}: steady {:.0} RPS, with a write every {} ms {:.0} RPS ({ratio:.3})",
+            steady.rps, args.write_interval_ms, writing.rps
+        ));
+        ratios.push(ratio);
+        walls.extend(w);
+        steadies.push(steady);
+        writings.push(writing);
+    }
+    let secs = |runs: &[LoadResult]| runs.iter().map(|r| r.duration_s).sum::<f64>().max(1e-3);
+    let steady_cores = steady_cpu / secs(&steadies);
+    let writing_cores = writing_cpu / secs(&writings);
+    let writer_cores = writer_cpu / secs(&writings);
+    let pg_cores = pg_cpu / secs(&writings);
+    let median = |xs: Vec<f64>| percentile(&xs, 50.0);
+    let ratio = median(ratios.clone());
+    let steady = LoadResult {
+        rps: median(steadies.iter().map(|r| r.rps).collect()),
+        latency: crate::results::Latency {
+            p99: median(steadies.iter().map(|r| r.latency.p99).collect()),
+            max: median(steadies.iter().map(|r| r.latency.max).collect()),
+            ..Default::default()
+        },
+        errors: steadies.iter().map(|r| r.errors).sum(),
+        non_2xx: steadies.iter().map(|r| r.non_2xx).sum(),
+        ..Default::default()
+    };
+    let writing = LoadResult {
+        rps: median(writings.iter().map(|r| r.rps).collect()),
+        latency: crate::results::Latency {
+            p99: median(writings.iter().map(|r| r.latency.p99).collect()),
+            max: median(writings.iter().map(|r| r.latency.max).collect()),
+            ..Default::default()
+        },
+        errors: writings.iter().map(|r| r.errors).sum(),
+        non_2xx: writings.iter().map(|r| r.non_2xx).sum(),
+        ..Default::default()
+    };
+    let each: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
+    let failed = writing.errors + writing.non_2xx;
+    let p99 = percentile(&walls, 99.0);
+    Ok(vec![
+        Row::info(
+            &format!(
+                "steady RPS on B ({case}, {} connections, {} × {} s; medians)",
+                args.connections, args.reps, args.load_secs
+            ),
+            format!(
+                "{:.0} (p99 {:.1} ms, max {:.1} ms; {} errors, {} non-2xx)",
+                steady.rps, steady.latency.p99, steady.latency.max, steady.errors, steady.non_2xx
+            ),
+            steady.rps,
+        ),
+        Row::goal(
+            &format!(
+                "RPS on B while A writes every {} ms ({} writes) ÷ steady, median of {} pairs",
+                args.write_interval_ms,
+                walls.len(),
+                args.reps
+            ),
+            format!(
+                "{ratio:.3} (each {}; {:.0} RPS; p99 {:.1} ms, max {:.1} ms)",
+                each.join(", "),
+                writing.rps,
+                writing.latency.p99,
+                writing.latency.max
+            ),
+            ratio,
+            "≥ 0.97",
+            ratio >= 0.97,
+        ),
+        Row::goal(
+            "failed requests on B during the writes (socket errors + non-2xx)",
+            format!(
+                "{failed} ({} errors, {} non-2xx)",
+                writing.errors, writing.non_2xx
+            ),
+            failed as f64,
+            "0",
+            failed == 0,
+        ),
+        Row::info(
+            "node B CPU use, steady → during writes",
+            format!("{steady_cores:.2} → {writing_cores:.2} cores"),
+            writing_cores,
+        ),
+        Row::info(
+            "CPU of node A and of PostgreSQL during the writes",
+            format!(
+                "A {writer_cores:.2} cores (CPUs {}), PostgreSQL {pg_cores:.2} cores (unpinned)",
+                args.writer_cpus.as_deref().unwrap_or_default()
+            ),
+            writer_cores + pg_cores,
+        ),
+        Row::info(
+            &format!(
+                "Admin write round trip on A under proxy load ({} × PATCH /routes/rN)",
+                walls.len()
+            ),
+            spread_ms(&walls),
+            p99,
+        ),
+    ])
+}
+
+/// Runs the load on B while another thread sends a `PATCH /routes/rN` to A every interval (routes in
+/// the middle of the range, which the load hits most, keeping their `/rN` path); the load's figures
+/// and each write's round trip in ms.
+fn load_while_writing(
+    driver: &mut Local,
+    a: &Running,
+    b: &Running,
+    spec: &LoadSpec,
+    args: &DbArgs,
+) -> Result<(LoadResult, Vec<f64>)> {
+    let done = AtomicBool::new(false);
+    let routes = args.routes;
+    let (low, span) = (routes / 3, (routes / 3).max(1));
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| -> Result<Vec<f64>> {
+            let mut walls = Vec::new();
+            let interval = Duration::from_millis(args.write_interval_ms);
+            let mut next = Instant::now() + interval;
+            let mut k = 0usize;
+            while !done.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if now >= next {
+                    let j = (low + k * 37 % span) % routes;
+                    let body = json!({ "paths": [format!("/r{j}"), format!("/w{k}")] });
+                    walls.push(write(a, "PATCH", &format!("/routes/r{j}"), body, 200)?);
+                    k += 1;
+                    next = (next + interval).max(Instant::now());
+                } else {
+                    std::thread::sleep((next - now).min(Duration::from_millis(10)));
+                }
+            }
+            Ok(walls)
+        });
+        let result = driver.run_load(b, spec);
+        done.store(true, Ordering::Relaxed);
+        let walls = writer
+            .join()
+            .map_err(|_| anyhow::anyhow!("the writing thread panicked"))??;
+        Ok((result?, walls))
+    })
+}
