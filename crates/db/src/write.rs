@@ -10,22 +10,27 @@
 //! versions commit in order), and notifies [`crate::CHANNEL`] with it; the triggers of `000_base.sql` log
 //! each changed row, cascaded deletes included, under that version.
 
+mod lookup;
+mod snis;
+
 use crate::errors::to_write_error;
 use crate::tables;
 use deadpool_postgres::{Pool, Transaction};
+use lookup::{find, resolve_refs};
 use serde_json::{Map, Value};
 use sluice_model::declarative::kinds::Kind;
 use sluice_model::declarative::validate_one;
 use sluice_model::writes::{EntityWrite, WriteError, WriteOp, Written};
 use sluice_model::PluginRegistry;
+use snis::sync_snis;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
 /// A stored entity.
-struct Stored {
-    id: Uuid,
-    created_at: i64,
-    entity: Value,
+pub(crate) struct Stored {
+    pub(crate) id: Uuid,
+    pub(crate) created_at: i64,
+    pub(crate) entity: Value,
 }
 
 /// Runs one write. Returns what to answer and the config version it committed (None when nothing changed:
@@ -221,165 +226,18 @@ async fn store(
     Ok(valid.value)
 }
 
-/// A certificate written with `snis: [...]` owns exactly those SNIs afterwards (Kong creates and removes
-/// them with it, in the same transaction). Returns the names, as the certificate's reply lists them.
-async fn sync_snis(
-    tx: &Transaction<'_>,
-    registry: &dyn PluginRegistry,
-    cert: &Value,
-    names: Vec<Value>,
-) -> Result<Value, WriteError> {
-    let cert_id = cert["id"]
-        .as_str()
-        .and_then(|s| Uuid::parse_str(s).ok())
-        .unwrap_or_default();
-    let wanted: Vec<String> = names
-        .iter()
-        .filter_map(|n| n.as_str().map(str::to_string))
-        .collect();
-    tx.execute(
-        "DELETE FROM snis WHERE certificate = $1 AND NOT (name = ANY($2))",
-        &[&cert_id, &wanted],
-    )
-    .await
-    .map_err(|e| to_write_error(e, Kind::Sni, None))?;
-    for name in &wanted {
-        let exists = tx
-            .query_opt(
-                "SELECT 1 FROM snis WHERE certificate = $1 AND name = $2",
-                &[&cert_id, name],
-            )
-            .await
-            .map_err(internal)?;
-        if exists.is_some() {
-            continue;
-        }
-        let mut body = Map::new();
-        body.insert("name".into(), Value::String(name.clone()));
-        body.insert("created_at".into(), now().into());
-        let refs = vec![(
-            "certificate",
-            serde_json::json!({ "id": cert_id.to_string() }),
-        )];
-        let id = Uuid::new_v4();
-        let sni = validate_one(Kind::Sni, body, id, refs, registry, false).map_err(|errs| {
-            WriteError::Schema(errs.into_iter().map(|e| e.nested("snis")).collect())
-        })?;
-        let params =
-            tables::row_params(Kind::Sni, id, now(), &sni.value, &sni.unique, &sni.foreign);
-        let refs: Vec<&(dyn ToSql + Sync)> = params
-            .iter()
-            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-            .collect();
-        tx.execute(&tables::insert_sql(Kind::Sni, false), &refs)
-            .await
-            .map_err(|e| to_write_error(e, Kind::Sni, Some(&sni.value)))?;
-    }
-    Ok(Value::Array(
-        wanted.into_iter().map(Value::String).collect(),
-    ))
-}
-
-/// Foreign keys given by endpoint key (`"service": {"name": "s"}`) become `{"id": ...}` references;
-/// references by id are left for PostgreSQL to check.
-async fn resolve_refs(
-    tx: &Transaction<'_>,
-    kind: Kind,
-    body: &mut Map<String, Value>,
-    refs: &mut Vec<(&'static str, Value)>,
-) -> Result<(), WriteError> {
-    for fk in kind.references() {
-        if refs.iter().any(|(f, _)| *f == fk.field) {
-            continue;
-        }
-        let Some(Value::Object(given)) = body.get(fk.field) else {
-            continue;
-        };
-        if given.contains_key("id") {
-            continue;
-        }
-        let Some(endpoint) = fk.parent.endpoint_key() else {
-            continue;
-        };
-        let Some(key) = given.get(endpoint).and_then(Value::as_str) else {
-            continue;
-        };
-        let Some(found) = find(tx, fk.parent, key, None).await? else {
-            let message = format!(
-                "the foreign key '{}' does not reference an existing '{}' entity.",
-                crate::errors::lua(&Value::Object(given.clone())),
-                fk.parent.key()
-            );
-            return Err(WriteError::ForeignKey {
-                fields: serde_json::json!({ fk.field: message }),
-                message,
-            });
-        };
-        refs.push((fk.field, serde_json::json!({ "id": found.id.to_string() })));
-    }
-    Ok(())
-}
-
-/// The entity of `kind` with id or endpoint key `key` (under `scope`'s parent when given), locked for the
-/// rest of the transaction.
-async fn find(
-    tx: &Transaction<'_>,
-    kind: Kind,
-    key: &str,
-    scope: Option<(&'static str, Uuid)>,
-) -> Result<Option<Stored>, WriteError> {
-    let table = kind.key();
-    let (mut sql, key_param): (String, Box<dyn ToSql + Sync + Send>) = match Uuid::parse_str(key) {
-        Ok(id) => (
-            format!("SELECT id, created_at, entity FROM {table} WHERE id = $1"),
-            Box::new(id),
-        ),
-        Err(_) => {
-            let Some(field) = kind.endpoint_key() else {
-                return Ok(None);
-            };
-            let column = match kind.unique_fields().contains(&field) {
-                true => format!("\"{field}\""),
-                false => format!("entity->>'{field}'"),
-            };
-            (
-                format!("SELECT id, created_at, entity FROM {table} WHERE {column} = $1"),
-                Box::new(key.to_string()),
-            )
-        }
-    };
-    let rows = match scope {
-        Some((field, parent)) => {
-            sql.push_str(&format!(" AND \"{field}\" = $2 FOR UPDATE"));
-            tx.query(&sql, &[key_param.as_ref() as &(dyn ToSql + Sync), &parent])
-                .await
-        }
-        None => {
-            sql.push_str(" FOR UPDATE");
-            tx.query(&sql, &[key_param.as_ref() as &(dyn ToSql + Sync)])
-                .await
-        }
-    }
-    .map_err(internal)?;
-    Ok(rows.first().map(|r| Stored {
-        id: r.get(0),
-        created_at: r.get(1),
-        entity: r.get(2),
-    }))
-}
-
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
 }
 
-fn unavailable(e: tokio_postgres::Error) -> WriteError {
+pub(crate) fn unavailable(e: tokio_postgres::Error) -> WriteError {
     WriteError::Unavailable(format!("the database connection failed: {e}"))
 }
 
-fn internal(e: tokio_postgres::Error) -> WriteError {
+pub(crate) fn internal(e: tokio_postgres::Error) -> WriteError {
     match e.as_db_error() {
         Some(_) => WriteError::Internal(e.to_string()),
         None => unavailable(e),
