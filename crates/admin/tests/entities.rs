@@ -121,6 +121,11 @@ async fn nested_collections_and_owners() {
             "{path}"
         );
     }
+    // Kong's `/certificates/{sni}`: the certificate by one of its SNI names.
+    let (status, by_name) = get(&s.admin_url("/certificates/example.test")).await;
+    let cert = get(&s.admin_url("/certificates")).await.1["data"][0].clone();
+    assert_eq!((status, by_name), (200, cert));
+    assert_eq!(get(&s.admin_url("/certificates/other.test")).await.0, 404);
     assert_eq!(
         strs(&get(&s.admin_url("/consumers/bob/key-auth")).await.1, "key"),
         Vec::<String>::new()

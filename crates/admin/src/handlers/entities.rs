@@ -67,8 +67,24 @@ fn by_custom_id(consumers: &[&dyn AdminEntity], custom_id: &str) -> Result<Reply
 /// `GET /{collection}/{key}` and nested items.
 pub fn item(config: &Config, scope: &Scope<'_>, key: &str) -> Result<Reply, ApiError> {
     let items = in_scope(config, scope)?;
-    let found = catalog::find(&items, key).ok_or(ApiError::NotFound)?;
+    let found = catalog::find(&items, key)
+        .or_else(|| by_sni(config, scope, &items, key))
+        .ok_or(ApiError::NotFound)?;
     Ok(reply::ok(&found.to_json()))
+}
+
+/// Kong's `/certificates/{sni}`: a certificate is also found by the name of one of its SNIs.
+fn by_sni<'c>(
+    config: &Config,
+    scope: &Scope<'_>,
+    items: &[&'c dyn AdminEntity],
+    name: &str,
+) -> Option<&'c dyn AdminEntity> {
+    if scope.coll.path != "certificates" {
+        return None;
+    }
+    let sni = config.snis.iter().find(|s| s.name == name)?;
+    items.iter().find(|c| c.id() == sni.certificate.id).copied()
 }
 
 /// The entity a child's foreign key points at (`/routes/{r}/service`); 404 when unset or missing.
