@@ -1,9 +1,8 @@
 //! The request path's entry: load the snapshot, route, then the fast path (a route without plugins) or the
 //! plugin path ([`crate::phases`]). See `docs/phases.md` for the phase chart.
 
-use crate::error::ProxyError;
+use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::{self, ConnInfo, Exchange, Routed};
-use crate::failure::{error_response, Negotiation};
 use crate::metrics::{self, Finished, RouteMeter};
 use crate::phases;
 use crate::respond::Timings;

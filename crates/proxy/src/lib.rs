@@ -7,8 +7,8 @@
 //!
 //! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
 //! ([`exchange`], [`path`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target and sends over
-//! a pooled connection, retrying, [`respond`] adds Kong's response headers, and [`error`] and [`failure`]
-//! turn failures into Kong's error responses ([`mime`]). What every request reads is [`shared`]. Active
+//! a pooled connection, retrying, [`respond`] adds Kong's response headers, and [`error`]
+//! turns every failure into Kong's error response ([`mime`]). What every request reads is [`shared`]. Active
 //! health probes run on one `sluice-health` thread beside the workers ([`checker`]).
 //!
 //! The upstream side itself (forwarding headers, the HTTP/1.1 client and its pool, balancers, DNS, target
@@ -17,7 +17,6 @@
 mod checker;
 mod error;
 mod exchange;
-mod failure;
 mod handler;
 mod listen;
 pub mod metrics;

@@ -14,9 +14,8 @@ mod streaming;
 pub use ctx::unrouted;
 use ctx::{add_headers, new_ctx};
 
-use crate::error::ProxyError;
+use crate::error::{error_parts, error_response, Negotiation, ProxyError};
 use crate::exchange::{self, ConnInfo, Exchange, Proxied, Routed};
-use crate::failure::{error_response, Negotiation};
 use crate::respond;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
@@ -161,12 +160,7 @@ async fn through_header_filter<'a>(
             (p.head, payload, "upstream")
         }
         Outcome::Failed(e) => {
-            let (head, body) = error_response(e, &negotiation, x).into_parts();
-            let bytes = body
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
+            let (head, bytes) = error_parts(e, &negotiation, x).into_parts();
             (head, Payload::Whole(bytes), "gateway")
         }
     };

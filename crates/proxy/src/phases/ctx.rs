@@ -1,9 +1,8 @@
 //! The per-request plugin context: building it, and moving headers and request heads in and out of it.
 
 use super::streaming;
-use crate::error::ProxyError;
+use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::Exchange;
-use crate::failure::{error_response, Negotiation};
 use crate::snapshot::Snapshot;
 use http::header::HeaderMap;
 use http::{request, Response};
