@@ -16,6 +16,7 @@ use sluice_upstream::body::ProxyBody;
 use sluice_upstream::forward::{self, Downstream, Forwarded};
 use sluice_upstream::pooled::PooledBody;
 use sluice_upstream::wire::{self, WireRequest};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -223,56 +224,76 @@ impl Sending {
     /// the start of the first try. Pass a clock read made after the last await; the fast path, which has
     /// not awaited since the request arrived, passes `x.started` and saves one.
     ///
-    /// One future with the send itself (no inner `async fn`): the fast path's future holds it across the
-    /// upstream wait, and each level of nesting is moved per request.
-    pub async fn send(
+    /// Not an `async fn` itself: the returned future is the send's own, whose arguments are the fields (the
+    /// fast path's future holds it across the upstream wait, where a nesting level or `self` beside its
+    /// moved-out fields would be bytes moved per request).
+    #[inline]
+    pub fn send<'a>(
         self,
-        snap: &Snapshot,
-        x: &Exchange<'_>,
+        snap: &'a Snapshot,
+        x: &'a Exchange<'a>,
         ready: Instant,
-    ) -> Result<Proxied, ProxyError> {
-        let (Some(info), Some(svc)) =
-            (snap.routes.get(self.route), snap.services.get(self.service))
-        else {
-            return Err(ProxyError::Internal);
-        };
-        let (mut req, hashed) = (self.req, self.hashed);
-        let proxy_latency = ready.saturating_duration_since(x.started);
-        // Not boxed: since the upstream client runs in this task, boxing the retry loop costs more than moving it
-        // (callgrind, scripts/instructions.sh: 35.8k vs 35.5k instructions per request).
-        let answer = upstream::send(&mut req, svc, info.preserve_host, hashed.value, ready).await?;
-        let timings = Timings {
-            proxy: proxy_latency,
-            upstream: answer.sent_at.elapsed(),
-        };
-        let response = answer.head;
-        let mut head = Response::new(()).into_parts().0;
-        head.status = response.status;
-        head.version = response.version;
-        head.headers = response.headers;
-        respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
-        if let Some(v) = hashed
-            .set_cookie
-            .and_then(|c| HeaderValue::from_str(&c).ok())
-        {
-            head.headers.append(http::header::SET_COOKIE, v);
-        }
-        let mut body = PooledBody::new(
-            answer.conn,
-            response.framing,
-            response.keep_alive,
-            svc.read_timeout,
-        );
-        if let Some(inflight) = answer.inflight {
-            body.hold(inflight);
-        }
-        Ok(Proxied {
-            head,
-            body,
-            timings,
-            tries: answer.tries,
-        })
+    ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
+        send(
+            self.req,
+            self.hashed,
+            self.route,
+            self.service,
+            snap,
+            x,
+            ready,
+        )
     }
+}
+
+/// [`Sending::send`].
+async fn send(
+    mut req: WireRequest,
+    hashed: Hashed,
+    route: usize,
+    service: usize,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+    ready: Instant,
+) -> Result<Proxied, ProxyError> {
+    let (Some(info), Some(svc)) = (snap.routes.get(route), snap.services.get(service)) else {
+        return Err(ProxyError::Internal);
+    };
+    let proxy_latency = ready.saturating_duration_since(x.started);
+    // Not boxed: since the upstream client runs in this task, boxing the retry loop costs more than moving it
+    // (callgrind, scripts/instructions.sh: 35.8k vs 35.5k instructions per request).
+    let answer = upstream::send(&mut req, svc, info.preserve_host, hashed.value, ready).await?;
+    let timings = Timings {
+        proxy: proxy_latency,
+        upstream: answer.sent_at.elapsed(),
+    };
+    let response = answer.head;
+    let mut head = Response::new(()).into_parts().0;
+    head.status = response.status;
+    head.version = response.version;
+    head.headers = response.headers;
+    respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
+    if let Some(v) = hashed
+        .set_cookie
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
+        head.headers.append(http::header::SET_COOKIE, v);
+    }
+    let mut body = PooledBody::new(
+        answer.conn,
+        response.framing,
+        response.keep_alive,
+        svc.read_timeout,
+    );
+    if let Some(inflight) = answer.inflight {
+        body.hold(inflight);
+    }
+    Ok(Proxied {
+        head,
+        body,
+        timings,
+        tries: answer.tries,
+    })
 }
 
 /// What came back from the upstream, decorated with Kong's response headers.

@@ -227,7 +227,7 @@ impl Fast {
     /// sending) or the gateway's error.
     async fn send(self, scope: &Scope) -> Answer {
         let (snap, x) = (&*scope.snap, scope.exchange());
-        let series = Series::Route(self.sending.route());
+        let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
         let (resp, source, timings) = match self.sending.send(snap, &x, x.started).await {
             Ok(p) => (
@@ -242,7 +242,7 @@ impl Fast {
             ),
         };
         let count = observe(
-            series,
+            Series::Route(route),
             snap,
             &resp,
             source,
