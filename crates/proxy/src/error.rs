@@ -1,9 +1,15 @@
-//! The one error type of the request path, and the one place it becomes an HTTP response. The upstream
-//! side's own error (`sluice_upstream::UpstreamError`) is turned into it here, by `From`.
+//! The one error type of the request path, and the one place it becomes an HTTP response: whenever a step
+//! of the request driver ([`crate::handler`]) fails (a malformed head, no route, no service, the upstream),
+//! the driver answers with [`error_response`]. The upstream side's own error
+//! (`sluice_upstream::UpstreamError`) is turned into it here, by `From`.
 
+use crate::exchange::Exchange;
 use crate::mime::negotiate;
+use crate::respond;
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{request, HeaderValue, Response, StatusCode};
+use sluice_upstream::body::{full, ProxyBody};
 use sluice_upstream::UpstreamError;
 
 /// Why the gateway answered instead of the upstream.
@@ -147,6 +153,46 @@ impl ProxyError {
         *resp.body_mut() = Bytes::from(mime.error_body(self.message(), request_id));
         resp
     }
+}
+
+/// The request headers an error body is negotiated from, taken while the client's head is at hand.
+#[derive(Default)]
+pub struct Negotiation {
+    accept: Option<HeaderValue>,
+    content_type: Option<HeaderValue>,
+}
+
+impl Negotiation {
+    #[inline]
+    pub fn of(parts: &request::Parts) -> Negotiation {
+        Negotiation {
+            accept: parts.headers.get(ACCEPT).cloned(),
+            content_type: parts.headers.get(CONTENT_TYPE).cloned(),
+        }
+    }
+}
+
+/// The gateway's response to a failed request, with Kong's headers; upstream failures are logged.
+pub fn error_response(err: ProxyError, n: &Negotiation, x: &Exchange<'_>) -> Response<ProxyBody> {
+    error_parts(err, n, x).map(full)
+}
+
+/// [`error_response`] with its body still whole (the plugin path runs `header_filter` and `body_filter` on it).
+pub fn error_parts(err: ProxyError, n: &Negotiation, x: &Exchange<'_>) -> Response<Bytes> {
+    if matches!(
+        err,
+        ProxyError::BadGateway | ProxyError::Timeout | ProxyError::Internal
+    ) {
+        tracing::warn!(request_id = x.request_id, error = %err, "upstream failure");
+    }
+    let mut resp = err.into_response(n.accept.as_ref(), n.content_type.as_ref(), x.request_id);
+    respond::gateway_response(
+        resp.headers_mut(),
+        x.shared.settings.headers,
+        x.request_id,
+        x.started,
+    );
+    resp
 }
 
 impl std::fmt::Display for ProxyError {

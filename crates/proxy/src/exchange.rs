@@ -1,5 +1,6 @@
-//! The steps every proxied request takes, with or without plugins: routing with Kong's protocol check,
-//! building the upstream request, and sending it.
+//! The steps of the request driver ([`crate::handler`]) that every proxied request takes, with or without
+//! plugins: routing with Kong's protocol check (before any plugin runs), then balance and send ([`Sending`]:
+//! the upstream request written from the client's, possibly plugin-edited, head, and sent with Kong's retries).
 
 use crate::error::ProxyError;
 use crate::path;
@@ -15,6 +16,7 @@ use sluice_upstream::body::ProxyBody;
 use sluice_upstream::forward::{self, Downstream, Forwarded};
 use sluice_upstream::pooled::PooledBody;
 use sluice_upstream::wire::{self, WireRequest};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -128,7 +130,7 @@ pub fn route(
 /// Writes the (possibly plugin-edited) client request as the upstream request: path per `strip_path` and
 /// `path_handling` (unless a plugin set its own), query as received, hop-by-hop headers out, `X-Forwarded-*`,
 /// `X-Real-IP`, `Via` and the request id in. `parts` is only read.
-pub fn upstream_request(
+fn upstream_request(
     parts: &request::Parts,
     body: ProxyBody,
     routed: Routed,
@@ -170,49 +172,93 @@ pub fn upstream_request(
     Ok(WireRequest::new(parts, &target, body, downstream))
 }
 
-/// What came back from the upstream, decorated with Kong's response headers.
-pub struct Proxied {
-    pub head: http::response::Parts,
-    pub body: PooledBody,
-    pub timings: Timings,
-    /// The targets tried; the last one answered.
-    pub tries: upstream::Tries,
-}
-
-/// The consistent-hashing value of a request (nothing unless the service's upstream hashes), computed
-/// from the client's request before it becomes the upstream request.
-pub fn hash_request(
-    svc: &ServiceInfo,
-    parts: &request::Parts,
-    routed: &Routed,
-    consumer: Option<&str>,
-    captures: Option<&sluice_router::Captures>,
-) -> Hashed {
-    svc.balancer.hash(&PickInput {
-        client_ip: Some(routed.client_ip),
-        headers: Some(&parts.headers),
-        consumer,
-        path: routed
-            .normalized
-            .as_deref()
-            .unwrap_or(routed.original.path()),
-        query: routed.original.query(),
-        captures,
-    })
-}
-
-/// Sends the upstream request and decorates the response head (with the hashing cookie when one was
-/// made up). `ready` is when the request was ready for the upstream: the end of Kong's proxy latency and
-/// the start of the first try. Pass a clock read made after the last await; the fast path, which has
-/// not awaited since the request arrived, passes `x.started` and saves one.
-pub async fn proxy(
-    mut req: WireRequest,
-    info: &RouteInfo,
-    svc: &ServiceInfo,
-    x: &Exchange<'_>,
+/// Balance and send: the upstream request, written, with what sending it needs (the balancer's hash
+/// input, and indices into the snapshot the request was routed on). Held across the upstream wait, so
+/// it carries no more than that (the client's head is not in it).
+pub struct Sending {
+    req: WireRequest,
     hashed: Hashed,
+    route: usize,
+    service: usize,
+}
+
+impl Sending {
+    /// Finds the route's service, computes the balancer's hash input (`consumer` and `captures` as the
+    /// plugins left them) and writes the upstream request from `parts`.
+    #[inline]
+    pub fn prepare(
+        parts: &request::Parts,
+        body: ProxyBody,
+        routed: Routed,
+        consumer: Option<&str>,
+        captures: Option<&sluice_router::Captures>,
+        snap: &Snapshot,
+        x: &Exchange<'_>,
+    ) -> Result<Sending, ProxyError> {
+        let route = routed.found.id;
+        let info = snap.routes.get(route).ok_or(ProxyError::Internal)?;
+        let service = info.service.ok_or(ProxyError::NoService)?;
+        let svc = snap.services.get(service).ok_or(ProxyError::NoService)?;
+        let hashed = hash_request(svc, parts, &routed, consumer, captures);
+        let req = upstream_request(parts, body, routed, info, svc, x)?;
+        Ok(Sending {
+            req,
+            hashed,
+            route,
+            service,
+        })
+    }
+
+    /// The index of the route the request was routed to.
+    pub fn route(&self) -> usize {
+        self.route
+    }
+
+    /// The request target as written (path and query).
+    pub fn target(&self) -> &str {
+        self.req.target()
+    }
+
+    /// Sends the upstream request and decorates the response head (with the hashing cookie when one was
+    /// made up). `ready` is when the request was ready for the upstream: the end of Kong's proxy latency and
+    /// the start of the first try. Pass a clock read made after the last await; the fast path, which has
+    /// not awaited since the request arrived, passes `x.started` and saves one.
+    ///
+    /// Not an `async fn` itself: the returned future is the send's own, whose arguments are the fields (the
+    /// fast path's future holds it across the upstream wait, where a nesting level or `self` beside its
+    /// moved-out fields would be bytes moved per request).
+    #[inline]
+    pub fn send<'a>(
+        self,
+        snap: &'a Snapshot,
+        x: &'a Exchange<'a>,
+        ready: Instant,
+    ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
+        send(
+            self.req,
+            self.hashed,
+            self.route,
+            self.service,
+            snap,
+            x,
+            ready,
+        )
+    }
+}
+
+/// [`Sending::send`].
+async fn send(
+    mut req: WireRequest,
+    hashed: Hashed,
+    route: usize,
+    service: usize,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
     ready: Instant,
 ) -> Result<Proxied, ProxyError> {
+    let (Some(info), Some(svc)) = (snap.routes.get(route), snap.services.get(service)) else {
+        return Err(ProxyError::Internal);
+    };
     let proxy_latency = ready.saturating_duration_since(x.started);
     // Not boxed: since the upstream client runs in this task, boxing the retry loop costs more than moving it
     // (callgrind, scripts/instructions.sh: 35.8k vs 35.5k instructions per request).
@@ -247,5 +293,36 @@ pub async fn proxy(
         body,
         timings,
         tries: answer.tries,
+    })
+}
+
+/// What came back from the upstream, decorated with Kong's response headers.
+pub struct Proxied {
+    pub head: http::response::Parts,
+    pub body: PooledBody,
+    pub timings: Timings,
+    /// The targets tried; the last one answered.
+    pub tries: upstream::Tries,
+}
+
+/// The consistent-hashing value of a request (nothing unless the service's upstream hashes), computed
+/// from the client's request before it becomes the upstream request.
+fn hash_request(
+    svc: &ServiceInfo,
+    parts: &request::Parts,
+    routed: &Routed,
+    consumer: Option<&str>,
+    captures: Option<&sluice_router::Captures>,
+) -> Hashed {
+    svc.balancer.hash(&PickInput {
+        client_ip: Some(routed.client_ip),
+        headers: Some(&parts.headers),
+        consumer,
+        path: routed
+            .normalized
+            .as_deref()
+            .unwrap_or(routed.original.path()),
+        query: routed.original.query(),
+        captures,
     })
 }

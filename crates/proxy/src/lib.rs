@@ -5,11 +5,19 @@
 //! request path shares no lock between workers. Each request loads the live snapshot once from the
 //! [`SharedSnapshot`] and finishes on it, whatever reloads happen meanwhile.
 //!
-//! Module map, in request order: [`worker`] accepts, [`handler`] loads the snapshot and routes
-//! ([`exchange`], [`path`], [`realip`]), [`phases`] runs plugins, [`upstream`] picks a target and sends over
-//! a pooled connection, retrying, [`respond`] adds Kong's response headers, and [`error`] and [`failure`]
-//! turn failures into Kong's error responses ([`mime`]). What every request reads is [`shared`]. Active
-//! health probes run on one `sluice-health` thread beside the workers ([`checker`]).
+//! Module map, in request order:
+//! 1. [`worker`] accepts and hands each request to [`handler`], the request driver, which loads the snapshot
+//!    and takes the request through every step below, in Kong's order;
+//! 2. [`strict`] checks the head, [`exchange`] routes ([`path`], [`realip`]; Kong's https-only check);
+//! 3. [`phases`] runs `rewrite`/`access` of the route's plugins (routes with plugins only);
+//! 4. [`exchange`] balances and sends: the upstream request written once, [`upstream`] picks a target and
+//!    sends over a pooled connection, retrying;
+//! 5. [`respond`] adds Kong's response headers, then [`phases`] runs `header_filter`;
+//! 6. [`metrics`] observes the request (recorded once, by the driver);
+//! 7. [`phases`] runs `body_filter` per chunk and `log` after the last byte.
+//!
+//! Whatever step fails, [`error`] makes the response (negotiated by [`mime`]). What every request reads is
+//! [`shared`]. Active health probes run on one `sluice-health` thread beside the workers ([`checker`]).
 //!
 //! The upstream side itself (forwarding headers, the HTTP/1.1 client and its pool, balancers, DNS, target
 //! health, upstream TLS) is the `sluice-upstream` crate, which knows nothing of routes, plugins or snapshots.
@@ -17,7 +25,6 @@
 mod checker;
 mod error;
 mod exchange;
-mod failure;
 mod handler;
 mod listen;
 pub mod metrics;

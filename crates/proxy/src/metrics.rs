@@ -1,11 +1,13 @@
-//! Where the proxy records Kong's per-request metrics (the prometheus plugin): once per request, when the
-//! response head is known, into the series the snapshot resolved for the route at compile time. The worker's
-//! index picks its own shard, so recording is a handful of relaxed atomic adds.
+//! Kong's per-request metrics (the prometheus plugin): a request is observed once, when its response head is
+//! known (after `header_filter`), and the request driver ([`crate::handler`]) records that [`Count`] in one
+//! place, [`record`], into the series the snapshot resolved for the route at compile time. The worker's index
+//! picks its own shard, so recording is a handful of relaxed atomic adds.
 //!
 //! Measured at the head: `kong_request_latency_ms` is the time to the response head and bandwidth comes from
 //! `Content-Length` (0 for streamed bodies without one) — exact for the small bodies gateways mostly carry.
 
 use crate::respond::Timings;
+use crate::snapshot::Snapshot;
 use http::HeaderMap;
 use sluice_metrics::{Flags, Observation, Registry, RouteSeries, Source};
 use sluice_model::{Config, Route};
@@ -69,8 +71,14 @@ impl RouteMeter {
         self.flags.per_consumer
     }
 
-    /// Records one request whose response head is `status` with `headers`.
-    pub fn record(&self, status: u16, headers: &HeaderMap, f: Finished<'_>) {
+    /// Observes one request whose response head is `status` with `headers`, for [`record`].
+    pub fn observe(
+        &self,
+        series: Series,
+        status: u16,
+        headers: &HeaderMap,
+        f: Finished<'_>,
+    ) -> Count {
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         let observation = Observation {
             status,
@@ -82,8 +90,51 @@ impl RouteMeter {
             bytes_out: content_length(headers),
             consumer: f.consumer,
         };
-        self.series
-            .record(sluice_upstream::metrics::worker(), self.flags, &observation);
+        Count {
+            series,
+            observation,
+        }
+    }
+}
+
+/// The series a request is counted in: its route's, or the one of requests that matched no route.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Series {
+    Unrouted,
+    Route(usize),
+}
+
+impl Series {
+    /// The meter of this series in `snap`, when a prometheus instance applies to it.
+    #[inline]
+    pub fn meter(self, snap: &Snapshot) -> Option<&RouteMeter> {
+        match self {
+            Series::Unrouted => snap.unrouted_metrics.as_ref(),
+            Series::Route(i) => snap.routes.get(i).and_then(|r| r.metrics.as_ref()),
+        }
+    }
+}
+
+/// A request observed when its response head was ready, waiting to be recorded.
+pub(crate) struct Count {
+    series: Series,
+    observation: Observation,
+}
+
+/// The one place a request is counted in its route's (or the unrouted) series; `snap` is the snapshot
+/// the request was routed on. Nothing to do when no prometheus instance applies.
+#[inline]
+pub(crate) fn record(snap: &Snapshot, count: Option<Count>) {
+    let Some(Count {
+        series,
+        observation,
+    }) = count
+    else {
+        return;
+    };
+    if let Some(m) = series.meter(snap) {
+        m.series
+            .record(sluice_upstream::metrics::worker(), m.flags, &observation);
     }
 }
 

@@ -1,9 +1,9 @@
-//! The per-request plugin context: building it, and moving headers and request heads in and out of it.
+//! The per-request plugin context: building it once a request is routed (or found no route), and moving
+//! headers and request heads in and out of it.
 
 use super::streaming;
-use crate::error::ProxyError;
+use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::Exchange;
-use crate::failure::{error_response, Negotiation};
 use crate::snapshot::Snapshot;
 use http::header::HeaderMap;
 use http::{request, Response};
@@ -34,7 +34,7 @@ pub fn unrouted(
     Response::from_parts(head, body)
 }
 
-pub(super) fn new_ctx<'s>(
+pub fn new_ctx<'s>(
     request: request::Parts,
     snap: &'s Snapshot,
     x: &Exchange<'s>,
