@@ -1,13 +1,12 @@
 //! DB mode's [`ClusterCounters`] for rate-limiting's `policy: cluster`: each proxy worker keeps one
-//! connection of its own (made on the first request that needs it, driven on that worker's runtime, made
-//! again after it breaks), so counting never crosses threads and never waits for a pool.
+//! connection of its own (made by the first request that needs it while the others wait for it, driven on
+//! that worker's runtime, made again after it breaks), so counting never crosses threads or waits for a pool.
 
 use sluice_db::counters::{self, Window};
 use sluice_db::PgSettings;
 use sluice_plugins::counters::{
     ClusterCounters, CountFuture, Counted, Scope, Window as PluginWindow,
 };
-use std::cell::RefCell;
 use std::sync::Arc;
 use tokio_postgres::Client;
 
@@ -24,26 +23,35 @@ impl PgCounters {
     }
 }
 
+/// One worker's connection slot: its requests wait on it while the first one connects, so a burst of
+/// requests on a fresh worker makes one connection, not one each.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Client>>>>;
+
 thread_local! {
     /// This worker's connection.
-    static CLIENT: RefCell<Option<Arc<Client>>> = const { RefCell::new(None) };
+    static CLIENT: Slot = Slot::default();
 }
 
 /// This worker's open connection, or a new one.
 async fn client(settings: &PgSettings) -> Result<Arc<Client>, String> {
-    if let Some(c) = CLIENT
-        .with(|c| c.borrow().clone())
-        .filter(|c| !c.is_closed())
-    {
-        return Ok(c);
+    let slot = CLIENT.with(Slot::clone);
+    let mut held = slot.lock().await;
+    if let Some(c) = held.as_ref().filter(|c| !c.is_closed()) {
+        return Ok(c.clone());
     }
     let client = Arc::new(
         sluice_db::settings::connect_one(settings, |_| {})
             .await
             .map_err(|e| e.to_string())?,
     );
-    CLIENT.with(|c| *c.borrow_mut() = Some(client.clone()));
+    *held = Some(client.clone());
     Ok(client)
+}
+
+/// Drops this worker's connection after an error, so the next request connects again.
+async fn forget() {
+    let slot = CLIENT.with(Slot::clone);
+    *slot.lock().await = None;
 }
 
 impl ClusterCounters for PgCounters {
@@ -61,18 +69,21 @@ impl ClusterCounters for PgCounters {
                         ttl_secs: w.ttl_secs,
                     })
                     .collect();
-                counters::check_and_count(
+                let counted = counters::check_and_count(
                     &client,
                     &scope.identifier,
                     scope.service,
                     scope.route,
                     &windows,
                 )
-                .await
-                .map_err(|e| {
-                    CLIENT.with(|c| c.borrow_mut().take());
-                    e.to_string()
-                })
+                .await;
+                match counted {
+                    Ok(counted) => Ok(counted),
+                    Err(e) => {
+                        forget().await;
+                        Err(e.to_string())
+                    }
+                }
             };
             match tokio::time::timeout(settings.timeout, count).await {
                 Ok(Ok((allowed, counts))) => Ok(Counted { allowed, counts }),

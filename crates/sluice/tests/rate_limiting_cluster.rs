@@ -32,7 +32,12 @@ async fn three_nodes_share_one_limit_in_the_database() {
     }
     let db = TestDb::bootstrapped(BIN, "rlcluster");
     let nodes: Vec<Gateway> = (0..3)
-        .map(|_| db.gateway(BIN, None).workers(2).start())
+        .map(|_| {
+            db.gateway(BIN, None)
+                .workers(2)
+                .env("SLUICE_PG_TIMEOUT", "5000")
+                .start()
+        })
         .collect();
     let up = EchoUpstream::start();
     let admin = |path: &str| nodes[0].admin_url(path);
@@ -49,7 +54,7 @@ async fn three_nodes_share_one_limit_in_the_database() {
         201
     );
     let plugin = json!({"name": "rate-limiting", "config": {"hour": 100, "policy": "cluster",
-        "limit_by": "header", "header_name": "x-tenant"}});
+        "limit_by": "header", "header_name": "x-tenant", "fault_tolerant": false}});
     let (s, e) = send_json("POST", &admin("/routes/limited/plugins"), Some(plugin)).await;
     assert_eq!(s, 201, "{e}");
     // Every node serves the plugin before the count starts.
