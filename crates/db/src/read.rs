@@ -4,8 +4,8 @@
 
 use crate::DbError;
 use sluice_model::declarative::kinds::{Kind, TABLE};
-use std::collections::BTreeMap;
-use tokio_postgres::{Client, IsolationLevel};
+use std::collections::{BTreeMap, HashMap};
+use tokio_postgres::{Client, IsolationLevel, Transaction};
 use uuid::Uuid;
 
 /// One stored entity.
@@ -46,8 +46,8 @@ fn row(r: &tokio_postgres::Row) -> Row {
     }
 }
 
-/// The whole config.
-pub async fn everything(client: &mut Client) -> Result<Everything, DbError> {
+/// A read-only transaction that sees one version of the database, and that version.
+async fn at_one_version(client: &mut Client) -> Result<(Transaction<'_>, i64), DbError> {
     let tx = client
         .build_transaction()
         .isolation_level(IsolationLevel::RepeatableRead)
@@ -58,6 +58,12 @@ pub async fn everything(client: &mut Client) -> Result<Everything, DbError> {
         .query_one("SELECT version FROM sluice_config", &[])
         .await?
         .get(0);
+    Ok((tx, version))
+}
+
+/// The whole config.
+pub async fn everything(client: &mut Client) -> Result<Everything, DbError> {
+    let (tx, version) = at_one_version(client).await?;
     let mut kinds = Vec::with_capacity(TABLE.len());
     for kind in TABLE {
         let sql = format!(
@@ -76,16 +82,7 @@ pub async fn everything(client: &mut Client) -> Result<Everything, DbError> {
 
 /// The entities changed after `after`, each once with its current row.
 pub async fn since(client: &mut Client, after: u64) -> Result<Since, DbError> {
-    let tx = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await?;
-    let version: i64 = tx
-        .query_one("SELECT version FROM sluice_config", &[])
-        .await?
-        .get(0);
+    let (tx, version) = at_one_version(client).await?;
     let after = after as i64;
     if version < after {
         return Ok(Since::TooOld); // the database was reset or replaced
@@ -115,14 +112,15 @@ pub async fn since(client: &mut Client, after: u64) -> Result<Since, DbError> {
             "SELECT id, created_at, entity::text FROM {} WHERE id = ANY($1)",
             kind.key()
         );
-        let rows = tx.query(&sql, &[&ids]).await?;
+        let mut rows: HashMap<Uuid, Row> = tx
+            .query(&sql, &[&ids])
+            .await?
+            .iter()
+            .map(|r| (r.get(0), row(r)))
+            .collect();
         for id in ids {
-            let found = rows.iter().find(|r| r.get::<_, Uuid>(0) == id).map(row);
-            changes.push(Change {
-                kind,
-                id,
-                row: found,
-            });
+            let row = rows.remove(&id);
+            changes.push(Change { kind, id, row });
         }
     }
     tx.commit().await?;

@@ -5,8 +5,8 @@
 //!   to run. An unreachable database is not fatal: the node serves the config its LMDB store kept from
 //!   the last run (Kong's #14373 is a node that comes back empty) and catches up when the database returns.
 //! - **Follow** ([`DbNode::follow`]): one connection `LISTEN`s; each notification reads only the entities
-//!   changed since the node's version (`read::since`), applies them to the node's copy of the entities, and
-//!   publishes the new config through the [`Loader`] (compile, store, swap) on a blocking thread, off the
+//!   changed since the node's version (`read::since`), patches a copy of the live config with them, and
+//!   publishes it through the [`Loader`] (compile, store, swap) on a blocking thread, off the
 //!   proxy workers. A dropped connection is retried every second, and the catch-up read on reconnect means
 //!   no change is missed.
 //! - **Writes** ([`DbNode::write`]): one transaction each (`sluice_db::write`); the reply waits until this
@@ -19,12 +19,14 @@ use sluice_db::PgSettings;
 use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{declarative, Config};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
 /// How long a write's reply waits for this node to serve it before answering anyway.
 const APPLY_WAIT: Duration = Duration::from_secs(10);
+/// A change set larger than this is applied by reading everything again.
+const WHOLE_READ_ABOVE: usize = 1000;
 /// Pause between attempts to reach a database that is down.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -34,9 +36,6 @@ pub struct DbNode {
     pub pool: Pool,
     settings: PgSettings,
     loader: Arc<Loader>,
-    /// The config built from the database at the applied version: patched with each change, then
-    /// cloned into the live snapshot.
-    config: Mutex<Config>,
     /// The database version the live config reflects (0 before the first read).
     applied: watch::Sender<u64>,
     /// The listening connection is up (`GET /status` `database.reachable`).
@@ -50,7 +49,6 @@ impl DbNode {
             pool,
             settings,
             loader,
-            config: Mutex::new(Config::default()),
             applied: watch::channel(0).0,
             reachable: AtomicBool::new(false),
         }))
@@ -93,7 +91,6 @@ impl DbNode {
             .collect();
         let config = declarative::from_store("3.0".into(), hash(all.version), records)
             .map_err(|e| anyhow::anyhow!("the database holds {e}"))?;
-        *self.lock() = config.clone();
         self.publish(all.version, config, None).await
     }
 
@@ -110,6 +107,10 @@ impl DbNode {
                 if version == after {
                     return Ok(());
                 }
+                if changes.len() > WHOLE_READ_ABOVE {
+                    // Patching entity by entity costs a scan of its kind each: read everything instead.
+                    return self.catch_up_all().await;
+                }
                 let changes: Vec<EntityChange> = changes
                     .into_iter()
                     .map(|c| EntityChange {
@@ -118,27 +119,22 @@ impl DbNode {
                         body: c.row.map(|r| r.body),
                     })
                     .collect();
-                let config = {
-                    let mut config = self.lock();
-                    for c in &changes {
-                        match &c.body {
-                            Some(body) => declarative::upsert_entity(&mut config, c.kind, body)
-                                .map_err(|e| {
-                                    anyhow::anyhow!(
-                                        "unreadable {} {}: {e}",
-                                        c.kind.singular(),
-                                        c.id
-                                    )
-                                })?,
-                            None => {
-                                declarative::remove_entity(&mut config, c.kind, c.id);
-                            }
+                // The live config is the database at the applied version (only this loop applies in DB
+                // mode): a copy of it, patched with the changes, is the next one.
+                let mut config = Config::clone(self.loader.snapshot().load().config());
+                for c in &changes {
+                    match &c.body {
+                        Some(body) => declarative::upsert_entity(&mut config, c.kind, body)
+                            .map_err(|e| {
+                                anyhow::anyhow!("unreadable {} {}: {e}", c.kind.singular(), c.id)
+                            })?,
+                        None => {
+                            declarative::remove_entity(&mut config, c.kind, c.id);
                         }
                     }
-                    declarative::attach_snis(&mut config);
-                    config.hash = hash(version);
-                    config.clone()
-                };
+                }
+                declarative::attach_snis(&mut config);
+                config.hash = hash(version);
                 self.publish(version, config, Some(changes)).await
             }
         }
@@ -161,10 +157,6 @@ impl DbNode {
         self.applied.send_replace(version);
         tracing::debug!(version, "database changes applied");
         Ok(())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Config> {
-        self.config.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Follows the database until the process ends: listen, catch up, apply each notified version;
