@@ -209,6 +209,11 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
 
 /// SIGHUP: re-read the declarative file; on failure keep serving the old config.
 async fn reload(control: &Arc<NodeControl>, settings: &Settings) {
+    if control.db.is_some() {
+        // The database is the config in DB mode; a file would replace it on this node only.
+        tracing::warn!("SIGHUP ignored: database = postgres (the config comes from the database)");
+        return;
+    }
     let Some(file) = settings.declarative_config.clone() else {
         tracing::warn!("SIGHUP ignored: no declarative_config to re-read");
         return;
