@@ -2,33 +2,18 @@
 //! dropped by the test) share one limit, exactly, in Kong's `ratelimiting_metrics` table (issue 20).
 
 use serde_json::json;
-use sluice_testkit::{client, send_json, EchoUpstream, Gateway, TestDb};
-use std::process::Command;
+use sluice_testkit::{send_json, EchoUpstream, Gateway, TestDb};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
-async fn status(url: String, tenant: String) -> u16 {
-    client()
-        .get(url)
-        .header("x-tenant", tenant)
-        .send()
-        .await
-        .map_or(0, |r| r.status().as_u16())
-}
-
-/// Seconds left in the current UTC hour.
-fn left_in_hour() -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    3600 - now.as_secs() % 3600
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_share_one_limit_in_the_database() {
-    if left_in_hour() < 20 {
-        tokio::time::sleep(Duration::from_secs(left_in_hour() + 1)).await;
+    if sluice_testkit::seconds_left_in_hour() < 20 {
+        tokio::time::sleep(Duration::from_secs(
+            sluice_testkit::seconds_left_in_hour() + 1,
+        ))
+        .await;
     }
     let db = TestDb::bootstrapped(BIN, "rlcluster");
     let nodes: Vec<Gateway> = (0..3)
@@ -60,7 +45,9 @@ async fn three_nodes_share_one_limit_in_the_database() {
     // Every node serves the plugin before the count starts.
     for n in &nodes {
         let started = Instant::now();
-        while status(n.proxy_url("/limited"), "warm-up".into()).await != 200
+        while sluice_testkit::status_with(n.proxy_url("/limited"), "x-tenant", "warm-up".into())
+            .await
+            != 200
             || !n.log().contains("1 plugin")
         {
             assert!(started.elapsed() < Duration::from_secs(10), "{}", n.log());
@@ -72,7 +59,13 @@ async fn three_nodes_share_one_limit_in_the_database() {
         // A tenant of its own per round: fresh counters.
         let tenant = format!("t{round}");
         let calls: Vec<_> = (0..300)
-            .map(|i| tokio::spawn(status(nodes[i % 3].proxy_url("/limited"), tenant.clone())))
+            .map(|i| {
+                tokio::spawn(sluice_testkit::status_with(
+                    nodes[i % 3].proxy_url("/limited"),
+                    "x-tenant",
+                    tenant.clone(),
+                ))
+            })
             .collect();
         let (mut ok, mut limited) = (0, 0);
         for c in calls {
@@ -88,24 +81,4 @@ async fn three_nodes_share_one_limit_in_the_database() {
     let row =
         db.sql("SELECT period || '=' || value FROM ratelimiting_metrics WHERE identifier = 't0'");
     assert_eq!(row, "hour=100");
-}
-
-#[test]
-fn db_less_refuses_cluster() {
-    let yaml = "_format_version: \"3.0\"\nplugins:\n- name: rate-limiting\n  config: {minute: 1, policy: cluster}\n";
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("kong.yml");
-    std::fs::write(&file, yaml).unwrap();
-    let out = Command::new(BIN)
-        .args(["config", "check"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!out.status.success());
-    assert!(text.contains("policy 'cluster' needs a database"), "{text}");
 }

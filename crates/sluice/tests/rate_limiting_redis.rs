@@ -49,28 +49,13 @@ async fn clean(port: u16, route_id: uuid::Uuid) {
     }
 }
 
-async fn status(url: String, tenant: String) -> u16 {
-    client()
-        .get(url)
-        .header("x-tenant", tenant)
-        .send()
-        .await
-        .map_or(0, |r| r.status().as_u16())
-}
-
-/// Seconds left in the current UTC hour.
-fn left_in_hour() -> u64 {
-    3600 - std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        % 3600
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_let_exactly_the_limit_through() {
-    if left_in_hour() < 20 {
-        tokio::time::sleep(Duration::from_secs(left_in_hour() + 1)).await;
+    if sluice_testkit::seconds_left_in_hour() < 20 {
+        tokio::time::sleep(Duration::from_secs(
+            sluice_testkit::seconds_left_in_hour() + 1,
+        ))
+        .await;
     }
     let up = EchoUpstream::start();
     let route = uuid::Uuid::new_v4();
@@ -84,7 +69,11 @@ async fn three_nodes_let_exactly_the_limit_through() {
         let mut calls = Vec::new();
         for i in 0..300 {
             let url = nodes[i % 3].proxy_url("/limited");
-            calls.push(tokio::spawn(status(url, tenant.clone())));
+            calls.push(tokio::spawn(sluice_testkit::status_with(
+                url,
+                "x-tenant",
+                tenant.clone(),
+            )));
         }
         let mut ok = 0;
         let mut limited = 0;
@@ -199,7 +188,7 @@ async fn an_outage_follows_fault_tolerant_and_the_node_reconnects() {
     let gw = Gateway::builder(BIN)
         .config_yaml(&config(up.port(), route, port, &strict))
         .start();
-    let get = |path: &str| status(gw.proxy_url(path), "x".into());
+    let get = |path: &str| sluice_testkit::status_with(gw.proxy_url(path), "x-tenant", "x".into());
     assert_eq!(get("/limited").await, 200);
     assert_eq!(get("/strict").await, 200, "the flat redis_* fields work");
     drop(redis);

@@ -79,6 +79,24 @@ pub async fn send_json(
     (status, resp.json().await.unwrap_or(serde_json::Value::Null))
 }
 
+/// The status of a GET with one extra request header (e.g. a rate-limited tenant's), 0 when no response.
+pub async fn status_with(url: String, header: &'static str, value: String) -> u16 {
+    client()
+        .get(url)
+        .header(header, value)
+        .send()
+        .await
+        .map_or(0, |r| r.status().as_u16())
+}
+
+/// Seconds left in the current UTC hour (tests of hourly limits wait past an hour's end).
+pub fn seconds_left_in_hour() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    3600 - now % 3600
+}
+
 /// A client that speaks HTTP/2 without TLS (h2c, prior knowledge).
 pub fn h2c_client() -> reqwest::Client {
     reqwest::Client::builder()
