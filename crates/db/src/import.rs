@@ -33,14 +33,7 @@ pub async fn import(client: &mut Client, config: &Config) -> Result<usize, Strin
         }
     });
     let tx = client.transaction().await.map_err(|e| e.to_string())?;
-    let version: i64 = tx
-        .query_one(
-            "UPDATE sluice_config SET version = version + 1 RETURNING version",
-            &[],
-        )
-        .await
-        .map_err(|e| e.to_string())?
-        .get(0);
+    let version = crate::begin_change(&tx).await.map_err(|e| e.to_string())?;
     let mut written = 0;
     for kind in ALL {
         let Some(records) = by_kind.get(&kind) else {
@@ -70,12 +63,9 @@ pub async fn import(client: &mut Client, config: &Config) -> Result<usize, Strin
             written += 1;
         }
     }
-    tx.execute(
-        "SELECT pg_notify($1, $2)",
-        &[&crate::CHANNEL, &version.to_string()],
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    crate::end_change(&tx, version)
+        .await
+        .map_err(|e| e.to_string())?;
     tx.commit().await.map_err(|e| e.to_string())?;
     Ok(written)
 }

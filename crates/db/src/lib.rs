@@ -48,9 +48,24 @@ impl From<deadpool_postgres::PoolError> for DbError {
 /// instead of the changes.
 pub const KEPT_VERSIONS: i64 = 10_000;
 
-/// Drops change-log entries older than [`KEPT_VERSIONS`], every 100th version (inside that write's
-/// transaction), so the log stays bounded.
-pub async fn prune(
+/// Starts a config change inside `tx`: bumps the version first, so the row lock orders writers and versions
+/// commit in order; the triggers log each changed row under it. Returns the new version.
+pub async fn begin_change(
+    tx: &tokio_postgres::Transaction<'_>,
+) -> Result<i64, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            "UPDATE sluice_config SET version = version + 1 RETURNING version",
+            &[],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// Ends a config change inside `tx` before its commit: every 100th version drops change-log entries
+/// older than [`KEPT_VERSIONS`] (so the log stays bounded), and every node is notified of `version`
+/// (delivered at commit).
+pub async fn end_change(
     tx: &tokio_postgres::Transaction<'_>,
     version: i64,
 ) -> Result<(), tokio_postgres::Error> {
@@ -61,5 +76,10 @@ pub async fn prune(
         )
         .await?;
     }
+    tx.execute(
+        "SELECT pg_notify($1, $2)",
+        &[&CHANNEL, &version.to_string()],
+    )
+    .await?;
     Ok(())
 }

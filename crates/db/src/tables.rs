@@ -33,11 +33,6 @@ pub fn cache_key(kind: Kind, entity: &Value) -> Option<String> {
     Some(key)
 }
 
-/// The kind whose table is `name`.
-pub fn kind_of_table(name: &str) -> Option<Kind> {
-    Kind::from_key(name)
-}
-
 /// The columns an entity's row sets besides `id`, `created_at`, `tags` and `entity`, in a fixed order:
 /// unique fields, foreign keys, then `cache_key`.
 pub fn columns(kind: Kind) -> Vec<&'static str> {

@@ -45,14 +45,7 @@ pub async fn write(
         .await
         .map_err(|e| WriteError::Unavailable(format!("cannot reach the database: {e}")))?;
     let tx = client.transaction().await.map_err(unavailable)?;
-    let version: i64 = tx
-        .query_one(
-            "UPDATE sluice_config SET version = version + 1 RETURNING version",
-            &[],
-        )
-        .await
-        .map_err(internal)?
-        .get(0);
+    let version = crate::begin_change(&tx).await.map_err(internal)?;
     let parent = match &w.parent {
         Some(p) => Some(
             find(&tx, p.kind, &p.key, None)
@@ -95,12 +88,7 @@ pub async fn write(
             }
         }
     };
-    tx.execute(
-        "SELECT pg_notify($1, $2)",
-        &[&crate::CHANNEL, &version.to_string()],
-    )
-    .await
-    .map_err(internal)?;
+    crate::end_change(&tx, version).await.map_err(internal)?;
     tx.commit().await.map_err(unavailable)?;
     Ok((written, Some(version as u64)))
 }

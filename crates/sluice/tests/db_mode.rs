@@ -500,3 +500,34 @@ async fn tls_to_postgres() {
         "0"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_change_log_is_pruned_and_a_node_behind_it_reads_everything() {
+    let db = TestDb::bootstrapped(BIN, "prune");
+    let gw = db.gateway(BIN, None).start();
+    assert_eq!(
+        call(&gw, "POST", "/consumers", Some(json!({"username": "a"})))
+            .await
+            .0,
+        201
+    );
+    // Jump to just before a pruning version, as after 10,000 writes; the old entries are then dropped, and
+    // the node's version falls behind the log, so it reads everything.
+    db.sql("UPDATE sluice_config SET version = 10099");
+    assert_eq!(
+        call(&gw, "POST", "/consumers", Some(json!({"username": "b"})))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        db.sql("SELECT count(*) FROM sluice_changes WHERE version <= 100"),
+        "0"
+    );
+    let (_, consumers) = call(&gw, "GET", "/consumers", None).await;
+    assert_eq!(
+        consumers["data"].as_array().unwrap().len(),
+        2,
+        "{consumers}"
+    );
+}
