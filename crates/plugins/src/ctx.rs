@@ -56,6 +56,9 @@ pub struct RequestCtx<'s> {
     /// When the gateway received the request.
     pub started: Instant,
     pub started_wall: SystemTime,
+    /// What a plugin keeps between its phases of one request (Kong's `kong.ctx.plugin`), keyed by a type
+    /// private to the plugin. Empty, and free, unless a plugin stores something.
+    pub plugin_data: http::Extensions,
 }
 
 /// One attempt to reach an upstream target (an entry of Kong's `tries`).

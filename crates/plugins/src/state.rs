@@ -47,6 +47,11 @@ impl PluginState {
     /// Adds one to the counter of `key` in the window starting at `window_start` (seconds) and returns the
     /// new count. Exact under concurrency: the increment and the read are one atomic operation.
     pub fn increment(&self, key: u64, window_start: u64, window_len: u64, now: u64) -> u64 {
+        self.add(key, window_start, window_len, now, 1)
+    }
+
+    /// Adds `by` to the counter of `key` in the window starting at `window_start`; the new count.
+    pub fn add(&self, key: u64, window_start: u64, window_len: u64, now: u64, by: u64) -> u64 {
         let shard = &self.shards[(key as usize) % SHARDS];
         let counter = {
             let mut map = shard.lock().unwrap_or_else(|p| p.into_inner());
@@ -67,7 +72,7 @@ impl PluginState {
                 }
             }
         };
-        counter.fetch_add(1, Ordering::AcqRel) + 1
+        counter.fetch_add(by, Ordering::AcqRel) + by
     }
 
     /// Gives back one count (a refused request's increment).

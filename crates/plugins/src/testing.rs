@@ -44,6 +44,7 @@ impl<'s> RequestCtx<'s> {
             response_headers: HeaderMap::new(),
             started: Instant::now(),
             started_wall: SystemTime::now(),
+            plugin_data: http::Extensions::new(),
         }
     }
 }

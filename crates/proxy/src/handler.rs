@@ -103,8 +103,8 @@ pub fn handle(
     }
 }
 
-/// 3. Route, and the steps the route needs from there: the fast path's upstream request is written
-/// now; a route with plugins gets its steps 4 to 9 as one boxed future.
+/// Step 3, routing, and the steps the route needs from there: the fast path's upstream request is
+/// written now; a route with plugins gets its steps 4 to 9 as one boxed future.
 pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Scope) -> Step {
     let x = scope.exchange();
     let snap = &*scope.snap;

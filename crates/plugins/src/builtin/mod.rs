@@ -17,6 +17,7 @@ pub mod rate_limiting;
 pub mod redirect;
 pub mod request_termination;
 pub mod request_transformer;
+pub mod response_ratelimiting;
 pub mod response_transformer;
 mod transform;
 
@@ -37,6 +38,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         ip_restriction::builtin(),
         acl::builtin(),
         rate_limiting::builtin(database),
+        response_ratelimiting::builtin(),
         request_transformer::builtin(),
         response_transformer::builtin(),
         redirect::builtin(),

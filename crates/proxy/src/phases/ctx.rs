@@ -75,6 +75,7 @@ pub fn new_ctx<'s>(
         response_headers,
         started: x.started,
         started_wall: SystemTime::now() - x.started.elapsed(),
+        plugin_data: http::Extensions::new(),
     }
 }
 
