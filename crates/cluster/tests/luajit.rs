@@ -1,6 +1,7 @@
 //! Compares Sluice's config hash with Kong's own `kong/clustering/config_helper.lua` run under LuaJIT
 //! (tests/kong_hash.lua stubs what OpenResty provides), over the golden vectors in tests/common/vectors.rs,
-//! and checks that the committed goldens still are what Kong computes.
+//! and checks that the committed goldens still are what Kong computes; and compares number printing with
+//! LuaJIT's `tostring` over many doubles.
 //!
 //! Needs `luajit`, `lua-cjson` (Debian: `apt-get install luajit lua-cjson`), libcrypto, and Kong's
 //! config_helper.lua: `KONG_CONFIG_HELPER=/path/to/config_helper.lua`, or `KONG_SOURCE=/path/to/kong`
@@ -45,15 +46,21 @@ fn config_helper(dir: &Path) -> Option<PathBuf> {
     Some(path)
 }
 
-#[test]
-fn sluice_hashes_equal_kongs_under_luajit() {
-    let has_luajit = Command::new("luajit")
+fn has_luajit() -> bool {
+    let out = Command::new("luajit")
         .args(["-e", "require('cjson')"])
         .output();
-    if !matches!(has_luajit, Ok(ref o) if o.status.success()) {
-        return skip(
-            "`luajit` with `lua-cjson` is not installed (apt-get install luajit lua-cjson)",
-        );
+    let ok = matches!(out, Ok(ref o) if o.status.success());
+    if !ok {
+        skip("`luajit` with `lua-cjson` is not installed (apt-get install luajit lua-cjson)");
+    }
+    ok
+}
+
+#[test]
+fn sluice_hashes_equal_kongs_under_luajit() {
+    if !has_luajit() {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let Some(helper) = config_helper(dir.path()) else {
@@ -115,4 +122,61 @@ fn sluice_hashes_equal_kongs_under_luajit() {
         "golden vectors differ from Kong's:\n{}",
         stale.join("\n")
     );
+}
+
+/// Doubles of every shape: small and huge integers, short decimals, exact ties at the 15th digit, and
+/// arbitrary bit patterns (a fixed xorshift sequence, so a failure is reproducible).
+fn sample_doubles() -> Vec<f64> {
+    let mut out = vec![0.5, 2.5, 1e14, 1e15, 1e-4, 1e-5, 123456789012345.0];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..4000 {
+        let r = next();
+        let bits = f64::from_bits(r);
+        if bits.is_finite() {
+            out.push(bits);
+        }
+        out.push((r % 100_000_000_000_000_000) as f64);
+        out.push((r % 1_000_000) as f64 / 1000.0);
+        out.push((r % 10_000_000_000_000) as f64 + 0.5);
+        out.push(-((r % 1000) as f64) / 8.0);
+    }
+    out
+}
+
+#[test]
+fn numbers_print_as_luajit_tostring() {
+    if !has_luajit() {
+        return;
+    }
+    let numbers = sample_doubles();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("numbers.json");
+    std::fs::write(&input, serde_json::to_vec(&numbers).unwrap()).unwrap();
+    let script = "local c = require('cjson'); local f = io.open(os.getenv('NUMBERS'), 'rb'); \
+                  for _, x in ipairs(c.decode(f:read('*a'))) do io.write(tostring(x), '\\n') end";
+    let out = Command::new("luajit")
+        .args(["-e", script])
+        .env("NUMBERS", &input)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "luajit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut checked = 0;
+    for (x, want) in numbers.iter().zip(stdout.lines()) {
+        let mut got = Vec::new();
+        sluice_cluster::lua_number::push_lua_number(&mut got, *x);
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{x:e}");
+        checked += 1;
+    }
+    assert_eq!(checked, numbers.len());
 }
