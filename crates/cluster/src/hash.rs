@@ -42,6 +42,7 @@ pub const GROUPS: [&str; 5] = ["routes", "services", "plugins", "upstreams", "ta
 /// The `hashes` table of a `reconfigure` frame: the config hash and one hash per group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigHashes {
+    #[serde(default = "empty_hash")]
     pub config: String,
     #[serde(default = "empty_hash")]
     pub routes: String,

@@ -1,7 +1,6 @@
 //! Config hash: the serialization rules on small values, and the golden vectors Kong's Lua computed.
 
-#[path = "../../tests/common/vectors.rs"]
-mod vectors;
+use crate::test_vectors as vectors;
 
 use super::*;
 use serde_json::json;
@@ -71,4 +70,11 @@ fn golden_vectors_computed_by_kong() {
         ];
         assert_eq!(got.as_slice(), want.as_slice(), "{}", v.name);
     }
+}
+
+#[test]
+fn json_minus_zero_is_a_lua_minus_zero() {
+    // cjson decodes "-0" to the double -0, which Lua prints "-0"
+    let v: Value = serde_json::from_str("[-0, -0.0, 0]").unwrap();
+    assert_eq!(s(v), "-0;-0;0");
 }
