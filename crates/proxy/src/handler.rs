@@ -51,6 +51,27 @@ impl Scope {
 /// A response, with the request's count for its route's series (None when no prometheus applies).
 pub type Answer = (Response<ProxyBody>, Option<Count>);
 
+/// The rest of a request from its [`Step`] to its answer. A macro, not an `async fn`, so that the
+/// driver's future holds the step once: awaiting a function's future would keep a second copy of it,
+/// and every byte of that future is moved per request.
+macro_rules! finish {
+    ($step:expr, $scope:expr) => {
+        match $step {
+            Step::Done(answer) => answer,
+            // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
+            Step::Fast(fast) => fast.send($scope).await,
+            // None: the chain's task ended before its head was ready.
+            Step::Plugins(run, fallback) => run.await.unwrap_or_else(|| {
+                let n = fallback.unwrap_or_default();
+                (
+                    error_response(ProxyError::Internal, &n, &$scope.exchange()),
+                    None,
+                )
+            }),
+        }
+    };
+}
+
 /// The request driver: one request, top to bottom, in Kong's order.
 ///
 /// 1. check the head (nginx's rules; a malformed head is answered at once);
@@ -96,7 +117,7 @@ pub fn handle(
         Ok(()) => route(parts, body, &scope),
     };
     async move {
-        let (resp, count) = step.run(&scope).await;
+        let (resp, count) = finish!(step, &scope);
         // 7. metrics: the one place a request is counted.
         metrics::record(&scope.snap, count);
         resp.map(|body| Tracked::new(body, in_flight))
@@ -105,6 +126,7 @@ pub fn handle(
 
 /// Step 3, routing, and the steps the route needs from there: the fast path's upstream request is
 /// written now; a route with plugins gets its steps 4 to 9 as one boxed future.
+#[inline]
 pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Scope) -> Step {
     let x = scope.exchange();
     let snap = &*scope.snap;
@@ -206,21 +228,9 @@ pub(crate) enum Step {
 }
 
 impl Step {
-    /// The rest of the request, to its answer.
+    /// The rest of the request, to its answer (for the boxed rewrite path; the driver inlines it).
     pub(crate) async fn run(self, scope: &Scope) -> Answer {
-        match self {
-            Step::Done(answer) => answer,
-            // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
-            Step::Fast(fast) => fast.send(scope).await,
-            // None: the chain's task ended before its head was ready.
-            Step::Plugins(run, fallback) => run.await.unwrap_or_else(|| {
-                let n = fallback.unwrap_or_default();
-                (
-                    error_response(ProxyError::Internal, &n, &scope.exchange()),
-                    None,
-                )
-            }),
-        }
+        finish!(self, scope)
     }
 }
 

@@ -21,6 +21,8 @@ pub struct NodeControl {
     pub proxy_stats: OnceLock<ProxyStats>,
     /// DB mode's database side; None when DB-less.
     pub db: Option<Arc<DbNode>>,
+    /// On a control plane: the data planes it has seen (`role = control_plane`).
+    pub data_planes: crate::hybrid::cp::DataPlanes,
 }
 
 impl Control for NodeControl {

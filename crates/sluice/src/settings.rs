@@ -36,6 +36,8 @@ pub struct Settings {
     pub status_ssl_cert_key: Option<String>,
     /// Kong's `dns_*` settings, parsed by the proxy.
     pub dns: sluice_proxy::DnsSettings,
+    /// `role` and the `cluster_*` settings (hybrid mode).
+    pub cluster: crate::hybrid::ClusterSettings,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -78,6 +80,11 @@ const KNOWN: &[&str] = &[
     "dns_error_ttl",
 ];
 
+/// A setting this build reads.
+fn known(name: &str) -> bool {
+    KNOWN.contains(&name) || crate::hybrid::SETTINGS.contains(&name)
+}
+
 impl Settings {
     /// Reads the conf file (if any) and the environment, and applies `overrides` (from flags) last.
     pub fn load(conf: Option<&Path>, overrides: &[(&str, String)]) -> Result<Settings> {
@@ -90,7 +97,7 @@ impl Settings {
         for (key, value) in std::env::vars() {
             if let Some(name) = key.strip_prefix("SLUICE_") {
                 let name = name.to_ascii_lowercase();
-                if KNOWN.contains(&name.as_str()) {
+                if known(&name) {
                     values.insert(name, value);
                 }
             }
@@ -134,6 +141,7 @@ impl Settings {
         };
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
+        let cluster = crate::hybrid::ClusterSettings::from_values(&get, &database)?;
         Ok(Settings {
             proxy_listen: get("proxy_listen")
                 .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl".into()),
@@ -157,6 +165,7 @@ impl Settings {
             status_ssl_cert: get("status_ssl_cert"),
             status_ssl_cert_key: get("status_ssl_cert_key"),
             dns,
+            cluster,
         })
     }
 
@@ -178,7 +187,7 @@ impl Settings {
             "ssl_cert": self.ssl_cert,
             "admin_ssl_cert": self.admin_ssl_cert,
             "status_ssl_cert": self.status_ssl_cert,
-            "role": "traditional",
+            "role": self.cluster.role.as_str(),
             "router_flavor": "traditional_compatible",
         });
         if let Some(all) = json.as_object_mut() {
@@ -242,7 +251,7 @@ fn parse_conf(text: &str) -> Result<BTreeMap<String, String>> {
             bail!("line {}: expected 'name = value'", n + 1);
         };
         let k = k.trim().to_ascii_lowercase();
-        if !KNOWN.contains(&k.as_str()) {
+        if !known(&k) {
             bail!("line {}: unknown setting '{k}'", n + 1);
         }
         out.insert(k, v.trim().to_string());
