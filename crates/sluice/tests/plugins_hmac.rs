@@ -311,10 +311,10 @@ async fn algorithms_enforced_headers_body_digest_and_anonymous() {
     let good = auth("sha256", "date request-line", &data);
     let dig = digest(body);
     let post = |auth: &str, digest: &str, body: &str| {
-        let headers = vec![
-            ("authorization".to_string(), auth.to_string()),
-            ("date".to_string(), date.clone()),
-            ("digest".to_string(), digest.to_string()),
+        let headers = [
+            ("authorization", auth.to_string()),
+            ("date", date.clone()),
+            ("digest", digest.to_string()),
         ];
         let url = url("/strict");
         let body = body.to_string();
@@ -322,7 +322,7 @@ async fn algorithms_enforced_headers_body_digest_and_anonymous() {
             let h: Vec<(&str, &str)> = headers
                 .iter()
                 .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .map(|(k, v)| (*k, v.as_str()))
                 .collect();
             send("POST", url, &h, &body).await
         }
