@@ -479,3 +479,88 @@ async fn credentials_through_the_admin_api_and_config_export() {
     .await;
     assert_eq!(status, 200);
 }
+
+/// DB mode: credentials made, changed and cascaded away through the Admin API, each change serving at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_in_db_mode() {
+    use serde_json::json;
+    let db = sluice_testkit::TestDb::bootstrapped(BIN, "hmac");
+    let gw = db.gateway(BIN, None).start();
+    let up = EchoUpstream::start();
+    let call = |method: &'static str, path: &str, body: Option<Value>| {
+        let url = gw.admin_url(path);
+        async move { sluice_testkit::send_json(method, &url, body).await }
+    };
+    let url = format!("http://127.0.0.1:{}", up.port());
+    assert_eq!(
+        call("POST", "/services", Some(json!({"name": "s", "url": url})))
+            .await
+            .0,
+        201
+    );
+    let route = json!({"name": "r", "paths": ["/signed"]});
+    assert_eq!(call("POST", "/services/s/routes", Some(route)).await.0, 201);
+    let plugin = json!({"name": "hmac-auth", "config": {"algorithms": ["hmac-sha256"]}});
+    let (s, p) = call("POST", "/routes/r/plugins", Some(plugin)).await;
+    assert_eq!(s, 201, "{p}");
+    assert_eq!(p["config"]["clock_skew"], 300);
+    assert_eq!(p["config"]["enforce_headers"], json!([]));
+    assert_eq!(
+        call("POST", "/consumers", Some(json!({"username": "alice"})))
+            .await
+            .0,
+        201
+    );
+    let (s, cred) = call(
+        "POST",
+        "/consumers/alice/hmac-auth",
+        Some(json!({"username": "a-hmac"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{cred}");
+    let secret = cred["secret"].as_str().unwrap().to_string();
+    assert_eq!(secret.len(), 32);
+    let (s, dup) = call(
+        "POST",
+        "/hmac-auths",
+        Some(json!({"username": "a-hmac", "consumer": {"id": cred["consumer"]["id"]}})),
+    )
+    .await;
+    assert_eq!(s, 409, "{dup}");
+
+    let date = http_date(0);
+    let signed = |secret: &str| {
+        params(
+            "a-hmac",
+            "sha256",
+            "date",
+            &sign("sha256", secret, &format!("date: {date}")),
+        )
+    };
+    let status = |auth: String| {
+        let url = gw.proxy_url("/signed");
+        let date = date.clone();
+        async move {
+            send("GET", url, &[("authorization", &auth), ("date", &date)], "")
+                .await
+                .0
+        }
+    };
+    assert_eq!(status(signed(&secret)).await, 200);
+    let (s, _) = call(
+        "PATCH",
+        "/hmac-auths/a-hmac",
+        Some(json!({"secret": "rotated"})),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(status(signed(&secret)).await, 401);
+    assert_eq!(status(signed("rotated")).await, 200);
+    let (_, listed) = call("GET", "/consumers/alice/hmac-auth", None).await;
+    assert_eq!(listed["data"][0]["secret"], "rotated");
+
+    // Deleting the consumer deletes its credential (Kong's cascade).
+    assert_eq!(call("DELETE", "/consumers/alice", None).await.0, 204);
+    assert_eq!(call("GET", "/hmac-auths/a-hmac", None).await.0, 404);
+    assert_eq!(status(signed("rotated")).await, 401);
+}
