@@ -94,3 +94,74 @@ fn hex(s: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
         .collect()
 }
+
+/// The hand-written parser finds what Kong's regex finds (with PCRE's leftmost, greedy choice, which the
+/// regex crate's leftmost-first semantics share) on values built from the pattern's own pieces.
+#[test]
+fn parser_agrees_with_kongs_pattern() {
+    let kong = regex::bytes::Regex::new(
+        r#"(?-u)\s*[Hh]mac\s*username="(.+)",\s*algorithm="(.+)",\s*headers="(.+)",\s*signature="(.+)""#,
+    )
+    .unwrap();
+    let pieces: [&[u8]; 14] = [
+        b"hmac ",
+        b"Hmac",
+        b"HMAC ",
+        b"username=\"",
+        b"\", ",
+        b"\",",
+        b" algorithm=\"",
+        b"algorithm=\"",
+        b"headers=\"",
+        b" signature=\"",
+        b"\"",
+        b"x",
+        b"date request-line",
+        b"\t",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut matched = 0;
+    for round in 0..20_000 {
+        let mut value = Vec::new();
+        if round % 2 == 0 {
+            // Mostly well-formed: the pattern's pieces in order, with noise.
+            for p in [
+                &b"hmac username=\""[..],
+                b"u",
+                b"\", algorithm=\"",
+                b"a",
+                b"\", headers=\"",
+                b"h",
+                b"\", signature=\"",
+                b"s",
+                b"\"",
+            ] {
+                value.extend_from_slice(p);
+                for _ in 0..next(3) {
+                    value.extend_from_slice(pieces[next(pieces.len())]);
+                }
+            }
+        } else {
+            for _ in 0..next(24) {
+                value.extend_from_slice(pieces[next(pieces.len())]);
+            }
+        }
+        let expected = kong
+            .captures(&value)
+            .map(|c| [1, 2, 3, 4].map(|i| c.get(i).unwrap().as_bytes().to_vec()));
+        let found = Params::parse(&value)
+            .map(|p| [p.username, p.algorithm, p.headers, p.signature].map(<[u8]>::to_vec));
+        assert_eq!(found, expected, "{}", String::from_utf8_lossy(&value));
+        matched += usize::from(found.is_some());
+    }
+    assert!(
+        matched > 5_000,
+        "the values exercise matches too: {matched}"
+    );
+}
