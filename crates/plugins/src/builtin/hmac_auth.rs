@@ -170,10 +170,11 @@ impl HmacAuth {
             .enforce_headers
             .iter()
             .all(|h| params.header_names().any(|n| n == h.as_bytes()));
-        let algorithm = Algorithm::from_name(params.algorithm)
-            .filter(|a| self.algorithms.contains(a))
-            .filter(|_| enforced)
-            .ok_or(NOT_VALID)?;
+        let allowed =
+            Algorithm::from_name(params.algorithm).filter(|a| self.algorithms.contains(a));
+        let (true, Some(algorithm)) = (enforced, allowed) else {
+            return Err(NOT_VALID);
+        };
         let credentials = ctx.credentials;
         let cred = std::str::from_utf8(params.username)
             .ok()
