@@ -33,7 +33,7 @@ use hyper::body::Incoming;
 use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
 use sluice_router::Captures;
-use sluice_upstream::body::{box_err, full, ChannelBody, ProxyBody};
+use sluice_upstream::body::{box_err, full, Capped, ChannelBody, ProxyBody};
 use sluice_upstream::pooled::PooledBody;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -70,7 +70,8 @@ pub struct HeadDone<'a> {
 }
 
 /// `access`, after reading the request body when some plugin reads it.
-/// `Ok`: the body for the upstream; `Err`: the request is answered (a plugin's answer, or a body that
+/// `Ok`: the body for the upstream (capped when a plugin set [`RequestCtx::body_limit`]); `Err`: the
+/// request is answered (a plugin's answer, or a body that
 /// could not be read).
 pub async fn access(
     ctx: &mut RequestCtx<'_>,
@@ -90,6 +91,11 @@ pub async fn access(
     }
     if let Some(buffered) = &ctx.body {
         upstream_body = full(buffered.clone());
+    } else if let Some(limit) = ctx
+        .body_limit
+        .filter(|_| !http_body::Body::is_end_stream(&upstream_body))
+    {
+        upstream_body = Capped::new(upstream_body, limit.bytes).boxed();
     }
     Ok(upstream_body)
 }
@@ -120,6 +126,10 @@ pub async fn send(
         .flatten();
     match sending.send(snap, x, Instant::now()).await {
         Ok(p) => Outcome::Upstream(p, uri),
+        Err(ProxyError::BodyOverLimit) => match ctx.body_limit {
+            Some(limit) => Outcome::Plugin((limit.exceeded)(&ctx.request.headers)),
+            None => Outcome::Failed(ProxyError::BodyOverLimit),
+        },
         Err(e) => Outcome::Failed(e),
     }
 }

@@ -175,7 +175,7 @@ fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
         Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => "name",
         Kind::Consumer => "username",
         Kind::KeyAuth => "key",
-        Kind::BasicAuth => "username",
+        Kind::BasicAuth | Kind::HmacAuth => "username",
         Kind::Target => "target",
         _ => return None,
     };
@@ -215,7 +215,7 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
                 keys.extend(s("custom_id").map(|n| ("custom_id", n)));
             }
             Kind::KeyAuth => keys.extend(s("key").map(|n| ("key", n))),
-            Kind::BasicAuth => keys.extend(s("username").map(|n| ("username", n))),
+            Kind::BasicAuth | Kind::HmacAuth => keys.extend(s("username").map(|n| ("username", n))),
             Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
             Kind::Plugin => keys.push(("name", plugin_scope(v))),
             _ => {}

@@ -125,6 +125,34 @@ fn same_file_same_ids_and_hash_and_given_ids_are_kept() {
     );
 }
 
+/// hmac-auth credentials nest under consumers or name one; a missing secret is random per load but leaves the
+/// hash alone (it is filled after hashing), a given one is kept; usernames are unique.
+#[test]
+fn hmac_credentials_get_a_random_secret_outside_the_hash() {
+    let file = r#"
+_format_version: "3.0"
+consumers:
+- username: alice
+  hmacauth_credentials: [{username: alice-hmac}]
+hmacauth_credentials: [{consumer: alice, username: bob-hmac, secret: s3cret}]
+"#;
+    let (a, b) = (ok(file), ok(file));
+    let alice = a.consumers[0].id;
+    let creds = &a.hmacauth_credentials;
+    assert_eq!(creds.len(), 2);
+    assert!(creds.iter().all(|c| c.consumer.id == alice));
+    let generated = &creds[0].secret;
+    assert_eq!(generated.len(), 32);
+    assert!(generated.chars().all(|c| c.is_ascii_alphanumeric()));
+    assert_ne!(generated, &b.hmacauth_credentials[0].secret);
+    assert_eq!(creds[1].secret, "s3cret");
+    assert_eq!(a.hash(), b.hash());
+    let twice = file.replace("bob-hmac", "alice-hmac");
+    assert!(errs(&twice).iter().any(|e| e.contains(
+        "uniqueness violation: 'hmacauth_credentials' entity with username set to 'alice-hmac' already declared"
+    )));
+}
+
 #[test]
 fn top_level_references_by_name_equal_nesting() {
     let flat = ok(r#"

@@ -72,6 +72,7 @@ pub fn new_ctx<'s>(
         credential: None,
         anonymous: false,
         credentials: snap.plugins.credentials(),
+        body_limit: None,
         response_headers,
         started: x.started,
         started_wall: SystemTime::now() - x.started.elapsed(),

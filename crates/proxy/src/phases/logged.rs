@@ -126,6 +126,7 @@ impl Detached {
             credential: self.credential,
             anonymous: self.anonymous,
             credentials,
+            body_limit: None,
             response_headers: http::HeaderMap::new(),
             started: self.started,
             started_wall: self.started_wall,
