@@ -3,8 +3,8 @@
 //! serving when the CP is gone, and serves it again after a restart without the CP; a DP with another
 //! certificate is refused.
 
-use sluice_testkit::tls::{self_signed, TestCert};
 use sluice_testkit::{client, EchoUpstream, Gateway};
+use sluice_testkit::{self_signed, TestCert};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");

@@ -16,9 +16,6 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-/// The SNI a DP sends in `shared` mode.
-pub const SHARED_SNI: &str = sluice_cluster::frames::SHARED_MTLS_SNI;
-
 /// `cluster_mtls`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
