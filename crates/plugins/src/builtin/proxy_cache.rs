@@ -320,7 +320,7 @@ impl ProxyCache {
     }
 
     fn header_filter(&self, ctx: &mut RequestCtx<'_>, head: &mut http::response::Parts) {
-        if !ctx.request.extensions.get::<Caching>().is_some() {
+        if ctx.request.extensions.get::<Caching>().is_none() {
             return;
         }
         let now = SystemTime::now();

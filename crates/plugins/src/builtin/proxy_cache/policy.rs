@@ -51,7 +51,7 @@ impl Directives {
     /// Kong's `calculate_resource_ttl`: `s-maxage`, else `max-age`, else `Expires` minus now; never below 0.
     pub fn resource_ttl(&self, headers: &HeaderMap, now: std::time::SystemTime) -> f64 {
         let ttl = self.s_maxage.or(self.max_age).or_else(|| {
-            let expires = headers.get_all(EXPIRES).iter().last()?.to_str().ok()?;
+            let expires = headers.get_all(EXPIRES).iter().next_back()?.to_str().ok()?;
             let at = httpdate::parse_http_date(expires).ok()?;
             let secs = |t: std::time::SystemTime| {
                 t.duration_since(std::time::UNIX_EPOCH)
