@@ -16,6 +16,8 @@
 //! has a `Kong-Debug` header. The stores ([`store`]) outlive config reloads; [`admin`] serves the Admin API.
 
 pub mod admin;
+mod capture;
+mod config;
 mod key;
 mod policy;
 pub mod store;
@@ -26,96 +28,20 @@ use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
-use bytes::{Bytes, BytesMut};
-use http::header::{HeaderName, HeaderValue, AGE, CONTENT_LENGTH, CONTENT_TYPE};
+use bytes::Bytes;
+use capture::Caching;
+use config::{schema, Config, Shown};
+use http::header::{HeaderName, HeaderValue, AGE};
 use http::{HeaderMap, Method, StatusCode};
 use key::Vary;
 use policy::{Directives, Mime};
-use serde::Deserialize;
-use sluice_model::schema::{Field, Schema};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
-use store::{Digest, Entry, MemoryStore};
+use store::MemoryStore;
 
 const X_CACHE_STATUS: HeaderName = HeaderName::from_static("x-cache-status");
 const X_CACHE_KEY: HeaderName = HeaderName::from_static("x-cache-key");
-
-#[derive(Debug, Deserialize)]
-struct Memory {
-    dictionary_name: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct Shown {
-    age: bool,
-    #[serde(rename = "X-Cache-Status")]
-    status: bool,
-    #[serde(rename = "X-Cache-Key")]
-    key: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct Config {
-    response_code: Vec<u16>,
-    request_method: Vec<String>,
-    content_type: Vec<String>,
-    cache_ttl: u64,
-    cache_control: bool,
-    ignore_uri_case: bool,
-    storage_ttl: Option<u64>,
-    memory: Memory,
-    vary_query_params: Option<Vec<String>>,
-    vary_headers: Option<Vec<String>>,
-    response_headers: Shown,
-}
-
-fn schema() -> Schema {
-    let strings = || Field::array(Field::string());
-    let shown = |name| (name, Field::boolean().default(true));
-    Schema::new(vec![
-        (
-            "response_code",
-            Field::array(Field::integer().between(100.0, 900.0))
-                .len_min(1)
-                .required()
-                .default(serde_json::json!([200, 301, 404])),
-        ),
-        (
-            "request_method",
-            Field::array(Field::string().one_of(&["HEAD", "GET", "POST", "PATCH", "PUT"]))
-                .required()
-                .default(serde_json::json!(["GET", "HEAD"])),
-        ),
-        (
-            "content_type",
-            strings()
-                .required()
-                .default(serde_json::json!(["text/plain", "application/json"])),
-        ),
-        ("cache_ttl", Field::integer().default(300).gt(0.0)),
-        ("strategy", Field::string().one_of(&["memory"]).required()),
-        ("cache_control", Field::boolean().default(false).required()),
-        ("ignore_uri_case", Field::boolean().default(false)),
-        ("storage_ttl", Field::integer()),
-        (
-            "memory",
-            Field::record(Schema::new(vec![(
-                "dictionary_name",
-                Field::string().required().default("kong_db_cache"),
-            )])),
-        ),
-        ("vary_query_params", strings()),
-        ("vary_headers", strings()),
-        (
-            "response_headers",
-            Field::record(Schema::new(vec![
-                shown("age"),
-                shown("X-Cache-Status"),
-                shown("X-Cache-Key"),
-            ])),
-        ),
-    ])
-}
+const KONG_DEBUG: HeaderName = HeaderName::from_static("kong-debug");
 
 pub fn builtin() -> Builtin {
     Builtin::new("proxy-cache", 100, schema(), build)
@@ -162,45 +88,9 @@ struct ProxyCache {
     store: Arc<MemoryStore>,
 }
 
-/// A request marked for storing (kept in the request's extensions from `access` to the last chunk).
-#[derive(Clone)]
-struct Caching {
-    key: Digest,
-    /// Set in `header_filter` when the response is cacheable.
-    capture: Option<Capture>,
-}
-
-#[derive(Clone)]
-struct Capture {
-    status: StatusCode,
-    headers: HeaderMap,
-    ttl: f64,
-    body: BytesMut,
-}
-
 fn millis(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Headers never replayed from the cache (Kong's hop-by-hop list, `Content-Length`, remaining rate-limit
-/// counts) and the cache's own, which a hit sets afresh.
-fn replayable(name: &HeaderName) -> bool {
-    !matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailers"
-            | "transfer-encoding"
-            | "upgrade"
-            | "content-length"
-            | "age"
-            | "x-cache-status"
-            | "x-cache-key"
-    ) && !name.as_str().contains("ratelimit-remaining")
 }
 
 impl ProxyCache {
@@ -217,34 +107,30 @@ impl ProxyCache {
         }
     }
 
+    /// Marks the request for storing under `key` (a miss or a refresh) and says so in the headers.
     fn mark(
         &self,
         ctx: &mut RequestCtx<'_>,
-        key: Digest,
+        key: String,
+        hex: HeaderValue,
         status: &'static str,
-        debug: bool,
     ) -> Flow {
-        ctx.request
-            .extensions
-            .insert(Caching { key, capture: None });
-        let value = HeaderValue::from_static(status);
-        Self::tag(
-            &mut ctx.response_headers,
-            self.shown.status,
-            debug,
-            X_CACHE_STATUS,
-            value,
-        );
+        let debug = ctx.request.headers.contains_key(KONG_DEBUG);
+        let headers = &mut ctx.response_headers;
+        Self::tag(headers, self.shown.key, debug, X_CACHE_KEY, hex.clone());
+        let status = HeaderValue::from_static(status);
+        Self::tag(headers, self.shown.status, debug, X_CACHE_STATUS, status);
+        ctx.request.extensions.insert(Caching::new(key.into(), hex));
         Flow::Continue
     }
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
-        let debug = ctx.request.headers.contains_key("kong-debug");
         let cc = match self.cache_control {
             true => Directives::of(&ctx.request.headers),
             false => Directives::default(),
         };
         if !self.methods.contains(&ctx.request.method) || cc.no_store || cc.no_cache {
+            let debug = ctx.request.headers.contains_key(KONG_DEBUG);
             let bypass = HeaderValue::from_static("Bypass");
             Self::tag(
                 &mut ctx.response_headers,
@@ -255,25 +141,27 @@ impl ProxyCache {
             );
             return Flow::Continue;
         }
-        let (digest, hex) = key::build(ctx, &self.vary);
-        let hex = HeaderValue::from_str(&hex).unwrap_or(HeaderValue::from_static(""));
-        Self::tag(
-            &mut ctx.response_headers,
-            self.shown.key,
-            debug,
-            X_CACHE_KEY,
-            hex.clone(),
-        );
+        let key = key::build(ctx, &self.vary);
         let now_ms = millis(ctx.started_wall);
-        let Some(entry) = self.store.fetch(&digest, now_ms) else {
+        let Some(entry) = self.store.fetch(&key, now_ms) else {
+            let hex =
+                HeaderValue::from_str(&key::hex(&key)).unwrap_or(HeaderValue::from_static(""));
             if cc.only_if_cached {
+                let debug = ctx.request.headers.contains_key(KONG_DEBUG);
+                Self::tag(
+                    &mut ctx.response_headers,
+                    self.shown.key,
+                    debug,
+                    X_CACHE_KEY,
+                    hex,
+                );
                 return Flow::Respond(PluginResponse {
                     status: StatusCode::GATEWAY_TIMEOUT,
                     headers: HeaderMap::new(),
                     body: Bytes::new(),
                 });
             }
-            return self.mark(ctx, digest, "Miss", debug);
+            return self.mark(ctx, key, hex, "Miss");
         };
         let age = (now_ms / 1000).saturating_sub(entry.timestamp);
         let (a, ttl) = (age as f64, entry.ttl);
@@ -286,8 +174,9 @@ impl ProxyCache {
             false => age > self.cache_ttl,
         };
         if stale {
-            return self.mark(ctx, digest, "Refresh", debug);
+            return self.mark(ctx, key, entry.hex.clone(), "Refresh");
         }
+        let debug = ctx.request.headers.contains_key(KONG_DEBUG);
         let mut headers = entry.headers.clone();
         Self::tag(
             &mut headers,
@@ -298,117 +187,18 @@ impl ProxyCache {
         );
         let hit = HeaderValue::from_static("Hit");
         Self::tag(&mut headers, self.shown.status, debug, X_CACHE_STATUS, hit);
-        Self::tag(&mut headers, self.shown.key, debug, X_CACHE_KEY, hex);
+        Self::tag(
+            &mut headers,
+            self.shown.key,
+            debug,
+            X_CACHE_KEY,
+            entry.hex.clone(),
+        );
         Flow::Respond(PluginResponse {
             status: entry.status,
             headers,
             body: entry.body.clone(),
         })
-    }
-
-    /// Kong's `cacheable_response`.
-    fn cacheable(&self, head: &http::response::Parts, cc: &Directives, ttl: f64) -> bool {
-        let content_type = head
-            .headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(Mime::parse);
-        self.codes.contains(&head.status.as_u16())
-            && content_type.is_some_and(|t| self.types.iter().any(|want| want.matches(&t)))
-            && !(cc.private || cc.no_store || cc.no_cache)
-            && (!self.cache_control || ttl > 0.0)
-    }
-
-    fn header_filter(&self, ctx: &mut RequestCtx<'_>, head: &mut http::response::Parts) {
-        if ctx.request.extensions.get::<Caching>().is_none() {
-            return;
-        }
-        let now = SystemTime::now();
-        let (cc, ttl) = match self.cache_control {
-            true => {
-                let cc = Directives::of(&head.headers);
-                (cc, cc.resource_ttl(&head.headers, now))
-            }
-            false => (Directives::default(), self.cache_ttl as f64),
-        };
-        if !self.cacheable(head, &cc, ttl) {
-            ctx.request.extensions.remove::<Caching>();
-            let debug = ctx.request.headers.contains_key("kong-debug");
-            let bypass = HeaderValue::from_static("Bypass");
-            Self::tag(
-                &mut head.headers,
-                self.shown.status,
-                debug,
-                X_CACHE_STATUS,
-                bypass,
-            );
-            return;
-        }
-        let head_only = ctx.request.method == Method::HEAD;
-        let mut headers = HeaderMap::with_capacity(head.headers.len());
-        for (name, value) in &head.headers {
-            if replayable(name) || (head_only && name == CONTENT_LENGTH) {
-                headers.append(name.clone(), value.clone());
-            }
-        }
-        let capture = Capture {
-            status: head.status,
-            headers,
-            ttl,
-            body: BytesMut::new(),
-        };
-        if head_only {
-            // A HEAD response has no body to filter: it is complete now.
-            if let Some(caching) = ctx.request.extensions.remove::<Caching>() {
-                self.save(caching.key, capture, now);
-            }
-        } else if let Some(caching) = ctx.request.extensions.get_mut::<Caching>() {
-            caching.capture = Some(capture);
-        }
-    }
-
-    fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool) {
-        let Some(caching) = ctx.request.extensions.get_mut::<Caching>() else {
-            return;
-        };
-        let Some(capture) = &mut caching.capture else {
-            return;
-        };
-        if capture.body.len() + chunk.len() > self.store.capacity() {
-            // Larger than the whole store: it could not be stored anyway.
-            ctx.request.extensions.remove::<Caching>();
-            return;
-        }
-        capture.body.extend_from_slice(chunk);
-        if eof {
-            if let Some(Caching {
-                key,
-                capture: Some(c),
-            }) = ctx.request.extensions.remove()
-            {
-                self.save(key, c, SystemTime::now());
-            }
-        }
-    }
-
-    fn save(&self, key: Digest, c: Capture, now: SystemTime) {
-        let storage_ttl = match (self.storage_ttl, self.cache_control) {
-            (Some(s), _) => s as f64,
-            (None, true) => c.ttl,
-            (None, false) => self.cache_ttl as f64,
-        };
-        let now_ms = millis(now);
-        let entry = Entry::new(
-            c.status,
-            c.headers,
-            c.body.freeze(),
-            c.ttl,
-            now_ms,
-            storage_ttl,
-        );
-        if !self.store.store(key, entry, now_ms) {
-            tracing::warn!("proxy-cache: a response larger than the cache was not stored");
-        }
     }
 }
 

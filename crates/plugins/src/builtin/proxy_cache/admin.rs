@@ -2,7 +2,6 @@
 //! the stores of the proxy-cache plugins of the live config and reads or purges them. Stores are per
 //! node: unlike Kong, a purge is not broadcast to the other nodes of a cluster.
 
-use super::key::parse_hex;
 use super::store::{Entry, MemoryStore};
 use crate::state::PluginState;
 use serde_json::{json, Map, Value};
@@ -72,23 +71,19 @@ pub fn lookup(
     plugin: Option<uuid::Uuid>,
     key: &str,
 ) -> Option<Value> {
-    let digest = parse_hex(key)?;
     stores(state, config, plugin)
         .iter()
-        .find_map(|s| s.fetch(&digest, now_ms()))
-        .map(|e| to_json(&e))
+        .find_map(|s| s.find_hex(key, now_ms()))
+        .map(|(_, e)| to_json(&e))
 }
 
 /// `DELETE /proxy-cache/{key}` and `DELETE /proxy-cache/{plugin}/caches/{key}`: true when a live entry was
 /// there (204), false otherwise (404).
 pub fn purge(state: &PluginState, config: &Config, plugin: Option<uuid::Uuid>, key: &str) -> bool {
-    let Some(digest) = parse_hex(key) else {
-        return false;
-    };
     stores(state, config, plugin)
         .iter()
-        .find(|s| s.fetch(&digest, now_ms()).is_some())
-        .is_some_and(|s| s.purge(&digest))
+        .find_map(|s| Some((s, s.find_hex(key, now_ms())?.0)))
+        .is_some_and(|(s, text)| s.purge(&text))
 }
 
 /// `DELETE /proxy-cache`: every proxy-cache plugin's store is emptied.

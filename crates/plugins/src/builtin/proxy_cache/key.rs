@@ -10,12 +10,11 @@
 //! - `headers` is the same for the request headers named in `vary_headers` (none when the list is empty);
 //!   names are matched as Kong's header table does (case-insensitive, `_` as `-`).
 
-use super::store::Digest;
 use crate::builtin::transform::form;
 use crate::ctx::RequestCtx;
 use http::{HeaderMap, Version};
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest, Sha256};
 use std::fmt::Write;
 
 /// What varies a key besides the request line and the route/consumer (from the plugin's config).
@@ -44,26 +43,36 @@ impl Vary {
     }
 }
 
-/// The key of this request: its digest and its hex (what `X-Cache-Key` and the Admin API show).
-pub fn build(ctx: &RequestCtx<'_>, vary: &Vary) -> (Digest, String) {
-    let mut text = String::with_capacity(160);
-    match (ctx.consumer, ctx.route) {
-        (Some(c), Some(r)) => {
-            let _ = write!(text, "{}:{}", c.id.hyphenated(), r.id.hyphenated());
+/// The text of this request's key, which Kong hashes (what the store is keyed by; [`hex`] gives the
+/// `X-Cache-Key`). Built with plain appends: it runs on every hit.
+pub fn build(ctx: &RequestCtx<'_>, vary: &Vary) -> String {
+    let mut text = String::with_capacity(192);
+    let mut id = uuid::Uuid::encode_buffer();
+    if let Some(r) = ctx.route {
+        if let Some(c) = ctx.consumer {
+            text.push_str(c.id.hyphenated().encode_lower(&mut id));
+            text.push(':');
         }
-        (_, Some(r)) => {
-            let _ = write!(text, "{}", r.id.hyphenated());
-        }
-        _ => text.push_str("default"),
+        text.push_str(r.id.hyphenated().encode_lower(&mut id));
+    } else {
+        text.push_str("default");
     }
     let req = &ctx.request;
-    let _ = write!(text, "|{}|", req.method);
+    let method = req.method.as_str();
+    text.push('|');
+    text.push_str(method);
+    text.push('|');
     let line_start = text.len();
-    let target = match req.uri.path_and_query() {
-        Some(pq) if req.uri.authority().is_none() => pq.as_str().to_string(),
-        _ => req.uri.to_string(),
-    };
-    let _ = write!(text, "{} {} {}", req.method, target, version(req.version));
+    text.push_str(method);
+    text.push(' ');
+    match req.uri.path_and_query() {
+        Some(pq) if req.uri.authority().is_none() => text.push_str(pq.as_str()),
+        _ => {
+            let _ = write!(text, "{}", req.uri);
+        }
+    }
+    text.push(' ');
+    text.push_str(version(req.version));
     if let Some(q) = text[line_start..].find('?') {
         text.truncate(line_start + q);
     }
@@ -76,7 +85,7 @@ pub fn build(ctx: &RequestCtx<'_>, vary: &Vary) -> (Digest, String) {
     params(&mut text, req.uri.query().unwrap_or(""), &vary.query_params);
     text.push('|');
     headers(&mut text, &req.headers, &vary.headers);
-    digest(&text)
+    text
 }
 
 /// nginx's spelling of the protocol in `$request`.
@@ -90,30 +99,15 @@ fn version(v: Version) -> &'static str {
     }
 }
 
-/// The SHA-256 of `text` and its lowercase hex.
-pub fn digest(text: &str) -> (Digest, String) {
-    let d: Digest = Sha256::digest(text.as_bytes()).into();
-    (d, hex(&d))
-}
-
-pub fn hex(d: &Digest) -> String {
-    let mut s = String::with_capacity(64);
-    for b in d {
-        let _ = write!(s, "{b:02x}");
+/// Kong's cache key: the lowercase hex of the SHA-256 of the key's text.
+pub fn hex(text: &str) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in Sha256::digest(text.as_bytes()) {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
     }
-    s
-}
-
-/// A key's digest from its hex (an Admin API path segment); None when it is not 64 hex digits.
-pub fn parse_hex(s: &str) -> Option<Digest> {
-    if s.len() != 64 {
-        return None;
-    }
-    let mut d = [0u8; 32];
-    for (i, out) in d.iter_mut().enumerate() {
-        *out = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(d)
+    out
 }
 
 /// One `field[=value]` part: a list's values sorted and joined with `,`, a bare argument as its name.

@@ -2,16 +2,19 @@
 //! `memory.dictionary_name`, process-wide (shared by every worker, as Kong's `lua_shared_dict` is shared by
 //! nginx's workers) and kept across config reloads in [`crate::state::PluginState`].
 //!
-//! A store is a fixed number of `Mutex`'d shards keyed by the 32-byte SHA-256 of Kong's cache key: a hit
-//! locks one shard for a map lookup and an `Arc` clone, never for copying the response. Every entry has its
+//! A store is a fixed number of `Mutex`'d shards keyed by the text Kong hashes into its cache key (hashed
+//! here with FxHash; the SHA-256 hex is computed once, on a miss, and kept in the entry for `X-Cache-Key`):
+//! a hit locks one shard for a map lookup and an `Arc` clone, never for copying the response. Every entry has its
 //! own deadline (the storage TTL) and is dropped when a lookup finds it expired. The total size of a store
 //! (bodies, headers and a fixed overhead per entry) is bounded by `mem_cache_size` (Kong sizes
 //! `kong_db_cache` with it; 128m by default); a store that goes over evicts expired entries first, then,
 //! as a second-chance approximation of the shared dictionary's LRU, entries not read since the last sweep.
 
 use bytes::Bytes;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use rustc_hash::FxHasher;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,13 +26,12 @@ const OVERHEAD: usize = 256;
 /// Kong's default `mem_cache_size`.
 pub const DEFAULT_CAPACITY: usize = 128 << 20;
 
-/// The SHA-256 of a cache key (the key is its lowercase hex).
-pub type Digest = [u8; 32];
-
 /// A stored response, as Kong's memory strategy stores it (`status`, `headers`, `body`, `timestamp`,
 /// `ttl`); the headers are kept without the hop-by-hop ones, ready to be sent on a hit.
 #[derive(Debug)]
 pub struct Entry {
+    /// The key's SHA-256 hex (`X-Cache-Key`, and how the Admin API names the entry).
+    pub hex: HeaderValue,
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
@@ -47,6 +49,7 @@ pub struct Entry {
 impl Entry {
     /// A response stored at `now_ms` for `storage_ttl` seconds.
     pub fn new(
+        hex: HeaderValue,
         status: StatusCode,
         headers: HeaderMap,
         body: Bytes,
@@ -59,6 +62,7 @@ impl Entry {
             .map(|(n, v)| n.as_str().len() + v.len() + 32)
             .sum();
         Entry {
+            hex,
             status,
             size: body.len() + head + OVERHEAD,
             headers,
@@ -71,7 +75,7 @@ impl Entry {
     }
 }
 
-type Shard = HashMap<Digest, Arc<Entry>>;
+type Shard = HashMap<Box<str>, Arc<Entry>, BuildHasherDefault<FxHasher>>;
 
 /// One dictionary: bounded, with per-entry deadlines.
 pub struct MemoryStore {
@@ -93,12 +97,14 @@ impl MemoryStore {
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn index(key: &Digest) -> usize {
-        key[0] as usize % SHARDS
+    fn index(key: &str) -> usize {
+        let mut h = FxHasher::default();
+        key.hash(&mut h);
+        (h.finish() >> 32) as usize % SHARDS
     }
 
     /// The live entry under `key` at `now_ms` (an expired one is dropped).
-    pub fn fetch(&self, key: &Digest, now_ms: u64) -> Option<Arc<Entry>> {
+    pub fn fetch(&self, key: &str, now_ms: u64) -> Option<Arc<Entry>> {
         let mut shard = self.shard(Self::index(key));
         let entry = shard.get(key)?;
         if entry.expires_ms <= now_ms {
@@ -113,16 +119,21 @@ impl MemoryStore {
 
     /// Stores `entry` under `key` (replacing what was there), then evicts while the store is over its
     /// size. False when the entry alone is larger than the store (Kong's dictionary refuses it too).
-    pub fn store(&self, key: Digest, entry: Entry, now_ms: u64) -> bool {
+    pub fn store(&self, key: Box<str>, mut entry: Entry, now_ms: u64) -> bool {
+        entry.size += key.len();
         if entry.size > self.capacity {
             return false;
         }
         let i = Self::index(&key);
         self.bytes.fetch_add(entry.size, Ordering::Relaxed);
-        if let Some(old) = self.shard(i).insert(key, Arc::new(entry)) {
-            self.bytes.fetch_sub(old.size, Ordering::Relaxed);
-        }
-        if self.bytes.load(Ordering::Relaxed) > self.capacity {
+        let over = {
+            let mut shard = self.shard(i);
+            if let Some(old) = shard.insert(key.clone(), Arc::new(entry)) {
+                self.bytes.fetch_sub(old.size, Ordering::Relaxed);
+            }
+            self.bytes.load(Ordering::Relaxed) > self.capacity
+        };
+        if over {
             self.evict(i, now_ms, &key);
         }
         true
@@ -131,7 +142,7 @@ impl MemoryStore {
     /// Drops expired entries, then entries not read since the last sweep (their mark is cleared as the
     /// sweep passes), then any, shard by shard from `first`, until the store fits; `kept` (the entry just
     /// stored) stays.
-    fn evict(&self, first: usize, now_ms: u64, kept: &Digest) {
+    fn evict(&self, first: usize, now_ms: u64, kept: &str) {
         for round in 0..3 {
             for n in 0..SHARDS {
                 if self.bytes.load(Ordering::Relaxed) <= self.capacity {
@@ -139,7 +150,7 @@ impl MemoryStore {
                 }
                 let mut shard = self.shard((first + n) % SHARDS);
                 shard.retain(|k, e| {
-                    let keep = k == kept
+                    let keep = &**k == kept
                         || self.bytes.load(Ordering::Relaxed) <= self.capacity
                         || match round {
                             0 => e.expires_ms > now_ms,
@@ -156,7 +167,7 @@ impl MemoryStore {
     }
 
     /// Removes `key`; true when it was there (expired or not).
-    pub fn purge(&self, key: &Digest) -> bool {
+    pub fn purge(&self, key: &str) -> bool {
         match self.shard(Self::index(key)).remove(key) {
             Some(gone) => {
                 self.bytes.fetch_sub(gone.size, Ordering::Relaxed);
@@ -164,6 +175,16 @@ impl MemoryStore {
             }
             None => false,
         }
+    }
+
+    /// The live entry whose key hashes to `hex` (the Admin API's lookup: a scan, off the request path).
+    pub fn find_hex(&self, hex: &str, now_ms: u64) -> Option<(Box<str>, Arc<Entry>)> {
+        (0..SHARDS).find_map(|i| {
+            self.shard(i)
+                .iter()
+                .find(|(_, e)| e.hex.as_bytes() == hex.as_bytes() && e.expires_ms > now_ms)
+                .map(|(k, e)| (k.clone(), e.clone()))
+        })
     }
 
     /// Removes everything.
