@@ -94,7 +94,12 @@ async fn hits_are_served_without_the_upstream_and_vary_as_configured() {
     let hit = get(&gw, "/c/a", &[]).await;
     assert_eq!((hit.status, hit.cache()), (200, "Hit"));
     assert_eq!(hit.header("x-cache-key"), key);
-    assert_eq!(hit.header("age"), "0");
+    // Whole seconds since it was stored (1 when a second boundary passed in between).
+    assert!(
+        ["0", "1"].contains(&hit.header("age")),
+        "{}",
+        hit.header("age")
+    );
     assert_eq!(hit.header("content-type"), "application/json");
     assert_eq!(hit.body, miss.body, "the stored body, byte for byte");
     assert_eq!(up.requests(), 1, "the hit never reached the upstream");
@@ -165,7 +170,8 @@ async fn hits_are_served_without_the_upstream_and_vary_as_configured() {
     let quiet = get(&gw, "/quiet", &[]).await;
     assert_eq!((quiet.cache(), quiet.header("age")), ("", ""));
     let debug = get(&gw, "/quiet", &[("kong-debug", "1")]).await;
-    assert_eq!((debug.cache(), debug.header("age")), ("Hit", "0"));
+    assert_eq!(debug.cache(), "Hit");
+    assert!(["0", "1"].contains(&debug.header("age")));
     assert_eq!(debug.header("x-cache-key").len(), 64);
     assert_eq!(up.requests(), 18);
 }
