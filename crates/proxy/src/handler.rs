@@ -177,7 +177,11 @@ pub fn handle(
             break 'step Step::Plugins(Box::pin(plugin_steps(None)), None);
         }
         let (head_tx, head_rx) = oneshot::channel();
-        tokio::spawn(plugin_steps(Some(head_tx)));
+        // Boxed: tokio moves a task's future several times while spawning it (into the task cell, its
+        // stage, the owned-task list); a box makes each of those moves a pointer instead of the steps'
+        // whole state machine (6.5 KB, ~8k instructions of memcpy per request, measured with a
+        // proxy-cache hit).
+        tokio::spawn(Box::pin(plugin_steps(Some(head_tx))));
         Step::Plugins(Box::pin(async move { head_rx.await.ok() }), fallback)
     };
     async move {
