@@ -1,4 +1,4 @@
-//! State that outlives a config snapshot (rate-limit counters, logging queues), owned by the
+//! State that outlives a config snapshot (rate-limit counters, logging queues, proxy-cache's stores), owned by the
 //! [`crate::Registry`].
 
 use crate::logging::shared::LogQueues;
@@ -18,6 +18,8 @@ pub struct PluginState {
     inserts: AtomicU64,
     /// Queues of `http-log` / `file-log`, kept while some snapshot uses them.
     log_queues: LogQueues,
+    /// proxy-cache's stores, by dictionary name.
+    proxy_caches: crate::builtin::proxy_cache::store::Dictionaries,
     /// The database's counters (`policy: cluster`), set once in DB mode.
     pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::counters::ClusterCounters>>,
 }
@@ -28,6 +30,7 @@ impl Default for PluginState {
             shards: std::array::from_fn(|_| Mutex::default()),
             inserts: AtomicU64::new(0),
             log_queues: LogQueues::default(),
+            proxy_caches: Default::default(),
             cluster: std::sync::OnceLock::new(),
         }
     }
@@ -37,6 +40,11 @@ impl PluginState {
     /// The logging queues shared across snapshots.
     pub fn log_queues(&self) -> &LogQueues {
         &self.log_queues
+    }
+
+    /// proxy-cache's stores (Kong's shared dictionaries), kept across reloads.
+    pub fn proxy_caches(&self) -> &crate::builtin::proxy_cache::store::Dictionaries {
+        &self.proxy_caches
     }
 
     /// The database's counters for `policy: cluster`; None on a node without a database.

@@ -6,6 +6,7 @@ use crate::settings::Settings;
 use sluice_admin::{BoxFuture, ConfigBody, Control, LoadOptions, LoadOutcome, NodeInfo};
 use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{Config, PluginRegistry};
+use sluice_plugins::builtin::proxy_cache;
 use sluice_proxy::ProxyStats;
 use std::future::Future;
 use std::pin::Pin;
@@ -39,6 +40,22 @@ impl Control for NodeControl {
     fn target_health(&self, upstream: &str) -> Option<Vec<(String, &'static str)>> {
         let health = self.loader.snapshot().load().upstream_health(upstream)?;
         Some(health.into_iter().map(|(t, h)| (t, h.as_str())).collect())
+    }
+
+    fn proxy_cache_get(&self, plugin: Option<uuid::Uuid>, key: &str) -> Option<serde_json::Value> {
+        let state = self.loader.registry().state();
+        proxy_cache::admin::lookup(state, &self.config(), plugin, key)
+    }
+
+    fn proxy_cache_purge(&self, plugin: Option<uuid::Uuid>, key: Option<&str>) -> bool {
+        let (state, config) = (self.loader.registry().state(), self.config());
+        match key {
+            Some(key) => proxy_cache::admin::purge(state, &config, plugin, key),
+            None => {
+                proxy_cache::admin::purge_all(state, &config);
+                true
+            }
+        }
     }
 
     fn upstream_available(&self, upstream: &str) -> bool {

@@ -49,6 +49,8 @@ pub fn start(args: StartArgs) -> Result<()> {
         Some(pg) => Registry::with_database(Arc::new(PgCounters::new(pg.clone()))),
         None => Registry::builtin(),
     };
+    let cache_size = usize::try_from(settings.mem_cache_size).unwrap_or(usize::MAX);
+    registry.state().proxy_caches().set_capacity(cache_size);
     let loader = Arc::new(Loader::new(Arc::new(registry), store));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

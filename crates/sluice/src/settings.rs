@@ -22,6 +22,8 @@ pub struct Settings {
     pub headers: String,
     pub lmdb_environment_path: PathBuf,
     pub lmdb_map_size: u64,
+    /// Kong's `mem_cache_size`: the bound of each of proxy-cache's memory stores (128m).
+    pub mem_cache_size: u64,
     pub database: String,
     /// How to reach PostgreSQL, when `database = postgres`.
     pub pg: Option<sluice_db::PgSettings>,
@@ -54,6 +56,7 @@ const KNOWN: &[&str] = &[
     "headers",
     "lmdb_environment_path",
     "lmdb_map_size",
+    "mem_cache_size",
     "database",
     "pg_host",
     "pg_port",
@@ -133,6 +136,8 @@ impl Settings {
         };
         let lmdb_map_size = parse_size(&get("lmdb_map_size").unwrap_or_else(|| "2048m".into()))
             .context("lmdb_map_size")?;
+        let mem_cache_size = parse_size(&get("mem_cache_size").unwrap_or_else(|| "128m".into()))
+            .context("mem_cache_size")?;
         let database = get("database").unwrap_or_else(|| "off".into());
         let pg = match database.as_str() {
             "off" => None,
@@ -156,6 +161,7 @@ impl Settings {
                 .unwrap_or_else(|| "server_tokens, latency_tokens, X-Kong-Request-Id".into()),
             lmdb_environment_path,
             lmdb_map_size,
+            mem_cache_size,
             database,
             pg,
             ssl_cert: get("ssl_cert"),
@@ -183,6 +189,7 @@ impl Settings {
             "headers": split_list(&self.headers),
             "lmdb_environment_path": self.lmdb_environment_path,
             "lmdb_map_size": self.lmdb_map_size,
+            "mem_cache_size": self.mem_cache_size,
             "database": self.database,
             "ssl_cert": self.ssl_cert,
             "admin_ssl_cert": self.admin_ssl_cert,

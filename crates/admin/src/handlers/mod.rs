@@ -4,6 +4,7 @@ mod config;
 mod entities;
 mod health;
 mod info;
+mod proxy_cache;
 mod schemas;
 mod status;
 mod tags;
@@ -91,6 +92,7 @@ async fn handle(
         Endpoint::Validate(name) => schemas::validate(control, name, &read_body(body).await?),
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
+        Endpoint::ProxyCache(plugin, key) => proxy_cache::serve(control, method, plugin, key),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),
         Endpoint::Config if read => Ok(config::get(control)),
         Endpoint::Config if control.db_mode() => Err(ApiError::BadRequest(

@@ -84,6 +84,9 @@ pub fn endpoints() -> Reply {
         "/upstreams/{upstreams}/targets/{targets}/healthy",
         "/upstreams/{upstreams}/targets/{targets}/unhealthy",
         "/upstreams/{upstreams}/targets/all",
+        "/proxy-cache",
+        "/proxy-cache/{cache_key}",
+        "/proxy-cache/{plugin_id}/caches/{cache_key}",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -14,6 +14,7 @@ pub mod http_log;
 pub mod ip_restriction;
 pub mod key_auth;
 pub mod prometheus;
+pub mod proxy_cache;
 pub mod rate_limiting;
 pub mod redirect;
 pub mod request_size_limiting;
@@ -48,6 +49,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         redirect::builtin(),
         request_termination::builtin(),
         prometheus::builtin(),
+        proxy_cache::builtin(),
         http_log::builtin(),
         file_log::builtin(),
     ]
