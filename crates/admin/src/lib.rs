@@ -79,6 +79,11 @@ pub trait Control: Send + Sync + 'static {
     fn proxy_cache_purge(&self, _plugin: Option<uuid::Uuid>, _key: Option<&str>) -> bool {
         false
     }
+    /// A control plane's data planes (Kong's `clustering_data_planes` rows); None on a node that is not a
+    /// control plane (the default).
+    fn data_planes(&self) -> Option<Vec<serde_json::Value>> {
+        None
+    }
     /// Whether the upstream would pick a target now (`?balancer_health=1`).
     fn upstream_available(&self, _upstream: &str) -> bool {
         false

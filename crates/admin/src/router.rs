@@ -69,6 +69,10 @@ pub enum Endpoint<'a> {
     /// proxy-cache's `/proxy-cache` (purge all), `/proxy-cache/{key}` and
     /// `/proxy-cache/{plugin}/caches/{key}`: (plugin, key).
     ProxyCache(Option<&'a str>, Option<&'a str>),
+    /// `GET /clustering/data-planes` (a control plane's data planes).
+    DataPlanes,
+    /// `GET /clustering/status` (Kong's deprecated form of the same).
+    ClusteringStatus,
 }
 
 /// Methods of read-only endpoints.
@@ -140,6 +144,8 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         ["schemas", entity] => Some(Endpoint::Schema(entity)),
         ["tags"] => Some(Endpoint::Tags(None)),
         ["tags", tag] => Some(Endpoint::Tags(Some(tag))),
+        ["clustering", "data-planes"] => Some(Endpoint::DataPlanes),
+        ["clustering", "status"] => Some(Endpoint::ClusteringStatus),
         ["proxy-cache"] => Some(Endpoint::ProxyCache(None, None)),
         ["proxy-cache", key] => Some(Endpoint::ProxyCache(None, Some(key))),
         ["proxy-cache", plugin, "caches", key] => {

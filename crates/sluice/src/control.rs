@@ -27,6 +27,19 @@ pub struct NodeControl {
 }
 
 impl Control for NodeControl {
+    fn data_planes(&self) -> Option<Vec<serde_json::Value>> {
+        if self.settings.cluster.role != crate::hybrid::Role::ControlPlane {
+            return None;
+        }
+        let planes = self.data_planes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rows: Vec<serde_json::Value> = planes
+            .values()
+            .filter_map(|p| serde_json::to_value(p).ok())
+            .collect();
+        rows.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        Some(rows)
+    }
+
     fn config(&self) -> Arc<Config> {
         self.loader.snapshot().load().config().clone()
     }

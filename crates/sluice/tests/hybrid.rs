@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
+/// The hash a DP reports before it has a config.
+fn sluice_cluster_zero() -> &'static str {
+    "00000000000000000000000000000000"
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -110,6 +115,40 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
     assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
     let took = until(&dp, "/second", 200, Duration::from_secs(5)).await;
     assert!(took < Duration::from_secs(2), "propagation took {took:?}");
+
+    // The CP lists the DP with Kong's fields; its ping after applying carries the new config's hash.
+    let mut plane = serde_json::Value::Null;
+    for _ in 0..100 {
+        let planes: serde_json::Value = client()
+            .get(cp.admin_url("/clustering/data-planes"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        plane = planes["data"][0].clone();
+        if plane["config_hash"] != sluice_cluster_zero() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(plane["sync_status"], "normal", "{plane}");
+    assert_eq!(plane["ip"], "127.0.0.1");
+    assert_eq!(plane["version"], "3.9.1");
+    assert_eq!(
+        plane["config_hash"].as_str().map(str::len),
+        Some(32),
+        "{plane}"
+    );
+    assert_ne!(plane["config_hash"], sluice_cluster_zero());
+    // Not a control plane: Kong's 400.
+    let resp = client()
+        .get(dp.admin_url("/clustering/data-planes"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
 
     // The CP goes away: the DP keeps serving, and serves its stored config after a restart without it.
     cp.kill();

@@ -87,6 +87,8 @@ pub fn endpoints() -> Reply {
         "/proxy-cache",
         "/proxy-cache/{cache_key}",
         "/proxy-cache/{plugin_id}/caches/{cache_key}",
+        "/clustering/data-planes",
+        "/clustering/status",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -33,6 +33,9 @@ pub struct DataPlane {
     pub config_hash: String,
     /// Unix seconds.
     pub last_seen: u64,
+    pub updated_at: u64,
+    /// The DP's `cluster_dp_labels`.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// The data planes by id.
@@ -135,6 +138,8 @@ impl Link {
             sync_status: SyncStatus::Unknown.as_str(),
             config_hash: sluice_cluster::hash::EMPTY_CONFIG_HASH.to_string(),
             last_seen: now(),
+            updated_at: now(),
+            labels: hello.labels.clone().unwrap_or_default(),
         };
         if let Err(incompatible) =
             compat::check_kong_version(crate::KONG_VERSION, &outlet.node_version)
@@ -194,6 +199,10 @@ impl Link {
     }
 
     fn record(&self, plane: &DataPlane) {
+        let plane = &DataPlane {
+            updated_at: now(),
+            ..plane.clone()
+        };
         let mut planes = self.planes.lock().unwrap_or_else(|p| p.into_inner());
         planes.insert(plane.id.clone(), plane.clone());
     }
