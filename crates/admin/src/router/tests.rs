@@ -26,6 +26,8 @@ fn describe(e: Option<Endpoint<'_>>) -> String {
         Some(Endpoint::UpstreamHealth(u)) => format!("health {u}"),
         Some(Endpoint::SetTargetHealth(u, t, h)) => format!("set {u}/{t} healthy={h}"),
         Some(Endpoint::ProxyCache(p, k)) => format!("proxy-cache {p:?} {k:?}"),
+        Some(Endpoint::DataPlanes) => "data-planes".into(),
+        Some(Endpoint::ClusteringStatus) => "clustering-status".into(),
     }
 }
 
@@ -43,6 +45,8 @@ fn admin_paths_map_to_endpoints() {
         ("/status/ready", "none"),
         ("/metrics", "metrics"),
         ("/config/", "config"),
+        ("/clustering/data-planes", "data-planes"),
+        ("/clustering/status", "clustering-status"),
         ("/endpoints", "endpoints"),
         ("/schemas/routes", "schema routes"),
         ("/schemas/routes/validate", "validate routes"),
