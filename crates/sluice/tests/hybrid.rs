@@ -4,7 +4,7 @@
 //! certificate is refused.
 
 use sluice_testkit::{client, EchoUpstream, Gateway};
-use sluice_testkit::{self_signed, TestCert};
+use sluice_testkit::{self_signed, TestCa, TestCert};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
@@ -24,7 +24,11 @@ fn free_port() -> u16 {
 
 /// Writes a cluster certificate and key into `dir`; their paths.
 fn cert_files(dir: &std::path::Path, cert: &TestCert) -> (String, String) {
-    let (c, k) = (dir.join("cluster.crt"), dir.join("cluster.key"));
+    let n = std::fs::read_dir(dir).map_or(0, |d| d.count());
+    let (c, k) = (
+        dir.join(format!("cluster{n}.crt")),
+        dir.join(format!("cluster{n}.key")),
+    );
     std::fs::write(&c, &cert.cert_pem).unwrap();
     std::fs::write(&k, &cert.key_pem).unwrap();
     (c.display().to_string(), k.display().to_string())
@@ -41,7 +45,16 @@ fn config(upstream: u16, paths: &[&str]) -> String {
 }
 
 fn control_plane(cluster_port: u16, cert: &(String, String), yaml: &str) -> Gateway {
-    Gateway::builder(BIN)
+    control_plane_with(cluster_port, cert, yaml, &[])
+}
+
+fn control_plane_with(
+    cluster_port: u16,
+    cert: &(String, String),
+    yaml: &str,
+    env: &[(&str, &str)],
+) -> Gateway {
+    let mut b = Gateway::builder(BIN)
         .config_yaml(yaml)
         .env("SLUICE_ROLE", "control_plane")
         .env(
@@ -49,12 +62,19 @@ fn control_plane(cluster_port: u16, cert: &(String, String), yaml: &str) -> Gate
             &format!("127.0.0.1:{cluster_port}"),
         )
         .env("SLUICE_CLUSTER_CERT", &cert.0)
-        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1)
-        .start()
+        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
+    for (k, v) in env {
+        b = b.env(k, v);
+    }
+    b.start()
 }
 
 fn data_plane(cluster_port: u16, cert: &(String, String)) -> Gateway {
-    Gateway::builder(BIN)
+    data_plane_with(cluster_port, cert, &[])
+}
+
+fn data_plane_with(cluster_port: u16, cert: &(String, String), env: &[(&str, &str)]) -> Gateway {
+    let mut b = Gateway::builder(BIN)
         .no_config()
         .expect_not_ready()
         .env("SLUICE_ROLE", "data_plane")
@@ -63,8 +83,11 @@ fn data_plane(cluster_port: u16, cert: &(String, String)) -> Gateway {
             &format!("127.0.0.1:{cluster_port}"),
         )
         .env("SLUICE_CLUSTER_CERT", &cert.0)
-        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1)
-        .start()
+        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
+    for (k, v) in env {
+        b = b.env(k, v);
+    }
+    b.start()
 }
 
 async fn status(gw: &Gateway, path: &str) -> u16 {
@@ -180,4 +203,48 @@ async fn a_data_plane_with_another_certificate_is_refused() {
     let log = stranger.log();
     assert!(log.contains("cluster link failed"), "{log}");
     assert!(cp.log().contains("data plane link closed"), "{}", cp.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pki_mode_verifies_both_sides_against_the_cluster_ca() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("cluster ca");
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, &ca.pem).unwrap();
+    let ca_file = ca_file.display().to_string();
+    let cp_cert = cert_files(dir.path(), &ca.issue(&["cp.cluster.test"]));
+    let dp_cert = cert_files(dir.path(), &ca.issue(&["dp1.cluster.test"]));
+    let foreign = cert_files(
+        dir.path(),
+        &TestCa::new("another ca").issue(&["dp2.cluster.test"]),
+    );
+    let pki = [
+        ("SLUICE_CLUSTER_MTLS", "pki"),
+        ("SLUICE_CLUSTER_CA_CERT", ca_file.as_str()),
+        ("SLUICE_CLUSTER_SERVER_NAME", "cp.cluster.test"),
+    ];
+    let port = free_port();
+    let _cp = control_plane_with(port, &cp_cert, &config(up.port(), &["/first"]), &pki);
+    let stranger = data_plane_with(port, &foreign, &pki);
+    let member = data_plane_with(port, &dp_cert, &pki);
+    until(&member, "/first", 200, Duration::from_secs(10)).await;
+    // A DP that expects another name for the CP refuses it.
+    let misnamed = data_plane_with(
+        port,
+        &dp_cert,
+        &[
+            pki[0],
+            pki[1],
+            ("SLUICE_CLUSTER_SERVER_NAME", "other.cluster.test"),
+        ],
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(status(&stranger, "/first").await, 404);
+    assert_eq!(status(&misnamed, "/first").await, 404);
+    assert!(
+        misnamed.log().contains("cluster link failed"),
+        "{}",
+        misnamed.log()
+    );
 }

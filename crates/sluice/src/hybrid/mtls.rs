@@ -51,7 +51,7 @@ impl Identity {
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    sluice_tls::provider()
 }
 
 fn roots(ca: &str) -> Result<Arc<rustls::RootCertStore>> {
