@@ -205,6 +205,7 @@ async fn settle(mut flow: Flow, ctx: &mut RequestCtx<'_>) -> Option<PluginRespon
                 return None;
             }
             Flow::Respond(r) => return Some(r),
+            Flow::Then(apply) => flow = apply(ctx),
             Flow::Defer(fut) => flow = fut.await,
         }
     }

@@ -131,3 +131,81 @@ async fn the_upstream_spends_named_limits_and_the_gateway_refuses_when_spent() {
         "refused before the upstream was asked"
     );
 }
+
+/// `policy: redis` on the real Redis (database 5, keys of this test's own route id, deleted afterwards):
+/// two nodes spend one limit together, in Kong's key layout; a dead Redis follows `fault_tolerant`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_spend_one_limit_on_redis() {
+    use redis::AsyncCommands;
+    let up = EchoUpstream::start();
+    let route = uuid::Uuid::new_v4();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = format!(
+        r#"_format_version: "3.0"
+services:
+- name: s
+  url: http://127.0.0.1:{}
+  routes:
+  - name: media
+    id: {route}
+    paths: [/media]
+    plugins:
+    - name: response-ratelimiting
+      config: {{limit_by: ip, policy: redis, redis: {{host: 127.0.0.1, port: 6379, database: 5}}, limits: {{videos: {{minute: 3}}}}}}
+  - name: tolerant
+    paths: [/tolerant]
+    plugins:
+    - name: response-ratelimiting
+      config: {{policy: redis, redis_host: 127.0.0.1, redis_port: {dead}, redis_timeout: 200, limits: {{videos: {{minute: 3}}}}}}
+  - name: strict
+    paths: [/strict]
+    plugins:
+    - name: response-ratelimiting
+      config: {{policy: redis, fault_tolerant: false, redis: {{host: 127.0.0.1, port: {dead}, timeout: 200}}, limits: {{videos: {{minute: 3}}}}}}
+"#,
+        up.port()
+    );
+    let a = Gateway::builder(BIN).config_yaml(&yaml).start();
+    let b = Gateway::builder(BIN).config_yaml(&yaml).start();
+    let (status, headers, _, _) = call(&a, "/media", "videos=2").await;
+    assert_eq!(
+        (status, &headers["x-ratelimit-remaining-videos-minute"]),
+        (200, &"1".parse().unwrap())
+    );
+    // The other node sees what the first one spent (the log phase adds it after the response).
+    let mut seen = serde_json::Value::Null;
+    for _ in 0..50 {
+        let (_, _, echoed, _) = call(&b, "/media", "videos=0").await;
+        seen = echoed["headers"]["x-ratelimit-remaining-videos"].clone();
+        if seen == "1" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, "1");
+    let mut con = redis::Client::open("redis://127.0.0.1:6379/5")
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis on 127.0.0.1:6379");
+    let keys: Vec<String> = con
+        .keys(format!("response-ratelimit:{route}:*"))
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(keys[0].ends_with(":videos:minute"), "{keys:?}");
+    let ttl: i64 = con.ttl(&keys[0]).await.unwrap();
+    assert!(ttl > 0 && ttl <= 60, "{ttl}");
+    let _: () = con.del(&keys).await.unwrap();
+
+    // Redis unreachable: fault_tolerant lets the request through uncounted, false answers 500.
+    let (status, headers, _, _) = call(&a, "/tolerant", "videos=1").await;
+    assert_eq!(status, 200);
+    assert!(!headers.contains_key("x-ratelimit-remaining-videos-minute"));
+    let (status, _, _, _) = call(&a, "/strict", "videos=1").await;
+    assert_eq!(status, 500);
+}

@@ -13,7 +13,7 @@
 //! locally, sync in batches) is refused at load for now.
 
 pub(crate) mod config;
-mod redis;
+pub(crate) mod redis;
 pub(crate) mod window;
 
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
@@ -70,7 +70,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         .and_then(|h| HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()).ok());
     let status = StatusCode::from_u16(config.error_code).map_err(|e| e.to_string())?;
     let shared = match config.policy.as_str() {
-        "redis" => Some(Shared::Redis(Arc::new(redis::Target::new(&config.redis())?))),
+        "redis" => Some(Shared::Redis(Arc::new(redis::Target::new(&config.redis.config())?))),
         "cluster" => Some(Shared::Cluster(ctx.state.cluster_counters().ok_or(
             "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
         )?)),
@@ -356,7 +356,7 @@ impl Rules {
 
 /// Logs a failure of the shared counters at most every 10 s per process, with how many were not logged
 /// in between.
-fn failure_logged(error: &str) {
+pub(crate) fn failure_logged(error: &str) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
     static SKIPPED: AtomicU64 = AtomicU64::new(0);

@@ -25,9 +25,16 @@ pub(super) struct Config {
     pub(super) error_message: String,
     pub(super) policy: String,
     pub(super) fault_tolerant: bool,
+    #[serde(flatten)]
+    pub(super) redis: RedisFields,
+}
+
+/// Kong's `redis` record and the deprecated flat `redis_*` fields beside it (still accepted and exported by
+/// Kong 3.x), as both rate-limiting plugins read them.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RedisFields {
     #[serde(default)]
     redis: Option<redis::RedisConfig>,
-    /// Kong's deprecated flat `redis_*` fields, still accepted and exported by Kong 3.x: folded into `redis`.
     #[serde(flatten)]
     flat_redis: FlatRedis,
 }
@@ -45,10 +52,10 @@ struct FlatRedis {
     redis_ssl_verify: Option<bool>,
 }
 
-impl Config {
+impl RedisFields {
     /// The `redis` record, each flat `redis_*` field that is set overriding its record field (Kong's
     /// shorthands write through to the record; the record's own fields carry schema defaults).
-    pub(super) fn redis(&self) -> redis::RedisConfig {
+    pub(crate) fn config(&self) -> redis::RedisConfig {
         let r = self.redis.clone().unwrap_or_default();
         let f = &self.flat_redis;
         redis::RedisConfig {

@@ -1,7 +1,7 @@
 //! response-ratelimiting's config: Kong's schema (named limits, each a record of periods), its rules, and the
 //! typed config the plugin is built from.
 
-use crate::builtin::rate_limiting::config::{flat_redis_fields, redis_schema};
+use crate::builtin::rate_limiting::config::{flat_redis_fields, redis_schema, RedisFields};
 use crate::builtin::rate_limiting::window::PERIODS;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -14,6 +14,10 @@ pub(super) struct Config {
     pub(super) header_name: String,
     /// `consumer` (default), `credential` or `ip`; each falls back to the client IP.
     pub(super) limit_by: String,
+    pub(super) policy: String,
+    pub(super) fault_tolerant: bool,
+    #[serde(flatten)]
+    pub(super) redis: RedisFields,
     /// Refuse a request as soon as one of its limits is used up (before the upstream is asked).
     pub(super) block_on_first_violation: bool,
     /// Don't send `X-RateLimit-*` headers to the client.
@@ -22,8 +26,7 @@ pub(super) struct Config {
     pub(super) limits: BTreeMap<String, BTreeMap<String, Option<f64>>>,
 }
 
-/// The config schema. `redis` and `cluster` are Kong's other policies; this build counts locally and says
-/// so at load (docs/differences.md).
+/// The config schema. Kong's `cluster` policy is refused at load (docs/differences.md).
 pub(super) fn schema() -> Schema {
     let limit = || Field::number().gt(0.0);
     let periods = Schema::new(PERIODS.iter().map(|p| (p.name(), limit())).collect())
@@ -85,14 +88,21 @@ fn check_periods(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     errors.is_empty().then_some(()).ok_or(errors)
 }
 
-/// Only `local` is counted by this build; `redis` and `cluster` are refused with a reason, never accepted and
-/// then counted locally.
+/// `local` and `redis` are counted by this build; `cluster` is refused with a reason, never accepted and
+/// then counted locally. `redis` needs a host (the record's or the flat field).
 fn check_policy(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     match m["policy"].as_str() {
         Some("local") | None => Ok(()),
+        Some("redis") => {
+            let host = m["redis"].get("host").filter(|h| !h.is_null());
+            match host.is_none() && m["redis_host"].is_null() {
+                true => Err(vec![FieldError::new("redis.host", "required field missing")]),
+                false => Ok(()),
+            }
+        }
         Some(other) => Err(vec![FieldError::new(
             "policy",
-            format!("policy '{other}' is not supported by this build's response-ratelimiting (use 'local')"),
+            format!("policy '{other}' is not supported by this build's response-ratelimiting (use 'local' or 'redis')"),
         )]),
     }
 }

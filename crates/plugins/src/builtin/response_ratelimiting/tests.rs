@@ -3,11 +3,9 @@
 use super::*;
 use crate::registry::Registry;
 
-fn plugin(limits: &[&str]) -> ResponseRateLimiting {
-    ResponseRateLimiting {
-        plugin_id: uuid::Uuid::nil(),
+fn rules(limits: &[&str]) -> Rules {
+    Rules {
         usage_header: HeaderName::from_static("x-kong-limit"),
-        limit_by: LimitBy::Ip,
         block_on_first_violation: false,
         hide_client_headers: false,
         limits: limits
@@ -18,11 +16,10 @@ fn plugin(limits: &[&str]) -> ResponseRateLimiting {
                 windows: Vec::new(),
             })
             .collect(),
-        state: Arc::default(),
     }
 }
 
-fn spent(p: &ResponseRateLimiting, lines: &[&str]) -> Vec<i64> {
+fn spent(p: &Rules, lines: &[&str]) -> Vec<i64> {
     let mut headers = http::HeaderMap::new();
     for l in lines {
         headers.append("x-kong-limit", l.parse().unwrap());
@@ -32,7 +29,7 @@ fn spent(p: &ResponseRateLimiting, lines: &[&str]) -> Vec<i64> {
 
 #[test]
 fn the_usage_header_is_read_as_kong_reads_it() {
-    let p = plugin(&["images", "videos"]);
+    let p = rules(&["images", "videos"]);
     assert_eq!(spent(&p, &["videos=2, images = 3"]), vec![3, 2]);
     assert_eq!(spent(&p, &["videos=2", "images=1"]), vec![1, 2]);
     // Unknown names, two `=`, non-integers and empty parts are ignored.
@@ -65,5 +62,8 @@ fn the_schema_has_kongs_rules() {
         "{err}"
     );
     let err = check("{policy: redis, limits: {videos: {minute: 1}}}").unwrap_err();
+    assert!(err.contains("redis.host"), "{err}");
+    check("{policy: redis, redis: {host: 127.0.0.1}, limits: {videos: {minute: 1}}}").unwrap();
+    let err = check("{policy: cluster, limits: {videos: {minute: 1}}}").unwrap_err();
     assert!(err.contains("not supported"), "{err}");
 }
