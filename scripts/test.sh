@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly what CI runs: tools, formatting, lints, unit + integration tests (the
 # differential suite starts Debian's nginx), `sluice config check` over every example config, a smoke run of
-# the perf framework, and the performance gate (callgrind instruction counts against a committed baseline).
+# the perf framework, a short run of every fuzz target, and the performance gate (callgrind instruction counts against a committed baseline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +45,9 @@ if ! pg_ready; then
   pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432 as postgres" >&2; exit 1; }
 fi
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy || true
+step "python packages for the tests' independent clients (PyJWT, cryptography, websockets)"
+python3 -c 'import jwt, cryptography, websockets' 2>/dev/null \
+  || python3 -m pip install -q --disable-pip-version-check pyjwt cryptography websockets
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -72,6 +75,9 @@ if command -v wrk >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1; then
   "$target_dir/debug/sluice-perf" run --case no-plugins --target "bin:$sluice" --target nginx \
     --reps 1 --duration 2s --warmup 1s --connections 10 --out "$out"
 fi
+step "fuzz: every target for ${FUZZ_SECONDS:-20} s from the committed corpora"
+scripts/fuzz.sh
+
 step "perf gate: instructions per request against perf/instructions-baseline.txt"
 scripts/perf-gate.sh
 

@@ -22,6 +22,8 @@ mod catalog;
 mod deadline;
 mod errors;
 mod form;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 mod pagination;
 mod query;
