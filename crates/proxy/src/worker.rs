@@ -207,8 +207,9 @@ async fn serve<IO>(
         // moved into its await slot), and hyper moves this future into place per request.
         handler::handle(req, info.clone(), conn_shared.clone(), in_flight).map(Ok::<_, Infallible>)
     });
+    // With upgrades: a WebSocket's 101 hands the connection over to its tunnel (`upgrade`).
     let conn = builder
-        .serve_connection(TokioIo::new(io), service)
+        .serve_connection_with_upgrades(TokioIo::new(io), service)
         .into_owned();
     let conn = graceful.watch(conn);
     let timeout = shared.settings.client_header_timeout;

@@ -1,0 +1,193 @@
+//! WebSocket upgrades: an HTTP/1.1 request with `Upgrade: websocket` on a routed request, taken by the
+//! request driver ([`crate::handler::handle`]) right after routing, as Kong proxies one.
+//!
+//! It runs in a task of its own, which hands the response head to the driver and outlives it: `rewrite`
+//! and `access` as for any request (a plugin's answer, 401 or 429, means no upgrade), then balance and
+//! send with Kong's `Connection: keep-alive, Upgrade` and `Upgrade: websocket`. An upstream that answers
+//! anything but 101 is an ordinary response. A 101 goes through `header_filter` to the client; once hyper
+//! has sent it and handed over the client's connection, bytes are copied both ways
+//! ([`sluice_upstream::tunnel`]) until either side closes or the service's timeouts end it, and the log
+//! phase runs then, with the bytes each way.
+//!
+//! Other upgrades (`h2c`, ...) are not taken here: they go upstream as ordinary requests without their
+//! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
+//! is a 502.
+
+use crate::error::Negotiation;
+use crate::exchange::{Routed, Switched, Upgrade};
+use crate::handler::{Answer, Scope};
+use crate::metrics::{content_length, Finished, Series};
+use crate::phases::{self, LogFacts, Outcome};
+use bytes::Bytes;
+use http::{request, Response};
+use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use sluice_metrics::Source;
+use sluice_plugins::{PluginChain, RequestCtx};
+use sluice_upstream::body::full;
+use sluice_upstream::tunnel;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// The driver's handle on an upgrade: resolves to the response head (None when the task ended before it
+/// had one, answered with `Negotiation`'s error).
+pub type Started = (
+    Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
+    Negotiation,
+);
+
+/// The client's side of the upgrade when the request asks to switch to WebSocket. hyper attaches it only
+/// to requests with an `Upgrade` header (HTTP/1.1), so for all others this is one empty-map check.
+#[inline]
+pub fn websocket(parts: &mut request::Parts) -> Option<OnUpgrade> {
+    if parts.extensions.get::<OnUpgrade>().is_none() {
+        return None;
+    }
+    take_websocket(parts)
+}
+
+#[cold]
+fn take_websocket(parts: &mut request::Parts) -> Option<OnUpgrade> {
+    // Kong's test: the `Upgrade` value, lowercased, is `websocket`.
+    let asked = parts
+        .headers
+        .get(http::header::UPGRADE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    asked
+        .then(|| parts.extensions.remove::<OnUpgrade>())
+        .flatten()
+}
+
+/// Starts the upgrade's task; the driver awaits the head it hands over.
+pub fn start(
+    client: OnUpgrade,
+    parts: request::Parts,
+    body: Incoming,
+    routed: Routed,
+    scope: &Scope,
+) -> Started {
+    let fallback = Negotiation::of(&parts);
+    let (head_tx, head_rx) = oneshot::channel();
+    tokio::spawn(run(client, parts, body, routed, scope.clone(), head_tx));
+    (Box::pin(async move { head_rx.await.ok() }), fallback)
+}
+
+/// Steps 2 to 7 of an upgrade request, in its task.
+async fn run(
+    client: OnUpgrade,
+    parts: request::Parts,
+    body: Incoming,
+    mut routed: Routed,
+    scope: Scope,
+    head_tx: oneshot::Sender<Answer>,
+) {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let index = routed.found.id;
+    let series = Series::Route(index);
+    let chain = snap.plugins.route_chain(index);
+    let negotiation = Negotiation::of(&parts);
+    let captures = routed.found.captures.take();
+    let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
+    ctx.captures = captures.as_ref();
+    let meter = series.meter(snap);
+    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    // 2. rewrite and access, then 3. balance and send unless a plugin answered.
+    let outcome = match phases::access(&mut ctx, chain, body).await {
+        Err(answered) => answered,
+        Ok(body) => match phases::prepare(&ctx, chain, body, routed, snap, &x) {
+            Err(e) => Outcome::Failed(e),
+            Ok((mut sending, uri)) => {
+                sending.upgrade_websocket();
+                match sending.send_upgrade(snap, &x, Instant::now()).await {
+                    Ok(Upgrade::Switched(switched)) => {
+                        let tunnel = Tunnel {
+                            ctx,
+                            chain,
+                            series,
+                            bytes_in,
+                            uri,
+                        };
+                        return tunnel.run(switched, client, head_tx, &scope).await;
+                    }
+                    Ok(Upgrade::Refused(p)) => Outcome::Upstream(p, uri),
+                    Err(e) => Outcome::Failed(e),
+                }
+            }
+        },
+    };
+    // No upgrade: 4. to 7. as for any request.
+    let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
+    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, x.started));
+    phases::stream(done, count, head_tx, snap).await;
+}
+
+/// An upgrade the upstream accepted, with what its log phase needs.
+struct Tunnel<'a> {
+    ctx: RequestCtx<'a>,
+    chain: &'a PluginChain,
+    series: Series,
+    bytes_in: u64,
+    uri: Option<http::uri::PathAndQuery>,
+}
+
+impl Tunnel<'_> {
+    /// 4. `header_filter` on the 101, 5. its count, then the tunnel, and 7. `log` when it closes.
+    async fn run(
+        mut self,
+        switched: Switched,
+        client: OnUpgrade,
+        head_tx: oneshot::Sender<Answer>,
+        scope: &Scope,
+    ) {
+        let Switched {
+            mut head,
+            conn,
+            timings,
+            tries,
+            inflight,
+            timeouts,
+        } = switched;
+        let (snap, started) = (&*scope.snap, scope.started);
+        phases::filter_head(&mut self.ctx, self.chain, &mut head);
+        let count = self.series.meter(snap).map(|meter| {
+            let finished = Finished {
+                source: Source::Service,
+                started,
+                timings: Some(&timings),
+                bytes_in: self.bytes_in,
+                consumer: None,
+            };
+            phases::observe(&self.ctx, &head, meter, self.series, snap, finished)
+        });
+        let log = LogFacts::new(&head, "upstream", started);
+        let response = Response::from_parts(head, full(Bytes::new()));
+        phases::hand_over(head_tx, (response, count), snap);
+        // hyper resolves this once the 101 is written (an error when the client went away first).
+        let moved = match client.await {
+            Ok(upgraded) => Some(tunnel::run(TokioIo::new(upgraded), conn, timeouts).await),
+            Err(e) => {
+                tracing::debug!(error = %e, "client connection was not upgraded");
+                None
+            }
+        };
+        drop(inflight);
+        if let Some(m) = &moved {
+            tracing::debug!(end = ?m.end, to_upstream = m.to_upstream, to_client = m.to_client, "tunnel closed");
+        }
+        let upstream = phases::Upstream {
+            timings,
+            tries,
+            uri: self.uri,
+        };
+        let mut record = log.record(
+            &self.ctx,
+            moved.map_or(0, |m| m.to_client),
+            Some(upstream),
+        );
+        record.request_bytes = moved.map_or(0, |m| m.to_upstream);
+        self.chain.log(&self.ctx, &record);
+    }
+}
