@@ -7,25 +7,34 @@
 //! anything but 101 is an ordinary response. A 101 goes through `header_filter` to the client; once hyper
 //! has sent it and handed over the client's connection, bytes are copied both ways
 //! ([`sluice_upstream::tunnel`]) until either side closes or the service's timeouts end it, and the log
-//! phase runs then, with the bytes each way.
+//! phase runs then, with the bytes sent to the client.
+//!
+//! An HTTP/2 client asks with an extended CONNECT (RFC 8441, `:protocol` websocket; the h2 listener
+//! advertises it): it is bridged to the HTTP/1.1 upgrade upstream (a GET with a `Sec-WebSocket-Key` of
+//! the gateway's), and the upstream's 101 reaches it as a 200, its stream then carrying the tunnel.
 //!
 //! Other upgrades (`h2c`, ...) are not taken here: they go upstream as ordinary requests without their
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
 //! is a 502.
 
 use crate::error::Negotiation;
-use crate::exchange::{Routed, Switched, Upgrade};
+use crate::error::ProxyError;
+use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
 use crate::handler::{Answer, Scope};
 use crate::metrics::{content_length, Finished, Series};
 use crate::phases::{self, LogFacts, Outcome};
+use crate::snapshot::Snapshot;
+use base64::Engine;
 use bytes::Bytes;
-use http::{request, Response};
+use http::header::{HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
+use http::{request, Method, Response, StatusCode, Version};
 use hyper::body::Incoming;
+use hyper::ext::Protocol;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, RequestCtx};
-use sluice_upstream::body::full;
+use sluice_upstream::body::{full, ProxyBody};
 use sluice_upstream::tunnel;
 use std::future::Future;
 use std::pin::Pin;
@@ -39,31 +48,87 @@ pub type Started = (
     Negotiation,
 );
 
+/// The client's side of a WebSocket upgrade: hyper's handle on its connection (HTTP/1.1) or stream (h2).
+pub struct Client {
+    on: OnUpgrade,
+    /// An HTTP/2 extended CONNECT (RFC 8441), bridged to an HTTP/1.1 upgrade upstream.
+    h2: bool,
+}
+
 /// The client's side of the upgrade when the request asks to switch to WebSocket. hyper attaches it only
-/// to requests with an `Upgrade` header (HTTP/1.1), so for all others this is one empty-map check.
+/// to requests with an `Upgrade` header (HTTP/1.1) and to CONNECT requests (h2), so for all others this
+/// is one empty-map check.
 #[inline]
-pub fn websocket(parts: &mut request::Parts) -> Option<OnUpgrade> {
-    if parts.extensions.get::<OnUpgrade>().is_none() {
-        return None;
-    }
+pub fn websocket(parts: &mut request::Parts) -> Option<Client> {
+    parts.extensions.get::<OnUpgrade>()?;
     take_websocket(parts)
 }
 
 #[cold]
-fn take_websocket(parts: &mut request::Parts) -> Option<OnUpgrade> {
-    // Kong's test: the `Upgrade` value, lowercased, is `websocket`.
-    let asked = parts
-        .headers
-        .get(http::header::UPGRADE)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
-    asked
+fn take_websocket(parts: &mut request::Parts) -> Option<Client> {
+    let h2 = parts.version == Version::HTTP_2;
+    let asked = match h2 {
+        // RFC 8441: CONNECT with `:protocol` websocket.
+        true => {
+            parts.method == Method::CONNECT
+                && parts
+                    .extensions
+                    .get::<Protocol>()
+                    .is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
+        }
+        // Kong's test: the `Upgrade` value, lowercased, is `websocket`.
+        false => parts
+            .headers
+            .get(UPGRADE)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket")),
+    };
+    let on = asked
         .then(|| parts.extensions.remove::<OnUpgrade>())
-        .flatten()
+        .flatten()?;
+    Some(Client { on, h2 })
+}
+
+/// The upstream request of an upgrade, from the plugins' edited head: Kong's upgrade lines, and for an
+/// extended CONNECT the HTTP/1.1 handshake it stands for.
+fn prepare(
+    ctx: &mut RequestCtx<'_>,
+    chain: &PluginChain,
+    body: ProxyBody,
+    routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+    h2: bool,
+) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
+    if h2 {
+        as_http1_handshake(&mut ctx.request);
+    }
+    let (mut sending, uri) = phases::prepare(ctx, chain, body, routed, snap, x)?;
+    sending.upgrade_websocket();
+    Ok((sending, uri))
+}
+
+/// An extended CONNECT as the HTTP/1.1 handshake it stands for (RFC 8441 §5): a GET with a fresh
+/// `Sec-WebSocket-Key` (the client's `Sec-WebSocket-Version`, `-Protocol` and `-Extensions` go as sent).
+fn as_http1_handshake(request: &mut request::Parts) {
+    request.method = Method::GET;
+    let key = base64::engine::general_purpose::STANDARD.encode(uuid::Uuid::new_v4().as_bytes());
+    if let Ok(key) = HeaderValue::from_str(&key) {
+        request.headers.insert(SEC_WEBSOCKET_KEY, key);
+    }
+}
+
+/// The upstream's 101 as the answer to an extended CONNECT: 200, without the HTTP/1.1 handshake's
+/// connection-level fields (h2 forbids `Connection` and `Upgrade`).
+fn as_h2_answer(head: &mut http::response::Parts) {
+    head.status = StatusCode::OK;
+    for name in [CONNECTION, UPGRADE, SEC_WEBSOCKET_ACCEPT] {
+        head.headers.remove(name);
+    }
 }
 
 /// Starts the upgrade's task; the driver awaits the head it hands over.
 pub fn start(
-    client: OnUpgrade,
+    client: Client,
     parts: request::Parts,
     body: Incoming,
     routed: Routed,
@@ -77,7 +142,7 @@ pub fn start(
 
 /// Steps 2 to 7 of an upgrade request, in its task.
 async fn run(
-    client: OnUpgrade,
+    client: Client,
     parts: request::Parts,
     body: Incoming,
     mut routed: Routed,
@@ -97,25 +162,22 @@ async fn run(
     // 2. rewrite and access, then 3. balance and send unless a plugin answered.
     let outcome = match phases::access(&mut ctx, chain, body).await {
         Err(answered) => answered,
-        Ok(body) => match phases::prepare(&ctx, chain, body, routed, snap, &x) {
+        Ok(body) => match prepare(&mut ctx, chain, body, routed, snap, &x, client.h2) {
             Err(e) => Outcome::Failed(e),
-            Ok((mut sending, uri)) => {
-                sending.upgrade_websocket();
-                match sending.send_upgrade(snap, &x, Instant::now()).await {
-                    Ok(Upgrade::Switched(switched)) => {
-                        let tunnel = Tunnel {
-                            ctx,
-                            chain,
-                            series,
-                            bytes_in,
-                            uri,
-                        };
-                        return tunnel.run(switched, client, head_tx, &scope).await;
-                    }
-                    Ok(Upgrade::Refused(p)) => Outcome::Upstream(p, uri),
-                    Err(e) => Outcome::Failed(e),
+            Ok((sending, uri)) => match sending.send_upgrade(snap, &x, Instant::now()).await {
+                Ok(Upgrade::Switched(switched)) => {
+                    let tunnel = Tunnel {
+                        ctx,
+                        chain,
+                        series,
+                        bytes_in,
+                        uri,
+                    };
+                    return tunnel.run(switched, client, head_tx, &scope).await;
                 }
-            }
+                Ok(Upgrade::Refused(p)) => Outcome::Upstream(p, uri),
+                Err(e) => Outcome::Failed(e),
+            },
         },
     };
     // No upgrade: 4. to 7. as for any request.
@@ -138,7 +200,7 @@ impl Tunnel<'_> {
     async fn run(
         mut self,
         switched: Switched,
-        client: OnUpgrade,
+        client: Client,
         head_tx: oneshot::Sender<Answer>,
         scope: &Scope,
     ) {
@@ -151,6 +213,9 @@ impl Tunnel<'_> {
             timeouts,
         } = switched;
         let (snap, started) = (&*scope.snap, scope.started);
+        if client.h2 {
+            as_h2_answer(&mut head);
+        }
         phases::filter_head(&mut self.ctx, self.chain, &mut head);
         let count = self.series.meter(snap).map(|meter| {
             let finished = Finished {
@@ -166,7 +231,7 @@ impl Tunnel<'_> {
         let response = Response::from_parts(head, full(Bytes::new()));
         phases::hand_over(head_tx, (response, count), snap);
         // hyper resolves this once the 101 is written (an error when the client went away first).
-        let moved = match client.await {
+        let moved = match client.on.await {
             Ok(upgraded) => Some(tunnel::run(TokioIo::new(upgraded), conn, timeouts).await),
             Err(e) => {
                 tracing::debug!(error = %e, "client connection was not upgraded");
@@ -182,12 +247,9 @@ impl Tunnel<'_> {
             tries,
             uri: self.uri,
         };
-        let mut record = log.record(
-            &self.ctx,
-            moved.map_or(0, |m| m.to_client),
-            Some(upstream),
-        );
-        record.request_bytes = moved.map_or(0, |m| m.to_upstream);
+        // As nginx counts an upgraded request: the response's size has every byte sent to the client, the
+        // request's is the handshake request's alone (`$request_length`).
+        let record = log.record(&self.ctx, moved.map_or(0, |m| m.to_client), Some(upstream));
         self.chain.log(&self.ctx, &record);
     }
 }

@@ -113,7 +113,11 @@ fn builder(tls: bool) -> auto::Builder<TokioExecutor> {
         // The header timeout is per connection (`watchdog`), not a timer per request.
         .header_read_timeout(None)
         .max_buf_size(MAX_HEAD_BYTES);
-    builder.http2().timer(TokioTimer::new());
+    // RFC 8441's extended CONNECT: WebSocket over h2 (`upgrade`).
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .enable_connect_protocol();
     builder
 }
 

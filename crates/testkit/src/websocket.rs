@@ -57,6 +57,8 @@ impl WsEchoUpstream {
     }
 }
 
+// The handshake callback's `Result` is tungstenite's type, large error and all.
+#[allow(clippy::result_large_err)]
 async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Vec<WsHandshake>>>) {
     let mut path = String::new();
     let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
