@@ -24,10 +24,9 @@ use crate::handler::{Answer, Scope};
 use crate::metrics::{content_length, Finished, Series};
 use crate::phases::{self, LogFacts, Outcome};
 use crate::snapshot::Snapshot;
-use base64::Engine;
 use bytes::Bytes;
-use http::header::{HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
-use http::{request, Method, Response, StatusCode, Version};
+use http::header::UPGRADE;
+use http::{request, Method, Response, Version};
 use hyper::body::Incoming;
 use hyper::ext::Protocol;
 use hyper::upgrade::OnUpgrade;
@@ -40,6 +39,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 use tokio::sync::oneshot;
+
+mod h2;
 
 /// The driver's handle on an upgrade: resolves to the response head (None when the task ended before it
 /// had one, answered with `Negotiation`'s error).
@@ -100,30 +101,11 @@ fn prepare(
     h2: bool,
 ) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
     if h2 {
-        as_http1_handshake(&mut ctx.request);
+        h2::as_http1_handshake(&mut ctx.request);
     }
     let (mut sending, uri) = phases::prepare(ctx, chain, body, routed, snap, x)?;
     sending.upgrade_websocket();
     Ok((sending, uri))
-}
-
-/// An extended CONNECT as the HTTP/1.1 handshake it stands for (RFC 8441 §5): a GET with a fresh
-/// `Sec-WebSocket-Key` (the client's `Sec-WebSocket-Version`, `-Protocol` and `-Extensions` go as sent).
-fn as_http1_handshake(request: &mut request::Parts) {
-    request.method = Method::GET;
-    let key = base64::engine::general_purpose::STANDARD.encode(uuid::Uuid::new_v4().as_bytes());
-    if let Ok(key) = HeaderValue::from_str(&key) {
-        request.headers.insert(SEC_WEBSOCKET_KEY, key);
-    }
-}
-
-/// The upstream's 101 as the answer to an extended CONNECT: 200, without the HTTP/1.1 handshake's
-/// connection-level fields (h2 forbids `Connection` and `Upgrade`).
-fn as_h2_answer(head: &mut http::response::Parts) {
-    head.status = StatusCode::OK;
-    for name in [CONNECTION, UPGRADE, SEC_WEBSOCKET_ACCEPT] {
-        head.headers.remove(name);
-    }
 }
 
 /// Starts the upgrade's task; the driver awaits the head it hands over.
@@ -214,7 +196,7 @@ impl Tunnel<'_> {
         } = switched;
         let (snap, started) = (&*scope.snap, scope.started);
         if client.h2 {
-            as_h2_answer(&mut head);
+            h2::as_h2_answer(&mut head);
         }
         phases::filter_head(&mut self.ctx, self.chain, &mut head);
         let count = self.series.meter(snap).map(|meter| {
