@@ -215,13 +215,11 @@ async fn key_auth_answers_before_any_upgrade() {
     let port = s.gw.proxy_port();
     let e = open(port, "/keyed", &[])
         .await
-        .err()
-        .expect("no key, no upgrade");
+        .expect_err("no key, no upgrade");
     assert_eq!(refused_status(e), 401);
     let e = open(port, "/keyed", &[("apikey", "wrong")])
         .await
-        .err()
-        .unwrap();
+        .expect_err("refused");
     assert_eq!(refused_status(e), 401);
     assert!(
         s.ws.handshakes().is_empty(),
@@ -279,7 +277,9 @@ async fn the_log_phase_runs_when_the_tunnel_closes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_handshake_is_an_ordinary_response() {
     let s = setup();
-    let e = open(s.gw.proxy_port(), "/refuse", &[]).await.err().unwrap();
+    let e = open(s.gw.proxy_port(), "/refuse", &[])
+        .await
+        .expect_err("refused");
     assert_eq!(refused_status(e), 403);
     // The gateway goes on serving upgrades.
     let mut ws = open(s.gw.proxy_port(), "/ws", &[]).await.unwrap();
