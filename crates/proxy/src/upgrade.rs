@@ -108,7 +108,10 @@ fn prepare(
     Ok((sending, uri))
 }
 
-/// Starts the upgrade's task; the driver awaits the head it hands over.
+/// Starts the upgrade's task; the driver awaits the head it hands over. Cold and out of line: the driver
+/// is the hot path, and this branch's moves and spawn would otherwise weigh on every request's code.
+#[cold]
+#[inline(never)]
 pub fn start(
     client: Client,
     parts: request::Parts,
