@@ -1,6 +1,6 @@
 //! Consumers and their credentials of one snapshot, indexed for O(1) lookups by the auth plugins.
 
-use sluice_model::{BasicAuthCredential, Config, Consumer, KeyAuthCredential};
+use sluice_model::{BasicAuthCredential, Config, Consumer, HmacAuthCredential, KeyAuthCredential};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -12,6 +12,7 @@ pub struct Credentials {
     consumer_by_name: HashMap<String, usize>,
     keys: HashMap<String, KeyAuthCredential>,
     basic: HashMap<String, BasicAuthCredential>,
+    hmac: HashMap<String, HmacAuthCredential>,
     groups: HashMap<Uuid, Vec<String>>,
 }
 
@@ -32,6 +33,9 @@ impl Credentials {
         }
         for b in &config.basicauth_credentials {
             c.basic.insert(b.username.clone(), b.clone());
+        }
+        for h in &config.hmacauth_credentials {
+            c.hmac.insert(h.username.clone(), h.clone());
         }
         for a in &config.acls {
             c.groups
@@ -67,6 +71,11 @@ impl Credentials {
 
     pub fn basic(&self, username: &str) -> Option<&BasicAuthCredential> {
         self.basic.get(username)
+    }
+
+    /// The hmac-auth credential of this username.
+    pub fn hmac(&self, username: &str) -> Option<&HmacAuthCredential> {
+        self.hmac.get(username)
     }
 
     /// ACL groups of a consumer.

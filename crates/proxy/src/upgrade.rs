@@ -1,9 +1,9 @@
-//! WebSocket upgrades: an HTTP/1.1 request with `Upgrade: websocket` on a routed request, taken by the
-//! request driver ([`crate::handler::handle`]) right after routing, as Kong proxies one.
+//! WebSocket upgrades: an HTTP/1.1 request with `Upgrade: websocket` (or h2's extended CONNECT), taken by
+//! the request driver ([`crate::handler::route`]) right after routing, as Kong proxies one.
 //!
-//! It runs in a task of its own, which hands the response head to the driver and outlives it: `rewrite`
-//! and `access` as for any request (a plugin's answer, 401 or 429, means no upgrade), then balance and
-//! send with Kong's `Connection: keep-alive, Upgrade` and `Upgrade: websocket`. An upstream that answers
+//! It runs in a task of its own, which hands the response head to the driver and outlives it: `access` as
+//! for any request (a global `rewrite` ran before routing; a plugin's answer, 401 or 429, means no
+//! upgrade), then balance and send with Kong's `Connection: keep-alive, Upgrade` and `Upgrade: websocket`. An upstream that answers
 //! anything but 101 is an ordinary response. A 101 goes through `header_filter` to the client; once hyper
 //! has sent it and handed over the client's connection, bytes are copied both ways
 //! ([`sluice_upstream::tunnel`]) until either side closes or the service's timeouts end it, and the log
@@ -125,7 +125,7 @@ pub fn start(
     (Box::pin(async move { head_rx.await.ok() }), fallback)
 }
 
-/// Steps 2 to 7 of an upgrade request, in its task.
+/// Steps 4 to 9 of an upgrade request, in its task.
 async fn run(
     client: Client,
     parts: request::Parts,
@@ -144,7 +144,7 @@ async fn run(
     ctx.captures = captures.as_ref();
     let meter = series.meter(snap);
     let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
-    // 2. rewrite and access, then 3. balance and send unless a plugin answered.
+    // 4. access, then 5. balance and send unless a plugin answered.
     let outcome = match phases::access(&mut ctx, chain, body).await {
         Err(answered) => answered,
         Ok(body) => match prepare(&mut ctx, chain, body, routed, snap, &x, client.h2) {
@@ -165,7 +165,7 @@ async fn run(
             },
         },
     };
-    // No upgrade: 4. to 7. as for any request.
+    // No upgrade: 6. to 9. as for any request.
     let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
     let count = meter.map(|m| done.observe(m, series, snap, bytes_in, x.started));
     phases::stream(done, count, head_tx, snap).await;
@@ -181,7 +181,7 @@ struct Tunnel<'a> {
 }
 
 impl Tunnel<'_> {
-    /// 4. `header_filter` on the 101, 5. its count, then the tunnel, and 7. `log` when it closes.
+    /// 6. `header_filter` on the 101, 7. its count, then the tunnel, and 9. `log` when it closes.
     async fn run(
         mut self,
         switched: Switched,
@@ -212,7 +212,7 @@ impl Tunnel<'_> {
             };
             phases::observe(&self.ctx, &head, meter, self.series, snap, finished)
         });
-        let log = LogFacts::new(&head, "upstream", started);
+        let log = LogFacts::new(&head, Source::Service, started);
         let response = Response::from_parts(head, full(Bytes::new()));
         phases::hand_over(head_tx, (response, count), snap);
         // hyper resolves this once the 101 is written (an error when the client went away first).

@@ -280,6 +280,15 @@ pub fn basicauth_credential() -> Schema {
     ]))
 }
 
+/// `hmacauth_credentials`; a missing `secret` is generated after hashing ([`super::typed::Assembler::add`]).
+pub fn hmacauth_credential() -> Schema {
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("username", Field::string().required()),
+        ("secret", Field::string()),
+    ]))
+}
+
 /// `acls`.
 pub fn acl() -> Schema {
     Schema::new(common(vec![

@@ -1,4 +1,4 @@
-//! What key-auth and basic-auth share: identifying the consumer, Kong's upstream headers, `anonymous`.
+//! What the authentication plugins share: identifying the consumer, Kong's upstream headers, `anonymous`.
 
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::Flow;
@@ -56,6 +56,18 @@ pub fn identify<'s>(
     ctx.anonymous = credential.is_none();
     ctx.consumer = Some(consumer);
     ctx.credential = credential;
+}
+
+/// As [`identify`], for a credential Kong names upstream by its username (`X-Credential-Identifier`), not
+/// its id: hmac-auth's.
+pub fn identify_by_username<'s>(
+    ctx: &mut RequestCtx<'s>,
+    consumer: &'s Consumer,
+    credential: CredentialRef,
+    username: &str,
+) {
+    identify(ctx, consumer, Some(credential));
+    set(ctx, CREDENTIAL_IDENTIFIER, username);
 }
 
 /// Without valid credentials: the `anonymous` consumer when configured, else the 401.

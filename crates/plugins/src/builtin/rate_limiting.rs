@@ -12,9 +12,9 @@
 //! `ratelimiting_metrics` table, through the node's [`ClusterCounters`]. `sync_rate` other than -1 (count
 //! locally, sync in batches) is refused at load for now.
 
-mod config;
-mod redis;
-mod window;
+pub(crate) mod config;
+pub(crate) mod redis;
+pub(crate) mod window;
 
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
@@ -70,7 +70,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         .and_then(|h| HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()).ok());
     let status = StatusCode::from_u16(config.error_code).map_err(|e| e.to_string())?;
     let shared = match config.policy.as_str() {
-        "redis" => Some(Shared::Redis(Arc::new(redis::Target::new(&config.redis())?))),
+        "redis" => Some(Shared::Redis(Arc::new(redis::Target::new(&config.redis.config())?))),
         "cluster" => Some(Shared::Cluster(ctx.state.cluster_counters().ok_or(
             "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
         )?)),
@@ -79,6 +79,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     Ok(register(RateLimiting {
         shared,
         plugin_id: entity.id,
+        scope: PluginScope::of(entity),
         rules: Arc::new(Rules {
             limit_by: LimitBy::parse(&config.limit_by),
             config,
@@ -142,6 +143,7 @@ struct RateLimiting {
     /// Set for `policy: redis` and `policy: cluster`.
     shared: Option<Shared>,
     plugin_id: uuid::Uuid,
+    scope: PluginScope,
     /// Shared with the Redis path's deferred futures, which outlive the call.
     rules: Arc<Rules>,
     header: Option<HeaderName>,
@@ -203,8 +205,24 @@ fn set(headers: &mut http::HeaderMap, name: HeaderName, value: u64) {
     headers.insert(name, HeaderValue::from(value));
 }
 
-/// The all-zero UUID Kong puts in a key for a missing route or service.
-const NO_ID: uuid::Uuid = uuid::Uuid::nil();
+/// The route and service the plugin instance is configured on, which Kong's shared counters are keyed by
+/// (so a service-wide or global instance counts every route's requests together); the all-zero UUID for
+/// none.
+#[derive(Clone, Copy)]
+pub(crate) struct PluginScope {
+    pub route: uuid::Uuid,
+    pub service: uuid::Uuid,
+}
+
+impl PluginScope {
+    pub(crate) fn of(entity: &sluice_model::Plugin) -> PluginScope {
+        let id = |r: &Option<sluice_model::Ref>| r.as_ref().map_or(uuid::Uuid::nil(), |r| r.id);
+        PluginScope {
+            route: id(&entity.route),
+            service: id(&entity.service),
+        }
+    }
+}
 
 impl RateLimiting {
     /// `policy: local`: this node's counters.
@@ -246,8 +264,8 @@ impl RateLimiting {
     fn count_shared(&self, shared: Shared, ctx: &RequestCtx<'_>, now: u64) -> Flow {
         let scope = Scope {
             identifier: self.identifier(ctx).to_string(),
-            route: ctx.route.map_or(NO_ID, |r| r.id),
-            service: ctx.service.map_or(NO_ID, |s| s.id),
+            route: self.scope.route,
+            service: self.scope.service,
         };
         let rules = self.rules.clone();
         let windows: Vec<Window> = rules
@@ -338,7 +356,7 @@ impl Rules {
 
 /// Logs a failure of the shared counters at most every 10 s per process, with how many were not logged
 /// in between.
-fn failure_logged(error: &str) {
+pub(crate) fn failure_logged(error: &str) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
     static SKIPPED: AtomicU64 = AtomicU64::new(0);

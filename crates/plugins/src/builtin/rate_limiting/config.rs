@@ -25,9 +25,16 @@ pub(super) struct Config {
     pub(super) error_message: String,
     pub(super) policy: String,
     pub(super) fault_tolerant: bool,
+    #[serde(flatten)]
+    pub(super) redis: RedisFields,
+}
+
+/// Kong's `redis` record and the deprecated flat `redis_*` fields beside it (still accepted and exported by
+/// Kong 3.x), as both rate-limiting plugins read them.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RedisFields {
     #[serde(default)]
     redis: Option<redis::RedisConfig>,
-    /// Kong's deprecated flat `redis_*` fields, still accepted and exported by Kong 3.x: folded into `redis`.
     #[serde(flatten)]
     flat_redis: FlatRedis,
 }
@@ -45,10 +52,10 @@ struct FlatRedis {
     redis_ssl_verify: Option<bool>,
 }
 
-impl Config {
+impl RedisFields {
     /// The `redis` record, each flat `redis_*` field that is set overriding its record field (Kong's
     /// shorthands write through to the record; the record's own fields carry schema defaults).
-    pub(super) fn redis(&self) -> redis::RedisConfig {
+    pub(crate) fn config(&self) -> redis::RedisConfig {
         let r = self.redis.clone().unwrap_or_default();
         let f = &self.flat_redis;
         redis::RedisConfig {
@@ -67,7 +74,60 @@ impl Config {
 /// The config schema; `database`: the node has one, so `policy: cluster` is accepted.
 pub(super) fn schema(database: bool) -> Schema {
     let limit = || Field::number().gt(0.0);
-    let redis = Schema::new(vec![
+    Schema::new(
+        vec![
+            ("second", limit()),
+            ("minute", limit()),
+            ("hour", limit()),
+            ("day", limit()),
+            ("month", limit()),
+            ("year", limit()),
+            (
+                "limit_by",
+                Field::string().default("consumer").one_of(&[
+                    "consumer",
+                    "credential",
+                    "ip",
+                    "service",
+                    "header",
+                    "path",
+                    "consumer-group",
+                ]),
+            ),
+            ("header_name", Field::string()),
+            ("path", Field::string()),
+            (
+                "policy",
+                Field::string()
+                    .default("local")
+                    .one_of(&["local", "cluster", "redis"]),
+            ),
+            ("fault_tolerant", Field::boolean().default(true)),
+            ("redis", Field::record(redis_schema())),
+            ("hide_client_headers", Field::boolean().default(false)),
+            (
+                "error_code",
+                Field::integer().default(429).between(100.0, 599.0),
+            ),
+            (
+                "error_message",
+                Field::string().default("API rate limit exceeded"),
+            ),
+            ("sync_rate", Field::number().default(-1)),
+        ]
+        .into_iter()
+        .chain(flat_redis_fields())
+        .collect(),
+    )
+    .with_check(match database {
+        true => check_with_database,
+        false => check_without_database,
+    })
+}
+
+/// Kong's shared `redis` record (kong/tools/redis/schema.lua), used by both rate-limiting plugins.
+pub(crate) fn redis_schema() -> Schema {
+    Schema::new(vec![
         ("host", Field::string()),
         ("port", Field::integer().default(6379).between(0.0, 65535.0)),
         ("timeout", Field::integer().default(2000)),
@@ -80,46 +140,12 @@ pub(super) fn schema(database: bool) -> Schema {
         ("ssl", Field::boolean().default(false)),
         ("ssl_verify", Field::boolean().default(false)),
         ("server_name", Field::string()),
-    ]);
-    Schema::new(vec![
-        ("second", limit()),
-        ("minute", limit()),
-        ("hour", limit()),
-        ("day", limit()),
-        ("month", limit()),
-        ("year", limit()),
-        (
-            "limit_by",
-            Field::string().default("consumer").one_of(&[
-                "consumer",
-                "credential",
-                "ip",
-                "service",
-                "header",
-                "path",
-                "consumer-group",
-            ]),
-        ),
-        ("header_name", Field::string()),
-        ("path", Field::string()),
-        (
-            "policy",
-            Field::string()
-                .default("local")
-                .one_of(&["local", "cluster", "redis"]),
-        ),
-        ("fault_tolerant", Field::boolean().default(true)),
-        ("redis", Field::record(redis)),
-        ("hide_client_headers", Field::boolean().default(false)),
-        (
-            "error_code",
-            Field::integer().default(429).between(100.0, 599.0),
-        ),
-        (
-            "error_message",
-            Field::string().default("API rate limit exceeded"),
-        ),
-        ("sync_rate", Field::number().default(-1)),
+    ])
+}
+
+/// Kong's deprecated flat `redis_*` fields (shorthands of the `redis` record), still accepted and exported.
+pub(crate) fn flat_redis_fields() -> Vec<(&'static str, Field)> {
+    vec![
         ("redis_host", Field::string()),
         ("redis_port", Field::integer().between(0.0, 65535.0)),
         ("redis_username", Field::string()),
@@ -129,11 +155,7 @@ pub(super) fn schema(database: bool) -> Schema {
         ("redis_ssl", Field::boolean()),
         ("redis_ssl_verify", Field::boolean()),
         ("redis_server_name", Field::string()),
-    ])
-    .with_check(match database {
-        true => check_with_database,
-        false => check_without_database,
-    })
+    ]
 }
 
 fn check_with_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {

@@ -143,14 +143,12 @@ pub struct Window {
     pub ttl_secs: u64,
 }
 
-/// Checks and counts one request in every window, atomically. A cached connection that turns out broken
-/// (Redis restarted since) is dropped and the call made once more on a new one, so the first request after
-/// an outage does not fail on every worker.
+/// Checks and counts one request in every window, atomically.
 pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Counted, String> {
     /// Compiled once: `Script` hashes its source, and `EVALSHA` sends only the hash.
     static SCRIPT: std::sync::LazyLock<redis::Script> =
         std::sync::LazyLock::new(|| redis::Script::new(CHECK_AND_COUNT));
-    let call = |mut con: MultiplexedConnection| async move {
+    let reply: Vec<u64> = call(target, |mut con| async move {
         let mut invocation = SCRIPT.prepare_invoke();
         for w in windows {
             invocation.key(&w.key);
@@ -162,7 +160,52 @@ pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Coun
             invocation.arg(w.ttl_secs);
         }
         invocation.invoke_async::<Vec<u64>>(&mut con).await
-    };
+    })
+    .await?;
+    match reply.len() == windows.len() + 1 {
+        true => Ok(Counted {
+            allowed: reply[0] == 1,
+            counts: reply[1..].to_vec(),
+        }),
+        false => Err(format!("unexpected reply from redis: {reply:?}")),
+    }
+}
+
+/// The counts of `keys` (0 for a key that does not exist), in one round trip.
+pub async fn counts(target: &Target, keys: &[String]) -> Result<Vec<u64>, String> {
+    let reply: Vec<Option<u64>> = call(target, |mut con| async move {
+        redis::cmd("MGET").arg(keys).query_async(&mut con).await
+    })
+    .await?;
+    Ok(reply.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// Adds `by` to each window's key, setting its expiry when the key is new, in one pipelined round trip.
+pub async fn add(target: &Target, windows: &[Window], by: u64) -> Result<(), String> {
+    call(target, |mut con| async move {
+        let mut pipe = redis::pipe();
+        for w in windows {
+            pipe.incr(&w.key, by).ignore();
+            pipe.cmd("EXPIRE")
+                .arg(&w.key)
+                .arg(w.ttl_secs)
+                .arg("NX")
+                .ignore();
+        }
+        pipe.query_async::<()>(&mut con).await
+    })
+    .await
+}
+
+/// Runs `call` on this worker's connection to `target`, connecting on first use, within the target's
+/// timeout. A cached connection that turns out broken (Redis restarted since) is dropped and the call made
+/// once more on a new one, so the first request after an outage does not fail on every worker; any other
+/// failure drops the connection, so the next call connects again.
+async fn call<'a, T, F, Fut>(target: &Target, call: F) -> Result<T, String>
+where
+    F: Fn(MultiplexedConnection) -> Fut,
+    Fut: std::future::Future<Output = redis::RedisResult<T>> + 'a,
+{
     let run = async {
         if let Some(con) = cached(target) {
             match call(con).await {
@@ -173,11 +216,7 @@ pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Coun
         call(connect(target).await?).await
     };
     match tokio::time::timeout(target.timeout, run).await {
-        Ok(Ok(reply)) if reply.len() == windows.len() + 1 => Ok(Counted {
-            allowed: reply[0] == 1,
-            counts: reply[1..].to_vec(),
-        }),
-        Ok(Ok(reply)) => Err(format!("unexpected reply from redis: {reply:?}")),
+        Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => {
             forget(target);
             Err(e.to_string())

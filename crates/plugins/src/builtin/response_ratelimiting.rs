@@ -1,0 +1,407 @@
+//! `response-ratelimiting` (priority 900): limits that the upstream spends. The upstream reports what a
+//! response used in a header (`X-Kong-Limit: videos=2, images=1`); the gateway counts it per named limit and
+//! period, and refuses once a limit is used up.
+//!
+//! Kong's phases, each a registered handler:
+//! - `access` reads the usage of every named limit and period, sends the upstream
+//!   `X-RateLimit-Remaining-<name>` (the smallest over the name's periods), and with
+//!   `block_on_first_violation` refuses a request whose limit is used up (429) before the upstream is asked;
+//! - `header_filter` reads the upstream's usage header (then removes it), sends the client
+//!   `X-RateLimit-Limit-<name>-<period>` and `X-RateLimit-Remaining-<name>-<period>`, and answers 429 with no
+//!   body when the response spends a limit that was already used up (`body_filter` drops the upstream's
+//!   body then);
+//! - `log` adds what the response spent to the counters.
+//!
+//! What `access` read reaches the later phases in the request's [`RequestCtx::plugin_data`] (Kong's
+//! `kong.ctx.plugin`). Policies:
+//! - `local`: this node's counters in [`PluginState`], keyed by the plugin id, so a reload that keeps the
+//!   plugin keeps its counts;
+//! - `redis`: Kong's keys (`response-ratelimit:<route>:<service>:<identifier>:<window start ms>:<name>:<period>`,
+//!   with the plugin instance's route and service), read in one `MGET` in `access` and added to with one
+//!   pipeline from `log`, off the request; a mixed Kong/Sluice fleet shares them. As in Kong, reading and
+//!   adding are separate steps, so concurrent responses on several nodes can overspend a limit by what they
+//!   spend at once. When Redis fails, `fault_tolerant` lets the request through uncounted (logged at most
+//!   every 10 s) or answers 500.
+
+mod config;
+
+use crate::builtin::rate_limiting::redis;
+use crate::builtin::rate_limiting::window::{self, Period, PERIODS};
+use crate::builtin::rate_limiting::{failure_logged, PluginScope};
+use crate::ctx::RequestCtx;
+use crate::plugin::{Flow, Plugin, Registered};
+use crate::registry::{typed_config, BuildCtx, Builtin};
+use crate::response::PluginResponse;
+use crate::state::PluginState;
+use bytes::Bytes;
+use config::{schema, Config};
+use http::{HeaderName, HeaderValue, StatusCode};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+pub fn builtin() -> Builtin {
+    Builtin::new("response-ratelimiting", 900, schema(), build)
+}
+
+fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
+    let config: Config = typed_config(entity)?;
+    let header = |s: String| HeaderName::from_bytes(s.to_ascii_lowercase().as_bytes());
+    let mut limits = Vec::new();
+    for (name, periods) in &config.limits {
+        let bad_name = |_| format!("limit name '{name}' cannot be part of a header name");
+        let windows = PERIODS
+            .iter()
+            .filter_map(|p| Some((*p, periods.get(p.name()).copied().flatten()?)))
+            .map(|(period, limit)| {
+                Ok(Window {
+                    period,
+                    limit: limit as i64,
+                    limit_h: header(format!("x-ratelimit-limit-{name}-{}", period.name()))?,
+                    remaining_h: header(format!("x-ratelimit-remaining-{name}-{}", period.name()))?,
+                })
+            })
+            .collect::<Result<Vec<_>, http::header::InvalidHeaderName>>()
+            .map_err(bad_name)?;
+        limits.push(Limit {
+            name: name.clone(),
+            upstream_h: header(format!("x-ratelimit-remaining-{name}")).map_err(bad_name)?,
+            windows,
+        });
+    }
+    let redis = match config.policy.as_str() {
+        "redis" => Some(Arc::new(redis::Target::new(&config.redis.config())?)),
+        _ => None,
+    };
+    Ok(register(ResponseRateLimiting {
+        plugin_id: entity.id,
+        scope: PluginScope::of(entity),
+        limit_by: match config.limit_by.as_str() {
+            "consumer" => LimitBy::Consumer,
+            "credential" => LimitBy::Credential,
+            _ => LimitBy::Ip,
+        },
+        redis,
+        fault_tolerant: config.fault_tolerant,
+        rules: Arc::new(Rules {
+            usage_header: header(config.header_name.clone()).map_err(|e| e.to_string())?,
+            block_on_first_violation: config.block_on_first_violation,
+            hide_client_headers: config.hide_client_headers,
+            limits,
+        }),
+        state: ctx.state.clone(),
+    }))
+}
+
+struct ResponseRateLimiting {
+    plugin_id: uuid::Uuid,
+    /// The instance's route and service, in Kong's Redis keys.
+    scope: PluginScope,
+    limit_by: LimitBy,
+    /// Set for `policy: redis`.
+    redis: Option<Arc<redis::Target>>,
+    fault_tolerant: bool,
+    /// Shared with the Redis path's deferred futures, which outlive the call.
+    rules: Arc<Rules>,
+    state: Arc<PluginState>,
+}
+
+/// The configured limits and the headers they use.
+struct Rules {
+    usage_header: HeaderName,
+    block_on_first_violation: bool,
+    hide_client_headers: bool,
+    /// By name, sorted.
+    limits: Vec<Limit>,
+}
+
+/// Kong's `limit_by` for this plugin, decided at build time; each falls back to the client IP.
+#[derive(Clone, Copy)]
+enum LimitBy {
+    Consumer,
+    Credential,
+    Ip,
+}
+
+/// One named limit, with its header names made once.
+struct Limit {
+    name: String,
+    /// `X-RateLimit-Remaining-<name>`, to the upstream.
+    upstream_h: HeaderName,
+    windows: Vec<Window>,
+}
+
+/// One period of a named limit.
+struct Window {
+    period: Period,
+    limit: i64,
+    limit_h: HeaderName,
+    remaining_h: HeaderName,
+}
+
+/// What `access` read, for `header_filter` and `log` of the same request: whose counters, when, and each
+/// window's remaining count (in the order of `limits`, then `windows`).
+#[derive(Clone)]
+struct Usage {
+    identifier: String,
+    now: u64,
+    remaining: Vec<i64>,
+}
+
+/// What the response spent, per limit (in the order of `limits`); `stopped` when it was refused.
+#[derive(Clone)]
+struct Spent {
+    increments: Vec<i64>,
+    stopped: bool,
+}
+
+impl Rules {
+    /// The end of `access` once the usage is known: with `block_on_first_violation` a used-up limit is
+    /// refused; otherwise the upstream is told what remains, and the usage kept for the later phases.
+    fn settle(&self, ctx: &mut RequestCtx<'_>, usage: Usage) -> Flow {
+        let mut left = usage.remaining.iter();
+        for limit in &self.limits {
+            let mut least = i64::MAX;
+            for _ in &limit.windows {
+                let remaining = *left.next().unwrap_or(&0);
+                if self.block_on_first_violation && remaining <= 0 {
+                    return Flow::Respond(PluginResponse::message(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        &format!("API rate limit exceeded for '{}'", limit.name),
+                    ));
+                }
+                least = least.min(remaining);
+            }
+            ctx.request
+                .headers
+                .insert(limit.upstream_h.clone(), HeaderValue::from(least));
+        }
+        ctx.plugin_data.insert(usage);
+        Flow::Continue
+    }
+}
+
+impl ResponseRateLimiting {
+    /// The local counter of one window.
+    fn local_key(&self, identifier: &str, limit: &str, period: Period) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        (self.plugin_id, identifier, limit, period).hash(&mut h);
+        h.finish()
+    }
+
+    /// Kong's Redis key of one window.
+    fn redis_key(&self, identifier: &str, limit: &str, period: Period, now: u64) -> String {
+        let (start, _) = window::bounds(period, now);
+        format!(
+            "response-ratelimit:{}:{}:{identifier}:{}:{limit}:{}",
+            self.scope.route,
+            self.scope.service,
+            start * 1000,
+            period.name()
+        )
+    }
+
+    /// Every window of every limit, in order: (limit name, window).
+    fn windows(&self) -> impl Iterator<Item = (&str, &Window)> {
+        let limits = self.rules.limits.iter();
+        limits.flat_map(|l| l.windows.iter().map(move |w| (l.name.as_str(), w)))
+    }
+
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        let now = ctx
+            .started_wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let identifier = match self.limit_by {
+            LimitBy::Consumer => ctx.consumer.map(|c| c.id).or(ctx.credential.map(|c| c.id)),
+            LimitBy::Credential => ctx.credential.map(|c| c.id),
+            LimitBy::Ip => None,
+        }
+        .map_or_else(|| ctx.client_ip.to_string(), |id| id.to_string());
+        let Some(target) = self.redis.clone() else {
+            let remaining = self
+                .windows()
+                .map(|(name, w)| {
+                    let (start, _) = window::bounds(w.period, now);
+                    let used = self
+                        .state
+                        .get(self.local_key(&identifier, name, w.period), start);
+                    w.limit - used as i64
+                })
+                .collect();
+            let usage = Usage {
+                identifier,
+                now,
+                remaining,
+            };
+            return self.rules.settle(ctx, usage);
+        };
+        let keys: Vec<String> = self
+            .windows()
+            .map(|(name, w)| self.redis_key(&identifier, name, w.period, now))
+            .collect();
+        let limits: Vec<i64> = self.windows().map(|(_, w)| w.limit).collect();
+        let (rules, fault_tolerant) = (self.rules.clone(), self.fault_tolerant);
+        Flow::Defer(Box::pin(async move {
+            match redis::counts(&target, &keys).await {
+                Ok(counts) => {
+                    let remaining = limits
+                        .iter()
+                        .zip(counts)
+                        .map(|(l, c)| l - c as i64)
+                        .collect();
+                    let usage = Usage {
+                        identifier,
+                        now,
+                        remaining,
+                    };
+                    Flow::Then(Box::new(move |ctx| rules.settle(ctx, usage)))
+                }
+                Err(error) => {
+                    failure_logged(&error);
+                    match fault_tolerant {
+                        true => Flow::Continue,
+                        false => Flow::Respond(PluginResponse::message(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "An unexpected error occurred",
+                        )),
+                    }
+                }
+            }
+        }))
+    }
+
+    fn header_filter(&self, ctx: &mut RequestCtx<'_>, response: &mut http::response::Parts) {
+        let rules = &*self.rules;
+        let increments = rules.spent(&response.headers);
+        response.headers.remove(&rules.usage_header);
+        let Some(usage) = ctx.plugin_data.get::<Usage>() else {
+            return;
+        };
+        let mut stopped = false;
+        let mut left = usage.remaining.iter();
+        for (limit, spent) in rules.limits.iter().zip(&increments) {
+            for w in &limit.windows {
+                let remaining = *left.next().unwrap_or(&0);
+                if !rules.hide_client_headers {
+                    let h = &mut response.headers;
+                    h.insert(w.limit_h.clone(), HeaderValue::from(w.limit));
+                    h.insert(
+                        w.remaining_h.clone(),
+                        HeaderValue::from((remaining - spent).max(0)),
+                    );
+                }
+                stopped |= *spent > 0 && remaining <= 0;
+            }
+        }
+        if stopped {
+            response.status = StatusCode::TOO_MANY_REQUESTS;
+            response.headers.remove(http::header::CONTENT_LENGTH);
+        }
+        ctx.plugin_data.insert(Spent {
+            increments,
+            stopped,
+        });
+    }
+
+    /// A refused response goes without the upstream's body (Kong exits with no body).
+    fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, _eof: bool) {
+        if ctx.plugin_data.get::<Spent>().is_some_and(|s| s.stopped) {
+            *chunk = Bytes::new();
+        }
+    }
+
+    /// Adds what the response spent to every window of each limit it spent.
+    fn log(&self, ctx: &RequestCtx<'_>, _: &crate::ctx::LogRecord) {
+        let (Some(usage), Some(spent)) = (
+            ctx.plugin_data.get::<Usage>(),
+            ctx.plugin_data.get::<Spent>(),
+        ) else {
+            return;
+        };
+        if spent.stopped {
+            return;
+        }
+        for (limit, by) in self.rules.limits.iter().zip(&spent.increments) {
+            let Ok(by @ 1..) = u64::try_from(*by) else {
+                continue;
+            };
+            match &self.redis {
+                None => {
+                    for w in &limit.windows {
+                        let (start, end) = window::bounds(w.period, usage.now);
+                        let key = self.local_key(&usage.identifier, &limit.name, w.period);
+                        self.state.add(key, start, end - start, usage.now, by);
+                    }
+                }
+                Some(target) => {
+                    let windows: Vec<redis::Window> = limit
+                        .windows
+                        .iter()
+                        .map(|w| {
+                            let (start, end) = window::bounds(w.period, usage.now);
+                            redis::Window {
+                                key: self.redis_key(
+                                    &usage.identifier,
+                                    &limit.name,
+                                    w.period,
+                                    usage.now,
+                                ),
+                                limit: w.limit as u64,
+                                ttl_secs: (end - start).max(1),
+                            }
+                        })
+                        .collect();
+                    let target = target.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = redis::add(&target, &windows, by).await {
+                            failure_logged(&error);
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Rules {
+    /// What the upstream's usage header says each limit spent (0 for a limit it does not name). Kong's
+    /// grammar: comma-separated `name=n` parts (a part with more than one `=` is ignored), names and values
+    /// trimmed, the value a base-10 integer; several header lines count as parts too.
+    fn spent(&self, headers: &http::HeaderMap) -> Vec<i64> {
+        let mut spent = vec![0; self.limits.len()];
+        let parts = headers
+            .get_all(&self.usage_header)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','));
+        for part in parts {
+            let mut kv = part.split('=');
+            let (Some(name), Some(value), None) = (kv.next(), kv.next(), kv.next()) else {
+                continue;
+            };
+            let Ok(n) = value.trim().parse::<i64>() else {
+                continue;
+            };
+            if let Ok(i) = self
+                .limits
+                .binary_search_by(|l| l.name.as_str().cmp(name.trim()))
+            {
+                spent[i] = n;
+            }
+        }
+        spent
+    }
+}
+
+/// This plugin's phases: each handler is registered here, next to where it is implemented.
+fn register(plugin: ResponseRateLimiting) -> Arc<dyn Plugin> {
+    Registered::new("response-ratelimiting", plugin)
+        .access(ResponseRateLimiting::access)
+        .header_filter(ResponseRateLimiting::header_filter)
+        .body_filter(ResponseRateLimiting::body_filter)
+        .log(ResponseRateLimiting::log)
+        .build()
+}
+
+#[cfg(test)]
+mod tests;
