@@ -112,8 +112,8 @@ struct Scanned {
 /// `buf`, and what remains is body bytes or later data. Header values are not copied: they share the head's bytes.
 ///
 /// `head_request`: the request was HEAD, so the response has no body whatever its headers say. Interim 1xx
-/// responses come back like any head with [`Framing::Empty`]; the caller discards them and parses again (101 too,
-/// which the caller treats as an error since upgrades are never forwarded).
+/// responses come back like any head with [`Framing::Empty`]; the caller discards them and parses again, except a
+/// 101, which ends HTTP on the connection: the answer to an upgrade it asked for, an error otherwise.
 pub fn parse_response(
     buf: &mut BytesMut,
     head_request: bool,

@@ -11,6 +11,7 @@ use crate::phases;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
 use crate::strict;
+use crate::upgrade;
 use crate::watchdog::{InFlight, Tracked};
 use http::{Request, Response};
 use http_body_util::BodyExt;
@@ -144,6 +145,11 @@ pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Sco
             return Step::Done((resp, count));
         }
     };
+    if let Some(client) = upgrade::websocket(&mut parts) {
+        // A WebSocket upgrade: steps 4 to 9 and the tunnel in a task of its own (upgrade.rs).
+        let (run, fallback) = upgrade::start(client, parts, body, routed, scope);
+        return Step::Plugins(run, Some(fallback));
+    }
     let index = routed.found.id;
     let series = Series::Route(index);
     let chain = snap.plugins.route_chain(index);

@@ -16,6 +16,9 @@
 //! 6. [`metrics`] observes the request (recorded once, by the driver);
 //! 7. [`phases`] runs `body_filter` per chunk and `log` after the last byte.
 //!
+//! A WebSocket upgrade leaves the driver after routing for [`upgrade`], which takes it through the same
+//! steps in a task of its own and then copies the upgraded connection both ways.
+//!
 //! Whatever step fails, [`error`] makes the response (negotiated by [`mime`]). What every request reads is
 //! [`shared`]. Active health probes run on one `sluice-health` thread beside the workers ([`checker`]).
 //!
@@ -41,6 +44,7 @@ mod snapshot;
 mod stats;
 mod strict;
 mod tls;
+mod upgrade;
 mod upstream;
 mod watchdog;
 mod worker;

@@ -15,6 +15,7 @@ mod ctx;
 mod logged;
 mod rewrite;
 mod streaming;
+pub use streaming::{LogFacts, Upstream};
 
 use ctx::add_headers;
 pub use ctx::{new_ctx, unrouted};
@@ -110,20 +111,10 @@ pub async fn send(
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Outcome {
-    // The consumer id as text on the stack: formatted per request, never allocated.
-    let mut id_text = uuid::Uuid::encode_buffer();
-    let consumer = ctx
-        .consumer
-        .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
-    let sending =
-        match Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x) {
-            Ok(s) => s,
-            Err(e) => return Outcome::Failed(e),
-        };
-    let uri = chain
-        .has_log()
-        .then(|| http::uri::PathAndQuery::try_from(sending.target()).ok())
-        .flatten();
+    let (sending, uri) = match prepare(ctx, chain, body, routed, snap, x) {
+        Ok(prepared) => prepared,
+        Err(e) => return Outcome::Failed(e),
+    };
     match sending.send(snap, x, Instant::now()).await {
         Ok(p) => Outcome::Upstream(p, uri),
         Err(ProxyError::BodyOverLimit) => match ctx.body_limit {
@@ -132,6 +123,29 @@ pub async fn send(
         },
         Err(e) => Outcome::Failed(e),
     }
+}
+
+/// The upstream request written from the plugins' edited head, with the upstream URI for the log phase
+/// (only when a plugin logs).
+pub fn prepare(
+    ctx: &RequestCtx<'_>,
+    chain: &PluginChain,
+    body: ProxyBody,
+    routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
+    // The consumer id as text on the stack: formatted per request, never allocated.
+    let mut id_text = uuid::Uuid::encode_buffer();
+    let consumer = ctx
+        .consumer
+        .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
+    let sending = Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x)?;
+    let uri = chain
+        .has_log()
+        .then(|| http::uri::PathAndQuery::try_from(sending.target()).ok())
+        .flatten();
+    Ok((sending, uri))
 }
 
 /// `header_filter`: the response head (the upstream's, a plugin's answer or the gateway's error, made by
@@ -167,8 +181,7 @@ pub fn header_filter<'a>(
             (head, Payload::Whole(bytes), Source::Error)
         }
     };
-    add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
-    chain.header_filter(&mut ctx, &mut head);
+    filter_head(&mut ctx, chain, &mut head);
     if by_plugin {
         respond::gateway_response(
             &mut head.headers,
@@ -186,6 +199,16 @@ pub fn header_filter<'a>(
     }
 }
 
+/// The headers plugins asked for, then the chain's `header_filter` handlers, on a response head.
+pub fn filter_head(
+    ctx: &mut RequestCtx<'_>,
+    chain: &PluginChain,
+    head: &mut http::response::Parts,
+) {
+    add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
+    chain.header_filter(ctx, head);
+}
+
 impl HeadDone<'_> {
     /// The request as the route's metrics see it once `header_filter` ran.
     pub fn observe(
@@ -200,25 +223,31 @@ impl HeadDone<'_> {
             Payload::Streamed { upstream, .. } => (self.source, Some(&upstream.timings)),
             Payload::Whole(_) => (self.source, None),
         };
-        let consumer = self
-            .ctx
-            .consumer
-            .filter(|_| meter.per_consumer())
-            .and_then(|c| snap.consumer_slots.get(&c.id).copied());
         let finished = Finished {
             source,
             started,
             timings,
             bytes_in,
-            consumer,
+            consumer: None,
         };
-        meter.observe(
-            series,
-            self.head.status.as_u16(),
-            &self.head.headers,
-            finished,
-        )
+        observe(&self.ctx, &self.head, meter, series, snap, finished)
     }
+}
+
+/// The count of a request whose head is final, with its consumer when the meter counts per consumer.
+pub(crate) fn observe(
+    ctx: &RequestCtx<'_>,
+    head: &http::response::Parts,
+    meter: &RouteMeter,
+    series: Series,
+    snap: &Snapshot,
+    mut finished: Finished<'_>,
+) -> Count {
+    finished.consumer = ctx
+        .consumer
+        .filter(|_| meter.per_consumer())
+        .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+    meter.observe(series, head.status.as_u16(), &head.headers, finished)
 }
 
 /// `body_filter` and `log` of a chain that filters no body, inline: the response as is when no plugin
@@ -309,7 +338,7 @@ fn finish_whole(
 
 /// Hands the head to the driver. When the driver is gone (the client went away first), its count is
 /// recorded here instead, with the same function, so such a request is still counted once.
-fn hand_over(head_tx: oneshot::Sender<Answer>, answer: Answer, snap: &Snapshot) {
+pub fn hand_over(head_tx: oneshot::Sender<Answer>, answer: Answer, snap: &Snapshot) {
     if let Err((_, count)) = head_tx.send(answer) {
         crate::metrics::record(snap, count);
     }

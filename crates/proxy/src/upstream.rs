@@ -116,6 +116,7 @@ pub async fn send(
                 return Err(e);
             }
         };
+        conn.upgrade = req.is_upgrade();
         req.head(host.as_bytes(), &mut head);
         let sent_at = Instant::now();
         let exchange = async {

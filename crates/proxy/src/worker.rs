@@ -113,7 +113,11 @@ fn builder(tls: bool) -> auto::Builder<TokioExecutor> {
         // The header timeout is per connection (`watchdog`), not a timer per request.
         .header_read_timeout(None)
         .max_buf_size(MAX_HEAD_BYTES);
-    builder.http2().timer(TokioTimer::new());
+    // RFC 8441's extended CONNECT: WebSocket over h2 (`upgrade`).
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .enable_connect_protocol();
     builder
 }
 
@@ -207,8 +211,9 @@ async fn serve<IO>(
         // moved into its await slot), and hyper moves this future into place per request.
         handler::handle(req, info.clone(), conn_shared.clone(), in_flight).map(Ok::<_, Infallible>)
     });
+    // With upgrades: a WebSocket's 101 hands the connection over to its tunnel (`upgrade`).
     let conn = builder
-        .serve_connection(TokioIo::new(io), service)
+        .serve_connection_with_upgrades(TokioIo::new(io), service)
         .into_owned();
     let conn = graceful.watch(conn);
     let timeout = shared.settings.client_header_timeout;

@@ -1,4 +1,4 @@
-//! Test kit for Sluice's integration tests: a real echo upstream, misbehaving servers, a DNS server, a log
+//! Test kit for Sluice's integration tests: a real echo upstream, a WebSocket echo upstream, misbehaving servers, a DNS server, a log
 //! sink, a launcher for the real `sluice` binary, an HTTP client and a bounded load loop. Everything binds
 //! 127.0.0.1 on ephemeral ports and cleans up on drop; servers run on their own threads, so any test runtime
 //! (or none) can use them.
@@ -13,6 +13,7 @@ mod pg;
 mod recorder;
 mod sink;
 mod tls;
+mod websocket;
 
 pub use dns::DnsServer;
 pub use echo::{closed_port, EchoUpstream, SilentServer};
@@ -27,6 +28,7 @@ pub use tls::{
     handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
     TestCert, TlsEchoUpstream,
 };
+pub use websocket::{WsEchoUpstream, WsHandshake};
 
 /// A client for tests: no proxy from the environment, HTTP/1.1.
 pub fn client() -> reqwest::Client {

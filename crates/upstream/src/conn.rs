@@ -46,6 +46,9 @@ pub struct Conn {
     pub key: PoolKey,
     /// It came from the pool (the upstream may have closed it while it was idle).
     pub reused: bool,
+    /// The request on it asked for an upgrade, so a 101 is its answer rather than an error. A connection
+    /// that switched protocols belongs to its tunnel ([`crate::tunnel`]) and never goes back to the pool.
+    pub upgrade: bool,
 }
 
 /// Why an exchange failed, as far as retrying cares.
@@ -121,6 +124,7 @@ impl Conn {
             buf: BytesMut::new(),
             key,
             reused: false,
+            upgrade: false,
         })
     }
 
@@ -179,7 +183,11 @@ impl Conn {
             match sluice_h1::parse_response(&mut self.buf, head_request) {
                 Ok(Some(head)) if head.status.is_informational() => {
                     if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
-                        return Err(Failed::Malformed);
+                        // Bytes after it are the new protocol's: they stay in `buf` for the tunnel.
+                        return match self.upgrade {
+                            true => Ok(head),
+                            false => Err(Failed::Malformed),
+                        };
                     }
                     received = true;
                 }

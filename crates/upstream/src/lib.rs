@@ -9,12 +9,13 @@
 //!   configs), [`health`] (target state, passive and compiled active checks);
 //! - the wire: [`forward`] (hop-by-hop and `X-Forwarded-*` rules), [`wire`] (the request as HTTP/1.1 bytes),
 //!   [`conn`] (one connection: write the request, read the head), [`pool`] (per-worker idle connections),
-//!   [`pooled`] (the response body, which returns its connection to the pool);
+//!   [`pooled`] (the response body, which returns its connection to the pool), [`tunnel`] (an upgraded
+//!   connection's bytes copied both ways);
 //! - choosing the address: [`dns`] (per-worker cached resolution), [`balancer`] (Kong's algorithms over
 //!   targets, skipping those [`health`] marks down);
 //! - [`probe`]: one active health probe of one target (the proxy schedules them).
 //!
-//! I/O (sockets, timers, DNS) lives in [`conn`], [`pool`], [`pooled`], [`dns`] and [`probe`]; the rest does
+//! I/O (sockets, timers, DNS) lives in [`conn`], [`pool`], [`pooled`], [`tunnel`], [`dns`] and [`probe`]; the rest does
 //! none.
 
 pub mod balancer;
@@ -33,6 +34,7 @@ pub mod probe;
 pub mod request_id;
 pub mod schedule;
 pub mod tls;
+pub mod tunnel;
 pub mod wire;
 
 pub use error::UpstreamError;

@@ -25,6 +25,8 @@ pub struct WireRequest {
     /// The request has a body (so a try that got no answer is not sent again).
     has_body: bool,
     pub chunked: bool,
+    /// Asks the upstream to switch to the WebSocket protocol ([`WireRequest::upgrade_websocket`]).
+    upgrade: bool,
     pub method: Method,
 }
 
@@ -128,8 +130,24 @@ impl WireRequest {
             body,
             has_body,
             chunked,
+            upgrade: false,
             method: parts.method.clone(),
         }
+    }
+
+    /// Makes the request a WebSocket upgrade, as Kong sends one: `Connection: keep-alive, Upgrade` and
+    /// `Upgrade: websocket` (the client's own lines of these hop-by-hop names were left out; its
+    /// `Sec-WebSocket-*` fields are end-to-end and already in). A 101 then answers it
+    /// ([`crate::conn::Conn::upgrade`]).
+    pub fn upgrade_websocket(&mut self) {
+        field(&mut self.lines, "connection", b"keep-alive, Upgrade");
+        field(&mut self.lines, "upgrade", b"websocket");
+        self.upgrade = true;
+    }
+
+    /// Whether the request asks for an upgrade.
+    pub fn is_upgrade(&self) -> bool {
+        self.upgrade
     }
 
     /// The head for one try, with `host` as its `Host`, ending in the blank line.

@@ -218,3 +218,30 @@ fn body_framing() {
     drop(tx);
     assert!(l.contains(&("transfer-encoding".into(), "chunked".into())) && w.chunked);
 }
+
+#[test]
+fn a_websocket_upgrade_carries_kongs_lines_instead_of_the_clients() {
+    let mut h = HeaderMap::new();
+    for (k, v) in [
+        ("connection", "Upgrade"),
+        ("upgrade", "WebSocket"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("sec-websocket-version", "13"),
+    ] {
+        h.append(k, v.parse().unwrap());
+    }
+    let (mut wire, plain) = simple(&h, Method::GET, full(Bytes::new()));
+    assert!(!names(&plain).contains(&"upgrade") && !names(&plain).contains(&"connection"));
+    assert!(!wire.is_upgrade());
+    wire.upgrade_websocket();
+    assert!(wire.is_upgrade());
+    let mut out = BytesMut::new();
+    wire.head(b"example.com:8080", &mut out);
+    let l = lines(&out);
+    let value = |name: &str| l.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    assert_eq!(value("connection"), Some("keep-alive, Upgrade"));
+    assert_eq!(value("upgrade"), Some("websocket"));
+    assert_eq!(value("sec-websocket-key"), Some("dGhlIHNhbXBsZSBub25jZQ=="));
+    assert_eq!(value("sec-websocket-version"), Some("13"));
+    assert_eq!(l.iter().filter(|(n, _)| n == "upgrade").count(), 1);
+}

@@ -1,0 +1,240 @@
+//! WebSocket upgrades: an HTTP/1.1 request with `Upgrade: websocket` (or h2's extended CONNECT), taken by
+//! the request driver ([`crate::handler::route`]) right after routing, as Kong proxies one.
+//!
+//! It runs in a task of its own, which hands the response head to the driver and outlives it: `access` as
+//! for any request (a global `rewrite` ran before routing; a plugin's answer, 401 or 429, means no
+//! upgrade), then balance and send with Kong's `Connection: keep-alive, Upgrade` and `Upgrade: websocket`. An upstream that answers
+//! anything but 101 is an ordinary response. A 101 goes through `header_filter` to the client; once hyper
+//! has sent it and handed over the client's connection, bytes are copied both ways
+//! ([`sluice_upstream::tunnel`]) until either side closes or the service's timeouts end it, and the log
+//! phase runs then, with the bytes sent to the client.
+//!
+//! An HTTP/2 client asks with an extended CONNECT (RFC 8441, `:protocol` websocket; the h2 listener
+//! advertises it): it is bridged to the HTTP/1.1 upgrade upstream (a GET with a `Sec-WebSocket-Key` of
+//! the gateway's), and the upstream's 101 reaches it as a 200, its stream then carrying the tunnel.
+//!
+//! Other upgrades (`h2c`, ...) are not taken here: they go upstream as ordinary requests without their
+//! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
+//! is a 502.
+
+use crate::error::Negotiation;
+use crate::error::ProxyError;
+use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
+use crate::handler::{Answer, Scope};
+use crate::metrics::{content_length, Finished, Series};
+use crate::phases::{self, LogFacts, Outcome};
+use crate::snapshot::Snapshot;
+use bytes::Bytes;
+use http::header::UPGRADE;
+use http::{request, Method, Response, Version};
+use hyper::body::Incoming;
+use hyper::ext::Protocol;
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use sluice_metrics::Source;
+use sluice_plugins::{PluginChain, RequestCtx};
+use sluice_upstream::body::{full, ProxyBody};
+use sluice_upstream::tunnel;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+mod h2;
+
+/// The driver's handle on an upgrade: resolves to the response head (None when the task ended before it
+/// had one, answered with `Negotiation`'s error).
+pub type Started = (
+    Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
+    Negotiation,
+);
+
+/// The client's side of a WebSocket upgrade: hyper's handle on its connection (HTTP/1.1) or stream (h2).
+pub struct Client {
+    on: OnUpgrade,
+    /// An HTTP/2 extended CONNECT (RFC 8441), bridged to an HTTP/1.1 upgrade upstream.
+    h2: bool,
+}
+
+/// The client's side of the upgrade when the request asks to switch to WebSocket. hyper attaches it only
+/// to requests with an `Upgrade` header (HTTP/1.1) and to CONNECT requests (h2), so for all others this
+/// is one empty-map check.
+#[inline]
+pub fn websocket(parts: &mut request::Parts) -> Option<Client> {
+    parts.extensions.get::<OnUpgrade>()?;
+    take_websocket(parts)
+}
+
+#[cold]
+fn take_websocket(parts: &mut request::Parts) -> Option<Client> {
+    let h2 = parts.version == Version::HTTP_2;
+    let asked = match h2 {
+        // RFC 8441: CONNECT with `:protocol` websocket.
+        true => {
+            parts.method == Method::CONNECT
+                && parts
+                    .extensions
+                    .get::<Protocol>()
+                    .is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
+        }
+        // Kong's test: the `Upgrade` value, lowercased, is `websocket`.
+        false => parts
+            .headers
+            .get(UPGRADE)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket")),
+    };
+    let on = asked
+        .then(|| parts.extensions.remove::<OnUpgrade>())
+        .flatten()?;
+    Some(Client { on, h2 })
+}
+
+/// The upstream request of an upgrade, from the plugins' edited head: Kong's upgrade lines, and for an
+/// extended CONNECT the HTTP/1.1 handshake it stands for.
+fn prepare(
+    ctx: &mut RequestCtx<'_>,
+    chain: &PluginChain,
+    body: ProxyBody,
+    routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+    h2: bool,
+) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
+    if h2 {
+        h2::as_http1_handshake(&mut ctx.request);
+    }
+    let (mut sending, uri) = phases::prepare(ctx, chain, body, routed, snap, x)?;
+    sending.upgrade_websocket();
+    Ok((sending, uri))
+}
+
+/// Starts the upgrade's task; the driver awaits the head it hands over. Cold and out of line: the driver
+/// is the hot path, and this branch's moves and spawn would otherwise weigh on every request's code.
+#[cold]
+#[inline(never)]
+pub fn start(
+    client: Client,
+    parts: request::Parts,
+    body: Incoming,
+    routed: Routed,
+    scope: &Scope,
+) -> Started {
+    let fallback = Negotiation::of(&parts);
+    let (head_tx, head_rx) = oneshot::channel();
+    tokio::spawn(run(client, parts, body, routed, scope.clone(), head_tx));
+    (Box::pin(async move { head_rx.await.ok() }), fallback)
+}
+
+/// Steps 4 to 9 of an upgrade request, in its task.
+async fn run(
+    client: Client,
+    parts: request::Parts,
+    body: Incoming,
+    mut routed: Routed,
+    scope: Scope,
+    head_tx: oneshot::Sender<Answer>,
+) {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let index = routed.found.id;
+    let series = Series::Route(index);
+    let chain = snap.plugins.route_chain(index);
+    let negotiation = Negotiation::of(&parts);
+    let captures = routed.found.captures.take();
+    let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
+    ctx.captures = captures.as_ref();
+    let meter = series.meter(snap);
+    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    // 4. access, then 5. balance and send unless a plugin answered.
+    let outcome = match phases::access(&mut ctx, chain, body).await {
+        Err(answered) => answered,
+        Ok(body) => match prepare(&mut ctx, chain, body, routed, snap, &x, client.h2) {
+            Err(e) => Outcome::Failed(e),
+            Ok((sending, uri)) => match sending.send_upgrade(snap, &x, Instant::now()).await {
+                Ok(Upgrade::Switched(switched)) => {
+                    let tunnel = Tunnel {
+                        ctx,
+                        chain,
+                        series,
+                        bytes_in,
+                        uri,
+                    };
+                    return tunnel.run(switched, client, head_tx, &scope).await;
+                }
+                Ok(Upgrade::Refused(p)) => Outcome::Upstream(p, uri),
+                Err(e) => Outcome::Failed(e),
+            },
+        },
+    };
+    // No upgrade: 6. to 9. as for any request.
+    let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
+    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, x.started));
+    phases::stream(done, count, head_tx, snap).await;
+}
+
+/// An upgrade the upstream accepted, with what its log phase needs.
+struct Tunnel<'a> {
+    ctx: RequestCtx<'a>,
+    chain: &'a PluginChain,
+    series: Series,
+    bytes_in: u64,
+    uri: Option<http::uri::PathAndQuery>,
+}
+
+impl Tunnel<'_> {
+    /// 6. `header_filter` on the 101, 7. its count, then the tunnel, and 9. `log` when it closes.
+    async fn run(
+        mut self,
+        switched: Switched,
+        client: Client,
+        head_tx: oneshot::Sender<Answer>,
+        scope: &Scope,
+    ) {
+        let Switched {
+            mut head,
+            conn,
+            timings,
+            tries,
+            inflight,
+            timeouts,
+        } = switched;
+        let (snap, started) = (&*scope.snap, scope.started);
+        if client.h2 {
+            h2::as_h2_answer(&mut head);
+        }
+        phases::filter_head(&mut self.ctx, self.chain, &mut head);
+        let count = self.series.meter(snap).map(|meter| {
+            let finished = Finished {
+                source: Source::Service,
+                started,
+                timings: Some(&timings),
+                bytes_in: self.bytes_in,
+                consumer: None,
+            };
+            phases::observe(&self.ctx, &head, meter, self.series, snap, finished)
+        });
+        let log = LogFacts::new(&head, Source::Service, started);
+        let response = Response::from_parts(head, full(Bytes::new()));
+        phases::hand_over(head_tx, (response, count), snap);
+        // hyper resolves this once the 101 is written (an error when the client went away first).
+        let moved = match client.on.await {
+            Ok(upgraded) => Some(tunnel::run(TokioIo::new(upgraded), conn, timeouts).await),
+            Err(e) => {
+                tracing::debug!(error = %e, "client connection was not upgraded");
+                None
+            }
+        };
+        drop(inflight);
+        if let Some(m) = &moved {
+            tracing::debug!(end = ?m.end, to_upstream = m.to_upstream, to_client = m.to_client, "tunnel closed");
+        }
+        let upstream = phases::Upstream {
+            timings,
+            tries,
+            uri: self.uri,
+        };
+        // As nginx counts an upgraded request: the response's size has every byte sent to the client, the
+        // request's is the handshake request's alone (`$request_length`).
+        let record = log.record(&self.ctx, moved.map_or(0, |m| m.to_client), Some(upstream));
+        self.chain.log(&self.ctx, &record);
+    }
+}

@@ -1,0 +1,238 @@
+//! The tunnel of an upgraded request (WebSocket): once the upstream answered 101, bytes are copied both
+//! ways between the client's connection and the upstream's until either side closes, as nginx does for an
+//! upgraded connection. Runs in the request's task after the 101 was handed to the client; the upstream
+//! connection is consumed (it never goes back to the pool).
+//!
+//! Timeouts are nginx's for upgraded connections: the tunnel closes when no byte moved either way for the
+//! service's `read_timeout` (nginx re-arms `proxy_read_timeout` on every event of the tunnel), or when a
+//! write, to either side, makes no progress for `write_timeout`. An end of stream from one side ends the
+//! tunnel once what was read from that side has been written on: nginx has no half-closed tunnels.
+
+use crate::conn::Conn;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// Bytes buffered per direction (one read's worth, written on before the next read).
+const BUFFER: usize = 16 * 1024;
+
+/// Read-write rounds of one direction per poll before it yields to the rest of the worker.
+const ROUNDS: usize = 16;
+
+/// The service's timeouts, as they apply to a tunnel.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// No byte moved either way for this long: the tunnel is idle and closes (`read_timeout`).
+    pub idle: Duration,
+    /// A write to either side stalled for this long: the tunnel closes (`write_timeout`).
+    pub write: Duration,
+}
+
+/// Why a tunnel ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The client closed its side (after the upstream got everything it sent).
+    Client,
+    /// The upstream closed its side (after the client got everything it sent).
+    Upstream,
+    /// No byte moved for the idle timeout.
+    Idle,
+    /// A write made no progress for the write timeout.
+    WriteStalled,
+    /// A read or write failed (a reset, a TLS error).
+    Failed,
+}
+
+/// What went through a tunnel, for the log phase.
+#[derive(Debug, Clone, Copy)]
+pub struct Moved {
+    /// Bytes read from the client and sent upstream.
+    pub to_upstream: u64,
+    /// Bytes read from the upstream (those that came right behind its 101 included) and sent to the client.
+    pub to_client: u64,
+    pub end: End,
+}
+
+/// One direction: what was read and not yet written on.
+struct Half {
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// Written since the last flush.
+    dirty: bool,
+    eof: bool,
+    moved: u64,
+    /// Since when the pending write has made no progress.
+    stalled: Option<Instant>,
+}
+
+/// What one direction did in one poll.
+struct Pumped {
+    progressed: bool,
+    /// A write (or flush) is waiting on the other side.
+    blocked: bool,
+    /// The reading side ended and everything was written on.
+    done: bool,
+}
+
+impl Half {
+    /// A direction starting with `pending`, bytes already read (behind the upstream's 101 head).
+    fn new(pending: &[u8]) -> Half {
+        let mut buf = vec![0; BUFFER.max(pending.len())];
+        buf[..pending.len()].copy_from_slice(pending);
+        Half {
+            buf,
+            pos: 0,
+            end: pending.len(),
+            dirty: false,
+            eof: false,
+            moved: pending.len() as u64,
+            stalled: None,
+        }
+    }
+
+    /// Writes what is buffered, then reads more, until either side has to wait (or for [`ROUNDS`]).
+    fn pump<R, W>(&mut self, cx: &mut Context<'_>, from: &mut R, to: &mut W) -> io::Result<Pumped>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let mut progressed = false;
+        let waiting = |progressed, blocked| {
+            Ok(Pumped {
+                progressed,
+                blocked,
+                done: false,
+            })
+        };
+        for _ in 0..ROUNDS {
+            while self.pos < self.end {
+                match Pin::new(&mut *to).poll_write(cx, &self.buf[self.pos..self.end]) {
+                    Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                    Poll::Ready(Ok(n)) => {
+                        self.pos += n;
+                        self.dirty = true;
+                        progressed = true;
+                    }
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => return waiting(progressed, true),
+                }
+            }
+            if self.dirty {
+                match Pin::new(&mut *to).poll_flush(cx) {
+                    Poll::Ready(Ok(())) => self.dirty = false,
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => return waiting(progressed, true),
+                }
+            }
+            if self.eof {
+                return Ok(Pumped {
+                    progressed,
+                    blocked: false,
+                    done: true,
+                });
+            }
+            let mut read = ReadBuf::new(&mut self.buf);
+            match Pin::new(&mut *from).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    (self.pos, self.end) = (0, n);
+                    self.moved += n as u64;
+                    self.eof = n == 0;
+                    progressed = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return waiting(progressed, false),
+            }
+        }
+        // Still going: let the other tasks of the worker run, then carry on.
+        cx.waker().wake_by_ref();
+        waiting(progressed, false)
+    }
+
+    /// Notes when a blocked write started waiting; a write that progressed starts its wait again.
+    fn note_stall(&mut self, p: &Pumped, now: Instant) -> Option<Instant> {
+        self.stalled = match (p.blocked, p.progressed) {
+            (false, _) => None,
+            (true, true) => Some(now),
+            (true, false) => Some(self.stalled.unwrap_or(now)),
+        };
+        self.stalled
+    }
+}
+
+/// Copies bytes both ways between `client` and the upstream connection `conn` (whose unread bytes, sent
+/// right behind the 101, go to the client first) until either side closes or a timeout ends it; then
+/// shuts both down (bounded by the write timeout) and says what moved.
+pub async fn run<C>(mut client: C, conn: Conn, t: Timeouts) -> Moved
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+{
+    let Conn {
+        stream: mut upstream,
+        buf,
+        ..
+    } = conn;
+    let mut up = Half::new(&[]);
+    let mut down = Half::new(&buf);
+    drop(buf);
+    let mut last_progress = Instant::now();
+    let mut timer: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep_until(last_progress + t.idle));
+    let end = poll_fn(|cx| loop {
+        let now = Instant::now();
+        let a = match up.pump(cx, &mut client, &mut upstream) {
+            Ok(p) => p,
+            Err(_) => return Poll::Ready(End::Failed),
+        };
+        let b = match down.pump(cx, &mut upstream, &mut client) {
+            Ok(p) => p,
+            Err(_) => return Poll::Ready(End::Failed),
+        };
+        if a.done {
+            return Poll::Ready(End::Client);
+        }
+        if b.done {
+            return Poll::Ready(End::Upstream);
+        }
+        if a.progressed || b.progressed {
+            last_progress = now;
+        }
+        let idle_at = last_progress + t.idle;
+        let stalled_at = [up.note_stall(&a, now), down.note_stall(&b, now)]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|since| since + t.write);
+        match stalled_at {
+            Some(at) if at <= now && at <= idle_at => return Poll::Ready(End::WriteStalled),
+            _ if idle_at <= now => return Poll::Ready(End::Idle),
+            _ => {}
+        }
+        let deadline = stalled_at.map_or(idle_at, |at| at.min(idle_at));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        // The deadline passed: look again (progress since may have moved it).
+    })
+    .await;
+    let _ = tokio::time::timeout(t.write, async {
+        let _ = client.shutdown().await;
+        let _ = upstream.shutdown().await;
+    })
+    .await;
+    Moved {
+        to_upstream: up.moved,
+        to_client: down.moved,
+        end,
+    }
+}
+
+#[cfg(test)]
+mod tests;
