@@ -36,6 +36,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../migrations/001_rate_limiting.sql"),
         teardown: None,
     },
+    Migration {
+        name: "002_jwt",
+        up: include_str!("../migrations/002_jwt.sql"),
+        teardown: None,
+    },
 ];
 
 /// The advisory lock key migrations hold (any fixed number; "sluice" in ASCII).

@@ -68,6 +68,7 @@ macro_rules! entity_kinds {
                     KeyAuth.consumer as "key-auth",
                     BasicAuth.consumer as "basic-auth",
                     Acl.consumer as "acls",
+                    Jwt.consumer as "jwt",
                 ],
             }
             KeyAuth(KeyAuthCredential) {
@@ -91,8 +92,15 @@ macro_rules! entity_kinds {
                 fks: [consumer -> Consumer cascade],
                 nests: [],
             }
+            Jwt(JwtSecret) {
+                key: jwt_secrets, singular: "jwt_secret", schema: jwt_secret, build: 11,
+                admin: "jwts", endpoint: [key],
+                refs: [], unique: [key],
+                fks: [consumer -> Consumer cascade],
+                nests: [],
+            }
             Plugin(Plugin) {
-                key: plugins, singular: "plugin", schema: plugin, build: 11,
+                key: plugins, singular: "plugin", schema: plugin, build: 12,
                 admin: "plugins", endpoint: [instance_name],
                 refs: [], unique: [],
                 fks: [service -> Service cascade, route -> Route cascade, consumer -> Consumer cascade],

@@ -67,6 +67,17 @@ pub fn before_validation(
             let key = Uuid::new_v5(&id, b"key-auth").simple().to_string();
             overrides.push(("key", key.into()));
         }
+        Kind::Jwt => {
+            // The key names the credential (derived like key-auth's); the secret signs tokens, so it is
+            // random, as Kong's: a declarative file that leaves it out gets a new one on every load.
+            if value.get("key").is_none_or(Value::is_null) {
+                let key = Uuid::new_v5(&id, b"jwt").simple().to_string();
+                overrides.push(("key", key.into()));
+            }
+            if value.get("secret").is_none_or(Value::is_null) {
+                overrides.push(("secret", Uuid::new_v4().simple().to_string().into()));
+            }
+        }
         _ => {}
     }
 }
