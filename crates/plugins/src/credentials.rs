@@ -1,5 +1,6 @@
 //! Consumers and their credentials of one snapshot, indexed for O(1) lookups by the auth plugins.
 
+use crate::builtin::jwt::JwtCredential;
 use sluice_model::{BasicAuthCredential, Config, Consumer, KeyAuthCredential};
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -13,6 +14,8 @@ pub struct Credentials {
     keys: HashMap<String, KeyAuthCredential>,
     basic: HashMap<String, BasicAuthCredential>,
     groups: HashMap<Uuid, Vec<String>>,
+    /// jwt credentials by `key`, each with its public key parsed (or HMAC keys derived) once, here.
+    jwt: HashMap<String, JwtCredential>,
 }
 
 impl Credentials {
@@ -32,6 +35,9 @@ impl Credentials {
         }
         for b in &config.basicauth_credentials {
             c.basic.insert(b.username.clone(), b.clone());
+        }
+        for j in &config.jwt_secrets {
+            c.jwt.insert(j.key.clone(), JwtCredential::new(j));
         }
         for a in &config.acls {
             c.groups
@@ -67,6 +73,11 @@ impl Credentials {
 
     pub fn basic(&self, username: &str) -> Option<&BasicAuthCredential> {
         self.basic.get(username)
+    }
+
+    /// The jwt credential a token names by its key claim (a public identifier, not a secret).
+    pub fn jwt(&self, key: &str) -> Option<&JwtCredential> {
+        self.jwt.get(key)
     }
 
     /// ACL groups of a consumer.

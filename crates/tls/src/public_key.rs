@@ -73,10 +73,7 @@ fn spki_key(der: &[u8]) -> Result<PublicKey, String> {
         return Ok(PublicKey::Ed25519(bits));
     }
     if oid == EC {
-        let curve = info
-            .algorithm
-            .parameters_oid()
-            .map_err(|_| "invalid key")?;
+        let curve = info.algorithm.parameters_oid().map_err(|_| "invalid key")?;
         let curve = match curve {
             c if c == P256 => Curve::P256,
             c if c == P384 => Curve::P384,

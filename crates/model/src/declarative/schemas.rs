@@ -290,8 +290,8 @@ pub fn acl() -> Schema {
 
 /// The algorithms of `jwt_secrets.algorithm`, Kong's list.
 pub const JWT_ALGORITHMS: &[&str] = &[
-    "HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384",
-    "PS512", "EdDSA",
+    "HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256",
+    "PS384", "PS512", "EdDSA",
 ];
 
 /// `jwt_secrets`. `key` and `secret` are generated when left out (`prepare`). Kong requires a public key

@@ -1,4 +1,4 @@
-//! What key-auth and basic-auth share: identifying the consumer, Kong's upstream headers, `anonymous`.
+//! What the auth plugins (key-auth, basic-auth, jwt) share: identifying the consumer, Kong's upstream headers, `anonymous`.
 
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::Flow;
@@ -33,11 +33,23 @@ fn set_id(ctx: &mut RequestCtx<'_>, name: HeaderName, id: &uuid::Uuid) {
     set(ctx, name, id.hyphenated().encode_lower(&mut text));
 }
 
-/// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers.
+/// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers
+/// (`X-Credential-Identifier` is the credential's id).
 pub fn identify<'s>(
     ctx: &mut RequestCtx<'s>,
     consumer: &'s Consumer,
     credential: Option<CredentialRef>,
+) {
+    identify_as(ctx, consumer, credential, None)
+}
+
+/// [`identify`], with `X-Credential-Identifier` set to `identifier` instead of the credential's id (jwt
+/// sends the credential's `key`).
+pub fn identify_as<'s>(
+    ctx: &mut RequestCtx<'s>,
+    consumer: &'s Consumer,
+    credential: Option<CredentialRef>,
+    identifier: Option<&str>,
 ) {
     for h in CONSUMER_HEADERS {
         ctx.request.headers.remove(h);
@@ -49,9 +61,10 @@ pub fn identify<'s>(
     if let Some(u) = &consumer.username {
         set(ctx, CONSUMER_USERNAME, u);
     }
-    match credential {
-        Some(cred) => set_id(ctx, CREDENTIAL_IDENTIFIER, &cred.id),
-        None => set(ctx, ANONYMOUS_CONSUMER, "true"),
+    match (credential, identifier) {
+        (Some(_), Some(text)) => set(ctx, CREDENTIAL_IDENTIFIER, text),
+        (Some(cred), None) => set_id(ctx, CREDENTIAL_IDENTIFIER, &cred.id),
+        (None, _) => set(ctx, ANONYMOUS_CONSUMER, "true"),
     }
     ctx.anonymous = credential.is_none();
     ctx.consumer = Some(consumer);

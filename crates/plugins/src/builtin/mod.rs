@@ -11,6 +11,7 @@ pub mod cors;
 pub mod file_log;
 pub mod http_log;
 pub mod ip_restriction;
+pub mod jwt;
 pub mod key_auth;
 pub mod prometheus;
 pub mod rate_limiting;
@@ -32,6 +33,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         correlation_id::builtin(),
         bot_detection::builtin(),
         cors::builtin(),
+        jwt::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
         ip_restriction::builtin(),

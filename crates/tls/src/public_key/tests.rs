@@ -7,7 +7,9 @@ const RSA_SPKI: &str = "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC
 const RSA_PKCS1: &str = "-----BEGIN RSA PUBLIC KEY-----\nMIIBCgKCAQEAtznIk3KBlyfOa25koFrMYW3lTYbipSy4cAt+GzVBydFIj9CKpuMl\nm+8r1GbT/iVDRD1e5mqes5Mrz2ryRsI3l0E8w9i2VVkvWTff8ShqcyPQqCs1XEUt\nPFhUWQd8r42fSTFJ4ilX5cdDUuesKbYt1KjxqLIac7PpnSSnNNAKIgxuKgWbR20A\n1FVoGkdWmm1OX9iqs/MhRGJqz9B6jOXoY32h7drsh3dGSV1YyqzDG8SSbgugf2x/\nfze0oRXpe0cxJsU6kwagkTklS/o83FBn/A08/ktDeFvMxWU6OorUounVGgVFcW+6\nhoHmHKXXYeOrkTZpBa+U/I8hh9DDP1afRQIDAQAB\n-----END RSA PUBLIC KEY-----";
 
 fn spki_of(alg: &'static rcgen::SignatureAlgorithm) -> String {
-    rcgen::KeyPair::generate_for(alg).expect("key").public_key_pem()
+    rcgen::KeyPair::generate_for(alg)
+        .expect("key")
+        .public_key_pem()
 }
 
 #[test]

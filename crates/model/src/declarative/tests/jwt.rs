@@ -27,23 +27,49 @@ fn asymmetric_algorithms_need_a_key_that_parses_except_es() {
         format!("_format_version: '3.0'\nconsumers:\n- username: u\n  jwt_secrets:\n  - key: k\n    algorithm: {alg}\n{key}")
     };
     let missing = errs(&with("RS256", ""));
-    assert!(missing.iter().any(|e| e.ends_with("rsa_public_key: required field missing")), "{missing:?}");
-    assert!(missing.iter().any(|e| e.ends_with(
-        "@entity: failed conditional validation given value of field 'algorithm'"
-    )), "{missing:?}");
+    assert!(
+        missing
+            .iter()
+            .any(|e| e.ends_with("rsa_public_key: required field missing")),
+        "{missing:?}"
+    );
+    assert!(
+        missing.iter().any(|e| e
+            .ends_with("@entity: failed conditional validation given value of field 'algorithm'")),
+        "{missing:?}"
+    );
     let bad = errs(&with("EdDSA", "    rsa_public_key: nope\n"));
-    assert!(bad.iter().any(|e| e.ends_with("rsa_public_key: invalid key")), "{bad:?}");
+    assert!(
+        bad.iter()
+            .any(|e| e.ends_with("rsa_public_key: invalid key")),
+        "{bad:?}"
+    );
     // Kong's check leaves ES out: no key is accepted (each request then fails with "Invalid key/secret").
     assert_eq!(ok(&with("ES256", "")).jwt_secrets[0].rsa_public_key, None);
-    let pem = format!("    rsa_public_key: \"{}\"\n", RSA_PUBLIC_KEY.replace('\n', "\\n"));
-    assert!(ok(&with("PS384", &pem)).jwt_secrets[0].rsa_public_key.is_some());
+    let pem = format!(
+        "    rsa_public_key: \"{}\"\n",
+        RSA_PUBLIC_KEY.replace('\n', "\\n")
+    );
+    assert!(ok(&with("PS384", &pem)).jwt_secrets[0]
+        .rsa_public_key
+        .is_some());
     let unknown = errs(&with("none", ""));
-    assert!(unknown.iter().any(|e| e.contains("algorithm: expected one of: HS256")), "{unknown:?}");
+    assert!(
+        unknown
+            .iter()
+            .any(|e| e.contains("algorithm: expected one of: HS256")),
+        "{unknown:?}"
+    );
 }
 
 #[test]
 fn keys_are_unique() {
     let text = "_format_version: '3.0'\nconsumers:\n- username: u\n  jwt_secrets:\n  - key: same\n  - key: same\n";
     let e = errs(text);
-    assert!(e.iter().any(|m| m.contains("uniqueness violation: 'jwt_secrets' entity with key set to 'same' already declared")), "{e:?}");
+    assert!(
+        e.iter().any(|m| m.contains(
+            "uniqueness violation: 'jwt_secrets' entity with key set to 'same' already declared"
+        )),
+        "{e:?}"
+    );
 }
