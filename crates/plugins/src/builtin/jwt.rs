@@ -121,33 +121,46 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs() as f64)
 }
 
+/// Why a request was not authenticated; [`Jwt::response`] makes Kong's 401 of each.
+enum Denied {
+    /// No token: "Unauthorized", with the challenge without an error.
+    NoToken,
+    /// Kong's message for a bad token.
+    Token(String),
+    /// Kong's claim errors, e.g. `{"exp":"token expired"}`.
+    Claims(Vec<(&'static str, &'static str)>),
+    /// The credential's consumer is gone (no challenge).
+    NoConsumer(String),
+}
+
 impl Jwt {
-    /// A 401 with `{"message": ...}`; `bad_token` picks the `error="invalid_token"` challenge.
-    fn deny(&self, message: &str, bad_token: bool) -> PluginResponse {
-        PluginResponse::message(http::StatusCode::UNAUTHORIZED, message).with_header(
+    /// Kong's 401 for `denied`: `{"message": ...}` or the claim errors, with `WWW-Authenticate`.
+    fn response(&self, denied: Denied) -> PluginResponse {
+        let status = http::StatusCode::UNAUTHORIZED;
+        let (response, challenge) = match denied {
+            Denied::NoToken => (PluginResponse::message(status, "Unauthorized"), 0),
+            Denied::Token(message) => (PluginResponse::message(status, &message), 1),
+            Denied::Claims(errors) => {
+                let body: Map<String, Value> = errors
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), Value::from(v)))
+                    .collect();
+                let body = Value::Object(body).to_string().into();
+                (PluginResponse::json(status, body), 1)
+            }
+            Denied::NoConsumer(message) => return PluginResponse::message(status, &message),
+        };
+        response.with_header(
             http::header::WWW_AUTHENTICATE,
-            &self.www_authenticate[usize::from(bad_token)],
+            &self.www_authenticate[challenge],
         )
     }
 
-    /// A 401 whose body is Kong's claim errors, e.g. `{"exp":"token expired"}`.
-    fn deny_claims(&self, errors: &[(&str, &str)]) -> PluginResponse {
-        let body: Map<String, Value> = errors
-            .iter()
-            .map(|(k, v)| (k.to_string(), Value::from(*v)))
-            .collect();
-        PluginResponse::json(
-            http::StatusCode::UNAUTHORIZED,
-            Value::Object(body).to_string().into(),
-        )
-        .with_header(http::header::WWW_AUTHENTICATE, &self.www_authenticate[1])
-    }
-
-    /// Kong's `do_authentication`: the credential, the consumer and the token's key, or the 401.
+    /// Kong's `do_authentication`: the credential and its consumer, or why not.
     fn authenticate<'s>(
         &self,
         ctx: &RequestCtx<'s>,
-    ) -> Result<(&'s JwtCredential, &'s sluice_model::Consumer), PluginResponse> {
+    ) -> Result<(&'s JwtCredential, &'s sluice_model::Consumer), Denied> {
         let c = &self.config;
         let found = find::tokens(
             ctx.request.uri.query(),
@@ -156,59 +169,56 @@ impl Jwt {
             &c.cookie_names,
             &self.header_names,
         );
+        let bad = |message: &str| Denied::Token(message.to_string());
         let text = match found {
-            Tokens::None => return Err(self.deny("Unauthorized", false)),
-            Tokens::Many => return Err(self.deny("Multiple tokens provided", true)),
-            Tokens::One(Found::Flag) => return Err(self.deny("Unrecognizable token", true)),
+            Tokens::None => return Err(Denied::NoToken),
+            Tokens::Many => return Err(bad("Multiple tokens provided")),
+            Tokens::One(Found::Flag) => return Err(bad("Unrecognizable token")),
             Tokens::One(Found::Text(text)) => text,
         };
-        let jwt = token::decode(&text).map_err(|e| self.deny(&format!("Bad token; {e}"), true))?;
+        let jwt = token::decode(&text).map_err(|e| Denied::Token(format!("Bad token; {e}")))?;
         let claim = &c.key_claim_name;
         let key = [&jwt.claims, &jwt.header].into_iter().find_map(|m| {
             m.get(claim)
                 .filter(|v| !v.is_null() && **v != Value::Bool(false))
         });
         let key = match key {
-            None => return Err(self.deny(&format!("No mandatory '{claim}' in claims"), true)),
+            None => return Err(Denied::Token(format!("No mandatory '{claim}' in claims"))),
             Some(Value::String(s)) if s.is_empty() => {
-                return Err(self.deny(&format!("Invalid '{claim}' in claims"), true))
+                return Err(Denied::Token(format!("Invalid '{claim}' in claims")))
             }
             Some(v) => v.as_str(),
         };
         let Some(cred) = key.and_then(|k| ctx.credentials.jwt(k)) else {
             let message = format!("No credentials found for given '{claim}'");
-            return Err(self.deny(&message, true));
+            return Err(Denied::Token(message));
         };
         if jwt.alg != cred.alg {
-            return Err(self.deny("Invalid algorithm", true));
+            return Err(bad("Invalid algorithm"));
         }
         match cred.verify(jwt.signed.as_bytes(), &jwt.signature, c.secret_is_base64) {
             Ok(()) => {}
-            Err(Rejected::NoKey) => return Err(self.deny("Invalid key/secret", true)),
-            Err(Rejected::Signature) => return Err(self.deny("Invalid signature", true)),
+            Err(Rejected::NoKey) => return Err(bad("Invalid key/secret")),
+            Err(Rejected::Signature) => return Err(bad("Invalid signature")),
         }
         let now = now();
-        let errors = token::verify_claims(
-            &jwt.claims,
-            c.claims_to_verify.as_deref().unwrap_or(&[]),
-            now,
-        );
+        let which = c.claims_to_verify.as_deref().unwrap_or(&[]);
+        let errors = token::verify_claims(&jwt.claims, which, now);
         if !errors.is_empty() {
-            return Err(self.deny_claims(&errors));
+            return Err(Denied::Claims(errors));
         }
-        if c.maximum_expiration > 0.0
-            && !token::within_maximum(&jwt.claims, c.maximum_expiration, now)
-        {
-            return Err(self.deny_claims(&[("exp", "exceeds maximum allowed expiration")]));
+        let max = c.maximum_expiration;
+        if max > 0.0 && !token::within_maximum(&jwt.claims, max, now) {
+            let exceeded = ("exp", "exceeds maximum allowed expiration");
+            return Err(Denied::Claims(vec![exceeded]));
         }
-        let Some(consumer) = ctx.credentials.consumer(&cred.secret.consumer.id) else {
-            let message = format!("Could not find consumer for '{claim}={}'", cred.secret.key);
-            return Err(PluginResponse::message(
-                http::StatusCode::UNAUTHORIZED,
-                &message,
-            ));
-        };
-        Ok((cred, consumer))
+        match ctx.credentials.consumer(&cred.secret.consumer.id) {
+            Some(consumer) => Ok((cred, consumer)),
+            None => Err(Denied::NoConsumer(format!(
+                "Could not find consumer for '{claim}={}'",
+                cred.secret.key
+            ))),
+        }
     }
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
@@ -228,7 +238,10 @@ impl Jwt {
                 auth::identify_as(ctx, consumer, Some(credential), Some(&cred.secret.key));
                 Flow::Continue
             }
-            Err(unauthorized) => auth::reject_or_anonymous(ctx, anonymous, unauthorized),
+            Err(denied) => {
+                let response = self.response(denied);
+                auth::reject_or_anonymous(ctx, anonymous, response)
+            }
         }
     }
 }
