@@ -33,7 +33,8 @@ pub(super) enum Verifier {
     P521(p521::ecdsa::VerifyingKey),
     /// A public key of another type than the algorithm's, or one ring refuses: nothing verifies.
     Never,
-    /// An asymmetric algorithm without a public key (Kong allows it for ES*): "Invalid key/secret".
+    /// An asymmetric algorithm without a usable public key (Kong allows none, or one that does not parse,
+    /// for ES*): "Invalid key/secret".
     Missing,
 }
 
@@ -75,8 +76,9 @@ fn verifier(alg: Alg, secret: &JwtSecret) -> Verifier {
     let Some(pem) = &secret.rsa_public_key else {
         return Verifier::Missing;
     };
+    // Only an ES key can be unparsable here (the schema checks the others): no key to verify with.
     let Ok(key) = sluice_tls::public_key(pem) else {
-        return Verifier::Never;
+        return Verifier::Missing;
     };
     let ring = |a: &'static dyn s::VerificationAlgorithm, bytes: Vec<u8>| Verifier::Ring(a, bytes);
     match (alg, key) {
