@@ -474,6 +474,11 @@ async fn db_mode_creates_credentials_through_the_admin_api() {
                     "consumer": {"id": carol["id"]}});
     let (status, body) = call(&gw, "POST", "/jwts", Some(es)).await;
     assert_eq!(status, 201, "{body}");
+    let again = json!({"key": "carol-es"});
+    let (status, body) = call(&gw, "POST", "/consumers/carol/jwt", Some(again)).await;
+    assert_eq!(status, 409, "{body}");
+    let unique = r#"UNIQUE violation detected on '{key="carol-es"}'"#;
+    assert_eq!(body["message"], unique);
     let (status, listed) = call(&gw, "GET", "/consumers/carol/jwt", None).await;
     assert_eq!((status, listed["data"].as_array().unwrap().len()), (200, 2));
 
