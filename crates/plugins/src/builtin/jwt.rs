@@ -176,13 +176,10 @@ impl Jwt {
             Tokens::One(Found::Flag) => return Err(bad("Unrecognizable token")),
             Tokens::One(Found::Text(text)) => text,
         };
-        let jwt = token::decode(&text).map_err(|e| Denied::Token(format!("Bad token; {e}")))?;
         let claim = &c.key_claim_name;
-        let key = [&jwt.claims, &jwt.header].into_iter().find_map(|m| {
-            m.get(claim)
-                .filter(|v| !v.is_null() && **v != Value::Bool(false))
-        });
-        let key = match key {
+        let jwt =
+            token::decode(&text, claim).map_err(|e| Denied::Token(format!("Bad token; {e}")))?;
+        let key = match &jwt.key {
             None => return Err(Denied::Token(format!("No mandatory '{claim}' in claims"))),
             Some(Value::String(s)) if s.is_empty() => {
                 return Err(Denied::Token(format!("Invalid '{claim}' in claims")))
@@ -203,12 +200,12 @@ impl Jwt {
         }
         let now = now();
         let which = c.claims_to_verify.as_deref().unwrap_or(&[]);
-        let errors = token::verify_claims(&jwt.claims, which, now);
+        let errors = token::verify_claims(&jwt, which, now);
         if !errors.is_empty() {
             return Err(Denied::Claims(errors));
         }
         let max = c.maximum_expiration;
-        if max > 0.0 && !token::within_maximum(&jwt.claims, max, now) {
+        if max > 0.0 && !token::within_maximum(&jwt, max, now) {
             let exceeded = ("exp", "exceeds maximum allowed expiration");
             return Err(Denied::Claims(vec![exceeded]));
         }

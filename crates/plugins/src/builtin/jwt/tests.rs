@@ -91,21 +91,30 @@ fn tokens_come_from_query_cookies_and_headers_and_count_once_each() {
 fn decoding_fails_with_kongs_reasons_in_kongs_order() {
     let h = b64(r#"{"alg":"HS256"}"#);
     let c = b64(r#"{"iss":"k"}"#);
-    assert_eq!(decode("abc").unwrap_err(), "invalid JSON");
-    assert_eq!(decode(&format!("{h}.{c}")).unwrap_err(), "invalid JSON");
-    assert_eq!(decode(&format!("{h}.!!.x")).unwrap_err(), "invalid JSON");
-    let none = b64(r#"{"alg":"none"}"#);
-    assert_eq!(decode(&format!("{none}.{c}.")).unwrap_err(), "invalid alg");
+    assert_eq!(decode("abc", "iss").unwrap_err(), "invalid JSON");
     assert_eq!(
-        decode(&format!("{h}.{}.", b64("[1]"))).unwrap_err(),
+        decode(&format!("{h}.{c}"), "iss").unwrap_err(),
+        "invalid JSON"
+    );
+    assert_eq!(
+        decode(&format!("{h}.!!.x"), "iss").unwrap_err(),
+        "invalid JSON"
+    );
+    let none = b64(r#"{"alg":"none"}"#);
+    assert_eq!(
+        decode(&format!("{none}.{c}."), "iss").unwrap_err(),
+        "invalid alg"
+    );
+    assert_eq!(
+        decode(&format!("{h}.{}.", b64("[1]")), "iss").unwrap_err(),
         "invalid claims"
     );
     assert_eq!(
-        decode(&format!("{h}.{c}.a*b")).unwrap_err(),
+        decode(&format!("{h}.{c}.a*b"), "iss").unwrap_err(),
         "invalid signature"
     );
     let text = format!("{h}.{c}.AQID");
-    let ok = decode(&text).unwrap();
+    let ok = decode(&text, "iss").unwrap();
     assert_eq!(
         (ok.alg, ok.signature.as_slice()),
         (Alg::HS256, &[1u8, 2, 3][..])
@@ -113,25 +122,65 @@ fn decoding_fails_with_kongs_reasons_in_kongs_order() {
     assert_eq!(ok.signed, format!("{h}.{c}"));
     // The third part keeps any further dots, so it is not base64 and the token is refused.
     assert_eq!(
-        decode(&format!("{h}.{c}.AQID.more")).unwrap_err(),
+        decode(&format!("{h}.{c}.AQID.more"), "iss").unwrap_err(),
         "invalid signature"
     );
     assert_eq!(BASE64URL.decode("AQ==").ok(), BASE64URL.decode("AQ").ok());
 }
 
+/// A token (unsigned) with these header and claims, decoded.
+fn token(header: Value, claims: Value) -> super::token::Token<'static> {
+    let text = format!("{}.{}.", b64(&header.to_string()), b64(&claims.to_string()));
+    decode(Box::leak(text.into_boxed_str()), "iss").unwrap()
+}
+
+#[test]
+fn the_key_claim_comes_from_the_claims_then_the_header() {
+    let hs = |extra: Value| {
+        let mut h = serde_json::json!({"alg": "HS256"});
+        h.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        h
+    };
+    let t = token(
+        hs(serde_json::json!({"iss": "h"})),
+        serde_json::json!({"iss": "c"}),
+    );
+    assert_eq!(t.key, Some(Value::from("c")));
+    let t = token(
+        hs(serde_json::json!({"iss": "h"})),
+        serde_json::json!({"iss": false}),
+    );
+    assert_eq!(t.key, Some(Value::from("h")));
+    let t = token(
+        hs(serde_json::json!({})),
+        serde_json::json!({"iss": null, "sub": {"a": [1]}}),
+    );
+    assert_eq!(t.key, None);
+    // Escaped names are names too; a later duplicate wins.
+    let text = format!(
+        "{}.{}.",
+        b64(r#"{"alg":"HS256"}"#),
+        b64(r#"{"iss":"a","\u0069ss":"b"}"#)
+    );
+    assert_eq!(decode(&text, "iss").unwrap().key, Some(Value::from("b")));
+    // Malformed JSON anywhere is "invalid JSON", even after a non-object.
+    let text = format!("{}.{}.", b64("[1"), b64("{}"));
+    assert_eq!(decode(&text, "iss").unwrap_err(), "invalid JSON");
+    let text = format!("{}.{}.", b64(r#"{"alg":"HS256"}"#), b64("{} x"));
+    assert_eq!(decode(&text, "iss").unwrap_err(), "invalid JSON");
+}
+
 #[test]
 fn registered_claims_and_maximum_expiration() {
-    let claims = |v: Value| v.as_object().unwrap().clone();
+    let hs = || serde_json::json!({"alg": "HS256"});
     let both = [Claim::Exp, Claim::Nbf];
-    assert!(verify_claims(
-        &claims(serde_json::json!({"exp": 101, "nbf": 100})),
-        &both,
-        100.0
-    )
-    .is_empty());
+    let t = token(hs(), serde_json::json!({"exp": 101, "nbf": 100}));
+    assert!(verify_claims(&t, &both, 100.0).is_empty());
     assert_eq!(
         verify_claims(
-            &claims(serde_json::json!({"exp": 100, "nbf": 101})),
+            &token(hs(), serde_json::json!({"exp": 100, "nbf": 101})),
             &both,
             100.0
         ),
@@ -139,29 +188,33 @@ fn registered_claims_and_maximum_expiration() {
     );
     assert_eq!(
         verify_claims(
-            &claims(serde_json::json!({"exp": "200"})),
+            &token(hs(), serde_json::json!({"exp": "200"})),
             &[Claim::Exp],
             100.0
         ),
         [("exp", "must be a number")]
     );
     assert!(within_maximum(
-        &claims(serde_json::json!({"exp": 160})),
+        &token(hs(), serde_json::json!({"exp": 160})),
         60.0,
         100.0
     ));
     assert!(!within_maximum(
-        &claims(serde_json::json!({"exp": 161})),
+        &token(hs(), serde_json::json!({"exp": 161})),
         60.0,
         100.0
     ));
-    assert!(!within_maximum(&claims(serde_json::json!({})), 60.0, 100.0));
+    assert!(!within_maximum(
+        &token(hs(), serde_json::json!({})),
+        60.0,
+        100.0
+    ));
 }
 
 #[test]
 fn hmac_signatures_verify_with_the_plain_or_base64url_secret() {
     let token = hs256(r#"{"iss":"k"}"#, b"s3cret?");
-    let t = decode(&token).unwrap();
+    let t = decode(&token, "iss").unwrap();
     let plain = JwtCredential::new(&secret("HS256", "s3cret?"));
     assert_eq!(
         plain.verify(t.signed.as_bytes(), &t.signature, false),

@@ -4,7 +4,8 @@
 
 use super::keys::BASE64URL;
 use base64::Engine;
-use serde_json::{Map, Value};
+use serde::de::DeserializeSeed;
+use serde_json::Value;
 
 /// The algorithms Kong 3.9 knows, by their JOSE names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,14 +47,17 @@ impl Alg {
     }
 }
 
-/// A decoded token.
+/// A decoded token: only what the plugin reads is kept (the JSON is checked whole, but no map is built).
 #[derive(Debug)]
 pub struct Token<'t> {
     /// `header.claims` as sent: what the signature covers.
     pub signed: &'t str,
     pub alg: Alg,
-    pub header: Map<String, Value>,
-    pub claims: Map<String, Value>,
+    /// The key claim: from the claims, else from the token's header (Kong's `claims[k] or header[k]`);
+    /// `null` and `false` count as absent.
+    pub key: Option<Value>,
+    pub exp: Option<Value>,
+    pub nbf: Option<Value>,
     pub signature: Vec<u8>,
 }
 
@@ -63,38 +67,123 @@ pub const INVALID_ALG: &str = "invalid alg";
 pub const INVALID_CLAIMS: &str = "invalid claims";
 pub const INVALID_SIGNATURE: &str = "invalid signature";
 
-fn json(part: &str) -> Option<Value> {
-    serde_json::from_slice(&BASE64URL.decode(part).ok()?).ok()
+/// Why a part gave no object.
+enum Unreadable {
+    /// Not base64url or not JSON.
+    Malformed,
+    /// JSON, but not an object.
+    NotObject,
 }
 
-/// Parses `text` with Kong's checks, in Kong's order.
-pub fn decode(text: &str) -> Result<Token<'_>, &'static str> {
+/// The values of `names` in the JSON object a base64url part holds.
+fn pick(part: &str, names: &[&str]) -> Result<Vec<Option<Value>>, Unreadable> {
+    let bytes = BASE64URL.decode(part).map_err(|_| Unreadable::Malformed)?;
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    match Pick(names)
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+    {
+        Ok(values) => Ok(values),
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+                Ok(_) => Err(Unreadable::NotObject),
+                Err(_) => Err(Unreadable::Malformed),
+            }
+        }
+        Err(_) => Err(Unreadable::Malformed),
+    }
+}
+
+/// Parses `text` with Kong's checks, in Kong's order; `key_claim` is the plugin's `key_claim_name`.
+pub fn decode<'t>(text: &'t str, key_claim: &str) -> Result<Token<'t>, &'static str> {
     let mut parts = text.splitn(3, '.');
     let (Some(h64), Some(c64), Some(s64)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(INVALID_JSON);
     };
-    let (Some(header), Some(claims)) = (json(h64), json(c64)) else {
-        return Err(INVALID_JSON);
+    let (header, claims) = match (
+        pick(h64, &["alg", key_claim]),
+        pick(c64, &[key_claim, "exp", "nbf"]),
+    ) {
+        (Err(Unreadable::Malformed), _) | (_, Err(Unreadable::Malformed)) => {
+            return Err(INVALID_JSON)
+        }
+        (Err(Unreadable::NotObject), _) => return Err(INVALID_ALG),
+        (Ok(header), claims) => (header, claims),
     };
-    let Value::Object(header) = header else {
-        return Err(INVALID_ALG);
-    };
-    let alg = header
-        .get("alg")
+    let [alg, header_key]: [Option<Value>; 2] = header.try_into().map_err(|_| INVALID_ALG)?;
+    let alg = alg
+        .as_ref()
         .and_then(Value::as_str)
         .and_then(Alg::from_name)
         .ok_or(INVALID_ALG)?;
-    let Value::Object(claims) = claims else {
+    let Some([claims_key, exp, nbf]) = claims
+        .ok()
+        .and_then(|c| <[Option<Value>; 3]>::try_from(c).ok())
+    else {
         return Err(INVALID_CLAIMS);
     };
     let signature = BASE64URL.decode(s64).map_err(|_| INVALID_SIGNATURE)?;
+    let present = |v: &Value| !v.is_null() && *v != Value::Bool(false);
+    let key = claims_key
+        .filter(present)
+        .or_else(|| header_key.filter(present));
     Ok(Token {
         signed: &text[..h64.len() + 1 + c64.len()],
         alg,
-        header,
-        claims,
+        key,
+        exp,
+        nbf,
         signature,
     })
+}
+
+/// Collects the values of some names from a JSON object, skipping (but checking) the rest.
+struct Pick<'n>(&'n [&'n str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pick<'_> {
+    type Value = Vec<Option<Value>>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Pick<'_> {
+    type Value = Vec<Option<Value>>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = vec![None; self.0.len()];
+        while let Some(i) = map.next_key_seed(Name(self.0))? {
+            match i {
+                Some(i) => out[i] = Some(map.next_value::<Value>()?),
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A key of the object: the index of the name it equals, if any (no allocation).
+struct Name<'n>(&'n [&'n str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Name<'_> {
+    type Value = Option<usize>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for Name<'_> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|n| *n == v))
+    }
 }
 
 /// A registered claim the plugin may verify (`claims_to_verify`).
@@ -114,15 +203,20 @@ impl Claim {
     }
 }
 
-/// Kong's checks of `claims` at `now` (whole seconds): each failing claim with its message, in order.
+/// Kong's checks of the token's claims at `now` (whole seconds): each failing claim with its message, in
+/// order.
 pub fn verify_claims(
-    claims: &Map<String, Value>,
+    token: &Token<'_>,
     which: &[Claim],
     now: f64,
 ) -> Vec<(&'static str, &'static str)> {
     let mut errors = Vec::new();
     for claim in which {
-        let message = match (claim, claims.get(claim.name()).and_then(Value::as_f64)) {
+        let value = match claim {
+            Claim::Exp => &token.exp,
+            Claim::Nbf => &token.nbf,
+        };
+        let message = match (claim, value.as_ref().and_then(Value::as_f64)) {
             (_, None) => "must be a number",
             (Claim::Exp, Some(exp)) if exp <= now => "token expired",
             (Claim::Nbf, Some(nbf)) if nbf > now => "token not valid yet",
@@ -134,9 +228,10 @@ pub fn verify_claims(
 }
 
 /// Kong's `maximum_expiration`: `exp` must be present and at most `max` seconds ahead.
-pub fn within_maximum(claims: &Map<String, Value>, max: f64, now: f64) -> bool {
-    claims
-        .get("exp")
+pub fn within_maximum(token: &Token<'_>, max: f64, now: f64) -> bool {
+    token
+        .exp
+        .as_ref()
         .and_then(Value::as_f64)
         .is_some_and(|exp| exp - now <= max)
 }
