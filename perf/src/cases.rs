@@ -33,6 +33,10 @@ pub enum CaseKind {
     Prometheus,
     /// A global http-log plugin sending batches of up to 100 records to the built-in upstream.
     HttpLog,
+    /// A global proxy-cache plugin (strategy memory) whose every request after the first is a hit: the
+    /// cost of answering from the cache. The service's path is `/cacheable`, for which the built-in
+    /// upstream sends the `Content-Type` proxy-cache needs.
+    ProxyCacheHit,
 }
 
 impl CaseKind {
@@ -46,6 +50,7 @@ impl CaseKind {
         CaseKind::Large,
         CaseKind::Prometheus,
         CaseKind::HttpLog,
+        CaseKind::ProxyCacheHit,
     ];
 
     /// The command-line name.
@@ -59,6 +64,7 @@ impl CaseKind {
             CaseKind::Large => "large",
             CaseKind::Prometheus => "prometheus",
             CaseKind::HttpLog => "http-log",
+            CaseKind::ProxyCacheHit => "proxy-cache-hit",
         }
     }
 
@@ -82,7 +88,8 @@ impl CaseKind {
             CaseKind::NoPlugins
             | CaseKind::RateLimiting
             | CaseKind::Prometheus
-            | CaseKind::HttpLog => None,
+            | CaseKind::HttpLog
+            | CaseKind::ProxyCacheHit => None,
         }
     }
 }

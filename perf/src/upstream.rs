@@ -13,6 +13,10 @@ use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 
+/// Requests whose path starts with this get `Content-Type: text/plain` (what proxy-cache needs to store a
+/// response); others get no `Content-Type`, as before, so the other cases' responses are unchanged.
+pub const CACHEABLE: &str = "/cacheable";
+
 /// Serves on `addr` until the process ends (a current-thread runtime: one core).
 pub fn serve(addr: SocketAddr, body_size: usize) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -36,9 +40,15 @@ pub async fn serve_on(listener: tokio::net::TcpListener, body_size: usize) -> an
         let _ = stream.set_nodelay(true);
         let body = body.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |_req| {
-                let body = body.clone();
-                async move { Ok::<_, Infallible>(hyper::Response::new(Full::new(body))) }
+            let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let mut resp = hyper::Response::new(Full::new(body.clone()));
+                if req.uri().path().starts_with(CACHEABLE) {
+                    resp.headers_mut().insert(
+                        hyper::header::CONTENT_TYPE,
+                        hyper::header::HeaderValue::from_static("text/plain"),
+                    );
+                }
+                async move { Ok::<_, Infallible>(resp) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)

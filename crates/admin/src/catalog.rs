@@ -9,8 +9,8 @@ use serde_json::Value;
 use sluice_model::declarative::kinds::Kind;
 use sluice_model::records::{KeyField, RefField};
 use sluice_model::{
-    Acl, BasicAuthCredential, CaCertificate, Certificate, Config, Consumer, JwtSecret,
-    KeyAuthCredential, Plugin, Route, Service, Sni, Target, Upstream,
+    Acl, BasicAuthCredential, CaCertificate, Certificate, Config, Consumer, HmacAuthCredential,
+    JwtSecret, KeyAuthCredential, Plugin, Route, Service, Sni, Target, Upstream,
 };
 use uuid::Uuid;
 

@@ -65,6 +65,25 @@ pub trait Control: Send + Sync + 'static {
     fn target_health(&self, _upstream: &str) -> Option<Vec<(String, &'static str)>> {
         None
     }
+    /// proxy-cache's cached object under `key` (Kong's JSON of it), in the store of the proxy-cache plugin
+    /// `plugin`, or of any proxy-cache plugin when None; None (the default) when there is none.
+    fn proxy_cache_get(
+        &self,
+        _plugin: Option<uuid::Uuid>,
+        _key: &str,
+    ) -> Option<serde_json::Value> {
+        None
+    }
+    /// Purges `key` as [`Control::proxy_cache_get`] finds it (true when it was there), or, `key` None,
+    /// every proxy-cache plugin's whole store (true).
+    fn proxy_cache_purge(&self, _plugin: Option<uuid::Uuid>, _key: Option<&str>) -> bool {
+        false
+    }
+    /// A control plane's data planes (Kong's `clustering_data_planes` rows); None on a node that is not a
+    /// control plane (the default).
+    fn data_planes(&self) -> Option<Vec<serde_json::Value>> {
+        None
+    }
     /// Whether the upstream would pick a target now (`?balancer_health=1`).
     fn upstream_available(&self, _upstream: &str) -> bool {
         false

@@ -3,7 +3,7 @@
 //! Kong's paths: `/`, `/status`, `/config`, `/{collection}[/{key}]`, nested collections
 //! `/{parent}/{key}/{child}[/{key}]` (see [`catalog::RELATIONS`]), owner lookups like `/routes/{r}/service`,
 //! `/upstreams/{u}/targets/all`, `/upstreams/{u}/health`, `/upstreams/{u}/targets/{t}/healthy|unhealthy`,
-//! `/plugins/enabled`, `/tags[/{tag}]`, `/metrics`. The status listener serves
+//! `/plugins/enabled`, `/tags[/{tag}]`, `/metrics`, proxy-cache's `/proxy-cache[...]`. The status listener serves
 //! only `/status`, `/status/ready` and `/metrics`.
 
 use crate::catalog::{self, Collection, Relation};
@@ -66,6 +66,13 @@ pub enum Endpoint<'a> {
     SetTargetHealth(&'a str, &'a str, bool),
     /// The entity a foreign key points at: `/routes/{key}/service` (child collection, child key, relation).
     Owner(&'static Collection, &'a str, &'static Relation),
+    /// proxy-cache's `/proxy-cache` (purge all), `/proxy-cache/{key}` and
+    /// `/proxy-cache/{plugin}/caches/{key}`: (plugin, key).
+    ProxyCache(Option<&'a str>, Option<&'a str>),
+    /// `GET /clustering/data-planes` (a control plane's data planes).
+    DataPlanes,
+    /// `GET /clustering/status` (Kong's deprecated form of the same).
+    ClusteringStatus,
 }
 
 /// Methods of read-only endpoints.
@@ -87,6 +94,10 @@ const ACTION: &[Method] = &[Method::POST, Method::OPTIONS];
 /// Methods of the target health actions (Kong 3 documents `PUT`; older clients `POST`).
 const HEALTH_ACTION: &[Method] = &[Method::POST, Method::PUT, Method::OPTIONS];
 
+/// Methods of `/proxy-cache` (purge all) and of one cached object.
+const CACHE_PURGE: &[Method] = &[Method::DELETE, Method::OPTIONS];
+const CACHE_ENTRY: &[Method] = &[Method::GET, Method::HEAD, Method::DELETE, Method::OPTIONS];
+
 /// Collections Kong does not serve at the top level (`/targets` lives under `/upstreams/{u}`).
 const NESTED_ONLY: &[&str] = &["targets"];
 
@@ -98,6 +109,8 @@ impl Endpoint<'_> {
             Endpoint::Item(..) | Endpoint::Owner(..) => ENTITY,
             Endpoint::SetTargetHealth(..) => HEALTH_ACTION,
             Endpoint::Validate(_) => ACTION,
+            Endpoint::ProxyCache(_, None) => CACHE_PURGE,
+            Endpoint::ProxyCache(_, Some(_)) => CACHE_ENTRY,
             _ => READ,
         }
     }
@@ -131,6 +144,13 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         ["schemas", entity] => Some(Endpoint::Schema(entity)),
         ["tags"] => Some(Endpoint::Tags(None)),
         ["tags", tag] => Some(Endpoint::Tags(Some(tag))),
+        ["clustering", "data-planes"] => Some(Endpoint::DataPlanes),
+        ["clustering", "status"] => Some(Endpoint::ClusteringStatus),
+        ["proxy-cache"] => Some(Endpoint::ProxyCache(None, None)),
+        ["proxy-cache", key] => Some(Endpoint::ProxyCache(None, Some(key))),
+        ["proxy-cache", plugin, "caches", key] => {
+            Some(Endpoint::ProxyCache(Some(plugin), Some(key)))
+        }
         [coll] => Some(Endpoint::List(top_level(coll)?)),
         [coll, key] => Some(Endpoint::Item(top_level(coll)?, key)),
         ["upstreams", key, "health"] => Some(Endpoint::UpstreamHealth(key)),

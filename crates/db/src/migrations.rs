@@ -37,8 +37,13 @@ pub const MIGRATIONS: &[Migration] = &[
         teardown: None,
     },
     Migration {
-        name: "002_jwt",
-        up: include_str!("../migrations/002_jwt.sql"),
+        name: "002_hmac_auth",
+        up: include_str!("../migrations/002_hmac_auth.sql"),
+        teardown: None,
+    },
+    Migration {
+        name: "003_jwt",
+        up: include_str!("../migrations/003_jwt.sql"),
         teardown: None,
     },
 ];

@@ -224,6 +224,18 @@ pub struct BasicAuthCredential {
     pub created_at: i64,
 }
 
+/// An hmac-auth credential (`hmacauth_credentials`): the username a client signs with and the shared secret.
+/// A credential without `secret` gets a random one when it is loaded or created, as Kong generates it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HmacAuthCredential {
+    pub id: Uuid,
+    pub consumer: Ref,
+    pub username: String,
+    pub secret: String,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
 /// Membership of a consumer in an ACL group (`acls`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Acl {

@@ -68,6 +68,7 @@ macro_rules! entity_kinds {
                     KeyAuth.consumer as "key-auth",
                     BasicAuth.consumer as "basic-auth",
                     Acl.consumer as "acls",
+                    HmacAuth.consumer as "hmac-auth",
                     Jwt.consumer as "jwt",
                 ],
             }
@@ -92,15 +93,22 @@ macro_rules! entity_kinds {
                 fks: [consumer -> Consumer cascade],
                 nests: [],
             }
+            HmacAuth(HmacAuthCredential) {
+                key: hmacauth_credentials, singular: "hmacauth_credential",
+                schema: hmacauth_credential, build: 11, admin: "hmac-auths", endpoint: [username],
+                refs: [], unique: [username],
+                fks: [consumer -> Consumer cascade],
+                nests: [],
+            }
             Jwt(JwtSecret) {
-                key: jwt_secrets, singular: "jwt_secret", schema: jwt_secret, build: 11,
+                key: jwt_secrets, singular: "jwt_secret", schema: jwt_secret, build: 12,
                 admin: "jwts", endpoint: [key],
                 refs: [], unique: [key],
                 fks: [consumer -> Consumer cascade],
                 nests: [],
             }
             Plugin(Plugin) {
-                key: plugins, singular: "plugin", schema: plugin, build: 12,
+                key: plugins, singular: "plugin", schema: plugin, build: 13,
                 admin: "plugins", endpoint: [instance_name],
                 refs: [], unique: [],
                 fks: [service -> Service cascade, route -> Route cascade, consumer -> Consumer cascade],

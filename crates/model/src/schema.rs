@@ -94,7 +94,7 @@ pub enum Rule {
     Between(f64, f64),
     /// The number must be strictly greater.
     Gt(f64),
-    /// A string's length (or an array's number of elements) must be at least this.
+    /// A string's length (or an array's or map's number of elements) must be at least this.
     LenMin(usize),
     /// A string's length must be at most this.
     LenMax(usize),

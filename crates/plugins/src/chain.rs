@@ -22,7 +22,7 @@ pub(crate) struct ChainEntry {
     pub priority: i32,
     pub default: Option<Slot>,
     pub by_consumer: HashMap<Uuid, Slot>,
-    /// The default is a global plugin (so it also runs in the rewrite phase).
+    /// The default is a global plugin (so it may run in the rewrite phase, before routing).
     pub global: bool,
 }
 
@@ -47,6 +47,8 @@ pub struct PluginChain {
     has_body_filter: bool,
     has_header_filter: bool,
     has_log: bool,
+    /// Some global instance registered `rewrite`.
+    has_rewrite: bool,
     /// Some instance runs only for some protocols, so requests' protocols must be checked.
     restricted: bool,
 }
@@ -62,6 +64,10 @@ impl PluginChain {
         let has_body_filter = all().any(|s| s.plugin.has_body_filter());
         let has_header_filter = all().any(|s| s.plugin.has_header_filter());
         let has_log = all().any(|s| s.plugin.has_log());
+        let has_rewrite = entries
+            .iter()
+            .filter(|e| e.global)
+            .any(|e| e.default.as_ref().is_some_and(|s| s.plugin.has_rewrite()));
         let restricted = all().any(|s| s.protocols != Protocols::ALL);
         PluginChain {
             entries,
@@ -69,6 +75,7 @@ impl PluginChain {
             has_body_filter,
             has_header_filter,
             has_log,
+            has_rewrite,
             restricted,
         }
     }
@@ -90,6 +97,11 @@ impl PluginChain {
         self.has_body_filter
     }
 
+    /// Some global instance runs in the rewrite phase (the driver then runs [`Self::rewrite`] before routing).
+    pub fn has_rewrite(&self) -> bool {
+        self.has_rewrite
+    }
+
     /// Some plugin runs in the log phase.
     pub fn has_log(&self) -> bool {
         self.has_log
@@ -109,17 +121,24 @@ impl PluginChain {
         self.entries.iter().map(|e| e.priority).collect()
     }
 
-    /// Runs `rewrite` (global plugins) then `access`; `Some` means answer with that response.
-    pub async fn access(&self, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
+    /// Runs `rewrite` of the global instances, before routing (`ctx.route` is None); `Some` means answer
+    /// with that response. Called on the global chain only.
+    pub async fn rewrite(&self, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
         let proto = self.protocol(ctx);
         for entry in self.entries.iter().filter(|e| e.global) {
-            if let Some(p) = entry.pick(None, proto) {
+            if let Some(p) = entry.pick(None, proto).filter(|p| p.has_rewrite()) {
                 let flow = p.rewrite(ctx);
                 if let Some(resp) = settle(flow, ctx).await {
                     return Some(resp);
                 }
             }
         }
+        None
+    }
+
+    /// Runs `access`; `Some` means answer with that response.
+    pub async fn access(&self, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
+        let proto = self.protocol(ctx);
         for entry in &self.entries {
             let consumer = ctx.consumer.map(|c| c.id);
             let Some(p) = entry.pick(consumer.as_ref(), proto) else {

@@ -143,6 +143,12 @@ impl CompiledPlugins {
         &self.global
     }
 
+    /// The global chain, when some global instance has a `rewrite` handler: the driver runs its rewrite
+    /// phase before routing (None, the usual case, costs one branch per request).
+    pub fn rewrite_chain(&self) -> Option<&PluginChain> {
+        self.global.has_rewrite().then_some(&self.global)
+    }
+
     pub fn credentials(&self) -> &Credentials {
         &self.credentials
     }

@@ -1,7 +1,7 @@
 //! Consumers and their credentials of one snapshot, indexed for O(1) lookups by the auth plugins.
 
 use crate::builtin::jwt::JwtCredential;
-use sluice_model::{BasicAuthCredential, Config, Consumer, KeyAuthCredential};
+use sluice_model::{BasicAuthCredential, Config, Consumer, HmacAuthCredential, KeyAuthCredential};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -13,6 +13,7 @@ pub struct Credentials {
     consumer_by_name: HashMap<String, usize>,
     keys: HashMap<String, KeyAuthCredential>,
     basic: HashMap<String, BasicAuthCredential>,
+    hmac: HashMap<String, HmacAuthCredential>,
     groups: HashMap<Uuid, Vec<String>>,
     /// jwt credentials by `key`, each with its public key parsed (or HMAC keys derived) once, here.
     jwt: HashMap<String, JwtCredential>,
@@ -35,6 +36,9 @@ impl Credentials {
         }
         for b in &config.basicauth_credentials {
             c.basic.insert(b.username.clone(), b.clone());
+        }
+        for h in &config.hmacauth_credentials {
+            c.hmac.insert(h.username.clone(), h.clone());
         }
         for j in &config.jwt_secrets {
             c.jwt.insert(j.key.clone(), JwtCredential::new(j));
@@ -73,6 +77,11 @@ impl Credentials {
 
     pub fn basic(&self, username: &str) -> Option<&BasicAuthCredential> {
         self.basic.get(username)
+    }
+
+    /// The hmac-auth credential of this username.
+    pub fn hmac(&self, username: &str) -> Option<&HmacAuthCredential> {
+        self.hmac.get(username)
     }
 
     /// The jwt credential a token names by its key claim (a public identifier, not a secret).

@@ -20,6 +20,15 @@ pub struct CredentialRef {
     pub plugin: &'static str,
 }
 
+/// A cap an `access` handler put on a request body the proxy streams upstream as it arrives (a body
+/// without `Content-Length`, whose size is known only at its end): past `bytes`, the upstream request is
+/// abandoned and the client gets `exceeded`'s answer, made from the request's headers.
+#[derive(Clone, Copy)]
+pub struct BodyLimit {
+    pub bytes: u64,
+    pub exceeded: fn(&http::HeaderMap) -> crate::response::PluginResponse,
+}
+
 /// Everything a plugin may read or change about one request.
 pub struct RequestCtx<'s> {
     /// The downstream request head; edits here reach the upstream.
@@ -51,11 +60,16 @@ pub struct RequestCtx<'s> {
     pub anonymous: bool,
     /// Consumers and credentials of the snapshot this request runs on.
     pub credentials: &'s Credentials,
+    /// Set by request-size-limiting for a body it cannot measure before it is streamed.
+    pub body_limit: Option<BodyLimit>,
     /// Headers to add to whatever response the client gets (upstream or plugin-made), e.g. `RateLimit-*`.
     pub response_headers: HeaderMap,
     /// When the gateway received the request.
     pub started: Instant,
     pub started_wall: SystemTime,
+    /// What a plugin keeps between its phases of one request (Kong's `kong.ctx.plugin`), keyed by a type
+    /// private to the plugin. Empty, and free, unless a plugin stores something.
+    pub plugin_data: http::Extensions,
 }
 
 /// One attempt to reach an upstream target (an entry of Kong's `tries`).

@@ -32,7 +32,7 @@ pub mod testing;
 pub use chain::PluginChain;
 pub use compiled::CompiledPlugins;
 pub use credentials::Credentials;
-pub use ctx::{CredentialRef, LogRecord, RequestCtx, TryRecord};
+pub use ctx::{BodyLimit, CredentialRef, LogRecord, RequestCtx, TryRecord};
 pub use plugin::{Flow, Plugin, Registered};
 pub use registry::Registry;
 pub use response::PluginResponse;

@@ -40,7 +40,8 @@ pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
     /// Kong's plugin name, e.g. `key-auth`.
     fn name(&self) -> &'static str;
 
-    /// Runs before routing decisions are final; Kong runs it for global plugins only.
+    /// Runs before the router, for global instances only (as in Kong): the request may be edited (its
+    /// path, headers) and then routed as edited, or answered. `ctx.route` and `ctx.service` are None.
     fn rewrite(&self, ctx: &mut RequestCtx<'_>) -> Flow;
 
     /// Runs after routing, before the upstream is contacted: authentication, limits, termination.
@@ -54,6 +55,9 @@ pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
 
     /// Runs after the response was sent (or the request failed); must not block: hand work to a queue.
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord);
+
+    /// A rewrite handler is registered: a global instance then runs before the router (Kong's `rewrite`).
+    fn has_rewrite(&self) -> bool;
 
     /// A header_filter handler is registered. When no plugin of a chain reads the request after `access`
     /// (header_filter, body_filter, log), the proxy moves the request head to the upstream instead of
@@ -191,6 +195,10 @@ impl<P: Send + Sync + 'static> Plugin for Registered<P> {
         if let Some(h) = self.log {
             h(&self.plugin, ctx, record);
         }
+    }
+
+    fn has_rewrite(&self) -> bool {
+        self.rewrite.is_some()
     }
 
     fn has_header_filter(&self) -> bool {

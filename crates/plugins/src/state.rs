@@ -1,4 +1,4 @@
-//! State that outlives a config snapshot (rate-limit counters, logging queues), owned by the
+//! State that outlives a config snapshot (rate-limit counters, logging queues, proxy-cache's stores), owned by the
 //! [`crate::Registry`].
 
 use crate::logging::shared::LogQueues;
@@ -18,6 +18,8 @@ pub struct PluginState {
     inserts: AtomicU64,
     /// Queues of `http-log` / `file-log`, kept while some snapshot uses them.
     log_queues: LogQueues,
+    /// proxy-cache's stores, by dictionary name.
+    proxy_caches: crate::builtin::proxy_cache::store::Dictionaries,
     /// The database's counters (`policy: cluster`), set once in DB mode.
     pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::counters::ClusterCounters>>,
 }
@@ -28,6 +30,7 @@ impl Default for PluginState {
             shards: std::array::from_fn(|_| Mutex::default()),
             inserts: AtomicU64::new(0),
             log_queues: LogQueues::default(),
+            proxy_caches: Default::default(),
             cluster: std::sync::OnceLock::new(),
         }
     }
@@ -39,6 +42,11 @@ impl PluginState {
         &self.log_queues
     }
 
+    /// proxy-cache's stores (Kong's shared dictionaries), kept across reloads.
+    pub fn proxy_caches(&self) -> &crate::builtin::proxy_cache::store::Dictionaries {
+        &self.proxy_caches
+    }
+
     /// The database's counters for `policy: cluster`; None on a node without a database.
     pub fn cluster_counters(&self) -> Option<Arc<dyn crate::counters::ClusterCounters>> {
         self.cluster.get().cloned()
@@ -47,6 +55,11 @@ impl PluginState {
     /// Adds one to the counter of `key` in the window starting at `window_start` (seconds) and returns the
     /// new count. Exact under concurrency: the increment and the read are one atomic operation.
     pub fn increment(&self, key: u64, window_start: u64, window_len: u64, now: u64) -> u64 {
+        self.add(key, window_start, window_len, now, 1)
+    }
+
+    /// Adds `by` to the counter of `key` in the window starting at `window_start`; the new count.
+    pub fn add(&self, key: u64, window_start: u64, window_len: u64, now: u64, by: u64) -> u64 {
         let shard = &self.shards[(key as usize) % SHARDS];
         let counter = {
             let mut map = shard.lock().unwrap_or_else(|p| p.into_inner());
@@ -67,7 +80,7 @@ impl PluginState {
                 }
             }
         };
-        counter.fetch_add(1, Ordering::AcqRel) + 1
+        counter.fetch_add(by, Ordering::AcqRel) + by
     }
 
     /// Gives back one count (a refused request's increment).

@@ -41,9 +41,11 @@ impl<'s> RequestCtx<'s> {
             credential: None,
             anonymous: false,
             credentials,
+            body_limit: None,
             response_headers: HeaderMap::new(),
             started: Instant::now(),
             started_wall: SystemTime::now(),
+            plugin_data: http::Extensions::new(),
         }
     }
 }

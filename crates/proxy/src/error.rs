@@ -35,6 +35,9 @@ pub enum ProxyError {
     BadRequest,
     /// 413: a body a plugin needs is larger than the gateway buffers.
     PayloadTooLarge,
+    /// 413: a streamed body passed the cap a plugin put on it (`RequestCtx::body_limit`); the plugin's own
+    /// answer replaces this one on the plugin path, which is the only one that caps bodies.
+    BodyOverLimit,
     /// 501: a transfer coding other than `chunked` (nginx's answer; Kong's error page words it as for any
     /// status it has no message of its own for).
     NotImplemented,
@@ -76,7 +79,9 @@ impl ProxyError {
             ProxyError::BadGateway => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::BadRequest => StatusCode::BAD_REQUEST,
-            ProxyError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::PayloadTooLarge | ProxyError::BodyOverLimit => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             ProxyError::NotImplemented => StatusCode::NOT_IMPLEMENTED,
             ProxyError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -95,6 +100,7 @@ impl ProxyError {
             ProxyError::Timeout => "The upstream server is timing out",
             ProxyError::BadRequest => "Bad request",
             ProxyError::PayloadTooLarge => "Payload too large",
+            ProxyError::BodyOverLimit => "Request size limit exceeded",
             ProxyError::NotImplemented => "The upstream server responded with 501",
             ProxyError::Internal => "An unexpected error occurred",
         }

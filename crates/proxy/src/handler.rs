@@ -51,22 +51,43 @@ impl Scope {
 /// A response, with the request's count for its route's series (None when no prometheus applies).
 pub type Answer = (Response<ProxyBody>, Option<Count>);
 
-/// The request driver: one request, top to bottom.
+/// The rest of a request from its [`Step`] to its answer. A macro, not an `async fn`, so that the
+/// driver's future holds the step once: awaiting a function's future would keep a second copy of it,
+/// and every byte of that future is moved per request.
+macro_rules! finish {
+    ($step:expr, $scope:expr) => {
+        match $step {
+            Step::Done(answer) => answer,
+            // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
+            Step::Fast(fast) => fast.send($scope).await,
+            // None: the chain's task ended before its head was ready.
+            Step::Plugins(run, fallback) => run.await.unwrap_or_else(|| {
+                let n = fallback.unwrap_or_default();
+                (
+                    error_response(ProxyError::Internal, &n, &$scope.exchange()),
+                    None,
+                )
+            }),
+        }
+    };
+}
+
+/// The request driver: one request, top to bottom, in Kong's order.
 ///
-/// 1. check the head and route (Kong's router and https-only check; errors answer at once);
-/// 2. `rewrite` (global plugins) and `access`: a plugin may answer;
-/// 3. balance and send (retries included);
-/// 4. `header_filter` (Kong's response headers, then the plugins');
-/// 5. metrics: observed once the head is final, recorded in one place at the end;
-/// 6. `body_filter` per chunk, and 7. `log` after the last byte.
+/// 1. check the head (nginx's rules; a malformed head is answered at once);
+/// 2. `rewrite` of the global plugins, only when one has it: before the router, which then sees the
+///    request as they left it (a plugin may answer);
+/// 3. route (Kong's router and https-only check);
+/// 4. `access`: a plugin may answer;
+/// 5. balance and send (retries included);
+/// 6. `header_filter` (Kong's response headers, then the plugins');
+/// 7. metrics: observed once the head is final, recorded in one place at the end;
+/// 8. `body_filter` per chunk, and 9. `log` after the last byte.
 ///
-/// Kong runs the global plugins' `rewrite` before its router; Sluice runs it after routing, first thing in
-/// step 2 (`PluginChain::access`), so the route's chain (global entries included) is known.
-///
-/// Steps 1 (and, on the fast path, the writing of the upstream request) run here, before the returned
-/// future exists, so that future holds only what crosses the upstream wait. hyper and tokio move it into
-/// place on every request (the bytes are memcpy per request), so its size is a cost of the hot path: keep
-/// cold or large state out of it (the plugin steps are boxed, connecting is boxed in the pool).
+/// Steps 1 and 3 (and, on the fast path, the writing of the upstream request) run here, before the
+/// returned future exists, so that future holds only what crosses the upstream wait. hyper and tokio move
+/// it into place on every request (the bytes are memcpy per request), so its size is a cost of the hot
+/// path: keep cold or large state out of it (the plugin steps are boxed, connecting is boxed in the pool).
 pub fn handle(
     req: Request<Incoming>,
     conn: Arc<ConnInfo>,
@@ -81,127 +102,121 @@ pub fn handle(
         id: request_id::next(),
         started,
     };
-    let step = 'step: {
-        let x = scope.exchange();
-        let snap = &*scope.snap;
-        // 1. Check the head (nginx's rules, strict.rs) and route.
-        let (mut parts, body) = req.into_parts();
-        if let Err(malformed) = strict::check(&mut parts) {
+    // 1. Check the head (nginx's rules, strict.rs).
+    let (mut parts, body) = req.into_parts();
+    let step = match strict::check(&mut parts) {
+        Err(malformed) => {
+            let x = scope.exchange();
             let resp = error_response(malformed.into(), &Negotiation::of(&parts), &x);
-            break 'step Step::Done((resp, None));
+            Step::Done((resp, None))
         }
-        let mut routed = match exchange::route(&mut parts, snap, &x) {
-            Ok(r) => r,
-            Err(e) => {
-                // No route: the error, through `header_filter` and `log` of the global plugins.
-                let series = Series::Unrouted;
-                let bytes_in = series
-                    .meter(snap)
-                    .map_or(0, |_| content_length(&parts.headers));
-                let resp = phases::unrouted(e, parts, snap, &x);
-                let count = observe(series, snap, &resp, Source::Error, None, bytes_in, started);
-                break 'step Step::Done((resp, count));
-            }
-        };
-        let index = routed.found.id;
-        let series = Series::Route(index);
-        let chain = snap.plugins.route_chain(index);
-        let negotiation = Negotiation::of(&parts);
-        if chain.is_empty() {
-            // The fast path, a route without plugins: steps 2, 6 and 7 and the plugins' part of step 4
-            // have no handler to run, so they are skipped, which is what running them would do. Nothing
-            // awaits before step 3, so its upstream request is written here and the future holds only it.
-            let bytes_in = series
-                .meter(snap)
-                .map_or(0, |_| content_length(&parts.headers));
-            let captures = routed.found.captures.take();
-            let body = body.map_err(box_err).boxed();
-            break 'step match Sending::prepare(
-                &parts,
-                body,
-                routed,
-                None,
-                captures.as_ref(),
-                snap,
-                &x,
-            ) {
-                Ok(sending) => Step::Fast(Fast {
-                    sending,
-                    negotiation,
-                    bytes_in,
-                }),
-                Err(e) => {
-                    let resp = error_response(e, &negotiation, &x);
-                    let count =
-                        observe(series, snap, &resp, Source::Error, None, bytes_in, started);
-                    Step::Done((resp, count))
-                }
-            };
+        // 2. rewrite, then 3. and the rest from there (boxed: few configs have a global rewrite).
+        Ok(()) if scope.snap.plugins.rewrite_chain().is_some() => {
+            Step::Plugins(Box::pin(phases::rewrite(parts, body, scope.clone())), None)
         }
-        // Steps 2 to 7 with plugins, in one boxed future (the plugin context borrows from the snapshot).
-        // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
-        let in_task = chain.has_body_filter();
-        let fallback = in_task.then(|| Negotiation::of(&parts));
-        let scope = scope.clone();
-        let plugin_steps = move |head_tx: Option<oneshot::Sender<Answer>>| async move {
-            let (snap, x) = (&*scope.snap, scope.exchange());
-            let chain = snap.plugins.route_chain(index);
-            let captures = routed.found.captures.take();
-            let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
-            ctx.captures = captures.as_ref();
-            let meter = series.meter(snap);
-            // Read before `access`: the request head may go upstream (moved) afterwards.
-            let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
-            // 2. rewrite and access, then 3. balance and send unless a plugin answered.
-            let outcome = match phases::access(&mut ctx, chain, body).await {
-                Ok(body) => phases::send(&ctx, chain, body, routed, snap, &x).await,
-                Err(answered) => answered,
-            };
-            // 4. header_filter.
-            let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
-            // 5. metrics, observed now (the head is final), recorded by the driver.
-            let count = meter.map(|m| done.observe(m, series, snap, bytes_in, started));
-            // 6. body_filter and 7. log.
-            match head_tx {
-                None => Some((
-                    phases::respond(done, index, captures.as_ref(), &scope),
-                    count,
-                )),
-                Some(head_tx) => {
-                    phases::stream(done, count, head_tx, snap).await;
-                    None
-                }
-            }
-        };
-        if !in_task {
-            break 'step Step::Plugins(Box::pin(plugin_steps(None)), None);
-        }
-        let (head_tx, head_rx) = oneshot::channel();
-        tokio::spawn(plugin_steps(Some(head_tx)));
-        Step::Plugins(Box::pin(async move { head_rx.await.ok() }), fallback)
+        Ok(()) => route(parts, body, &scope),
     };
     async move {
-        let (resp, count) = match step {
-            Step::Done(answer) => answer,
-            // The fast path's 3. balance and send and 4. Kong's response headers (added while sending).
-            Step::Fast(fast) => fast.send(&scope).await,
-            // None: the chain's task ended before its head was ready.
-            Step::Plugins(run, fallback) => run.await.unwrap_or_else(|| {
-                let n = fallback.unwrap_or_default();
-                (
-                    error_response(ProxyError::Internal, &n, &scope.exchange()),
-                    None,
-                )
-            }),
-        };
-        // 5. metrics: the one place a request is counted.
+        let (resp, count) = finish!(step, &scope);
+        // 7. metrics: the one place a request is counted.
         metrics::record(&scope.snap, count);
         resp.map(|body| Tracked::new(body, in_flight))
     }
 }
 
-/// What is left to do once a request is routed.
-enum Step {
+/// Step 3, routing, and the steps the route needs from there: the fast path's upstream request is
+/// written now; a route with plugins gets its steps 4 to 9 as one boxed future.
+#[inline]
+pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Scope) -> Step {
+    let x = scope.exchange();
+    let snap = &*scope.snap;
+    let started = scope.started;
+    let mut routed = match exchange::route(&mut parts, snap, &x) {
+        Ok(r) => r,
+        Err(e) => {
+            // No route: the error, through `header_filter`, `body_filter` and `log` of the global plugins.
+            let series = Series::Unrouted;
+            let bytes_in = series
+                .meter(snap)
+                .map_or(0, |_| content_length(&parts.headers));
+            let resp = phases::unrouted(e, parts, snap, &x);
+            let count = observe(series, snap, &resp, Source::Error, None, bytes_in, started);
+            return Step::Done((resp, count));
+        }
+    };
+    let index = routed.found.id;
+    let series = Series::Route(index);
+    let chain = snap.plugins.route_chain(index);
+    let negotiation = Negotiation::of(&parts);
+    if chain.is_empty() {
+        // The fast path, a route without plugins: steps 4, 8 and 9 and the plugins' part of step 6
+        // have no handler to run, so they are skipped, which is what running them would do. Nothing
+        // awaits before step 5, so its upstream request is written here and the future holds only it.
+        let bytes_in = series
+            .meter(snap)
+            .map_or(0, |_| content_length(&parts.headers));
+        let captures = routed.found.captures.take();
+        let body = body.map_err(box_err).boxed();
+        return match Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x) {
+            Ok(sending) => Step::Fast(Fast {
+                sending,
+                negotiation,
+                bytes_in,
+            }),
+            Err(e) => {
+                let resp = error_response(e, &negotiation, &x);
+                let count = observe(series, snap, &resp, Source::Error, None, bytes_in, started);
+                Step::Done((resp, count))
+            }
+        };
+    }
+    // Steps 4 to 9 with plugins, in one boxed future (the plugin context borrows from the snapshot).
+    // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
+    let in_task = chain.has_body_filter();
+    let fallback = in_task.then(|| Negotiation::of(&parts));
+    let scope = scope.clone();
+    let plugin_steps = move |head_tx: Option<oneshot::Sender<Answer>>| async move {
+        let (snap, x) = (&*scope.snap, scope.exchange());
+        let chain = snap.plugins.route_chain(index);
+        let captures = routed.found.captures.take();
+        let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
+        ctx.captures = captures.as_ref();
+        let meter = series.meter(snap);
+        // Read before `access`: the request head may go upstream (moved) afterwards.
+        let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+        // 4. access, then 5. balance and send unless a plugin answered.
+        let outcome = match phases::access(&mut ctx, chain, body).await {
+            Ok(body) => phases::send(&ctx, chain, body, routed, snap, &x).await,
+            Err(answered) => answered,
+        };
+        // 6. header_filter.
+        let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
+        // 7. metrics, observed now (the head is final), recorded by the driver.
+        let count = meter.map(|m| done.observe(m, series, snap, bytes_in, started));
+        // 8. body_filter and 9. log.
+        match head_tx {
+            None => Some((
+                phases::respond(done, index, captures.as_ref(), &scope),
+                count,
+            )),
+            Some(head_tx) => {
+                phases::stream(done, count, head_tx, snap).await;
+                None
+            }
+        }
+    };
+    if !in_task {
+        return Step::Plugins(Box::pin(plugin_steps(None)), None);
+    }
+    let (head_tx, head_rx) = oneshot::channel();
+    // Boxed: spawning moves the future into the task, and tokio would otherwise copy its ~6.5 KB of
+    // state several times on the way there.
+    tokio::spawn(Box::pin(plugin_steps(Some(head_tx))));
+    Step::Plugins(Box::pin(async move { head_rx.await.ok() }), fallback)
+}
+
+/// What is left to do once a request is checked (and routed, but for a global rewrite).
+pub(crate) enum Step {
     /// Answered without the upstream (a bad request, no route).
     Done(Answer),
     /// A route without plugins: straight to the upstream.
@@ -214,9 +229,16 @@ enum Step {
     ),
 }
 
-/// The fast path's steps 3 to 5, its upstream request already written: what the upstream wait needs,
+impl Step {
+    /// The rest of the request, to its answer (for the boxed rewrite path; the driver inlines it).
+    pub(crate) async fn run(self, scope: &Scope) -> Answer {
+        finish!(self, scope)
+    }
+}
+
+/// The fast path's steps 5 to 7, its upstream request already written: what the upstream wait needs,
 /// and no more (the client's head was dropped).
-struct Fast {
+pub(crate) struct Fast {
     sending: Sending,
     negotiation: Negotiation,
     bytes_in: u64,
@@ -256,7 +278,7 @@ impl Fast {
 
 /// The count of a request answered without plugins, when a prometheus instance applies to its series.
 #[inline]
-fn observe(
+pub(crate) fn observe(
     series: Series,
     snap: &Snapshot,
     resp: &Response<ProxyBody>,

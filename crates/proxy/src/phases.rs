@@ -1,8 +1,9 @@
-//! The plugin phases, as steps of the request driver ([`crate::handler::handle`]), which calls them in this
-//! order for a routed request whose route has plugins: [`access`] (`rewrite` of the global plugins, then
-//! `access`), [`send`] (balance and send, with what the plugins settled on), [`header_filter`], then
-//! `body_filter` per chunk and `log` once the response has been sent or the client went away ([`respond`]
-//! inline, [`stream`] in a task). Routes without plugins never come here.
+//! The plugin phases, as steps of the request driver ([`crate::handler::handle`]). A global `rewrite`
+//! runs before routing ([`rewrite`], only when some global instance has one). For a routed request whose
+//! route has plugins the driver then calls, in order: [`access`], [`send`] (balance and send, with what
+//! the plugins settled on), [`header_filter`], then `body_filter` per chunk and `log` once the response
+//! has been sent or the client went away ([`respond`] inline, [`stream`] in a task). Routes without
+//! plugins never come here.
 //!
 //! A [`RequestCtx`] borrows from the snapshot, and the later phases run after the driver has returned the
 //! response head to hyper. A chain that filters bodies runs in a task that owns the snapshot: it hands the
@@ -12,10 +13,12 @@
 
 mod ctx;
 mod logged;
+mod rewrite;
 mod streaming;
 
 use ctx::add_headers;
 pub use ctx::{new_ctx, unrouted};
+pub use rewrite::rewrite;
 
 use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Exchange, Proxied, Routed, Sending};
@@ -30,7 +33,7 @@ use hyper::body::Incoming;
 use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
 use sluice_router::Captures;
-use sluice_upstream::body::{box_err, full, ChannelBody, ProxyBody};
+use sluice_upstream::body::{box_err, full, Capped, ChannelBody, ProxyBody};
 use sluice_upstream::pooled::PooledBody;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -57,17 +60,18 @@ pub enum Outcome {
     Failed(ProxyError),
 }
 
-/// A request taken through `rewrite`/`access`, the upstream (or a plugin's answer) and `header_filter`.
+/// A request taken through `access`, the upstream (or a plugin's answer) and `header_filter`.
 pub struct HeadDone<'a> {
     ctx: RequestCtx<'a>,
     chain: &'a PluginChain,
     head: http::response::Parts,
     payload: Payload,
-    source: &'static str,
+    source: Source,
 }
 
-/// `rewrite` (global plugins) then `access`, after reading the request body when some plugin reads it.
-/// `Ok`: the body for the upstream; `Err`: the request is answered (a plugin's answer, or a body that
+/// `access`, after reading the request body when some plugin reads it.
+/// `Ok`: the body for the upstream (capped when a plugin set [`RequestCtx::body_limit`]); `Err`: the
+/// request is answered (a plugin's answer, or a body that
 /// could not be read).
 pub async fn access(
     ctx: &mut RequestCtx<'_>,
@@ -87,6 +91,11 @@ pub async fn access(
     }
     if let Some(buffered) = &ctx.body {
         upstream_body = full(buffered.clone());
+    } else if let Some(limit) = ctx
+        .body_limit
+        .filter(|_| !http_body::Body::is_end_stream(&upstream_body))
+    {
+        upstream_body = Capped::new(upstream_body, limit.bytes).boxed();
     }
     Ok(upstream_body)
 }
@@ -117,6 +126,10 @@ pub async fn send(
         .flatten();
     match sending.send(snap, x, Instant::now()).await {
         Ok(p) => Outcome::Upstream(p, uri),
+        Err(ProxyError::BodyOverLimit) => match ctx.body_limit {
+            Some(limit) => Outcome::Plugin((limit.exceeded)(&ctx.request.headers)),
+            None => Outcome::Failed(ProxyError::BodyOverLimit),
+        },
         Err(e) => Outcome::Failed(e),
     }
 }
@@ -136,7 +149,7 @@ pub fn header_filter<'a>(
         Outcome::Plugin(resp) => {
             let mut r = Response::new(());
             (*r.status_mut(), *r.headers_mut()) = (resp.status, resp.headers);
-            (r.into_parts().0, Payload::Whole(resp.body), "plugin")
+            (r.into_parts().0, Payload::Whole(resp.body), Source::Exit)
         }
         Outcome::Upstream(p, uri) => {
             let payload = Payload::Streamed {
@@ -147,11 +160,11 @@ pub fn header_filter<'a>(
                     uri,
                 },
             };
-            (p.head, payload, "upstream")
+            (p.head, payload, Source::Service)
         }
         Outcome::Failed(e) => {
             let (head, bytes) = error_parts(e, negotiation, x).into_parts();
-            (head, Payload::Whole(bytes), "gateway")
+            (head, Payload::Whole(bytes), Source::Error)
         }
     };
     add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
@@ -184,9 +197,8 @@ impl HeadDone<'_> {
         started: Instant,
     ) -> Count {
         let (source, timings) = match &self.payload {
-            Payload::Streamed { upstream, .. } => (Source::Service, Some(&upstream.timings)),
-            Payload::Whole(_) if self.source == "plugin" => (Source::Exit, None),
-            Payload::Whole(_) => (Source::Error, None),
+            Payload::Streamed { upstream, .. } => (self.source, Some(&upstream.timings)),
+            Payload::Whole(_) => (self.source, None),
         };
         let consumer = self
             .ctx
@@ -244,25 +256,17 @@ pub async fn stream(
         payload,
         source,
     } = done;
-    let filtering = chain.has_body_filter() && ctx.request.method != http::Method::HEAD;
-    if filtering {
-        head.headers.remove(http::header::CONTENT_LENGTH);
-    }
-    let log = streaming::LogFacts::new(&head, source, ctx.started);
     match payload {
-        Payload::Whole(mut bytes) => {
-            if filtering {
-                chain.body_filter(&mut ctx, &mut bytes, true);
-            }
-            let sent = bytes.len() as u64;
-            hand_over(
-                head_tx,
-                (Response::from_parts(head, full(bytes)), count),
-                snap,
-            );
-            chain.log(&ctx, &log.record(&ctx, sent, None));
+        Payload::Whole(bytes) => {
+            let resp = finish_whole(ctx, chain, head, bytes, source);
+            hand_over(head_tx, (resp, count), snap);
         }
         Payload::Streamed { body, upstream } => {
+            let filtering = chain.has_body_filter() && ctx.request.method != http::Method::HEAD;
+            if filtering {
+                head.headers.remove(http::header::CONTENT_LENGTH);
+            }
+            let log = streaming::LogFacts::new(&head, source, ctx.started);
             let (tx, channel) = ChannelBody::channel();
             hand_over(
                 head_tx,
@@ -274,6 +278,33 @@ pub async fn stream(
             chain.log(&ctx, &record);
         }
     }
+}
+
+/// `body_filter` and `log` of an answer made by the gateway or a plugin (never the upstream's), inline:
+/// for requests answered before or without a route.
+pub(crate) fn whole(done: HeadDone<'_>) -> Response<ProxyBody> {
+    match done.payload {
+        Payload::Whole(bytes) => finish_whole(done.ctx, done.chain, done.head, bytes, done.source),
+        // Not made by `header_filter` from a plugin's answer or an error; kept total all the same.
+        Payload::Streamed { body, .. } => Response::from_parts(done.head, body.boxed()),
+    }
+}
+
+/// `body_filter` (one call, the last chunk) and `log` of a whole body.
+fn finish_whole(
+    mut ctx: RequestCtx<'_>,
+    chain: &PluginChain,
+    mut head: http::response::Parts,
+    mut bytes: Bytes,
+    source: Source,
+) -> Response<ProxyBody> {
+    if chain.has_body_filter() && ctx.request.method != http::Method::HEAD {
+        head.headers.remove(http::header::CONTENT_LENGTH);
+        chain.body_filter(&mut ctx, &mut bytes, true);
+    }
+    let log = streaming::LogFacts::new(&head, source, ctx.started);
+    chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
+    Response::from_parts(head, full(bytes))
 }
 
 /// Hands the head to the driver. When the driver is gone (the client went away first), its count is

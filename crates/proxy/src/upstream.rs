@@ -180,6 +180,8 @@ pub async fn send(
             // The client's body broke off or broke its framing (a bad chunk): the client's fault, as nginx
             // says with 400, not the upstream's.
             Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadRequest),
+            // A plugin's cap on a streamed body was passed: the plugin answers (`phases::send`).
+            Ok(Err(Failed::OverLimit)) => return Err(ProxyError::BodyOverLimit),
             Ok(Err(Failed::Stalled)) => {
                 observe(Err(Failure::Timeout));
                 return Err(ProxyError::Timeout);

@@ -8,7 +8,7 @@ use common::{get, one_service, Proxy};
 use sluice_model::schema::Schema;
 use sluice_model::PluginDef;
 use sluice_plugins::registry::{BuildCtx, Builtin};
-use sluice_plugins::{LogRecord, Plugin, Registered, Registry, RequestCtx};
+use sluice_plugins::{Flow, LogRecord, Plugin, PluginResponse, Registered, Registry, RequestCtx};
 use sluice_proxy::ProxySettings;
 use sluice_testkit::{client, EchoUpstream};
 use std::sync::{Arc, Mutex};
@@ -176,4 +176,98 @@ async fn header_body_and_log_phases_run_around_the_upstream() {
     assert_eq!(headers["x-shouted"], "yes");
     let (_, status, _, source) = logged("/nowhere").await;
     assert_eq!((status, source), (404, "gateway"));
+}
+
+/// What the test rewrite plugin saw in `access`, after routing: (path, a route was matched).
+static ACCESSED: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
+
+/// A plugin with a `rewrite` handler: before the router it moves `/old/...` to `/new/...` and adds a
+/// response header, and answers `/refused` itself; its `access` records what it sees after routing.
+struct Renaming;
+
+impl Renaming {
+    fn rewrite(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        assert!(
+            ctx.route.is_none() && ctx.service.is_none(),
+            "rewrite runs before the router"
+        );
+        let path = ctx.request.uri.path().to_string();
+        if path == "/refused" {
+            return Flow::Respond(PluginResponse::message(
+                http::StatusCode::IM_A_TEAPOT,
+                "refused in rewrite",
+            ));
+        }
+        if let Some(rest) = path.strip_prefix("/old/") {
+            ctx.request.uri = format!("/new/{rest}").parse().unwrap();
+        }
+        ctx.response_headers
+            .insert("x-rewritten", "yes".parse().unwrap());
+        Flow::Continue
+    }
+
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        let entry = (ctx.request.uri.path().to_string(), ctx.route.is_some());
+        ACCESSED.lock().unwrap().push(entry);
+        Flow::Continue
+    }
+}
+
+fn renaming() -> Builtin {
+    fn build(_: &BuildCtx<'_>, _: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
+        Ok(Registered::new("renaming", Renaming)
+            .rewrite(Renaming::rewrite)
+            .access(Renaming::access)
+            .build())
+    }
+    Builtin {
+        def: PluginDef {
+            name: "renaming",
+            priority: 5,
+            config: Schema::default(),
+            no_consumer: false,
+            no_route: false,
+            no_service: false,
+        },
+        factory: build,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_rewrite_runs_before_the_router_which_routes_its_result() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        "{}plugins:\n- name: renaming\n",
+        one_service(&up.url(), &["paths: [/new], strip_path: false"])
+    );
+    let proxy = Proxy::with(
+        &yaml,
+        ProxySettings::default(),
+        Registry::with(vec![renaming()]),
+    );
+    // No route has /old: the request reaches the upstream only because rewrite ran before routing.
+    let (status, headers, body) = get(proxy.url("/old/thing?q=1"), []).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["path"], "/new/thing");
+    assert_eq!(headers["x-rewritten"], "yes");
+    let accessed = ACCESSED.lock().unwrap().clone();
+    assert!(
+        accessed.contains(&("/new/thing".to_string(), true)),
+        "{accessed:?}"
+    );
+
+    // An answer in rewrite: no routing, no upstream, Kong's headers.
+    let before = up.requests();
+    let (status, headers, body) = get(proxy.url("/refused"), []).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (418, Some("refused in rewrite"))
+    );
+    assert_eq!(headers["server"], sluice_proxy::PRODUCT);
+    assert_eq!(up.requests(), before);
+
+    // Still a 404 where the rewritten path has no route either.
+    let (status, headers, _) = get(proxy.url("/elsewhere"), []).await;
+    assert_eq!(status, 404);
+    assert_eq!(headers["x-rewritten"], "yes");
 }

@@ -6,6 +6,7 @@ use crate::settings::Settings;
 use sluice_admin::{BoxFuture, ConfigBody, Control, LoadOptions, LoadOutcome, NodeInfo};
 use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{Config, PluginRegistry};
+use sluice_plugins::builtin::proxy_cache;
 use sluice_proxy::ProxyStats;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,9 +22,24 @@ pub struct NodeControl {
     pub proxy_stats: OnceLock<ProxyStats>,
     /// DB mode's database side; None when DB-less.
     pub db: Option<Arc<DbNode>>,
+    /// On a control plane: the data planes it has seen (`role = control_plane`).
+    pub data_planes: crate::hybrid::cp::DataPlanes,
 }
 
 impl Control for NodeControl {
+    fn data_planes(&self) -> Option<Vec<serde_json::Value>> {
+        if self.settings.cluster.role != crate::hybrid::Role::ControlPlane {
+            return None;
+        }
+        let planes = self.data_planes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rows: Vec<serde_json::Value> = planes
+            .values()
+            .filter_map(|p| serde_json::to_value(p).ok())
+            .collect();
+        rows.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        Some(rows)
+    }
+
     fn config(&self) -> Arc<Config> {
         self.loader.snapshot().load().config().clone()
     }
@@ -37,6 +53,22 @@ impl Control for NodeControl {
     fn target_health(&self, upstream: &str) -> Option<Vec<(String, &'static str)>> {
         let health = self.loader.snapshot().load().upstream_health(upstream)?;
         Some(health.into_iter().map(|(t, h)| (t, h.as_str())).collect())
+    }
+
+    fn proxy_cache_get(&self, plugin: Option<uuid::Uuid>, key: &str) -> Option<serde_json::Value> {
+        let state = self.loader.registry().state();
+        proxy_cache::admin::lookup(state, &self.config(), plugin, key)
+    }
+
+    fn proxy_cache_purge(&self, plugin: Option<uuid::Uuid>, key: Option<&str>) -> bool {
+        let (state, config) = (self.loader.registry().state(), self.config());
+        match key {
+            Some(key) => proxy_cache::admin::purge(state, &config, plugin, key),
+            None => {
+                proxy_cache::admin::purge_all(state, &config);
+                true
+            }
+        }
     }
 
     fn upstream_available(&self, upstream: &str) -> bool {

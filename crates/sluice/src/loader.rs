@@ -68,6 +68,8 @@ pub struct Loader {
     store: Store,
     loading: Mutex<()>,
     ready: AtomicBool,
+    /// Bumped each time a config goes live (the control plane pushes it to its data planes then).
+    published: tokio::sync::watch::Sender<u64>,
     pub stats: LoadStats,
 }
 
@@ -79,6 +81,7 @@ impl Loader {
             store,
             loading: Mutex::new(()),
             ready: AtomicBool::new(false),
+            published: tokio::sync::watch::Sender::new(0),
             stats: LoadStats::default(),
         }
     }
@@ -90,6 +93,11 @@ impl Loader {
 
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// Wakes each time a new config goes live.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.published.subscribe()
     }
 
     /// True once a config is live.
@@ -243,6 +251,7 @@ impl Loader {
         // The previous snapshot is released here unless a request still holds it.
         drop(self.live.swap(Arc::new(snapshot)));
         self.ready.store(true, Ordering::Release);
+        self.published.send_modify(|n| *n += 1);
     }
 }
 

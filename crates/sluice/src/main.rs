@@ -14,6 +14,7 @@ mod cluster_counters;
 mod control;
 mod db_import;
 mod dbnode;
+mod hybrid;
 mod loader;
 mod logging;
 mod metrics;

@@ -5,6 +5,7 @@
 use crate::cluster_counters::PgCounters;
 use crate::control::NodeControl;
 use crate::dbnode::DbNode;
+use crate::hybrid::{self, Role};
 use crate::loader::Loader;
 use crate::settings::{split_list, Settings};
 use crate::{logging, StartArgs};
@@ -48,6 +49,8 @@ pub fn start(args: StartArgs) -> Result<()> {
         Some(pg) => Registry::with_database(Arc::new(PgCounters::new(pg.clone()))),
         None => Registry::builtin(),
     };
+    let cache_size = usize::try_from(settings.mem_cache_size).unwrap_or(usize::MAX);
+    registry.state().proxy_caches().set_capacity(cache_size);
     let loader = Arc::new(Loader::new(Arc::new(registry), store));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -66,6 +69,12 @@ pub fn start(args: StartArgs) -> Result<()> {
         }
         None => {
             match &settings.declarative_config {
+                // A data plane's config comes from its control plane; until the first push it serves the
+                // last one it stored.
+                Some(_) if settings.cluster.role == Role::DataPlane => {
+                    tracing::warn!("declarative_config is ignored with role = data_plane");
+                    loader.load_from_store()?;
+                }
                 Some(file) => {
                     loader.load_file(file)?;
                 }
@@ -113,6 +122,7 @@ pub fn start(args: StartArgs) -> Result<()> {
         hostname: hostname(),
         proxy_stats: OnceLock::new(),
         db,
+        data_planes: Default::default(),
     });
     let _ = control.proxy_stats.set(proxy.stats());
 
@@ -137,6 +147,29 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
     if let Some(db) = &control.db {
         tokio::spawn(db.clone().follow());
         tokio::spawn(db.clone().expire_counters());
+    }
+    match settings.cluster.role {
+        Role::ControlPlane => {
+            let serving = hybrid::cp::serve(
+                settings.cluster.clone(),
+                control.loader.clone(),
+                control.data_planes.clone(),
+            );
+            tokio::spawn(async move {
+                if let Err(e) = serving.await {
+                    tracing::error!(error = %format!("{e:#}"), "cluster_listen failed");
+                }
+            });
+        }
+        Role::DataPlane => {
+            tokio::spawn(hybrid::dp::run(
+                settings.cluster.clone(),
+                control.loader.clone(),
+                control.node_id,
+                control.hostname.clone(),
+            ));
+        }
+        Role::Traditional => {}
     }
     for (setting, value, status, cert, key) in [
         (

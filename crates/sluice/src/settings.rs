@@ -22,6 +22,8 @@ pub struct Settings {
     pub headers: String,
     pub lmdb_environment_path: PathBuf,
     pub lmdb_map_size: u64,
+    /// Kong's `mem_cache_size`: the bound of each of proxy-cache's memory stores (128m).
+    pub mem_cache_size: u64,
     pub database: String,
     /// How to reach PostgreSQL, when `database = postgres`.
     pub pg: Option<sluice_db::PgSettings>,
@@ -36,6 +38,8 @@ pub struct Settings {
     pub status_ssl_cert_key: Option<String>,
     /// Kong's `dns_*` settings, parsed by the proxy.
     pub dns: sluice_proxy::DnsSettings,
+    /// `role` and the `cluster_*` settings (hybrid mode).
+    pub cluster: crate::hybrid::ClusterSettings,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -52,6 +56,7 @@ const KNOWN: &[&str] = &[
     "headers",
     "lmdb_environment_path",
     "lmdb_map_size",
+    "mem_cache_size",
     "database",
     "pg_host",
     "pg_port",
@@ -78,6 +83,11 @@ const KNOWN: &[&str] = &[
     "dns_error_ttl",
 ];
 
+/// A setting this build reads.
+fn known(name: &str) -> bool {
+    KNOWN.contains(&name) || crate::hybrid::SETTINGS.contains(&name)
+}
+
 impl Settings {
     /// Reads the conf file (if any) and the environment, and applies `overrides` (from flags) last.
     pub fn load(conf: Option<&Path>, overrides: &[(&str, String)]) -> Result<Settings> {
@@ -90,7 +100,7 @@ impl Settings {
         for (key, value) in std::env::vars() {
             if let Some(name) = key.strip_prefix("SLUICE_") {
                 let name = name.to_ascii_lowercase();
-                if KNOWN.contains(&name.as_str()) {
+                if known(&name) {
                     values.insert(name, value);
                 }
             }
@@ -126,6 +136,8 @@ impl Settings {
         };
         let lmdb_map_size = parse_size(&get("lmdb_map_size").unwrap_or_else(|| "2048m".into()))
             .context("lmdb_map_size")?;
+        let mem_cache_size = parse_size(&get("mem_cache_size").unwrap_or_else(|| "128m".into()))
+            .context("mem_cache_size")?;
         let database = get("database").unwrap_or_else(|| "off".into());
         let pg = match database.as_str() {
             "off" => None,
@@ -134,6 +146,7 @@ impl Settings {
         };
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
+        let cluster = crate::hybrid::ClusterSettings::from_values(&get, &database)?;
         Ok(Settings {
             proxy_listen: get("proxy_listen")
                 .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl".into()),
@@ -148,6 +161,7 @@ impl Settings {
                 .unwrap_or_else(|| "server_tokens, latency_tokens, X-Kong-Request-Id".into()),
             lmdb_environment_path,
             lmdb_map_size,
+            mem_cache_size,
             database,
             pg,
             ssl_cert: get("ssl_cert"),
@@ -157,6 +171,7 @@ impl Settings {
             status_ssl_cert: get("status_ssl_cert"),
             status_ssl_cert_key: get("status_ssl_cert_key"),
             dns,
+            cluster,
         })
     }
 
@@ -174,11 +189,12 @@ impl Settings {
             "headers": split_list(&self.headers),
             "lmdb_environment_path": self.lmdb_environment_path,
             "lmdb_map_size": self.lmdb_map_size,
+            "mem_cache_size": self.mem_cache_size,
             "database": self.database,
             "ssl_cert": self.ssl_cert,
             "admin_ssl_cert": self.admin_ssl_cert,
             "status_ssl_cert": self.status_ssl_cert,
-            "role": "traditional",
+            "role": self.cluster.role.as_str(),
             "router_flavor": "traditional_compatible",
         });
         if let Some(all) = json.as_object_mut() {
@@ -242,7 +258,7 @@ fn parse_conf(text: &str) -> Result<BTreeMap<String, String>> {
             bail!("line {}: expected 'name = value'", n + 1);
         };
         let k = k.trim().to_ascii_lowercase();
-        if !KNOWN.contains(&k.as_str()) {
+        if !known(&k) {
             bail!("line {}: unknown setting '{k}'", n + 1);
         }
         out.insert(k, v.trim().to_string());

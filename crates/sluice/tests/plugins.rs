@@ -129,6 +129,8 @@ async fn basic_auth_like_kong() {
     .await;
     assert_eq!(status, 200);
     assert_eq!(echo["headers"]["x-consumer-username"], "alice");
+    // Kong's basic-auth names the credential by its username.
+    assert_eq!(echo["headers"]["x-credential-identifier"], "alice");
     // The Admin API never shows the plain password.
     let creds: Value = client()
         .get(gw.admin_url("/basic-auths"))

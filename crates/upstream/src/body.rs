@@ -1,5 +1,5 @@
 //! Body types of the proxy: the one boxed type that goes upstream and to the client, and the body that
-//! feeds plugin-filtered bodies through a channel. The body read from an upstream connection, which returns
+//! feeds plugin-filtered bodies through a channel, and a client body capped at a size ([`Capped`]). The body read from an upstream connection, which returns
 //! the connection to the pool and enforces the read timeout between reads, is [`crate::pooled`].
 
 use bytes::Bytes;
@@ -48,5 +48,59 @@ impl Body for ChannelBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         self.rx.poll_recv(cx)
+    }
+}
+
+/// A client body that may not pass `left` bytes: past it, it ends with the error [`OverLimit`], which the
+/// upstream writer reports as [`crate::conn::Failed::OverLimit`] (request-size-limiting counts a body
+/// without a length this way while it streams, instead of holding it).
+pub struct Capped {
+    inner: ProxyBody,
+    left: u64,
+}
+
+impl Capped {
+    pub fn new(inner: ProxyBody, limit: u64) -> Capped {
+        Capped { inner, left: limit }
+    }
+}
+
+/// The error a [`Capped`] body ends with once it passed its limit.
+#[derive(Debug)]
+pub struct OverLimit;
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request body over its size limit")
+    }
+}
+
+impl std::error::Error for OverLimit {}
+
+impl Body for Capped {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+            match self.left.checked_sub(len) {
+                Some(left) => self.left = left,
+                None => return Poll::Ready(Some(Err(Box::new(OverLimit)))),
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -57,6 +57,8 @@ pub enum Failed {
     Malformed,
     /// The client's request body failed while it was being forwarded.
     ClientBody,
+    /// The client's request body passed the size it was capped at ([`crate::body::Capped`]).
+    OverLimit,
     /// No progress within the timeout: a write to the upstream, or the client's next body bytes
     /// (nginx's `proxy_send_timeout` between two writes; `proxy_read_timeout` between two reads).
     Stalled,

@@ -12,6 +12,7 @@ fn parses_case_specs() {
         ("rl-basic-auth@100/5", CaseKind::RlBasicAuth, 100, 5),
         ("rl-basic-auth@0/0", CaseKind::RlBasicAuth, 1, 1),
         ("large", CaseKind::Large, LARGE_COUNT, LARGE_COUNT),
+        ("proxy-cache-hit", CaseKind::ProxyCacheHit, 1, 0),
     ];
     for &(spec, kind, routes, consumers) in table {
         let case = Case::parse(spec).unwrap();

@@ -26,3 +26,24 @@ async fn answers_with_a_fixed_body_on_keep_alive() {
         );
     }
 }
+
+#[tokio::test]
+async fn cacheable_paths_are_text() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_on(listener, 3));
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    for (path, typed) in [("/cacheable/r0", true), ("/r0", false)] {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 1024];
+        let mut got = String::new();
+        while !got.ends_with("xxx") {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "connection closed: {got}");
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        let lower = got.to_ascii_lowercase();
+        assert_eq!(lower.contains("content-type: text/plain"), typed, "{got}");
+    }
+}

@@ -1,9 +1,11 @@
 //! Request dispatch: route the path, check the method, run the handler, turn errors into responses.
 
+mod clustering;
 mod config;
 mod entities;
 mod health;
 mod info;
+mod proxy_cache;
 mod schemas;
 mod status;
 mod tags;
@@ -91,6 +93,9 @@ async fn handle(
         Endpoint::Validate(name) => schemas::validate(control, name, &read_body(body).await?),
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
+        Endpoint::ProxyCache(plugin, key) => proxy_cache::serve(control, method, plugin, key),
+        Endpoint::DataPlanes => clustering::data_planes(control),
+        Endpoint::ClusteringStatus => clustering::status(control),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),
         Endpoint::Config if read => Ok(config::get(control)),
         Endpoint::Config if control.db_mode() => Err(ApiError::BadRequest(

@@ -84,6 +84,11 @@ pub fn endpoints() -> Reply {
         "/upstreams/{upstreams}/targets/{targets}/healthy",
         "/upstreams/{upstreams}/targets/{targets}/unhealthy",
         "/upstreams/{upstreams}/targets/all",
+        "/proxy-cache",
+        "/proxy-cache/{cache_key}",
+        "/proxy-cache/{plugin_id}/caches/{cache_key}",
+        "/clustering/data-planes",
+        "/clustering/status",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -25,6 +25,9 @@ fn describe(e: Option<Endpoint<'_>>) -> String {
         Some(Endpoint::Owner(c, k, r)) => format!("owner {}/{k} -> {}", c.path, r.parent),
         Some(Endpoint::UpstreamHealth(u)) => format!("health {u}"),
         Some(Endpoint::SetTargetHealth(u, t, h)) => format!("set {u}/{t} healthy={h}"),
+        Some(Endpoint::ProxyCache(p, k)) => format!("proxy-cache {p:?} {k:?}"),
+        Some(Endpoint::DataPlanes) => "data-planes".into(),
+        Some(Endpoint::ClusteringStatus) => "clustering-status".into(),
     }
 }
 
@@ -42,6 +45,8 @@ fn admin_paths_map_to_endpoints() {
         ("/status/ready", "none"),
         ("/metrics", "metrics"),
         ("/config/", "config"),
+        ("/clustering/data-planes", "data-planes"),
+        ("/clustering/status", "clustering-status"),
         ("/endpoints", "endpoints"),
         ("/schemas/routes", "schema routes"),
         ("/schemas/routes/validate", "validate routes"),
@@ -49,6 +54,12 @@ fn admin_paths_map_to_endpoints() {
         ("/schemas/plugins/validate", "validate plugins"),
         ("/plugins/enabled", "plugins-enabled"),
         ("/tags/foo", "tags Some(\"foo\")"),
+        ("/proxy-cache", "proxy-cache None None"),
+        ("/proxy-cache/abc", "proxy-cache None Some(\"abc\")"),
+        (
+            "/proxy-cache/p1/caches/abc",
+            "proxy-cache Some(\"p1\") Some(\"abc\")",
+        ),
         ("/services", "list services"),
         ("/services/s1", "item services/s1"),
         ("/key-auths/k", "item key-auths/k"),

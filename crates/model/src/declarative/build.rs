@@ -64,8 +64,7 @@ pub fn build(
     let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
     let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
-        let (raw, refs) = (&mut e.raw.value, &mut e.refs);
-        prepare::before_validation(e.raw.kind, raw, refs, e.id, &mut e.errors);
+        prepare::before_validation(e.raw.kind, &mut e.raw.value, &mut e.errors);
         if e.errors.is_empty() {
             validate(e);
         }
@@ -175,7 +174,7 @@ fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
         Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => "name",
         Kind::Consumer => "username",
         Kind::KeyAuth | Kind::Jwt => "key",
-        Kind::BasicAuth => "username",
+        Kind::BasicAuth | Kind::HmacAuth => "username",
         Kind::Target => "target",
         _ => return None,
     };
@@ -215,7 +214,7 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
                 keys.extend(s("custom_id").map(|n| ("custom_id", n)));
             }
             Kind::KeyAuth | Kind::Jwt => keys.extend(s("key").map(|n| ("key", n))),
-            Kind::BasicAuth => keys.extend(s("username").map(|n| ("username", n))),
+            Kind::BasicAuth | Kind::HmacAuth => keys.extend(s("username").map(|n| ("username", n))),
             Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
             Kind::Plugin => keys.push(("name", plugin_scope(v))),
             _ => {}

@@ -1,22 +1,15 @@
-//! Per-kind steps around schema validation: the service `url` shorthand, target normalization, generated
-//! key-auth keys, plugin configs, and basic-auth password hashing.
+//! Per-kind steps around schema validation: the service `url` shorthand, target normalization, plugin
+//! configs, and basic-auth password hashing. (Generated credential values are filled after hashing, in
+//! `typed::Assembler::add`.)
 
 use super::kinds::Kind;
 use crate::schema::FieldError;
 use crate::PluginRegistry;
 use serde_json::{Map, Value};
 use sha1::{Digest, Sha1};
-use uuid::Uuid;
 
-/// Adjusts an entity's raw value before validation. Generated values (a key-auth key) go to `overrides`,
-/// after the references already there, as the validation input sets them.
-pub fn before_validation(
-    kind: Kind,
-    value: &mut Map<String, Value>,
-    overrides: &mut Vec<(&'static str, Value)>,
-    id: Uuid,
-    errors: &mut Vec<FieldError>,
-) {
+/// Adjusts an entity's raw value before validation.
+pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, errors: &mut Vec<FieldError>) {
     match kind {
         Kind::Service => {
             if let Some(url) = value.remove("url") {
@@ -61,21 +54,6 @@ pub fn before_validation(
                     }
                     Err(msg) => errors.push(FieldError::new("target", msg)),
                 }
-            }
-        }
-        Kind::KeyAuth if value.get("key").is_none_or(Value::is_null) => {
-            let key = Uuid::new_v5(&id, b"key-auth").simple().to_string();
-            overrides.push(("key", key.into()));
-        }
-        Kind::Jwt => {
-            // The key names the credential (derived like key-auth's); the secret signs tokens, so it is
-            // random, as Kong's: a declarative file that leaves it out gets a new one on every load.
-            if value.get("key").is_none_or(Value::is_null) {
-                let key = Uuid::new_v5(&id, b"jwt").simple().to_string();
-                overrides.push(("key", key.into()));
-            }
-            if value.get("secret").is_none_or(Value::is_null) {
-                overrides.push(("secret", Uuid::new_v4().simple().to_string().into()));
             }
         }
         _ => {}

@@ -280,6 +280,15 @@ pub fn basicauth_credential() -> Schema {
     ]))
 }
 
+/// `hmacauth_credentials`; a missing `secret` is generated after hashing ([`super::typed::Assembler::add`]).
+pub fn hmacauth_credential() -> Schema {
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("username", Field::string().required()),
+        ("secret", Field::string()),
+    ]))
+}
+
 /// `acls`.
 pub fn acl() -> Schema {
     Schema::new(common(vec![
@@ -294,7 +303,7 @@ pub const JWT_ALGORITHMS: &[&str] = &[
     "PS384", "PS512", "EdDSA",
 ];
 
-/// `jwt_secrets`. `key` and `secret` are generated when left out (`prepare`). Kong requires a public key
+/// `jwt_secrets`. `key` and `secret` are generated when left out (`typed::Assembler::add`). Kong requires a public key
 /// that parses for the RS, PS and EdDSA algorithms (not for ES: an ES credential without one fails each
 /// request with "Invalid key/secret").
 pub fn jwt_secret() -> Schema {

@@ -114,7 +114,6 @@ fn same_file_same_ids_and_hash_and_given_ids_are_kept() {
     let a = ok(BASIC);
     let b = ok(BASIC);
     assert_eq!(a.services[0].id, b.services[0].id);
-    assert_eq!(a.keyauth_credentials[0].key, b.keyauth_credentials[0].key);
     assert_eq!(a.hash(), b.hash());
     let changed = ok(&BASIC.replace("second: 5", "second: 6"));
     assert_ne!(a.hash(), changed.hash());
@@ -123,6 +122,34 @@ fn same_file_same_ids_and_hash_and_given_ids_are_kept() {
         given.consumers[0].id.to_string(),
         "9748f662-7711-4a90-8186-dc02f10eb0f5"
     );
+}
+
+/// hmac-auth credentials nest under consumers or name one; a missing secret is random per load but leaves the
+/// hash alone (it is filled after hashing), a given one is kept; usernames are unique.
+#[test]
+fn hmac_credentials_get_a_random_secret_outside_the_hash() {
+    let file = r#"
+_format_version: "3.0"
+consumers:
+- username: alice
+  hmacauth_credentials: [{username: alice-hmac}]
+hmacauth_credentials: [{consumer: alice, username: bob-hmac, secret: s3cret}]
+"#;
+    let (a, b) = (ok(file), ok(file));
+    let alice = a.consumers[0].id;
+    let creds = &a.hmacauth_credentials;
+    assert_eq!(creds.len(), 2);
+    assert!(creds.iter().all(|c| c.consumer.id == alice));
+    let generated = &creds[0].secret;
+    assert_eq!(generated.len(), 32);
+    assert!(generated.chars().all(|c| c.is_ascii_alphanumeric()));
+    assert_ne!(generated, &b.hmacauth_credentials[0].secret);
+    assert_eq!(creds[1].secret, "s3cret");
+    assert_eq!(a.hash(), b.hash());
+    let twice = file.replace("bob-hmac", "alice-hmac");
+    assert!(errs(&twice).iter().any(|e| e.contains(
+        "uniqueness violation: 'hmacauth_credentials' entity with username set to 'alice-hmac' already declared"
+    )));
 }
 
 #[test]
@@ -293,21 +320,24 @@ fn garbage_never_panics() {
 }
 
 #[test]
-fn generated_keys_and_references_show_in_error_reports_in_the_order_they_were_set() {
+fn references_show_in_error_reports_and_generated_keys_are_random() {
     let text = "_format_version: '3.0'\nconsumers:\n- username: u\n  keyauth_credentials:\n  - ttl: -1\n  - {}\n";
     let e = parse(text, &TestRegistry::new()).unwrap_err();
     let flat = e.flattened();
     assert_eq!(flat.as_array().map(Vec::len), Some(1), "{flat}");
     let entity = flat[0]["entity"].as_object().unwrap();
     let keys: Vec<&str> = entity.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["ttl", "consumer", "key"]);
-    assert_eq!(entity["key"].as_str().map(str::len), Some(32));
-    // The valid sibling got a generated key too, the same one on every parse.
+    assert_eq!(keys, ["ttl", "consumer"]);
+    // A valid credential without a key gets a random one (not computable from its public id), a new
+    // one on each load, as Kong's `random_string`.
     let ok_text =
         "_format_version: '3.0'\nconsumers:\n- username: u\n  keyauth_credentials:\n  - {}\n";
     let (a, b) = (ok(ok_text), ok(ok_text));
-    assert_eq!(a.keyauth_credentials[0].key.len(), 32);
-    assert_eq!(a.keyauth_credentials[0].key, b.keyauth_credentials[0].key);
+    let key = &a.keyauth_credentials[0].key;
+    assert_eq!(key.len(), 32);
+    assert!(key.chars().all(|c| c.is_ascii_alphanumeric()));
+    assert_ne!(key, &b.keyauth_credentials[0].key);
+    assert_eq!(a.hash(), b.hash(), "the file's hash is stable");
 }
 
 /// Kong exports load unchanged (issue 22): an upstream's `client_certificate` (even null), the `hash_on`

@@ -153,8 +153,10 @@ impl Assembler {
         }
     }
 
-    /// Hashes the normalized entity (before load-time timestamps, so the same file keeps its hash), fills
-    /// the timestamps and moves it into the typed config. `path` is its input position, for errors.
+    /// Hashes the normalized entity (before load-time values, so the same file keeps its hash), fills the
+    /// timestamps and a credential's missing generated value (key-auth `key`, hmac-auth `secret`, jwt `key` and `secret`), and
+    /// moves it into the typed config. `path`
+    /// is its input position, for errors.
     pub fn add(&mut self, kind: Kind, path: &str, normalized: Value) -> Result<(), FieldError> {
         self.hasher.update(kind.key().as_bytes());
         self.scratch.clear();
@@ -166,6 +168,18 @@ impl Assembler {
             for f in ["created_at", "updated_at"] {
                 if m.get(f).is_none_or(Value::is_null) {
                     m.insert(f.into(), self.now.into());
+                }
+            }
+            // Kong's generated (`auto = true`) credentials: random, never derived from public values.
+            let generated: &[&str] = match kind {
+                Kind::HmacAuth => &["secret"],
+                Kind::KeyAuth => &["key"],
+                Kind::Jwt => &["key", "secret"],
+                _ => &[],
+            };
+            for field in generated {
+                if m.get(*field).is_none_or(Value::is_null) {
+                    m.insert((*field).into(), random_secret().into());
                 }
             }
         }
@@ -191,4 +205,16 @@ impl Assembler {
         attach_snis(&mut self.config);
         self.config
     }
+}
+
+/// Kong's generated key or secret (`auto = true`, `random_string`): 32 random alphanumeric characters.
+/// Random, not derived from the id (which is sent upstream in `X-Credential-Identifier`), so no one can
+/// compute it; a file that leaves it out gets a new one on each load, as in Kong.
+fn random_secret() -> String {
+    use rand::Rng;
+    rand::thread_rng()
+        .sample_iter(rand::distributions::Alphanumeric)
+        .take(32)
+        .map(char::from)
+        .collect()
 }

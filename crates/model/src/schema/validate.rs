@@ -290,6 +290,7 @@ fn len(v: &Value) -> Option<usize> {
     match v {
         Value::String(s) => Some(s.chars().count()),
         Value::Array(a) => Some(a.len()),
+        Value::Object(m) => Some(m.len()),
         _ => None,
     }
 }

@@ -1,4 +1,4 @@
-//! What the auth plugins (key-auth, basic-auth, jwt) share: identifying the consumer, Kong's upstream headers, `anonymous`.
+//! What the authentication plugins share: identifying the consumer, Kong's upstream headers, `anonymous`.
 
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::Flow;
@@ -33,23 +33,11 @@ fn set_id(ctx: &mut RequestCtx<'_>, name: HeaderName, id: &uuid::Uuid) {
     set(ctx, name, id.hyphenated().encode_lower(&mut text));
 }
 
-/// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers
-/// (`X-Credential-Identifier` is the credential's id).
+/// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers.
 pub fn identify<'s>(
     ctx: &mut RequestCtx<'s>,
     consumer: &'s Consumer,
     credential: Option<CredentialRef>,
-) {
-    identify_as(ctx, consumer, credential, None)
-}
-
-/// [`identify`], with `X-Credential-Identifier` set to `identifier` instead of the credential's id (jwt
-/// sends the credential's `key`).
-pub fn identify_as<'s>(
-    ctx: &mut RequestCtx<'s>,
-    consumer: &'s Consumer,
-    credential: Option<CredentialRef>,
-    identifier: Option<&str>,
 ) {
     for h in CONSUMER_HEADERS {
         ctx.request.headers.remove(h);
@@ -61,14 +49,25 @@ pub fn identify_as<'s>(
     if let Some(u) = &consumer.username {
         set(ctx, CONSUMER_USERNAME, u);
     }
-    match (credential, identifier) {
-        (Some(_), Some(text)) => set(ctx, CREDENTIAL_IDENTIFIER, text),
-        (Some(cred), None) => set_id(ctx, CREDENTIAL_IDENTIFIER, &cred.id),
-        (None, _) => set(ctx, ANONYMOUS_CONSUMER, "true"),
+    match credential {
+        Some(cred) => set_id(ctx, CREDENTIAL_IDENTIFIER, &cred.id),
+        None => set(ctx, ANONYMOUS_CONSUMER, "true"),
     }
     ctx.anonymous = credential.is_none();
     ctx.consumer = Some(consumer);
     ctx.credential = credential;
+}
+
+/// As [`identify`], for a credential Kong names upstream (`X-Credential-Identifier`) by another field than
+/// its id: basic-auth's and hmac-auth's `username`, jwt's `key`.
+pub fn identify_as<'s>(
+    ctx: &mut RequestCtx<'s>,
+    consumer: &'s Consumer,
+    credential: CredentialRef,
+    identifier: &str,
+) {
+    identify(ctx, consumer, Some(credential));
+    set(ctx, CREDENTIAL_IDENTIFIER, identifier);
 }
 
 /// Without valid credentials: the `anonymous` consumer when configured, else the 401.

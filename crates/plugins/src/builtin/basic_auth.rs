@@ -103,14 +103,12 @@ impl BasicAuth {
         if self.config.hide_credentials {
             ctx.request.headers.remove(header);
         }
-        auth::identify(
-            ctx,
-            consumer,
-            Some(CredentialRef {
-                id: cred.id,
-                plugin: "basic-auth",
-            }),
-        );
+        // Kong's basic-auth names the credential by its username in `X-Credential-Identifier`.
+        let credential = CredentialRef {
+            id: cred.id,
+            plugin: "basic-auth",
+        };
+        auth::identify_as(ctx, consumer, credential, &cred.username);
         Flow::Continue
     }
 }

@@ -232,7 +232,7 @@ impl Jwt {
                     id: cred.secret.id,
                     plugin: "jwt",
                 };
-                auth::identify_as(ctx, consumer, Some(credential), Some(&cred.secret.key));
+                auth::identify_as(ctx, consumer, credential, &cred.secret.key);
                 Flow::Continue
             }
             Err(denied) => {

@@ -9,15 +9,19 @@ pub mod bot_detection;
 pub mod correlation_id;
 pub mod cors;
 pub mod file_log;
+pub mod hmac_auth;
 pub mod http_log;
 pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
 pub mod prometheus;
+pub mod proxy_cache;
 pub mod rate_limiting;
 pub mod redirect;
+pub mod request_size_limiting;
 pub mod request_termination;
 pub mod request_transformer;
+pub mod response_ratelimiting;
 pub mod response_transformer;
 mod transform;
 
@@ -36,14 +40,18 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         jwt::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
+        hmac_auth::builtin(),
         ip_restriction::builtin(),
         acl::builtin(),
         rate_limiting::builtin(database),
+        response_ratelimiting::builtin(),
+        request_size_limiting::builtin(),
         request_transformer::builtin(),
         response_transformer::builtin(),
         redirect::builtin(),
         request_termination::builtin(),
         prometheus::builtin(),
+        proxy_cache::builtin(),
         http_log::builtin(),
         file_log::builtin(),
     ]

@@ -12,9 +12,9 @@
 //! `ratelimiting_metrics` table, through the node's [`ClusterCounters`]. `sync_rate` other than -1 (count
 //! locally, sync in batches) is refused at load for now.
 
-mod config;
+pub(crate) mod config;
 mod redis;
-mod window;
+pub(crate) mod window;
 
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
@@ -79,6 +79,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     Ok(register(RateLimiting {
         shared,
         plugin_id: entity.id,
+        scope: PluginScope::of(entity),
         rules: Arc::new(Rules {
             limit_by: LimitBy::parse(&config.limit_by),
             config,
@@ -142,6 +143,7 @@ struct RateLimiting {
     /// Set for `policy: redis` and `policy: cluster`.
     shared: Option<Shared>,
     plugin_id: uuid::Uuid,
+    scope: PluginScope,
     /// Shared with the Redis path's deferred futures, which outlive the call.
     rules: Arc<Rules>,
     header: Option<HeaderName>,
@@ -203,8 +205,24 @@ fn set(headers: &mut http::HeaderMap, name: HeaderName, value: u64) {
     headers.insert(name, HeaderValue::from(value));
 }
 
-/// The all-zero UUID Kong puts in a key for a missing route or service.
-const NO_ID: uuid::Uuid = uuid::Uuid::nil();
+/// The route and service the plugin instance is configured on, which Kong's shared counters are keyed by
+/// (so a service-wide or global instance counts every route's requests together); the all-zero UUID for
+/// none.
+#[derive(Clone, Copy)]
+pub(crate) struct PluginScope {
+    pub route: uuid::Uuid,
+    pub service: uuid::Uuid,
+}
+
+impl PluginScope {
+    pub(crate) fn of(entity: &sluice_model::Plugin) -> PluginScope {
+        let id = |r: &Option<sluice_model::Ref>| r.as_ref().map_or(uuid::Uuid::nil(), |r| r.id);
+        PluginScope {
+            route: id(&entity.route),
+            service: id(&entity.service),
+        }
+    }
+}
 
 impl RateLimiting {
     /// `policy: local`: this node's counters.
@@ -246,8 +264,8 @@ impl RateLimiting {
     fn count_shared(&self, shared: Shared, ctx: &RequestCtx<'_>, now: u64) -> Flow {
         let scope = Scope {
             identifier: self.identifier(ctx).to_string(),
-            route: ctx.route.map_or(NO_ID, |r| r.id),
-            service: ctx.service.map_or(NO_ID, |s| s.id),
+            route: self.scope.route,
+            service: self.scope.service,
         };
         let rules = self.rules.clone();
         let windows: Vec<Window> = rules

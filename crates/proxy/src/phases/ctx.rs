@@ -1,7 +1,8 @@
-//! The per-request plugin context: building it once a request is routed (or found no route), and moving
+//! The per-request plugin context: building it before routing (a global rewrite), once a request is routed
+//! or found no route, and moving
 //! headers and request heads in and out of it.
 
-use super::streaming;
+use super::{header_filter, whole, Outcome};
 use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::Exchange;
 use crate::snapshot::Snapshot;
@@ -12,36 +13,49 @@ use sluice_plugins::RequestCtx;
 use sluice_upstream::body::ProxyBody;
 use std::time::SystemTime;
 
-/// A request without a route: the error, plus `header_filter` and `log` of the global plugins.
+/// A request without a route: the error, plus `header_filter`, `body_filter` and `log` of the global
+/// plugins.
 pub fn unrouted(
     err: ProxyError,
     parts: request::Parts,
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Response<ProxyBody> {
-    let resp = error_response(err, &Negotiation::of(&parts), x);
+    let negotiation = Negotiation::of(&parts);
     let chain = snap.plugins.global_chain();
     if chain.is_empty() {
-        return resp;
+        return error_response(err, &negotiation, x);
     }
-    let (mut head, body) = resp.into_parts();
     let client_ip = x.shared.trust.client_ip(&parts.headers, x.conn.peer.ip());
-    let mut ctx = new_ctx(parts, snap, x, None, client_ip);
-    chain.header_filter(&mut ctx, &mut head);
-    let log = streaming::LogFacts::new(&head, "gateway", x.started);
-    let size = http_body::Body::size_hint(&body).exact().unwrap_or(0);
-    chain.log(&ctx, &log.record(&ctx, size, None));
-    Response::from_parts(head, body)
+    let ctx = new_ctx(parts, snap, x, None, client_ip);
+    whole(header_filter(
+        ctx,
+        chain,
+        Outcome::Failed(err),
+        &negotiation,
+        x,
+    ))
 }
 
+/// Response headers that global `rewrite` handlers added before routing, carried in the request's
+/// extensions into the context built after routing ([`super::rewrite`]).
+#[derive(Clone)]
+pub(super) struct AddedHeaders(pub HeaderMap);
+
+/// The plugin context of a request; `route` is its index in the snapshot (None before routing or
+/// without a route).
 pub fn new_ctx<'s>(
-    request: request::Parts,
+    mut request: request::Parts,
     snap: &'s Snapshot,
     x: &Exchange<'s>,
     route: Option<usize>,
     client_ip: std::net::IpAddr,
 ) -> RequestCtx<'s> {
     let (route, service) = route_and_service(snap, route);
+    let response_headers = request
+        .extensions
+        .remove::<AddedHeaders>()
+        .map_or_else(HeaderMap::new, |added| added.0);
     RequestCtx {
         request,
         body: None,
@@ -58,9 +72,11 @@ pub fn new_ctx<'s>(
         credential: None,
         anonymous: false,
         credentials: snap.plugins.credentials(),
-        response_headers: HeaderMap::new(),
+        body_limit: None,
+        response_headers,
         started: x.started,
         started_wall: SystemTime::now() - x.started.elapsed(),
+        plugin_data: http::Extensions::new(),
     }
 }
 

@@ -77,6 +77,7 @@ struct Detached {
     anonymous: bool,
     started: Instant,
     started_wall: SystemTime,
+    plugin_data: http::Extensions,
 }
 
 impl Detached {
@@ -96,6 +97,7 @@ impl Detached {
             anonymous: ctx.anonymous,
             started: ctx.started,
             started_wall: ctx.started_wall,
+            plugin_data: ctx.plugin_data,
         }
     }
 
@@ -124,9 +126,11 @@ impl Detached {
             credential: self.credential,
             anonymous: self.anonymous,
             credentials,
+            body_limit: None,
             response_headers: http::HeaderMap::new(),
             started: self.started,
             started_wall: self.started_wall,
+            plugin_data: self.plugin_data,
         }
     }
 }

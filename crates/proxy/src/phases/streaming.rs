@@ -7,6 +7,7 @@ use crate::upstream::Tries;
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
+use sluice_metrics::Source;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
 use sluice_upstream::body::{BoxError, ProxyBody};
 use sluice_upstream::pooled::PooledBody;
@@ -87,6 +88,7 @@ pub struct Upstream {
 pub struct LogFacts {
     status: u16,
     headers: http::HeaderMap,
+    /// Kong's name for who made the response (`upstream`, `plugin`, `gateway`).
     source: &'static str,
     started: Instant,
     /// Time until the response head was ready.
@@ -94,11 +96,15 @@ pub struct LogFacts {
 }
 
 impl LogFacts {
-    pub fn new(head: &http::response::Parts, source: &'static str, started: Instant) -> LogFacts {
+    pub fn new(head: &http::response::Parts, source: Source, started: Instant) -> LogFacts {
         LogFacts {
             status: head.status.as_u16(),
             headers: head.headers.clone(),
-            source,
+            source: match source {
+                Source::Service => "upstream",
+                Source::Exit => "plugin",
+                Source::Error => "gateway",
+            },
             started,
             head_latency: started.elapsed(),
         }

@@ -14,6 +14,7 @@ fn defaults_match_kong() {
     assert_eq!(s.admin_listen, "127.0.0.1:8001");
     assert_eq!(s.status_listen, "127.0.0.1:8007");
     assert_eq!(s.lmdb_map_size, 2048 << 20);
+    assert_eq!(s.mem_cache_size, 128 << 20);
     assert_eq!(
         s.lmdb_environment_path,
         PathBuf::from("/usr/local/sluice/dbless.lmdb")
@@ -62,11 +63,13 @@ fn values_are_checked() {
         ("prefix", "/tmp/x"),
         ("lmdb_environment_path", "db"),
         ("lmdb_map_size", "1g"),
+        ("mem_cache_size", "16m"),
     ]))
     .unwrap();
     assert_eq!(s.worker_threads, 3);
     assert_eq!(s.lmdb_environment_path, PathBuf::from("/tmp/x/db"));
     assert_eq!(s.lmdb_map_size, 1 << 30);
+    assert_eq!(s.mem_cache_size, 16 << 20);
 }
 
 #[test]

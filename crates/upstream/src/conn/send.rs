@@ -102,7 +102,7 @@ fn next_data_now(
     loop {
         match Pin::new(&mut *body).poll_frame(cx) {
             Poll::Pending | Poll::Ready(None) => return Ok(None),
-            Poll::Ready(Some(Err(_))) => return Err(Failed::ClientBody),
+            Poll::Ready(Some(Err(e))) => return Err(client_failed(&e)),
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                 Ok(d) if !d.is_empty() => return Ok(Some(d)),
                 _ => {}
@@ -117,7 +117,7 @@ async fn next_data(body: &mut ProxyBody) -> Result<Option<bytes::Bytes>, Failed>
         let frame = poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await;
         match frame {
             None => return Ok(None),
-            Some(Err(_)) => return Err(Failed::ClientBody),
+            Some(Err(e)) => return Err(client_failed(&e)),
             Some(Ok(frame)) => {
                 if let Ok(d) = frame.into_data() {
                     if !d.is_empty() {
@@ -126,5 +126,13 @@ async fn next_data(body: &mut ProxyBody) -> Result<Option<bytes::Bytes>, Failed>
                 }
             }
         }
+    }
+}
+
+/// Why the client's body failed: it passed its cap, or it broke off or broke its framing.
+fn client_failed(e: &crate::body::BoxError) -> Failed {
+    match e.is::<crate::body::OverLimit>() {
+        true => Failed::OverLimit,
+        false => Failed::ClientBody,
     }
 }

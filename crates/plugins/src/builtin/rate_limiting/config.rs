@@ -67,7 +67,60 @@ impl Config {
 /// The config schema; `database`: the node has one, so `policy: cluster` is accepted.
 pub(super) fn schema(database: bool) -> Schema {
     let limit = || Field::number().gt(0.0);
-    let redis = Schema::new(vec![
+    Schema::new(
+        vec![
+            ("second", limit()),
+            ("minute", limit()),
+            ("hour", limit()),
+            ("day", limit()),
+            ("month", limit()),
+            ("year", limit()),
+            (
+                "limit_by",
+                Field::string().default("consumer").one_of(&[
+                    "consumer",
+                    "credential",
+                    "ip",
+                    "service",
+                    "header",
+                    "path",
+                    "consumer-group",
+                ]),
+            ),
+            ("header_name", Field::string()),
+            ("path", Field::string()),
+            (
+                "policy",
+                Field::string()
+                    .default("local")
+                    .one_of(&["local", "cluster", "redis"]),
+            ),
+            ("fault_tolerant", Field::boolean().default(true)),
+            ("redis", Field::record(redis_schema())),
+            ("hide_client_headers", Field::boolean().default(false)),
+            (
+                "error_code",
+                Field::integer().default(429).between(100.0, 599.0),
+            ),
+            (
+                "error_message",
+                Field::string().default("API rate limit exceeded"),
+            ),
+            ("sync_rate", Field::number().default(-1)),
+        ]
+        .into_iter()
+        .chain(flat_redis_fields())
+        .collect(),
+    )
+    .with_check(match database {
+        true => check_with_database,
+        false => check_without_database,
+    })
+}
+
+/// Kong's shared `redis` record (kong/tools/redis/schema.lua), used by both rate-limiting plugins.
+pub(crate) fn redis_schema() -> Schema {
+    Schema::new(vec![
         ("host", Field::string()),
         ("port", Field::integer().default(6379).between(0.0, 65535.0)),
         ("timeout", Field::integer().default(2000)),
@@ -80,46 +133,12 @@ pub(super) fn schema(database: bool) -> Schema {
         ("ssl", Field::boolean().default(false)),
         ("ssl_verify", Field::boolean().default(false)),
         ("server_name", Field::string()),
-    ]);
-    Schema::new(vec![
-        ("second", limit()),
-        ("minute", limit()),
-        ("hour", limit()),
-        ("day", limit()),
-        ("month", limit()),
-        ("year", limit()),
-        (
-            "limit_by",
-            Field::string().default("consumer").one_of(&[
-                "consumer",
-                "credential",
-                "ip",
-                "service",
-                "header",
-                "path",
-                "consumer-group",
-            ]),
-        ),
-        ("header_name", Field::string()),
-        ("path", Field::string()),
-        (
-            "policy",
-            Field::string()
-                .default("local")
-                .one_of(&["local", "cluster", "redis"]),
-        ),
-        ("fault_tolerant", Field::boolean().default(true)),
-        ("redis", Field::record(redis)),
-        ("hide_client_headers", Field::boolean().default(false)),
-        (
-            "error_code",
-            Field::integer().default(429).between(100.0, 599.0),
-        ),
-        (
-            "error_message",
-            Field::string().default("API rate limit exceeded"),
-        ),
-        ("sync_rate", Field::number().default(-1)),
+    ])
+}
+
+/// Kong's deprecated flat `redis_*` fields (shorthands of the `redis` record), still accepted and exported.
+pub(crate) fn flat_redis_fields() -> Vec<(&'static str, Field)> {
+    vec![
         ("redis_host", Field::string()),
         ("redis_port", Field::integer().between(0.0, 65535.0)),
         ("redis_username", Field::string()),
@@ -129,11 +148,7 @@ pub(super) fn schema(database: bool) -> Schema {
         ("redis_ssl", Field::boolean()),
         ("redis_ssl_verify", Field::boolean()),
         ("redis_server_name", Field::string()),
-    ])
-    .with_check(match database {
-        true => check_with_database,
-        false => check_without_database,
-    })
+    ]
 }
 
 fn check_with_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {

@@ -1,0 +1,44 @@
+//! Kong's `rewrite` phase: the global plugins' rewrite handlers run before the router, on the request as
+//! the client sent it. The router then sees the request as they left it (a changed path or `Host` picks
+//! another route), or a handler answers and the request never reaches the router. The driver comes here
+//! only when some global instance registered `rewrite` ([`sluice_plugins::CompiledPlugins::rewrite_chain`]).
+
+use super::ctx::{new_ctx, AddedHeaders};
+use super::{header_filter, whole, Outcome};
+use crate::error::Negotiation;
+use crate::handler::{self, observe, Answer, Scope};
+use crate::metrics::{content_length, Series};
+use hyper::body::Incoming;
+use sluice_metrics::Source;
+use sluice_plugins::RequestCtx;
+
+/// Step 2 of the driver, then the rest of the request from step 3 (routing) on.
+pub async fn rewrite(parts: http::request::Parts, body: Incoming, scope: Scope) -> Option<Answer> {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let chain = snap.plugins.global_chain();
+    let client_ip = x.shared.trust.client_ip(&parts.headers, x.conn.peer.ip());
+    let mut ctx = new_ctx(parts, snap, &x, None, client_ip);
+    if let Some(answer) = chain.rewrite(&mut ctx).await {
+        // Answered before routing: counted, filtered and logged as a request without a route.
+        let series = Series::Unrouted;
+        let bytes_in = series
+            .meter(snap)
+            .map_or(0, |_| content_length(&ctx.request.headers));
+        let negotiation = Negotiation::of(&ctx.request);
+        let done = header_filter(ctx, chain, Outcome::Plugin(answer), &negotiation, &x);
+        let resp = whole(done);
+        let count = observe(series, snap, &resp, Source::Exit, None, bytes_in, x.started);
+        return Some((resp, count));
+    }
+    let RequestCtx {
+        request: mut parts,
+        response_headers,
+        ..
+    } = ctx;
+    if !response_headers.is_empty() {
+        // Headers a rewrite handler added to the response: the route's context takes them over.
+        parts.extensions.insert(AddedHeaders(response_headers));
+    }
+    let step = handler::route(parts, body, &scope);
+    Some(step.run(&scope).await)
+}

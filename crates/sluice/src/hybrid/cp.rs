@@ -1,0 +1,221 @@
+//! The control plane's side of the cluster link: `cluster_listen`, mutual TLS, one WebSocket per data
+//! plane at `/v1/outlet`, and Kong's v1 conversation on it:
+//! 1. the DP's query names it (`node_id`, `node_hostname`, `node_version`; 400 without id or version);
+//! 2. its first frame is `basic_info` (its plugins); a DP of another major version, or a newer minor, is
+//!    refused (`kong_version_incompatible`);
+//! 3. the CP sends the whole config (`reconfigure`, gzipped) at once and after every change, unless the
+//!    config uses a plugin the DP lacks (`plugin_set_incompatible`: the DP keeps its last config);
+//! 4. the DP pings with its config hash; 45 s without a frame from it ends the link.
+
+use super::ClusterSettings;
+use crate::loader::Loader;
+use anyhow::{Context, Result};
+use futures_util::{SinkExt, StreamExt};
+use sluice_cluster::compat::{self, SyncStatus};
+use sluice_cluster::frames::cp::Reconfigure;
+use sluice_cluster::frames::dp::{parse_ping, BasicInfo, Outlet, PluginInfo};
+use sluice_cluster::frames::{PING_WAIT_SECS, TIMEOUT_SECS};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::Message;
+
+/// What the CP knows of a connected (or recently seen) data plane: Kong's `clustering_data_planes` row.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DataPlane {
+    pub id: String,
+    pub ip: String,
+    pub hostname: String,
+    pub version: String,
+    pub sync_status: &'static str,
+    pub config_hash: String,
+    /// Unix seconds.
+    pub last_seen: u64,
+    pub updated_at: u64,
+    /// The DP's `cluster_dp_labels`.
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+/// The data planes by id.
+pub type DataPlanes = Arc<Mutex<HashMap<String, DataPlane>>>;
+
+/// Serves `cluster_listen` until the process ends.
+pub async fn serve(
+    settings: ClusterSettings,
+    loader: Arc<Loader>,
+    planes: DataPlanes,
+) -> Result<()> {
+    let tls = super::mtls::server_config(settings.identity()?, &settings.mtls)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .with_context(|| format!("cluster_listen: cannot listen on {}", settings.listen))?;
+    tracing::info!(addr = %settings.listen, "cluster listening (control plane)");
+    let cp_plugins = Arc::new(super::plugin_infos(loader.registry()));
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "cluster_listen: accept failed");
+                continue;
+            }
+        };
+        let (acceptor, loader, planes, plugins) = (
+            acceptor.clone(),
+            loader.clone(),
+            planes.clone(),
+            cp_plugins.clone(),
+        );
+        let max_payload = settings.max_payload;
+        tokio::spawn(async move {
+            let link = Link {
+                peer,
+                loader,
+                planes,
+                plugins,
+                max_payload,
+            };
+            if let Err(e) = link.run(acceptor, tcp).await {
+                tracing::warn!(%peer, error = %e, "data plane link closed");
+            }
+        });
+    }
+}
+
+struct Link {
+    peer: SocketAddr,
+    loader: Arc<Loader>,
+    planes: DataPlanes,
+    plugins: Arc<Vec<PluginInfo>>,
+    max_payload: usize,
+}
+
+impl Link {
+    async fn run(
+        self,
+        acceptor: tokio_rustls::TlsAcceptor,
+        tcp: tokio::net::TcpStream,
+    ) -> Result<()> {
+        let timeout = Duration::from_secs(TIMEOUT_SECS);
+        let tls = tokio::time::timeout(timeout, acceptor.accept(tcp))
+            .await
+            .context("TLS handshake timed out")?
+            .context("TLS handshake (is the data plane's cluster certificate this cluster's?)")?;
+        let mut outlet = None;
+        let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+            let refuse = |msg: &str| {
+                let mut r = ErrorResponse::new(Some(msg.to_string()));
+                *r.status_mut() = http::StatusCode::BAD_REQUEST;
+                r
+            };
+            if req.uri().path() != sluice_cluster::frames::OUTLET_PATH {
+                return Err(refuse("not a cluster endpoint"));
+            }
+            outlet = Some(Outlet::parse(req.uri().query().unwrap_or_default()).map_err(refuse)?);
+            Ok(resp)
+        };
+        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .max_message_size(Some(self.max_payload))
+            .max_frame_size(Some(self.max_payload));
+        let mut ws = tokio::time::timeout(
+            timeout,
+            tokio_tungstenite::accept_hdr_async_with_config(tls, check, Some(config)),
+        )
+        .await
+        .context("WebSocket handshake timed out")??;
+        let outlet = outlet.context("no outlet query")?;
+        let hello = match tokio::time::timeout(timeout, ws.next()).await {
+            Ok(Some(Ok(Message::Binary(data)))) => BasicInfo::decode(&data)?,
+            _ => anyhow::bail!("no basic_info from the data plane"),
+        };
+        let mut plane = DataPlane {
+            id: outlet.node_id.clone(),
+            ip: self.peer.ip().to_string(),
+            hostname: outlet.node_hostname.clone().unwrap_or_default(),
+            version: outlet.node_version.clone(),
+            sync_status: SyncStatus::Unknown.as_str(),
+            config_hash: sluice_cluster::hash::EMPTY_CONFIG_HASH.to_string(),
+            last_seen: now(),
+            updated_at: now(),
+            labels: hello.labels.clone().unwrap_or_default(),
+        };
+        if let Err(incompatible) =
+            compat::check_kong_version(crate::KONG_VERSION, &outlet.node_version)
+        {
+            plane.sync_status = incompatible.status.as_str();
+            self.record(&plane);
+            anyhow::bail!("{}", incompatible.message);
+        }
+        self.record(&plane);
+        tracing::info!(id = %plane.id, peer = %self.peer, version = %plane.version, "data plane connected");
+        let dp_plugins = compat::plugin_map(&hello.plugins);
+        let mut changes = self.loader.subscribe();
+        changes.borrow_and_update();
+        let mut push = true;
+        loop {
+            if push {
+                push = false;
+                let snapshot = self.loader.snapshot().load_full();
+                if self.loader.is_ready() {
+                    let table = sluice_model::declarative::export(snapshot.config());
+                    let frame = Reconfigure::new(table, unix_seconds());
+                    let configured = frame.configured_plugins();
+                    match compat::check_configuration(&self.plugins, &configured, &dp_plugins, None)
+                    {
+                        Ok(()) => {
+                            ws.send(Message::Binary(frame.encode().into())).await?;
+                            plane.sync_status = SyncStatus::Normal.as_str();
+                        }
+                        Err(incompatible) => {
+                            tracing::warn!(id = %plane.id, "{}", incompatible.message);
+                            plane.sync_status = incompatible.status.as_str();
+                        }
+                    }
+                    self.record(&plane);
+                }
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    changed.context("the loader is gone")?;
+                    push = true;
+                }
+                frame = tokio::time::timeout(Duration::from_secs(PING_WAIT_SECS), ws.next()) => {
+                    match frame.context("no frame from the data plane for 45 s")? {
+                        Some(Ok(Message::Ping(data))) => {
+                            plane.config_hash = parse_ping(&data)?.to_string();
+                            plane.last_seen = now();
+                            self.record(&plane);
+                        }
+                        Some(Ok(Message::Close(_))) | None => return Ok(()),
+                        Some(Ok(Message::Pong(_))) => plane.last_seen = now(),
+                        Some(Ok(other)) => anyhow::bail!("unexpected frame from the data plane: {other:?}"),
+                        Some(Err(e)) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+
+    fn record(&self, plane: &DataPlane) {
+        let plane = &DataPlane {
+            updated_at: now(),
+            ..plane.clone()
+        };
+        let mut planes = self.planes.lock().unwrap_or_else(|p| p.into_inner());
+        planes.insert(plane.id.clone(), plane.clone());
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn unix_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| (d.as_millis() as f64) / 1000.0)
+}

@@ -1,0 +1,144 @@
+//! The data plane's side of the cluster link: connect to `cluster_control_plane` (mutual TLS, WebSocket at
+//! `/v1/outlet`), send `basic_info`, apply every config the CP pushes, ping every 30 s with the running
+//! config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
+//! its last config; a restarted DP serves the one in its store.
+
+use super::ClusterSettings;
+use crate::loader::{Loaded, Loader};
+use anyhow::{Context, Result};
+use futures_util::{SinkExt, StreamExt};
+use sluice_cluster::frames::cp::CpMessage;
+use sluice_cluster::frames::dp::{ping_payload, BasicInfo, Outlet};
+use sluice_cluster::frames::{PING_INTERVAL_SECS, PING_WAIT_SECS, SHARED_MTLS_SNI, TIMEOUT_SECS};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Keeps the link to the control plane up until the process ends.
+pub async fn run(
+    settings: ClusterSettings,
+    loader: Arc<Loader>,
+    node_id: uuid::Uuid,
+    hostname: String,
+) {
+    let tls = match super::mtls::client_config_for(&settings) {
+        Ok(tls) => tokio_rustls::TlsConnector::from(tls),
+        Err(e) => {
+            tracing::error!(error = %e, "cluster link disabled");
+            return;
+        }
+    };
+    let outlet = Outlet {
+        node_id: node_id.to_string(),
+        node_hostname: Some(hostname),
+        node_version: crate::KONG_VERSION.to_string(),
+    };
+    loop {
+        match link(&settings, &tls, &outlet, &loader).await {
+            Ok(()) => tracing::warn!("control plane closed the cluster link"),
+            Err(e) => tracing::warn!(error = %format!("{e:#}"), "cluster link failed"),
+        }
+        // Kong's DP waits 5 to 10 s before it tries again.
+        let jitter = rand_millis(5000);
+        tokio::time::sleep(Duration::from_millis(5000 + jitter)).await;
+    }
+}
+
+/// One connection: until the CP goes away or a frame is wrong.
+async fn link(
+    settings: &ClusterSettings,
+    tls: &tokio_rustls::TlsConnector,
+    outlet: &Outlet,
+    loader: &Arc<Loader>,
+) -> Result<()> {
+    let address = settings.control_plane.as_deref().unwrap_or_default();
+    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+    let timeout = Duration::from_secs(TIMEOUT_SECS);
+    let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address))
+        .await
+        .context("connecting timed out")?
+        .with_context(|| format!("cannot connect to {address}"))?;
+    let name = match &settings.mtls {
+        super::mtls::Mode::Shared => SHARED_MTLS_SNI.to_string(),
+        super::mtls::Mode::Pki { .. } => settings
+            .server_name
+            .clone()
+            .unwrap_or_else(|| host.to_string()),
+    };
+    let name = rustls::pki_types::ServerName::try_from(name).context("cluster_server_name")?;
+    let stream = tokio::time::timeout(timeout, tls.connect(name, tcp))
+        .await
+        .context("TLS handshake timed out")?
+        .context("TLS handshake with the control plane")?;
+    let url = format!("wss://{address}{}", outlet.path());
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(settings.max_payload))
+        .max_frame_size(Some(settings.max_payload));
+    let (mut ws, _) = tokio::time::timeout(
+        timeout,
+        tokio_tungstenite::client_async_with_config(url, stream, Some(config)),
+    )
+    .await
+    .context("WebSocket handshake timed out")??;
+    let hello = BasicInfo {
+        plugins: super::plugin_infos(loader.registry()),
+        ..BasicInfo::default()
+    };
+    ws.send(Message::Binary(hello.encode().into())).await?;
+    tracing::info!(control_plane = %address, "connected to the control plane");
+    let mut current = current_hash(loader);
+    let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
+    loop {
+        tokio::select! {
+            _ = ping.tick() => {
+                let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
+                ws.send(Message::Ping(payload.into())).await?;
+            }
+            frame = tokio::time::timeout(Duration::from_secs(PING_WAIT_SECS), ws.next()) => {
+                let data = match frame.context("no frame from the control plane for 45 s")? {
+                    Some(Ok(Message::Binary(data))) => data,
+                    Some(Ok(Message::Close(_))) | None => return Ok(()),
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => return Err(e.into()),
+                };
+                match CpMessage::decode(&data, settings.max_payload)? {
+                    CpMessage::Reconfigure(frame) => {
+                        if current.as_deref() == Some(frame.config_hash.as_str()) {
+                            continue;
+                        }
+                        let loader = loader.clone();
+                        let table = frame.config_table;
+                        let loaded = tokio::task::spawn_blocking(move || loader.load_doc(table, false, true)).await?;
+                        match loaded {
+                            Ok(Loaded::Applied(..)) | Ok(Loaded::Unchanged) => {
+                                tracing::info!(hash = %frame.config_hash, "configuration from the control plane applied");
+                                current = Some(frame.config_hash);
+                                // Kong's DP pings right after applying, so the CP sees the new hash.
+                                let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
+                                ws.send(Message::Ping(payload.into())).await?;
+                            }
+                            Err(e) => tracing::error!(error = %e, "configuration from the control plane refused; keeping the last one"),
+                        }
+                    }
+                    CpMessage::Delta(_) => anyhow::bail!("a delta frame, which this data plane did not offer to take"),
+                    CpMessage::Other(kind) => tracing::debug!(kind, "frame type skipped"),
+                }
+            }
+        }
+    }
+}
+
+/// The Kong hash of the running config (None before any), so that a push of the same config is skipped.
+fn current_hash(loader: &Loader) -> Option<String> {
+    loader.is_ready().then(|| {
+        let table = sluice_model::declarative::export(loader.snapshot().load().config());
+        sluice_cluster::hash::config_hashes(&table).config
+    })
+}
+
+fn rand_millis(max: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64);
+    nanos % max
+}

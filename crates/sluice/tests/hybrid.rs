@@ -1,0 +1,250 @@
+//! Hybrid mode through the real binary on loopback: a control plane (DB-less, changed by `POST /config`)
+//! pushes its config to a data plane over mutual TLS with Kong's v1 protocol; the DP serves it, keeps
+//! serving when the CP is gone, and serves it again after a restart without the CP; a DP with another
+//! certificate is refused.
+
+use sluice_testkit::{client, EchoUpstream, Gateway};
+use sluice_testkit::{self_signed, TestCa, TestCert};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+
+/// The hash a DP reports before it has a config.
+fn sluice_cluster_zero() -> &'static str {
+    "00000000000000000000000000000000"
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Writes a cluster certificate and key into `dir`; their paths.
+fn cert_files(dir: &std::path::Path, cert: &TestCert) -> (String, String) {
+    let n = std::fs::read_dir(dir).map_or(0, |d| d.count());
+    let (c, k) = (
+        dir.join(format!("cluster{n}.crt")),
+        dir.join(format!("cluster{n}.key")),
+    );
+    std::fs::write(&c, &cert.cert_pem).unwrap();
+    std::fs::write(&k, &cert.key_pem).unwrap();
+    (c.display().to_string(), k.display().to_string())
+}
+
+fn config(upstream: u16, paths: &[&str]) -> String {
+    let mut yaml = format!(
+        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://127.0.0.1:{upstream}\n  routes:\n"
+    );
+    for p in paths {
+        yaml.push_str(&format!("  - {{name: r{}, paths: [{p}]}}\n", &p[1..]));
+    }
+    yaml
+}
+
+fn control_plane(cluster_port: u16, cert: &(String, String), yaml: &str) -> Gateway {
+    control_plane_with(cluster_port, cert, yaml, &[])
+}
+
+fn control_plane_with(
+    cluster_port: u16,
+    cert: &(String, String),
+    yaml: &str,
+    env: &[(&str, &str)],
+) -> Gateway {
+    let mut b = Gateway::builder(BIN)
+        .config_yaml(yaml)
+        .env("SLUICE_ROLE", "control_plane")
+        .env(
+            "SLUICE_CLUSTER_LISTEN",
+            &format!("127.0.0.1:{cluster_port}"),
+        )
+        .env("SLUICE_CLUSTER_CERT", &cert.0)
+        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
+    for (k, v) in env {
+        b = b.env(k, v);
+    }
+    b.start()
+}
+
+fn data_plane(cluster_port: u16, cert: &(String, String)) -> Gateway {
+    data_plane_with(cluster_port, cert, &[])
+}
+
+fn data_plane_with(cluster_port: u16, cert: &(String, String), env: &[(&str, &str)]) -> Gateway {
+    let mut b = Gateway::builder(BIN)
+        .no_config()
+        .expect_not_ready()
+        .env("SLUICE_ROLE", "data_plane")
+        .env(
+            "SLUICE_CLUSTER_CONTROL_PLANE",
+            &format!("127.0.0.1:{cluster_port}"),
+        )
+        .env("SLUICE_CLUSTER_CERT", &cert.0)
+        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
+    for (k, v) in env {
+        b = b.env(k, v);
+    }
+    b.start()
+}
+
+async fn status(gw: &Gateway, path: &str) -> u16 {
+    match client().get(gw.proxy_url(path)).send().await {
+        Ok(r) => r.status().as_u16(),
+        Err(_) => 0,
+    }
+}
+
+/// Waits until `path` answers `want` on `gw`; the time it took.
+async fn until(gw: &Gateway, path: &str, want: u16, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let got = status(gw, path).await;
+        if got == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < within,
+            "{path} answered {got}, not {want}, for {within:?}:\n{}",
+            gw.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
+    let port = free_port();
+    let mut cp = control_plane(port, &cert, &config(up.port(), &["/first"]));
+    let mut dp = data_plane(port, &cert);
+
+    // The first push arrives on connect.
+    until(&dp, "/first", 200, Duration::from_secs(10)).await;
+    assert_eq!(status(&dp, "/second").await, 404);
+
+    // A change on the CP reaches the DP.
+    let resp = client()
+        .post(cp.admin_url("/config"))
+        .header("content-type", "application/yaml")
+        .body(config(up.port(), &["/first", "/second"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
+    let took = until(&dp, "/second", 200, Duration::from_secs(5)).await;
+    assert!(took < Duration::from_secs(2), "propagation took {took:?}");
+
+    // The CP lists the DP with Kong's fields; its ping after applying carries the new config's hash.
+    let mut plane = serde_json::Value::Null;
+    for _ in 0..100 {
+        let planes: serde_json::Value = client()
+            .get(cp.admin_url("/clustering/data-planes"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        plane = planes["data"][0].clone();
+        if plane["config_hash"] != sluice_cluster_zero() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(plane["sync_status"], "normal", "{plane}");
+    assert_eq!(plane["ip"], "127.0.0.1");
+    assert_eq!(plane["version"], "3.9.1");
+    assert_eq!(
+        plane["config_hash"].as_str().map(str::len),
+        Some(32),
+        "{plane}"
+    );
+    assert_ne!(plane["config_hash"], sluice_cluster_zero());
+    // Not a control plane: Kong's 400.
+    let resp = client()
+        .get(dp.admin_url("/clustering/data-planes"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+
+    // The CP goes away: the DP keeps serving, and serves its stored config after a restart without it.
+    cp.kill();
+    assert_eq!(status(&dp, "/second").await, 200);
+    dp.restart();
+    until(&dp, "/second", 200, Duration::from_secs(5)).await;
+    assert!(
+        dp.log().contains("configuration restored from the store"),
+        "{}",
+        dp.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_plane_with_another_certificate_is_refused() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = cert_files(other_dir.path(), &self_signed(&["kong_clustering"]));
+    let port = free_port();
+    let cp = control_plane(port, &cert, &config(up.port(), &["/first"]));
+    let stranger = data_plane(port, &other);
+    let member = data_plane(port, &cert);
+    until(&member, "/first", 200, Duration::from_secs(10)).await;
+    // The stranger had as long as the member, and more: no config reached it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(status(&stranger, "/first").await, 404);
+    let log = stranger.log();
+    assert!(log.contains("cluster link failed"), "{log}");
+    assert!(cp.log().contains("data plane link closed"), "{}", cp.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pki_mode_verifies_both_sides_against_the_cluster_ca() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("cluster ca");
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, &ca.pem).unwrap();
+    let ca_file = ca_file.display().to_string();
+    let cp_cert = cert_files(dir.path(), &ca.issue(&["cp.cluster.test"]));
+    let dp_cert = cert_files(dir.path(), &ca.issue(&["dp1.cluster.test"]));
+    let foreign = cert_files(
+        dir.path(),
+        &TestCa::new("another ca").issue(&["dp2.cluster.test"]),
+    );
+    let pki = [
+        ("SLUICE_CLUSTER_MTLS", "pki"),
+        ("SLUICE_CLUSTER_CA_CERT", ca_file.as_str()),
+        ("SLUICE_CLUSTER_SERVER_NAME", "cp.cluster.test"),
+    ];
+    let port = free_port();
+    let _cp = control_plane_with(port, &cp_cert, &config(up.port(), &["/first"]), &pki);
+    let stranger = data_plane_with(port, &foreign, &pki);
+    let member = data_plane_with(port, &dp_cert, &pki);
+    until(&member, "/first", 200, Duration::from_secs(10)).await;
+    // A DP that expects another name for the CP refuses it.
+    let misnamed = data_plane_with(
+        port,
+        &dp_cert,
+        &[
+            pki[0],
+            pki[1],
+            ("SLUICE_CLUSTER_SERVER_NAME", "other.cluster.test"),
+        ],
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(status(&stranger, "/first").await, 404);
+    assert_eq!(status(&misnamed, "/first").await, 404);
+    assert!(
+        misnamed.log().contains("cluster link failed"),
+        "{}",
+        misnamed.log()
+    );
+}
