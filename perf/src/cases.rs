@@ -41,7 +41,7 @@ pub enum CaseKind {
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 8] = [
+    pub const ALL: [CaseKind; 9] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlKeyAuth,
