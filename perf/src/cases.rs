@@ -3,7 +3,8 @@
 //!
 //! A case is written `name[@routes[/consumers]]` on the command line, e.g. `rl-key-auth@100`
 //! (100 routes, 100 consumers) or `rl-basic-auth@100/10`. Route `i` (0-based) has path `/r{i}`;
-//! consumer `i` is `c{i}` with key `key-{i}` or password `pw-{i}`, as in Kong's benchmark.
+//! consumer `i` is `c{i}` with key `key-{i}` or password `pw-{i}`, as in Kong's benchmark (for jwt: a
+//! `jwt_secrets` credential with key `key-{i}` and secret `secret-{i}`, and an HS256 token naming it).
 
 pub mod config;
 #[cfg(test)]
@@ -23,6 +24,8 @@ pub enum CaseKind {
     RlKeyAuth,
     /// Global rate-limiting + basic-auth, one basic-auth credential per consumer.
     RlBasicAuth,
+    /// Global rate-limiting + jwt, one HS256 `jwt_secrets` credential per consumer.
+    RlJwt,
     /// Kong's large-config scenario: 10,000 routes and consumers, key-auth and
     /// request-termination on every route.
     Large,
@@ -38,11 +41,12 @@ pub enum CaseKind {
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 8] = [
+    pub const ALL: [CaseKind; 9] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlKeyAuth,
         CaseKind::RlBasicAuth,
+        CaseKind::RlJwt,
         CaseKind::Large,
         CaseKind::Prometheus,
         CaseKind::HttpLog,
@@ -56,6 +60,7 @@ impl CaseKind {
             CaseKind::RateLimiting => "rate-limiting",
             CaseKind::RlKeyAuth => "rl-key-auth",
             CaseKind::RlBasicAuth => "rl-basic-auth",
+            CaseKind::RlJwt => "rl-jwt",
             CaseKind::Large => "large",
             CaseKind::Prometheus => "prometheus",
             CaseKind::HttpLog => "http-log",
@@ -79,6 +84,7 @@ impl CaseKind {
         match self {
             CaseKind::RlKeyAuth | CaseKind::Large => Some(Auth::Key),
             CaseKind::RlBasicAuth => Some(Auth::Basic),
+            CaseKind::RlJwt => Some(Auth::Jwt),
             CaseKind::NoPlugins
             | CaseKind::RateLimiting
             | CaseKind::Prometheus
@@ -95,6 +101,8 @@ pub enum Auth {
     Key,
     /// `Authorization: Basic base64(c{i}:pw-{i})`.
     Basic,
+    /// `Authorization: Bearer <HS256 token with iss key-{i}, signed with secret-{i}>`.
+    Jwt,
 }
 
 /// One benchmark case: a kind with its route and consumer counts.

@@ -28,7 +28,7 @@ enum Cmd {
     /// Print (or write) the Kong declarative config of a case: route i has path /r{i}, consumer
     /// c{i} has key key-{i} or password pw-{i}.
     GenConfig {
-        /// Case name: no-plugins, rate-limiting, rl-key-auth, rl-basic-auth or large
+        /// Case name: no-plugins, rate-limiting, rl-key-auth, rl-basic-auth, rl-jwt or large
         /// (`name@routes[/consumers]` also works).
         #[arg(long)]
         case: String,

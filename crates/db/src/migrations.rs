@@ -41,6 +41,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../migrations/002_hmac_auth.sql"),
         teardown: None,
     },
+    Migration {
+        name: "003_jwt",
+        up: include_str!("../migrations/003_jwt.sql"),
+        teardown: None,
+    },
 ];
 
 /// The advisory lock key migrations hold (any fixed number; "sluice" in ASCII).

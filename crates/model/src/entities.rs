@@ -246,6 +246,21 @@ pub struct Acl {
     pub created_at: i64,
 }
 
+/// A jwt plugin credential (`jwt_secrets`): `key` is what a token names in its `iss` (or configured) claim;
+/// `secret` signs HS* tokens, `rsa_public_key` (any PEM public key, despite the name) verifies the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JwtSecret {
+    pub id: Uuid,
+    pub consumer: Ref,
+    pub key: String,
+    pub secret: String,
+    pub rsa_public_key: Option<String>,
+    /// One of Kong's list (`HS256` by default), checked by the schema.
+    pub algorithm: String,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
 /// A plugin instance, global or scoped to any of service, route and consumer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plugin {

@@ -69,6 +69,7 @@ macro_rules! entity_kinds {
                     BasicAuth.consumer as "basic-auth",
                     Acl.consumer as "acls",
                     HmacAuth.consumer as "hmac-auth",
+                    Jwt.consumer as "jwt",
                 ],
             }
             KeyAuth(KeyAuthCredential) {
@@ -99,8 +100,15 @@ macro_rules! entity_kinds {
                 fks: [consumer -> Consumer cascade],
                 nests: [],
             }
+            Jwt(JwtSecret) {
+                key: jwt_secrets, singular: "jwt_secret", schema: jwt_secret, build: 12,
+                admin: "jwts", endpoint: [key],
+                refs: [], unique: [key],
+                fks: [consumer -> Consumer cascade],
+                nests: [],
+            }
             Plugin(Plugin) {
-                key: plugins, singular: "plugin", schema: plugin, build: 12,
+                key: plugins, singular: "plugin", schema: plugin, build: 13,
                 admin: "plugins", endpoint: [instance_name],
                 refs: [], unique: [],
                 fks: [service -> Service cascade, route -> Route cascade, consumer -> Consumer cascade],

@@ -1,5 +1,6 @@
 //! Consumers and their credentials of one snapshot, indexed for O(1) lookups by the auth plugins.
 
+use crate::builtin::jwt::JwtCredential;
 use sluice_model::{BasicAuthCredential, Config, Consumer, HmacAuthCredential, KeyAuthCredential};
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -14,6 +15,8 @@ pub struct Credentials {
     basic: HashMap<String, BasicAuthCredential>,
     hmac: HashMap<String, HmacAuthCredential>,
     groups: HashMap<Uuid, Vec<String>>,
+    /// jwt credentials by `key`, each with its public key parsed (or HMAC keys derived) once, here.
+    jwt: HashMap<String, JwtCredential>,
 }
 
 impl Credentials {
@@ -36,6 +39,9 @@ impl Credentials {
         }
         for h in &config.hmacauth_credentials {
             c.hmac.insert(h.username.clone(), h.clone());
+        }
+        for j in &config.jwt_secrets {
+            c.jwt.insert(j.key.clone(), JwtCredential::new(j));
         }
         for a in &config.acls {
             c.groups
@@ -76,6 +82,11 @@ impl Credentials {
     /// The hmac-auth credential of this username.
     pub fn hmac(&self, username: &str) -> Option<&HmacAuthCredential> {
         self.hmac.get(username)
+    }
+
+    /// The jwt credential a token names by its key claim (a public identifier, not a secret).
+    pub fn jwt(&self, key: &str) -> Option<&JwtCredential> {
+        self.jwt.get(key)
     }
 
     /// ACL groups of a consumer.

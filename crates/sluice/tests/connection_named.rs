@@ -28,6 +28,10 @@ services:
     paths: [/basic-anonymous]
     plugins:
     - {{name: basic-auth, config: {{anonymous: guest}}}}
+  - name: jwt-anonymous
+    paths: [/jwt-anonymous]
+    plugins:
+    - {{name: jwt, config: {{anonymous: guest}}}}
   - name: keyed-acl
     paths: [/keyed-acl]
     plugins:
@@ -87,7 +91,7 @@ async fn a_client_cannot_strip_what_the_gateway_sets() {
         .config_yaml(&config(up.port()))
         .start();
 
-    for path in ["/key-anonymous", "/basic-anonymous"] {
+    for path in ["/key-anonymous", "/basic-anonymous", "/jwt-anonymous"] {
         let h = upstream_saw(&gw, path, &[]).await;
         assert_set(&h, "x-anonymous-consumer", Some("true"));
         assert_set(&h, "x-consumer-username", Some("guest"));

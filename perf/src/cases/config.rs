@@ -83,6 +83,7 @@ fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
         CaseKind::RateLimiting => vec![rate_limiting],
         CaseKind::RlKeyAuth => vec![rate_limiting, json!({ "name": "key-auth" })],
         CaseKind::RlBasicAuth => vec![rate_limiting, json!({ "name": "basic-auth" })],
+        CaseKind::RlJwt => vec![rate_limiting, json!({ "name": "jwt" })],
         CaseKind::HttpLog => vec![json!({
             "name": "http-log",
             "config": {
@@ -117,6 +118,10 @@ fn consumer(auth: Auth, i: usize) -> Value {
             "username": username,
             "basicauth_credentials": [{ "username": format!("c{i}"), "password": format!("pw-{i}") }],
         }),
+        Auth::Jwt => json!({
+            "username": username,
+            "jwt_secrets": [{ "key": format!("key-{i}"), "secret": format!("secret-{i}") }],
+        }),
     }
 }
 
@@ -135,5 +140,20 @@ pub fn credential_header(auth: Auth, i: usize) -> (&'static str, String) {
                 ),
             )
         }
+        Auth::Jwt => ("Authorization", format!("Bearer {}", jwt_hs256(i))),
     }
+}
+
+/// An HS256 token for consumer `i`: `{"iss":"key-{i}"}` signed with `secret-{i}`.
+fn jwt_hs256(i: usize) -> String {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let signed = format!(
+        "{}.{}",
+        b64(br#"{"alg":"HS256","typ":"JWT"}"#),
+        b64(format!(r#"{{"iss":"key-{i}"}}"#).as_bytes())
+    );
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, format!("secret-{i}").as_bytes());
+    let tag = ring::hmac::sign(&key, signed.as_bytes());
+    format!("{signed}.{}", b64(tag.as_ref()))
 }

@@ -69,4 +69,9 @@ fn basic_credential_is_base64_of_user_and_password() {
         config::credential_header(Auth::Key, 3),
         ("apikey", "key-3".to_string())
     );
+    // HS256 of {"alg":"HS256","typ":"JWT"}.{"iss":"key-3"} with "secret-3" (checked with PyJWT).
+    let (name, value) = config::credential_header(Auth::Jwt, 3);
+    assert_eq!((name, value.as_str()), ("Authorization", JWT_3));
 }
+
+const JWT_3: &str = "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJrZXktMyJ9.VPIZd4SkCdw9XRe9vEDWIHx8V-kzkAtnYnD45vgLtAs";

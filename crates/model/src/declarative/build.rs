@@ -173,7 +173,7 @@ fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
     let field = match raw.kind {
         Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => "name",
         Kind::Consumer => "username",
-        Kind::KeyAuth => "key",
+        Kind::KeyAuth | Kind::Jwt => "key",
         Kind::BasicAuth | Kind::HmacAuth => "username",
         Kind::Target => "target",
         _ => return None,
@@ -213,7 +213,7 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
                 keys.extend(s("username").map(|n| ("username", n)));
                 keys.extend(s("custom_id").map(|n| ("custom_id", n)));
             }
-            Kind::KeyAuth => keys.extend(s("key").map(|n| ("key", n))),
+            Kind::KeyAuth | Kind::Jwt => keys.extend(s("key").map(|n| ("key", n))),
             Kind::BasicAuth | Kind::HmacAuth => keys.extend(s("username").map(|n| ("username", n))),
             Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
             Kind::Plugin => keys.push(("name", plugin_scope(v))),

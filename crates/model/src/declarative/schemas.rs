@@ -297,6 +297,45 @@ pub fn acl() -> Schema {
     ]))
 }
 
+/// The algorithms of `jwt_secrets.algorithm`, Kong's list.
+pub const JWT_ALGORITHMS: &[&str] = &[
+    "HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256",
+    "PS384", "PS512", "EdDSA",
+];
+
+/// `jwt_secrets`. `key` and `secret` are generated when left out (`typed::Assembler::add`). Kong requires a public key
+/// that parses for the RS, PS and EdDSA algorithms (not for ES: an ES credential without one fails each
+/// request with "Invalid key/secret").
+pub fn jwt_secret() -> Schema {
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("key", Field::string()),
+        ("secret", Field::string()),
+        ("rsa_public_key", Field::string()),
+        (
+            "algorithm",
+            Field::string().default("HS256").one_of(JWT_ALGORITHMS),
+        ),
+    ]))
+    .with_check(|m| {
+        let alg = m["algorithm"].as_str().unwrap_or("HS256");
+        if !matches!(&alg[..2], "RS" | "PS" | "Ed") {
+            return Ok(());
+        }
+        let message = match m["rsa_public_key"].as_str() {
+            None => "required field missing".to_string(),
+            Some(pem) => match sluice_tls::public_key(pem) {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            },
+        };
+        Err(vec![
+            FieldError::new("rsa_public_key", message),
+            FieldError::entity("failed conditional validation given value of field 'algorithm'"),
+        ])
+    })
+}
+
 /// `plugins`; `config` is validated separately with the plugin's own schema.
 pub fn plugin() -> Schema {
     Schema::new(common(vec![

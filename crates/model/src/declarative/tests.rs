@@ -388,3 +388,5 @@ fn meta_keys_have_kong_types() {
     );
     ok("_format_version: \"3.0\"\n_comment: fine\n_ignore: [1, x]\nservices:\n- name: a\n  host: x\n  _comment: ok\n");
 }
+
+mod jwt;

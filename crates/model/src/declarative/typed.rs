@@ -154,7 +154,7 @@ impl Assembler {
     }
 
     /// Hashes the normalized entity (before load-time values, so the same file keeps its hash), fills the
-    /// timestamps and a credential's missing generated value (key-auth `key`, hmac-auth `secret`), and
+    /// timestamps and a credential's missing generated value (key-auth `key`, hmac-auth `secret`, jwt `key` and `secret`), and
     /// moves it into the typed config. `path`
     /// is its input position, for errors.
     pub fn add(&mut self, kind: Kind, path: &str, normalized: Value) -> Result<(), FieldError> {
@@ -171,13 +171,16 @@ impl Assembler {
                 }
             }
             // Kong's generated (`auto = true`) credentials: random, never derived from public values.
-            let generated = match kind {
-                Kind::HmacAuth => Some("secret"),
-                Kind::KeyAuth => Some("key"),
-                _ => None,
+            let generated: &[&str] = match kind {
+                Kind::HmacAuth => &["secret"],
+                Kind::KeyAuth => &["key"],
+                Kind::Jwt => &["key", "secret"],
+                _ => &[],
             };
-            if let Some(field) = generated.filter(|f| m.get(*f).is_none_or(Value::is_null)) {
-                m.insert(field.into(), random_secret().into());
+            for field in generated {
+                if m.get(*field).is_none_or(Value::is_null) {
+                    m.insert((*field).into(), random_secret().into());
+                }
             }
         }
         // A plugin's config is moved into the typed plugin as it is: deserializing it would rebuild it.

@@ -58,16 +58,16 @@ pub fn identify<'s>(
     ctx.credential = credential;
 }
 
-/// As [`identify`], for a credential Kong names upstream by its username (`X-Credential-Identifier`), not
-/// its id: hmac-auth's.
-pub fn identify_by_username<'s>(
+/// As [`identify`], for a credential Kong names upstream (`X-Credential-Identifier`) by another field than
+/// its id: basic-auth's and hmac-auth's `username`, jwt's `key`.
+pub fn identify_as<'s>(
     ctx: &mut RequestCtx<'s>,
     consumer: &'s Consumer,
     credential: CredentialRef,
-    username: &str,
+    identifier: &str,
 ) {
     identify(ctx, consumer, Some(credential));
-    set(ctx, CREDENTIAL_IDENTIFIER, username);
+    set(ctx, CREDENTIAL_IDENTIFIER, identifier);
 }
 
 /// Without valid credentials: the `anonymous` consumer when configured, else the 401.

@@ -108,7 +108,7 @@ impl BasicAuth {
             id: cred.id,
             plugin: "basic-auth",
         };
-        auth::identify_by_username(ctx, consumer, credential, &cred.username);
+        auth::identify_as(ctx, consumer, credential, &cred.username);
         Flow::Continue
     }
 }

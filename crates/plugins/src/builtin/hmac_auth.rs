@@ -121,7 +121,7 @@ impl HmacAuth {
                     id: cred.id,
                     plugin: "hmac-auth",
                 };
-                auth::identify_by_username(ctx, consumer, credential, &cred.username);
+                auth::identify_as(ctx, consumer, credential, &cred.username);
                 Flow::Continue
             }
             Err(message) => {

@@ -12,6 +12,7 @@ pub mod file_log;
 pub mod hmac_auth;
 pub mod http_log;
 pub mod ip_restriction;
+pub mod jwt;
 pub mod key_auth;
 pub mod prometheus;
 pub mod proxy_cache;
@@ -36,6 +37,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         correlation_id::builtin(),
         bot_detection::builtin(),
         cors::builtin(),
+        jwt::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
         hmac_auth::builtin(),
