@@ -104,6 +104,8 @@ impl Link {
             .context("TLS handshake timed out")?
             .context("TLS handshake (is the data plane's cluster certificate this cluster's?)")?;
         let mut outlet = None;
+        // tungstenite's callback type fixes the error as a whole response.
+        #[allow(clippy::result_large_err)]
         let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
             let refuse = |msg: &str| {
                 let mut r = ErrorResponse::new(Some(msg.to_string()));
