@@ -127,7 +127,7 @@ pub fn handle(
 
 /// Step 3, routing, and the steps the route needs from there: the fast path's upstream request is
 /// written now; a route with plugins gets its steps 4 to 9 as one boxed future.
-#[inline]
+#[inline(always)]
 pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Scope) -> Step {
     let x = scope.exchange();
     let snap = &*scope.snap;
