@@ -24,6 +24,7 @@
 //!   every 10 s) or answers 500.
 
 mod config;
+mod rules;
 
 use crate::builtin::rate_limiting::redis;
 use crate::builtin::rate_limiting::window::{self, Period, PERIODS};
@@ -36,6 +37,7 @@ use crate::state::PluginState;
 use bytes::Bytes;
 use config::{schema, Config};
 use http::{HeaderName, HeaderValue, StatusCode};
+use rules::{Limit, Rules, Spent, Usage, Window};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -105,79 +107,12 @@ struct ResponseRateLimiting {
     state: Arc<PluginState>,
 }
 
-/// The configured limits and the headers they use.
-struct Rules {
-    usage_header: HeaderName,
-    block_on_first_violation: bool,
-    hide_client_headers: bool,
-    /// By name, sorted.
-    limits: Vec<Limit>,
-}
-
 /// Kong's `limit_by` for this plugin, decided at build time; each falls back to the client IP.
 #[derive(Clone, Copy)]
 enum LimitBy {
     Consumer,
     Credential,
     Ip,
-}
-
-/// One named limit, with its header names made once.
-struct Limit {
-    name: String,
-    /// `X-RateLimit-Remaining-<name>`, to the upstream.
-    upstream_h: HeaderName,
-    windows: Vec<Window>,
-}
-
-/// One period of a named limit.
-struct Window {
-    period: Period,
-    limit: i64,
-    limit_h: HeaderName,
-    remaining_h: HeaderName,
-}
-
-/// What `access` read, for `header_filter` and `log` of the same request: whose counters, when, and each
-/// window's remaining count (in the order of `limits`, then `windows`).
-#[derive(Clone)]
-struct Usage {
-    identifier: String,
-    now: u64,
-    remaining: Vec<i64>,
-}
-
-/// What the response spent, per limit (in the order of `limits`); `stopped` when it was refused.
-#[derive(Clone)]
-struct Spent {
-    increments: Vec<i64>,
-    stopped: bool,
-}
-
-impl Rules {
-    /// The end of `access` once the usage is known: with `block_on_first_violation` a used-up limit is
-    /// refused; otherwise the upstream is told what remains, and the usage kept for the later phases.
-    fn settle(&self, ctx: &mut RequestCtx<'_>, usage: Usage) -> Flow {
-        let mut left = usage.remaining.iter();
-        for limit in &self.limits {
-            let mut least = i64::MAX;
-            for _ in &limit.windows {
-                let remaining = *left.next().unwrap_or(&0);
-                if self.block_on_first_violation && remaining <= 0 {
-                    return Flow::Respond(PluginResponse::message(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        &format!("API rate limit exceeded for '{}'", limit.name),
-                    ));
-                }
-                least = least.min(remaining);
-            }
-            ctx.request
-                .headers
-                .insert(limit.upstream_h.clone(), HeaderValue::from(least));
-        }
-        ctx.plugin_data.insert(usage);
-        Flow::Continue
-    }
 }
 
 impl ResponseRateLimiting {
@@ -360,36 +295,6 @@ impl ResponseRateLimiting {
                 }
             }
         }
-    }
-}
-
-impl Rules {
-    /// What the upstream's usage header says each limit spent (0 for a limit it does not name). Kong's
-    /// grammar: comma-separated `name=n` parts (a part with more than one `=` is ignored), names and values
-    /// trimmed, the value a base-10 integer; several header lines count as parts too.
-    fn spent(&self, headers: &http::HeaderMap) -> Vec<i64> {
-        let mut spent = vec![0; self.limits.len()];
-        let parts = headers
-            .get_all(&self.usage_header)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','));
-        for part in parts {
-            let mut kv = part.split('=');
-            let (Some(name), Some(value), None) = (kv.next(), kv.next(), kv.next()) else {
-                continue;
-            };
-            let Ok(n) = value.trim().parse::<i64>() else {
-                continue;
-            };
-            if let Ok(i) = self
-                .limits
-                .binary_search_by(|l| l.name.as_str().cmp(name.trim()))
-            {
-                spent[i] = n;
-            }
-        }
-        spent
     }
 }
 
