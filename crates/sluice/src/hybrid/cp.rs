@@ -41,6 +41,39 @@ pub struct DataPlane {
 /// The data planes by id.
 pub type DataPlanes = Arc<Mutex<HashMap<String, DataPlane>>>;
 
+/// A published config as every data plane gets it: exported, hashed and gzipped once per config, not once
+/// per data plane.
+struct Push {
+    /// The loader's publish count it was made from.
+    version: u64,
+    frame: tokio_tungstenite::tungstenite::Bytes,
+    /// The plugins the config uses (each DP must have them).
+    configured: std::collections::BTreeSet<String>,
+}
+
+/// The last [`Push`], shared by every link.
+#[derive(Default)]
+struct Pushes(Mutex<Option<Arc<Push>>>);
+
+impl Pushes {
+    /// The push of the live config (`version`: its publish count), made by the first link that asks.
+    fn current(&self, loader: &Loader, version: u64) -> Arc<Push> {
+        let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(push) = last.as_ref().filter(|p| p.version == version) {
+            return push.clone();
+        }
+        let table = sluice_model::declarative::export(loader.snapshot().load().config());
+        let reconfigure = Reconfigure::new(table, unix_seconds());
+        let push = Arc::new(Push {
+            version,
+            configured: reconfigure.configured_plugins(),
+            frame: reconfigure.encode().into(),
+        });
+        *last = Some(push.clone());
+        push
+    }
+}
+
 /// Serves `cluster_listen` until the process ends.
 pub async fn serve(
     settings: ClusterSettings,
@@ -54,6 +87,7 @@ pub async fn serve(
         .with_context(|| format!("cluster_listen: cannot listen on {}", settings.listen))?;
     tracing::info!(addr = %settings.listen, "cluster listening (control plane)");
     let cp_plugins = Arc::new(super::plugin_infos(loader.registry()));
+    let pushes = Arc::new(Pushes::default());
     loop {
         let (tcp, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -62,11 +96,12 @@ pub async fn serve(
                 continue;
             }
         };
-        let (acceptor, loader, planes, plugins) = (
+        let (acceptor, loader, planes, plugins, pushes) = (
             acceptor.clone(),
             loader.clone(),
             planes.clone(),
             cp_plugins.clone(),
+            pushes.clone(),
         );
         let max_payload = settings.max_payload;
         tokio::spawn(async move {
@@ -75,6 +110,7 @@ pub async fn serve(
                 loader,
                 planes,
                 plugins,
+                pushes,
                 max_payload,
             };
             if let Err(e) = link.run(acceptor, tcp).await {
@@ -89,6 +125,7 @@ struct Link {
     loader: Arc<Loader>,
     planes: DataPlanes,
     plugins: Arc<Vec<PluginInfo>>,
+    pushes: Arc<Pushes>,
     max_payload: usize,
 }
 
@@ -154,30 +191,25 @@ impl Link {
         tracing::info!(id = %plane.id, peer = %self.peer, version = %plane.version, "data plane connected");
         let dp_plugins = compat::plugin_map(&hello.plugins);
         let mut changes = self.loader.subscribe();
-        changes.borrow_and_update();
         let mut push = true;
         loop {
-            if push {
-                push = false;
-                let snapshot = self.loader.snapshot().load_full();
-                if self.loader.is_ready() {
-                    let table = sluice_model::declarative::export(snapshot.config());
-                    let frame = Reconfigure::new(table, unix_seconds());
-                    let configured = frame.configured_plugins();
-                    match compat::check_configuration(&self.plugins, &configured, &dp_plugins, None)
-                    {
-                        Ok(()) => {
-                            ws.send(Message::Binary(frame.encode().into())).await?;
-                            plane.sync_status = SyncStatus::Normal.as_str();
-                        }
-                        Err(incompatible) => {
-                            tracing::warn!(id = %plane.id, "{}", incompatible.message);
-                            plane.sync_status = incompatible.status.as_str();
-                        }
+            let version = *changes.borrow_and_update();
+            if push && self.loader.is_ready() {
+                let current = self.pushes.current(&self.loader, version);
+                let dp = &dp_plugins;
+                match compat::check_configuration(&self.plugins, &current.configured, dp, None) {
+                    Ok(()) => {
+                        ws.send(Message::Binary(current.frame.clone())).await?;
+                        plane.sync_status = SyncStatus::Normal.as_str();
                     }
-                    self.record(&plane);
+                    Err(incompatible) => {
+                        tracing::warn!(id = %plane.id, "{}", incompatible.message);
+                        plane.sync_status = incompatible.status.as_str();
+                    }
                 }
+                self.record(&plane);
             }
+            push = false;
             tokio::select! {
                 changed = changes.changed() => {
                     changed.context("the loader is gone")?;
@@ -201,12 +233,12 @@ impl Link {
     }
 
     fn record(&self, plane: &DataPlane) {
-        let plane = &DataPlane {
+        let plane = DataPlane {
             updated_at: now(),
             ..plane.clone()
         };
         let mut planes = self.planes.lock().unwrap_or_else(|p| p.into_inner());
-        planes.insert(plane.id.clone(), plane.clone());
+        planes.insert(plane.id.clone(), plane);
     }
 }
 
