@@ -11,14 +11,17 @@ mod client;
 mod default_cert;
 mod negotiated;
 mod pem;
+mod pinned;
 mod public_key;
 mod server;
+mod signatures;
 mod store;
 
 pub use client::{client_config, system_roots, unverified, UpstreamTls};
 pub use default_cert::{default_pair, load_pair_files, DEFAULT_CERT_FILE, DEFAULT_KEY_FILE};
 pub use negotiated::Negotiated;
 pub use pem::{certificates, check_certificate, private_key, KeyKind};
+pub use pinned::Pinned;
 pub use public_key::{public_key, Curve, PublicKey};
 pub use rustls;
 pub use server::{server_config, CertSource, SniResolver};

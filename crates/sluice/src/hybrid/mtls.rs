@@ -1,19 +1,16 @@
 //! The cluster link's mutual TLS, with Kong's two modes (`cluster_mtls`):
 //! - `shared`: control plane and data planes hold the same certificate (`cluster_cert`). The DP connects with
 //!   SNI `kong_clustering`; each side accepts the other only if the peer's certificate is byte for byte its
-//!   own (Kong compares SHA-256 digests on the CP and trusts the cert as its own CA on the DP: pinning the
-//!   exact certificate is the same check, and needs no name in the certificate);
+//!   own ([`sluice_tls::Pinned`]; Kong compares SHA-256 digests on the CP and trusts the cert as its own CA
+//!   on the DP: pinning the exact certificate is the same check, and needs no name in the certificate);
 //! - `pki`: each side presents its own certificate, verified against `cluster_ca_cert`; the DP checks the CP's
 //!   name (`cluster_server_name`, else the host of `cluster_control_plane`).
 
 use anyhow::{anyhow, Context, Result};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
-use sha2::{Digest, Sha256};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::ClientCertVerifier;
+use sluice_tls::Pinned;
 use std::sync::Arc;
 
 /// `cluster_mtls`.
@@ -45,8 +42,9 @@ impl Identity {
         Ok(Identity { chain, key })
     }
 
-    fn digest(&self) -> [u8; 32] {
-        Sha256::digest(self.chain[0].as_ref()).into()
+    /// The certificate itself (what `shared` mode pins).
+    fn leaf(&self) -> CertificateDer<'static> {
+        self.chain[0].clone()
     }
 }
 
@@ -74,7 +72,7 @@ pub fn client_config_for(settings: &super::ClusterSettings) -> Result<Arc<rustls
 /// The control plane's TLS config for `cluster_listen`: a client certificate is required.
 pub fn server_config(identity: Identity, mode: &Mode) -> Result<Arc<rustls::ServerConfig>> {
     let verifier: Arc<dyn ClientCertVerifier> = match mode {
-        Mode::Shared => Arc::new(Pinned::new(identity.digest())),
+        Mode::Shared => Pinned::new(identity.leaf()),
         Mode::Pki { ca } => {
             rustls::server::WebPkiClientVerifier::builder_with_provider(roots(ca)?, provider())
                 .build()
@@ -96,113 +94,11 @@ pub fn client_config(identity: Identity, mode: &Mode) -> Result<Arc<rustls::Clie
     let builder = match mode {
         Mode::Shared => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pinned::new(identity.digest()))),
+            .with_custom_certificate_verifier(Pinned::new(identity.leaf())),
         Mode::Pki { ca } => builder.with_root_certificates(roots(ca)?),
     };
     let config = builder
         .with_client_auth_cert(identity.chain, identity.key)
         .context("cluster_cert")?;
     Ok(Arc::new(config))
-}
-
-/// `shared` mode's check, on either side: the peer's certificate is this node's own (by SHA-256 of its DER);
-/// handshake signatures are verified as usual, so the peer also holds the key.
-#[derive(Debug)]
-struct Pinned {
-    digest: [u8; 32],
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl Pinned {
-    fn new(digest: [u8; 32]) -> Pinned {
-        Pinned {
-            digest,
-            algorithms: provider().signature_verification_algorithms,
-        }
-    }
-
-    fn check(&self, cert: &CertificateDer<'_>) -> Result<(), rustls::Error> {
-        let digest: [u8; 32] = Sha256::digest(cert.as_ref()).into();
-        match digest == self.digest {
-            true => Ok(()),
-            false => Err(rustls::Error::General(
-                "the peer's certificate is not this cluster's certificate (cluster_mtls = shared)"
-                    .into(),
-            )),
-        }
-    }
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        self.check(end_entity)
-            .map(|_| ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-impl ClientCertVerifier for Pinned {
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
-    }
-
-    fn verify_client_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: UnixTime,
-    ) -> Result<ClientCertVerified, rustls::Error> {
-        self.check(end_entity)
-            .map(|_| ClientCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
 }
