@@ -100,6 +100,13 @@ pub fn already_authenticated(ctx: &RequestCtx<'_>, anonymous: Option<&str>) -> b
     anonymous.is_some() && ctx.credential.is_some()
 }
 
+/// The plugin has nothing to do for this request: a CORS preflight (`OPTIONS`) when `run_on_preflight` is
+/// off, or a consumer already authenticated by an earlier plugin ([`already_authenticated`]).
+pub fn skips(ctx: &RequestCtx<'_>, run_on_preflight: bool, anonymous: Option<&str>) -> bool {
+    (!run_on_preflight && ctx.request.method == http::Method::OPTIONS)
+        || already_authenticated(ctx, anonymous)
+}
+
 /// A 401 with `WWW-Authenticate: <scheme> realm="<realm>"`.
 pub fn unauthorized(message: &str, scheme: &str, realm: &str) -> PluginResponse {
     PluginResponse::message(StatusCode::UNAUTHORIZED, message).with_header(

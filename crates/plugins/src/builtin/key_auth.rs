@@ -169,11 +169,8 @@ impl KeyAuth {
     }
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
-        if !self.config.run_on_preflight && ctx.request.method == http::Method::OPTIONS {
-            return Flow::Continue;
-        }
         let anonymous = self.config.anonymous.as_deref();
-        if auth::already_authenticated(ctx, anonymous) {
+        if auth::skips(ctx, self.config.run_on_preflight, anonymous) {
             return Flow::Continue;
         }
         let realm = self.config.realm.as_deref().unwrap_or("kong");
