@@ -9,11 +9,6 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
-/// The hash a DP reports before it has a config.
-fn sluice_cluster_zero() -> &'static str {
-    "00000000000000000000000000000000"
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -54,19 +49,12 @@ fn control_plane_with(
     yaml: &str,
     env: &[(&str, &str)],
 ) -> Gateway {
-    let mut b = Gateway::builder(BIN)
-        .config_yaml(yaml)
-        .env("SLUICE_ROLE", "control_plane")
-        .env(
-            "SLUICE_CLUSTER_LISTEN",
-            &format!("127.0.0.1:{cluster_port}"),
-        )
-        .env("SLUICE_CLUSTER_CERT", &cert.0)
-        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
-    for (k, v) in env {
-        b = b.env(k, v);
-    }
-    b.start()
+    let listen = format!("127.0.0.1:{cluster_port}");
+    let role = [
+        ("SLUICE_ROLE", "control_plane"),
+        ("SLUICE_CLUSTER_LISTEN", &listen),
+    ];
+    node(Gateway::builder(BIN).config_yaml(yaml), cert, &role, env)
 }
 
 fn data_plane(cluster_port: u16, cert: &(String, String)) -> Gateway {
@@ -74,20 +62,29 @@ fn data_plane(cluster_port: u16, cert: &(String, String)) -> Gateway {
 }
 
 fn data_plane_with(cluster_port: u16, cert: &(String, String), env: &[(&str, &str)]) -> Gateway {
-    let mut b = Gateway::builder(BIN)
-        .no_config()
-        .expect_not_ready()
-        .env("SLUICE_ROLE", "data_plane")
-        .env(
-            "SLUICE_CLUSTER_CONTROL_PLANE",
-            &format!("127.0.0.1:{cluster_port}"),
-        )
+    let cp = format!("127.0.0.1:{cluster_port}");
+    let role = [
+        ("SLUICE_ROLE", "data_plane"),
+        ("SLUICE_CLUSTER_CONTROL_PLANE", &cp),
+    ];
+    let builder = Gateway::builder(BIN).no_config().expect_not_ready();
+    node(builder, cert, &role, env)
+}
+
+/// Starts a node of a `role` with the cluster certificate and further settings.
+fn node(
+    mut builder: sluice_testkit::GatewayBuilder,
+    cert: &(String, String),
+    role: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> Gateway {
+    builder = builder
         .env("SLUICE_CLUSTER_CERT", &cert.0)
         .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
-    for (k, v) in env {
-        b = b.env(k, v);
+    for (k, v) in role.iter().chain(env) {
+        builder = builder.env(k, v);
     }
-    b.start()
+    builder.start()
 }
 
 async fn status(gw: &Gateway, path: &str) -> u16 {
@@ -151,7 +148,7 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
             .await
             .unwrap();
         plane = planes["data"][0].clone();
-        if plane["config_hash"] != sluice_cluster_zero() {
+        if plane["config_hash"] != sluice_cluster::hash::EMPTY_CONFIG_HASH {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -164,7 +161,10 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
         Some(32),
         "{plane}"
     );
-    assert_ne!(plane["config_hash"], sluice_cluster_zero());
+    assert_ne!(
+        plane["config_hash"],
+        sluice_cluster::hash::EMPTY_CONFIG_HASH
+    );
     // Not a control plane: Kong's 400.
     let resp = client()
         .get(dp.admin_url("/clustering/data-planes"))

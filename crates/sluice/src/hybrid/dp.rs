@@ -39,8 +39,8 @@ pub async fn run(
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "cluster link failed"),
         }
         // Kong's DP waits 5 to 10 s before it tries again.
-        let jitter = rand_millis(5000);
-        tokio::time::sleep(Duration::from_millis(5000 + jitter)).await;
+        let wait = rand::Rng::gen_range(&mut rand::thread_rng(), 5000..10_000);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
     }
 }
 
@@ -134,11 +134,4 @@ fn current_hash(loader: &Loader) -> Option<String> {
         let table = sluice_model::declarative::export(loader.snapshot().load().config());
         sluice_cluster::hash::config_hashes(&table).config
     })
-}
-
-fn rand_millis(max: u64) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() as u64);
-    nanos % max
 }
