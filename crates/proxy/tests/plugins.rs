@@ -6,7 +6,6 @@ mod common;
 use bytes::Bytes;
 use common::{get, one_service, Proxy};
 use sluice_model::schema::Schema;
-use sluice_model::PluginDef;
 use sluice_plugins::registry::{BuildCtx, Builtin};
 use sluice_plugins::{Flow, LogRecord, Plugin, PluginResponse, Registered, Registry, RequestCtx};
 use sluice_proxy::ProxySettings;
@@ -120,17 +119,7 @@ fn shouting() -> Builtin {
             .log(Shouting::log)
             .build())
     }
-    Builtin {
-        def: PluginDef {
-            name: "shouting",
-            priority: 5,
-            config: Schema::default(),
-            no_consumer: false,
-            no_route: false,
-            no_service: false,
-        },
-        factory: build,
-    }
+    Builtin::new("shouting", 5, Schema::default(), build)
 }
 
 async fn logged(path: &str) -> (String, u16, u64, &'static str) {
@@ -220,17 +209,7 @@ fn renaming() -> Builtin {
             .access(Renaming::access)
             .build())
     }
-    Builtin {
-        def: PluginDef {
-            name: "renaming",
-            priority: 5,
-            config: Schema::default(),
-            no_consumer: false,
-            no_route: false,
-            no_service: false,
-        },
-        factory: build,
-    }
+    Builtin::new("renaming", 5, Schema::default(), build)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
