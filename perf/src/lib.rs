@@ -6,10 +6,11 @@
 //! pins them to CPUs, loads them with `wrk` or `oha` ([`loadgen`]), repeats runs interleaved
 //! ([`runner`]), applies Kong's release gates ([`stats::gates`], [`compare`]) and renders
 //! Markdown/SVG reports ([`report`]). [`reload`] and [`db`] measure the config store and DB mode
-//! against their goals. `docs/perf.md` explains the method.
+//! against their goals; [`conns`] measures the memory an idle connection costs. `docs/perf.md` explains the method.
 
 pub mod cases;
 pub mod compare;
+pub mod conns;
 pub mod db;
 pub mod driver;
 pub mod flamegraph;

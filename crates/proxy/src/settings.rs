@@ -29,6 +29,11 @@ pub struct ProxySettings {
     pub upstream_idle_timeout: Duration,
     /// How long a client may take to send a request head (Kong's `client_header_timeout`).
     pub client_header_timeout: Duration,
+    /// How long an idle keep-alive connection is kept after a response (nginx's `keepalive_timeout`); zero
+    /// turns keep-alive off.
+    pub keepalive_timeout: Duration,
+    /// Client connections per worker (nginx's `worker_connections`); one more is accepted and closed.
+    pub worker_connections: usize,
     /// The certificate `ssl` listeners present when no configured SNI matches (Kong's `ssl_cert`, or the
     /// generated default). Required when any listener has `ssl`.
     pub default_certificate: Option<sluice_tls::CertPair>,
@@ -49,6 +54,8 @@ impl Default for ProxySettings {
             upstream_keepalive: 256,
             upstream_idle_timeout: Duration::from_secs(60),
             client_header_timeout: Duration::from_secs(60),
+            keepalive_timeout: Duration::from_secs(75),
+            worker_connections: 16_384,
             default_certificate: None,
             dns: DnsSettings::default(),
         }

@@ -7,12 +7,13 @@
 //! connection that has been waiting for a request head for longer than `client_header_timeout`.
 //!
 //! "Waiting for a head" starts when the connection is accepted and whenever its last in-flight response has
-//! been sent (hyper's rule too), so the timeout also bounds idle keep-alive connections and clients that
-//! trickle a head byte by byte.
+//! been sent (hyper's rule too). Until the first response the limit is `client_header_timeout`; after it,
+//! nginx's `keepalive_timeout` bounds the idle connection (and a next head trickled byte by byte, which
+//! nginx would bound by `client_header_timeout` from its first byte: the watchdog cannot see that byte).
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -37,6 +38,8 @@ pub struct ConnState {
     in_flight: AtomicU32,
     /// When the connection began waiting for a request head (ms, see [`now_ms`]); 0 while requests run.
     waiting_since: AtomicU64,
+    /// A response has been sent: the keep-alive limit applies from now on.
+    served: AtomicBool,
 }
 
 impl ConnState {
@@ -45,6 +48,7 @@ impl ConnState {
         Arc::new(ConnState {
             in_flight: AtomicU32::new(0),
             waiting_since: AtomicU64::new(now_ms()),
+            served: AtomicBool::new(false),
         })
     }
 
@@ -60,22 +64,40 @@ impl ConnState {
     /// A response was sent (or dropped); the last one makes the connection wait for a head again.
     fn request_finished(&self) {
         if self.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.served.store(true, Ordering::Relaxed);
             self.waiting_since.store(now_ms(), Ordering::Relaxed);
         }
     }
 
-    /// Resolves when the connection has waited for a head for longer than `timeout`.
-    pub async fn expired(self: Arc<Self>, timeout: Duration) {
-        let limit = timeout.as_millis() as u64;
-        let tick = (timeout / 4).max(Duration::from_millis(50));
+    /// Resolves when the connection has waited for a head for longer than its limit: `limits.header` before
+    /// its first response, `limits.keepalive` after it.
+    pub async fn expired(self: Arc<Self>, limits: Limits) {
+        let (header, keepalive) = (
+            limits.header.as_millis() as u64,
+            limits.keepalive.as_millis() as u64,
+        );
+        let tick = (limits.header.min(limits.keepalive) / 4).max(Duration::from_millis(50));
         loop {
             tokio::time::sleep(tick).await;
             let since = self.waiting_since.load(Ordering::Relaxed);
+            let limit = match self.served.load(Ordering::Relaxed) {
+                true => keepalive,
+                false => header,
+            };
             if since != 0 && now_ms().saturating_sub(since) >= limit {
                 return;
             }
         }
     }
+}
+
+/// How long a connection may wait for a request head.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Before the first response (`client_header_timeout`).
+    pub header: Duration,
+    /// After a response (`keepalive_timeout`).
+    pub keepalive: Duration,
 }
 
 /// One request in flight on a connection; dropping it ends the request for the connection's accounting.
@@ -125,14 +147,10 @@ impl Body for Tracked {
 
 /// Drives `conn` until it ends or `state` says it waited too long for a request head (then it is dropped,
 /// which closes the socket).
-pub async fn guard<F: Future>(
-    conn: F,
-    state: Arc<ConnState>,
-    timeout: Duration,
-) -> Option<F::Output> {
+pub async fn guard<F: Future>(conn: F, state: Arc<ConnState>, limits: Limits) -> Option<F::Output> {
     tokio::select! {
         out = conn => Some(out),
-        () = state.expired(timeout) => None,
+        () = state.expired(limits) => None,
     }
 }
 

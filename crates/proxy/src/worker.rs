@@ -6,7 +6,7 @@ use crate::exchange::ConnInfo;
 use crate::handler;
 use crate::shared::Shared;
 use crate::stats::Counters;
-use crate::watchdog::{self, ConnState};
+use crate::watchdog::{self, ConnState, Limits};
 use futures_util::FutureExt;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -14,7 +14,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use sluice_upstream::pool;
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -54,15 +54,19 @@ pub fn run(
     );
     runtime.block_on(async move {
         let graceful = Arc::new(GracefulShutdown::new());
+        let open = Arc::new(AtomicUsize::new(0));
         let mut accept_tasks = Vec::new();
         for listener in listeners {
             match tokio::net::TcpListener::from_std(listener.socket) {
                 Ok(l) => accept_tasks.push(tokio::spawn(accept_loop(
                     l,
-                    listener.port,
-                    listener.tls,
+                    (listener.port, listener.tls),
                     shared.clone(),
-                    graceful.clone(),
+                    Worker {
+                        graceful: graceful.clone(),
+                        open: open.clone(),
+                        stop: stop.clone(),
+                    },
                 ))),
                 Err(e) => tracing::error!(error = %e, "cannot register a listener"),
             }
@@ -92,22 +96,33 @@ pub fn run(
     });
 }
 
-/// Decrements the active-connection count when a connection ends, however it ends.
-struct ActiveGuard(Arc<Shared>);
+/// What the accept loops of one worker share.
+struct Worker {
+    graceful: Arc<GracefulShutdown>,
+    /// Client connections open on this worker (bounded by `worker_connections`).
+    open: Arc<AtomicUsize>,
+    stop: watch::Receiver<Option<Duration>>,
+}
+
+/// Decrements the active-connection counts (the node's and the worker's) when a connection ends, however
+/// it ends.
+struct ActiveGuard(Arc<Shared>, Arc<AtomicUsize>);
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
         self.0.counters.active.fetch_sub(1, Ordering::Relaxed);
+        self.1.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// The connection builder of a listener. Over TLS, HTTP/1.1 responses are flattened into one buffer
 /// before writing (`writev` off): rustls turns each slice of a vectored write into its own record, so head
 /// and body would cost two records and two encryptions instead of one.
-fn builder(tls: bool) -> auto::Builder<TokioExecutor> {
+fn builder(tls: bool, shared: &Shared) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
+        .keep_alive(!shared.settings.keepalive_timeout.is_zero())
         .writev(!tls)
         .timer(TokioTimer::new())
         // The header timeout is per connection (`watchdog`), not a timer per request.
@@ -123,13 +138,13 @@ fn builder(tls: bool) -> auto::Builder<TokioExecutor> {
 
 async fn accept_loop(
     listener: tokio::net::TcpListener,
-    local_port: u16,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    (local_port, tls): (u16, Option<tokio_rustls::TlsAcceptor>),
     shared: Arc<Shared>,
-    graceful: Arc<GracefulShutdown>,
+    worker: Worker,
 ) {
-    let builder = Arc::new(builder(tls.is_some()));
+    let builder = Arc::new(builder(tls.is_some(), &shared));
     let port_value = http::HeaderValue::from(local_port);
+    let mut warned = None::<std::time::Instant>;
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -140,11 +155,22 @@ async fn accept_loop(
                 continue;
             }
         };
+        if worker.open.load(Ordering::Relaxed) >= shared.settings.worker_connections {
+            // nginx's answer too: the connection is closed at once, and the worker does not grow.
+            if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                tracing::warn!(limit = shared.settings.worker_connections, %peer, "worker_connections are not enough; closing a new connection");
+                warned = Some(std::time::Instant::now());
+            }
+            continue;
+        }
+        worker.open.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
         Counters::bump(&shared.counters.accepted);
         Counters::bump(&shared.counters.handled);
         Counters::bump(&shared.counters.active);
-        let guard = ActiveGuard(shared.clone());
+        let guard = ActiveGuard(shared.clone(), worker.open.clone());
+        // From now on the connection waits for its first head (the header timeout counts from here).
+        let state = ConnState::new();
         let info = ConnInfo {
             peer,
             peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())
@@ -156,10 +182,25 @@ async fn accept_loop(
             tls: None,
         };
         // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
-        let (shared, graceful, builder) = (shared.clone(), graceful.watcher(), builder.clone());
+        let (shared, graceful, builder) =
+            (shared.clone(), worker.graceful.watcher(), builder.clone());
+        let stop = worker.stop.clone();
         match &tls {
             None => {
-                tokio::spawn(serve(stream, info, shared, graceful, builder, guard));
+                tokio::spawn(async move {
+                    if first_bytes(&stream, &shared, stop).await {
+                        // Boxed: until its client speaks, a connection's task holds only this pointer.
+                        Box::pin(serve(
+                            stream,
+                            info,
+                            shared,
+                            graceful,
+                            builder,
+                            (guard, state),
+                        ))
+                        .await
+                    }
+                });
             }
             Some(acceptor) => {
                 let accepting = acceptor.accept(stream);
@@ -174,17 +215,44 @@ async fn accept_loop(
                         }
                         Err(_) => return,
                     };
-                    let tls = stream.get_ref().1;
+                    let (tcp, tls) = stream.get_ref();
+                    // Nothing decrypted is waiting: the request has not come yet.
+                    if tls.wants_read() && !first_bytes(tcp, &shared, stop).await {
+                        return;
+                    }
                     let info = ConnInfo {
                         scheme: "https",
                         sni: tls.server_name().map(Arc::from),
                         tls: sluice_tls::Negotiated::of(tls),
                         ..info
                     };
-                    serve(stream, info, shared, graceful, builder, guard).await
+                    Box::pin(serve(
+                        stream,
+                        info,
+                        shared,
+                        graceful,
+                        builder,
+                        (guard, state),
+                    ))
+                    .await
                 });
             }
         }
+    }
+}
+
+/// Waits until the client sent something (or closed): hyper's connection, with its buffers and state, is
+/// built only then, so a connected but silent client costs its socket and a small task. False when the
+/// header timeout passed first or the worker is stopping.
+async fn first_bytes(
+    tcp: &tokio::net::TcpStream,
+    shared: &Shared,
+    mut stop: watch::Receiver<Option<Duration>>,
+) -> bool {
+    let timeout = shared.settings.client_header_timeout;
+    tokio::select! {
+        ready = tokio::time::timeout(timeout, tcp.readable()) => matches!(ready, Ok(Ok(()))),
+        _ = stop.wait_for(Option::is_some) => false,
     }
 }
 
@@ -195,13 +263,12 @@ async fn serve<IO>(
     shared: Arc<Shared>,
     graceful: Watcher,
     builder: Arc<auto::Builder<TokioExecutor>>,
-    guard: ActiveGuard,
+    (guard, state): (ActiveGuard, Arc<ConnState>),
 ) where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let peer = info.peer;
     let conn_shared = shared.clone();
-    let state = ConnState::new();
     let conn_state = state.clone();
     let info = Arc::new(info);
     let service = service_fn(move |req| {
@@ -216,8 +283,15 @@ async fn serve<IO>(
         .serve_connection_with_upgrades(TokioIo::new(io), service)
         .into_owned();
     let conn = graceful.watch(conn);
-    let timeout = shared.settings.client_header_timeout;
-    match watchdog::guard(conn, state, timeout).await {
+    let limits = Limits {
+        header: shared.settings.client_header_timeout,
+        keepalive: match shared.settings.keepalive_timeout {
+            // Keep-alive off: hyper closes after each response.
+            Duration::ZERO => shared.settings.client_header_timeout,
+            keepalive => keepalive,
+        },
+    };
+    match watchdog::guard(conn, state, limits).await {
         Some(Err(e)) => {
             tracing::debug!(error = %e, "downstream connection ended with an error")
         }

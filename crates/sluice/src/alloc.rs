@@ -16,6 +16,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// `--features system-alloc` builds with the system allocator instead, for heap profilers that hook
+/// `malloc` (heaptrack, valgrind's massif); the purge settings below then have nothing to act on.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -107,6 +107,9 @@ pub fn start(args: StartArgs) -> Result<()> {
         headers: sluice_proxy::HeaderSettings::parse(&settings.headers)
             .map_err(|e| anyhow::anyhow!("headers: {e}"))?,
         dns: settings.dns.clone(),
+        client_header_timeout: settings.client.header_timeout,
+        keepalive_timeout: settings.client.keepalive_timeout,
+        worker_connections: settings.client.worker_connections,
         ..ProxySettings::default()
     };
     let proxy = ProxyServer::start(proxy_settings, loader.snapshot())

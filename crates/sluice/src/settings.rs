@@ -40,6 +40,8 @@ pub struct Settings {
     pub dns: sluice_proxy::DnsSettings,
     /// `role` and the `cluster_*` settings (hybrid mode).
     pub cluster: crate::hybrid::ClusterSettings,
+    /// Client connections: header and keep-alive timeouts, connections per worker.
+    pub client: client::ClientSettings,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -85,7 +87,9 @@ const KNOWN: &[&str] = &[
 
 /// A setting this build reads.
 fn known(name: &str) -> bool {
-    KNOWN.contains(&name) || crate::hybrid::SETTINGS.contains(&name)
+    KNOWN.contains(&name)
+        || crate::hybrid::SETTINGS.contains(&name)
+        || client::SETTINGS.contains(&name)
 }
 
 impl Settings {
@@ -147,6 +151,7 @@ impl Settings {
         let log_level = get("log_level").unwrap_or_else(|| "notice".into());
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         let cluster = crate::hybrid::ClusterSettings::from_values(&get, &database)?;
+        let client = client::ClientSettings::from_values(&get)?;
         Ok(Settings {
             proxy_listen: get("proxy_listen")
                 .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl".into()),
@@ -172,6 +177,7 @@ impl Settings {
             status_ssl_cert_key: get("status_ssl_cert_key"),
             dns,
             cluster,
+            client,
         })
     }
 
@@ -298,6 +304,7 @@ fn parse_size(s: &str) -> Result<u64> {
     Ok(n * mult)
 }
 
+pub mod client;
 mod pg;
 #[cfg(test)]
 mod tests;

@@ -66,7 +66,7 @@ pub fn config(peer: &Peer<'_>) -> String {
     };
     let (listen, tls) = match peer.tls {
         Some((cert, key)) => (
-            format!("{} ssl", peer.listen),
+            format!("{} ssl http2", peer.listen),
             format!(
                 "ssl_certificate {};\n    ssl_certificate_key {};\n    \
                  ssl_protocols TLSv1.2 TLSv1.3;\n    ssl_session_cache shared:SSL:10m;\n    \

@@ -131,7 +131,8 @@ pub fn start_sluice_with_env(
         Some((cert, key)) => {
             cmd.env("SLUICE_SSL_CERT", cert)
                 .env("SLUICE_SSL_CERT_KEY", key);
-            format!("{} ssl", launch.proxy)
+            // Kong's default: `ssl` listeners offer HTTP/2 too (wrk speaks HTTP/1.1 and offers no ALPN).
+            format!("{} http2 ssl", launch.proxy)
         }
         None => launch.proxy.to_string(),
     };
