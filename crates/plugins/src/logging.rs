@@ -15,7 +15,9 @@ pub mod logger;
 pub mod queue;
 pub mod runtime;
 pub mod serialize;
+pub mod severity;
 pub mod shared;
+pub mod sockets;
 mod stats;
 
 pub use stats::{dropped_records, failed_records, reopen_files_generation, reopen_log_files};
