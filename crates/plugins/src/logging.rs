@@ -9,6 +9,7 @@
 //! [`crate::state::PluginState`]) hands the same queue to the new snapshot. A queue whose plugin is gone
 //! finishes delivering what it holds and its task ends, so reloads never accumulate threads or tasks.
 
+pub mod address;
 pub mod entities;
 mod json;
 pub mod logger;

@@ -12,9 +12,8 @@
 //! (`2024-01-31T12:00:00Z`) and HOSTNAME is this machine's host name. Sent from the `sluice-log` thread;
 //! as in Kong, a record that could not be sent is lost (and logged), not retried.
 
+use crate::logging::address;
 use crate::logging::logger::{check_no_lua, custom_fields_by_lua};
-use crate::logging::queue::Queue;
-use crate::logging::runtime;
 use crate::logging::severity::{self, split, Severities, SeverityLogger};
 use crate::logging::sockets::{self, millis, DatagramSink, Peer};
 use crate::plugin::Plugin;
@@ -33,31 +32,24 @@ struct Config {
     /// The Loggly customer token.
     key: String,
     tags: Vec<String>,
-    log_level: String,
-    successful_severity: String,
-    client_errors_severity: String,
-    server_errors_severity: String,
+    #[serde(flatten)]
+    severities: Severities,
     /// Milliseconds for resolving the host and for each send.
     timeout: f64,
 }
 
 fn schema() -> Schema {
-    Schema::new(vec![
-        ("host", sockets::host().default("logs-01.loggly.com")),
-        ("port", sockets::port().default(514)),
+    let tags = Field::set(Field::string()).default(serde_json::json!(["kong"]));
+    let mut fields = vec![
+        ("host", address::host().default("logs-01.loggly.com")),
+        ("port", address::port().default(514)),
         ("key", Field::string().required()),
-        (
-            "tags",
-            Field::set(Field::string()).default(serde_json::json!(["kong"])),
-        ),
-        ("log_level", severity::field()),
-        ("successful_severity", severity::field()),
-        ("client_errors_severity", severity::field()),
-        ("server_errors_severity", severity::field()),
-        ("timeout", Field::number().default(10000)),
-        ("custom_fields_by_lua", custom_fields_by_lua()),
-    ])
-    .with_check(check_no_lua)
+        ("tags", tags),
+    ];
+    fields.extend(severity::fields(false));
+    fields.push(("timeout", Field::number().default(10000)));
+    fields.push(("custom_fields_by_lua", custom_fields_by_lua()));
+    Schema::new(fields).with_check(check_no_lua)
 }
 
 pub fn builtin() -> Builtin {
@@ -86,38 +78,22 @@ fn hostname() -> String {
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    let severities = Severities::new(
-        &config.log_level,
-        &config.successful_severity,
-        &config.client_errors_severity,
-        &config.server_errors_severity,
-    )?;
     let key = format!("loggly {}", entity.config);
-    let queue = ctx.state.log_queues().get_or_start(key, || {
+    let peer = Peer::udp(&config.host, config.port);
+    let queue = sockets::shared_queue(ctx, "loggly", key, peer.name(), || {
         let fixed = fixed_part(&hostname(), &config.key, &config.tags);
         let frame = move |record: &[u8], out: &mut Vec<u8>| {
             let (json, severity) = split(record);
             let stamp = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ");
             message(out, severity, stamp, &fixed, json);
         };
-        let peer = Peer::Udp {
-            host: config.host.clone(),
-            port: config.port,
-        };
-        let sink = DatagramSink::new(peer, millis(config.timeout), frame);
-        Ok(Queue::start(
-            "loggly",
-            sink.name(),
-            sockets::unqueued(),
-            sink,
-            runtime::handle()?,
-        ))
+        Ok(DatagramSink::new(peer, millis(config.timeout), frame))
     })?;
     Ok(SeverityLogger::register(
         "loggly",
         queue,
         ctx.entity_json(),
-        severities,
+        config.severities,
     ))
 }
 

@@ -14,8 +14,6 @@
 //! take within a second, or with no socket there, is lost (and logged), not retried.
 
 use crate::logging::logger::{check_no_lua, custom_fields_by_lua};
-use crate::logging::queue::Queue;
-use crate::logging::runtime;
 use crate::logging::severity::{self, split, Severities, SeverityLogger};
 use crate::logging::sockets::{self, DatagramSink, Peer};
 use crate::plugin::Plugin;
@@ -43,30 +41,23 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(1);
 /// The plugin's config, after schema validation.
 #[derive(Debug, Deserialize)]
 struct Config {
-    log_level: String,
-    successful_severity: String,
-    client_errors_severity: String,
-    server_errors_severity: String,
+    #[serde(flatten)]
+    severities: Severities,
     facility: String,
 }
 
 fn schema() -> Schema {
-    Schema::new(vec![
-        ("log_level", severity::field().required()),
-        ("successful_severity", severity::field().required()),
-        ("client_errors_severity", severity::field().required()),
-        ("server_errors_severity", severity::field().required()),
-        ("custom_fields_by_lua", custom_fields_by_lua()),
-        (
-            "facility",
-            Field::string().required().default("user").one_of(&[
-                "auth", "authpriv", "cron", "daemon", "ftp", "kern", "lpr", "mail", "news",
-                "syslog", "user", "uucp", "local0", "local1", "local2", "local3", "local4",
-                "local5", "local6", "local7",
-            ]),
-        ),
-    ])
-    .with_check(check_no_lua)
+    let mut fields = severity::fields(true);
+    fields.push(("custom_fields_by_lua", custom_fields_by_lua()));
+    fields.push((
+        "facility",
+        Field::string().required().default("user").one_of(&[
+            "auth", "authpriv", "cron", "daemon", "ftp", "kern", "lpr", "mail", "news", "syslog",
+            "user", "uucp", "local0", "local1", "local2", "local3", "local4", "local5", "local6",
+            "local7",
+        ]),
+    ));
+    Schema::new(fields).with_check(check_no_lua)
 }
 
 pub fn builtin() -> Builtin {
@@ -91,12 +82,6 @@ fn message(
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
-    let severities = Severities::new(
-        &config.log_level,
-        &config.successful_severity,
-        &config.client_errors_severity,
-        &config.server_errors_severity,
-    )?;
     let facility = FACILITIES
         .iter()
         .position(|f| *f == config.facility)
@@ -104,27 +89,21 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     let socket = std::env::var("SLUICE_SYSLOG_SOCKET").unwrap_or_else(|_| DEFAULT_SOCKET.into());
     // The severities are applied before records are queued: only the facility and socket shape delivery.
     let key = format!("syslog {facility} {socket}");
-    let queue = ctx.state.log_queues().get_or_start(key, || {
+    let peer = Peer::Unix(socket.into());
+    let queue = sockets::shared_queue(ctx, "syslog", key, peer.name(), || {
         let pid = std::process::id();
         let frame = move |record: &[u8], out: &mut Vec<u8>| {
             let (json, severity) = split(record);
             let stamp = chrono::Local::now().format("%b %e %H:%M:%S");
             message(out, facility, severity, stamp, pid, json);
         };
-        let sink = DatagramSink::new(Peer::Unix(socket.clone().into()), SEND_TIMEOUT, frame);
-        Ok(Queue::start(
-            "syslog",
-            sink.name(),
-            sockets::unqueued(),
-            sink,
-            runtime::handle()?,
-        ))
+        Ok(DatagramSink::new(peer, SEND_TIMEOUT, frame))
     })?;
     Ok(SeverityLogger::register(
         "syslog",
         queue,
         ctx.entity_json(),
-        severities,
+        config.severities,
     ))
 }
 

@@ -13,9 +13,8 @@
 
 mod sink;
 
+use crate::logging::address;
 use crate::logging::logger::{check_no_lua, custom_fields_by_lua, QueueLogger};
-use crate::logging::queue::Queue;
-use crate::logging::runtime;
 use crate::logging::sockets::{self, millis};
 use crate::plugin::Plugin;
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -39,8 +38,8 @@ struct Config {
 
 fn schema() -> Schema {
     Schema::new(vec![
-        ("host", sockets::host().required()),
-        ("port", sockets::port().required()),
+        ("host", address::host().required()),
+        ("port", address::port().required()),
         ("timeout", Field::number().default(10000)),
         ("keepalive", Field::number().default(60000)),
         ("tls", Field::boolean().required().default(false)),
@@ -58,21 +57,15 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     let config: Config = typed_config(entity)?;
     // Instances with the same settings share one queue (and connection); a reload keeps it.
     let key = format!("tcp-log {}", entity.config);
-    let queue = ctx.state.log_queues().get_or_start(key, || {
-        let sink = sink::TcpSink::new(
+    let name = format!("{}:{}", config.host, config.port);
+    let queue = sockets::shared_queue(ctx, "tcp-log", key, name, || {
+        sink::TcpSink::new(
             config.host.clone(),
             config.port,
             millis(config.timeout),
             (config.keepalive > 0.0).then(|| millis(config.keepalive)),
             config.tls.then_some(config.tls_sni.as_deref()),
-        )?;
-        Ok(Queue::start(
-            "tcp-log",
-            format!("{}:{}", config.host, config.port),
-            sockets::unqueued(),
-            sink,
-            runtime::handle()?,
-        ))
+        )
     })?;
     Ok(QueueLogger::register("tcp-log", queue, ctx.entity_json()))
 }

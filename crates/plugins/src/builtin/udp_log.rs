@@ -5,9 +5,8 @@
 //! send). `custom_fields_by_lua` is refused when non-empty. Records are queued on the worker and sent from
 //! the `sluice-log` thread; as in Kong, a record that could not be sent is lost (and logged), not retried.
 
+use crate::logging::address;
 use crate::logging::logger::{check_no_lua, custom_fields_by_lua, QueueLogger};
-use crate::logging::queue::Queue;
-use crate::logging::runtime;
 use crate::logging::sockets::{self, millis, DatagramSink, Peer};
 use crate::plugin::Plugin;
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -26,8 +25,8 @@ struct Config {
 
 fn schema() -> Schema {
     Schema::new(vec![
-        ("host", sockets::host().required()),
-        ("port", sockets::port().required()),
+        ("host", address::host().required()),
+        ("port", address::port().required()),
         ("timeout", Field::number().default(10000)),
         ("custom_fields_by_lua", custom_fields_by_lua()),
     ])
@@ -46,19 +45,9 @@ fn frame(record: &[u8], out: &mut Vec<u8>) {
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
     let key = format!("udp-log {}", entity.config);
-    let queue = ctx.state.log_queues().get_or_start(key, || {
-        let peer = Peer::Udp {
-            host: config.host.clone(),
-            port: config.port,
-        };
-        let sink = DatagramSink::new(peer, millis(config.timeout), frame);
-        Ok(Queue::start(
-            "udp-log",
-            sink.name(),
-            sockets::unqueued(),
-            sink,
-            runtime::handle()?,
-        ))
+    let peer = Peer::udp(&config.host, config.port);
+    let queue = sockets::shared_queue(ctx, "udp-log", key, peer.name(), || {
+        Ok(DatagramSink::new(peer, millis(config.timeout), frame))
     })?;
     Ok(QueueLogger::register("udp-log", queue, ctx.entity_json()))
 }

@@ -13,6 +13,7 @@ use super::queue::Queue;
 use super::serialize::serialize;
 use crate::ctx::{LogRecord, RequestCtx};
 use crate::plugin::{Plugin, Registered};
+use serde::Deserialize;
 use sluice_model::schema::Field;
 use std::sync::Arc;
 
@@ -28,6 +29,21 @@ pub fn field() -> Field {
     ])
 }
 
+/// The four severity fields of a config, in Kong's order (syslog declares them `required`, loggly not;
+/// both have the default).
+pub fn fields(required: bool) -> Vec<(&'static str, Field)> {
+    let field = || match required {
+        true => field().required(),
+        false => field(),
+    };
+    vec![
+        ("log_level", field()),
+        ("successful_severity", field()),
+        ("client_errors_severity", field()),
+        ("server_errors_severity", field()),
+    ]
+}
+
 /// The numeric level of a severity name.
 fn level(name: &str) -> Result<u8, String> {
     NAMES
@@ -37,8 +53,19 @@ fn level(name: &str) -> Result<u8, String> {
         .ok_or_else(|| format!("unknown severity '{name}'"))
 }
 
-/// The four severity settings of a config, as numeric levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The four severity fields as a config names them.
+#[derive(Deserialize)]
+struct Names {
+    log_level: String,
+    successful_severity: String,
+    client_errors_severity: String,
+    server_errors_severity: String,
+}
+
+/// The four severity settings of a config, as numeric levels (read from a config with
+/// `#[serde(flatten)]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Names")]
 pub struct Severities {
     log_level: u8,
     successful: u8,
@@ -72,6 +99,19 @@ impl Severities {
             _ => self.successful,
         };
         (severity <= self.log_level).then_some(severity)
+    }
+}
+
+impl TryFrom<Names> for Severities {
+    type Error = String;
+
+    fn try_from(n: Names) -> Result<Severities, String> {
+        Severities::new(
+            &n.log_level,
+            &n.successful_severity,
+            &n.client_errors_severity,
+            &n.server_errors_severity,
+        )
     }
 }
 

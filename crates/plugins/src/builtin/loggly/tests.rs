@@ -3,7 +3,7 @@
 use super::*;
 
 fn load(plugin_config: &str) -> Result<sluice_model::Config, String> {
-    crate::logging::sockets::parse_plugin("loggly", plugin_config)
+    crate::logging::address::parse_plugin("loggly", plugin_config)
 }
 
 #[test]
@@ -15,14 +15,8 @@ fn fills_kongs_defaults_and_refuses_what_kong_refuses() {
         ("logs-01.loggly.com", 514, 10000.0)
     );
     assert_eq!(typed.tags, ["kong"]);
-    for level in [
-        &typed.log_level,
-        &typed.successful_severity,
-        &typed.client_errors_severity,
-        &typed.server_errors_severity,
-    ] {
-        assert_eq!(level, "info");
-    }
+    let info = Severities::new("info", "info", "info", "info").unwrap();
+    assert_eq!(typed.severities, info, "every severity at info");
     let dedup = load("{key: k, tags: [a, b, a]}").unwrap();
     assert_eq!(
         dedup.plugins[0].config["tags"],

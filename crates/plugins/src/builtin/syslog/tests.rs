@@ -3,7 +3,7 @@
 use super::*;
 
 fn load(plugin_config: &str) -> Result<sluice_model::Config, String> {
-    crate::logging::sockets::parse_plugin("syslog", plugin_config)
+    crate::logging::address::parse_plugin("syslog", plugin_config)
 }
 
 #[test]
@@ -11,14 +11,8 @@ fn fills_kongs_defaults_and_refuses_what_kong_refuses() {
     let config = load("{}").unwrap();
     let typed: Config = typed_config(&config.plugins[0]).unwrap();
     assert_eq!(typed.facility, "user");
-    for level in [
-        &typed.log_level,
-        &typed.successful_severity,
-        &typed.client_errors_severity,
-        &typed.server_errors_severity,
-    ] {
-        assert_eq!(level, "info");
-    }
+    let info = Severities::new("info", "info", "info", "info").unwrap();
+    assert_eq!(typed.severities, info, "every severity at info");
     for (bad, expected) in [
         ("{log_level: error}", "log_level"),
         ("{server_errors_severity: fatal}", "server_errors_severity"),

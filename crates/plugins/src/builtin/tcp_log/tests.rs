@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 fn load(plugin_config: &str) -> Result<sluice_model::Config, String> {
-    crate::logging::sockets::parse_plugin("tcp-log", plugin_config)
+    crate::logging::address::parse_plugin("tcp-log", plugin_config)
 }
 
 #[test]

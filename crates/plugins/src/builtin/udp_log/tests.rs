@@ -3,7 +3,7 @@
 use super::*;
 
 fn load(plugin_config: &str) -> Result<sluice_model::Config, String> {
-    crate::logging::sockets::parse_plugin("udp-log", plugin_config)
+    crate::logging::address::parse_plugin("udp-log", plugin_config)
 }
 
 #[test]
