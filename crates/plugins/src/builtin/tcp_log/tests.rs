@@ -3,6 +3,7 @@
 use super::sink::{lines, TcpSink};
 use super::*;
 use crate::logging::queue::Sink;
+use crate::Registry;
 use bytes::Bytes;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -164,5 +165,30 @@ fn an_expired_keepalive_opens_a_new_connection_and_a_dead_server_is_an_error() {
     assert!(
         err.starts_with(&format!("failed to connect to 127.0.0.1:{dead_port}")),
         "{err}"
+    );
+}
+
+#[test]
+fn tls_sni_must_be_a_server_name_rustls_can_send() {
+    let sink = |sni| {
+        TcpSink::new(
+            "logs.test".into(),
+            1,
+            Duration::from_secs(1),
+            None,
+            Some(sni),
+        )
+    };
+    assert!(sink(None).is_ok(), "no SNI");
+    assert!(sink(Some("logs.example.com")).is_ok());
+    assert!(sink(Some("10.0.0.1")).is_ok(), "accepted, not sent");
+    let err = sink(Some("not a name")).err().expect("refused");
+    assert_eq!(err, "tls_sni 'not a name' is not a valid server name");
+    let config = load("{host: a.test, port: 1, tls: true, tls_sni: 'not a name'}").unwrap();
+    let compiled = Registry::builtin().compile(&config);
+    let errors = compiled.err().expect("the plugin does not build");
+    assert!(
+        errors[0].message.contains("not a valid server name"),
+        "{errors:?}"
     );
 }
