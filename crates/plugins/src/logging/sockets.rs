@@ -85,9 +85,14 @@ impl Socket {
     async fn open(peer: &Peer) -> std::io::Result<Socket> {
         match peer {
             Peer::Udp { host, port } => {
-                let addr = tokio::net::lookup_host((host.as_str(), *port))
+                // IPv4 first, as Kong's default `dns_order` asks for A records before anything else.
+                let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), *port))
                     .await?
-                    .next()
+                    .collect();
+                let addr = *addrs
+                    .iter()
+                    .find(|a| a.is_ipv4())
+                    .or(addrs.first())
                     .ok_or_else(|| std::io::Error::other("no address"))?;
                 let local: SocketAddr = match addr {
                     SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
