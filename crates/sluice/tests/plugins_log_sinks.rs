@@ -189,6 +189,48 @@ async fn tcp_log_writes_one_json_line_per_request_on_a_kept_connection() {
     assert_eq!(records[2]["source"], "kong");
 }
 
+/// 400 requests from 8 clients at once: every record arrives, each exactly once, on the kept connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_log_delivers_every_record_of_a_burst_once() {
+    let up = EchoUpstream::start();
+    let (port, mut lines) = line_server(false).await;
+    let tcp = plugin("tcp-log", &format!("host: 127.0.0.1, port: {port}"));
+    let gw = Arc::new(
+        Gateway::builder(BIN)
+            .config_yaml(&config(up.port(), &[tcp], None))
+            .start(),
+    );
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let gw = gw.clone();
+            tokio::spawn(async move {
+                for i in 0..50 {
+                    assert_eq!(get(&gw, &format!("/logged/{c}-{i}"), &[]).await, 200);
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let mut uris = std::collections::BTreeSet::new();
+    for _ in 0..400 {
+        let line = next(&mut lines, "a line of the burst").await;
+        assert_eq!(line.conn, 0, "one kept connection");
+        let uri = json(line.text.as_bytes())["request"]["uri"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(uris.insert(uri.clone()), "{uri} twice");
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), lines.recv())
+            .await
+            .is_err(),
+        "nothing more than the 400 records"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_log_over_tls_sends_tls_sni_only_when_set_and_accepts_any_certificate() {
     let up = EchoUpstream::start();
