@@ -14,6 +14,7 @@ pub mod http_log;
 pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
+pub mod loggly;
 pub mod prometheus;
 pub mod proxy_cache;
 pub mod rate_limiting;
@@ -23,7 +24,10 @@ pub mod request_termination;
 pub mod request_transformer;
 pub mod response_ratelimiting;
 pub mod response_transformer;
+pub mod syslog;
+pub mod tcp_log;
 mod transform;
+pub mod udp_log;
 
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
@@ -54,5 +58,9 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         proxy_cache::builtin(),
         http_log::builtin(),
         file_log::builtin(),
+        udp_log::builtin(),
+        tcp_log::builtin(),
+        loggly::builtin(),
+        syslog::builtin(),
     ]
 }
