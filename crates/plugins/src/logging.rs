@@ -10,7 +10,7 @@
 //! finishes delivering what it holds and its task ends, so reloads never accumulate threads or tasks.
 
 pub mod entities;
-mod json;
+pub(crate) mod json;
 pub mod logger;
 pub mod queue;
 pub mod runtime;

@@ -14,6 +14,7 @@ pub mod http_log;
 pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
+pub mod opentelemetry;
 pub mod prometheus;
 pub mod proxy_cache;
 pub mod rate_limiting;
@@ -24,6 +25,7 @@ pub mod request_transformer;
 pub mod response_ratelimiting;
 pub mod response_transformer;
 mod transform;
+pub mod zipkin;
 
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
@@ -54,5 +56,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         proxy_cache::builtin(),
         http_log::builtin(),
         file_log::builtin(),
+        opentelemetry::builtin(),
+        zipkin::builtin(),
     ]
 }
