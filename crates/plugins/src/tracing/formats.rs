@@ -1,6 +1,6 @@
 //! The tracing header formats Kong propagates: W3C `traceparent`, B3 (multi and single header), Jaeger
 //! `uber-trace-id`, OT `ot-tracer-*`, Datadog `x-datadog-*`, AWS X-Ray `x-amzn-trace-id` and GCP
-//! `x-cloud-trace-context`. Each reads a [`TraceContext`] from request headers ([`Format::extract`]) and
+//! `x-cloud-trace-context`, Instana `x-instana-*`. Each reads a [`TraceContext`] from request headers ([`Format::extract`]) and
 //! writes one ([`Format::inject`]) with Kong's rules, quirks included: an invalid header is ignored (the
 //! next extractor is tried), ids are resized to what the format allows.
 
@@ -21,11 +21,12 @@ pub enum Format {
     Datadog,
     Aws,
     Gcp,
+    Instana,
 }
 
 impl Format {
     /// Every format with its name in Kong's configuration.
-    pub const ALL: [(Format, &'static str); 8] = [
+    pub const ALL: [(Format, &'static str); 9] = [
         (Format::W3c, "w3c"),
         (Format::B3, "b3"),
         (Format::B3Single, "b3-single"),
@@ -34,6 +35,7 @@ impl Format {
         (Format::Datadog, "datadog"),
         (Format::Aws, "aws"),
         (Format::Gcp, "gcp"),
+        (Format::Instana, "instana"),
     ];
 
     pub fn named(name: &str) -> Option<Format> {
@@ -61,6 +63,7 @@ impl Format {
             Format::Datadog => extract::datadog(headers),
             Format::Aws => extract::aws(headers),
             Format::Gcp => extract::gcp(headers),
+            Format::Instana => extract::instana(headers),
         }?;
         (!found.is_empty()).then_some(found)
     }

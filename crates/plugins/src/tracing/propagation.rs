@@ -24,13 +24,14 @@ pub const HEADER_TYPES: &[&str] = &[
     "datadog",
     "aws",
     "gcp",
+    "instana",
 ];
 const INJECT_OR_PRESERVE: &[&str] = HEADER_TYPES.split_at(1).1;
 /// Format names `inject` and `default_format` accept.
 pub const INJECTORS: &[&str] = HEADER_TYPES.split_at(2).1;
 const EXTRACTORS: &[&str] = HEADER_TYPES.split_at(3).1;
 /// The extraction order Kong used before the `propagation` record, for `header_type`.
-const LEGACY_ORDER: [Format; 7] = [
+const LEGACY_ORDER: [Format; 8] = [
     Format::B3,
     Format::W3c,
     Format::Jaeger,
@@ -38,6 +39,7 @@ const LEGACY_ORDER: [Format; 7] = [
     Format::Datadog,
     Format::Aws,
     Format::Gcp,
+    Format::Instana,
 ];
 
 /// The schema of the `propagation` record with the plugin's `default_format`.

@@ -409,6 +409,50 @@ fn gcp_cloud_trace_context() {
 }
 
 #[test]
+fn instana_headers() {
+    let got = extract(
+        Format::Instana,
+        &[
+            ("x-instana-t", TRACE),
+            ("x-instana-s", &format!("{SPAN};x")),
+            ("x-instana-l", "1,correlationType=web"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(hex(&got), (TRACE.into(), SPAN.into(), String::new()));
+    assert_eq!(got.should_sample, Some(true));
+    let want = [
+        ("x-instana-l", "1"),
+        ("x-instana-s", SPAN),
+        ("x-instana-t", TRACE),
+    ];
+    assert_eq!(written(Format::Instana, &got), pairs(&want));
+    let unsampled = extract(
+        Format::Instana,
+        &[("x-instana-t", SPAN), ("x-instana-s", SPAN)],
+    )
+    .unwrap();
+    assert_eq!(
+        (unsampled.trace_id_size, unsampled.should_sample),
+        (8, Some(false))
+    );
+    let w = written(Format::Instana, &unsampled);
+    assert_eq!(
+        w,
+        pairs(&[
+            ("x-instana-l", "0"),
+            ("x-instana-s", SPAN),
+            ("x-instana-t", SPAN)
+        ])
+    );
+    assert_eq!(
+        extract(Format::Instana, &[("x-instana-t", TRACE)]),
+        None,
+        "needs a span id"
+    );
+}
+
+#[test]
 fn repeated_headers_are_not_read_as_one() {
     let tp = format!("00-{TRACE}-{SPAN}-01");
     assert_eq!(

@@ -338,3 +338,27 @@ pub fn gcp(headers: &HeaderMap) -> Option<TraceContext> {
     ctx.set_trace_id(&from_hex(trace)?);
     Some(ctx)
 }
+
+/// `x-instana-t` (trace id) and `x-instana-s` (span id), both required, each read up to its first
+/// non-hex character; `x-instana-l` samples when its first character is `1`.
+pub fn instana(headers: &HeaderMap) -> Option<TraceContext> {
+    let leading_hex = |name: &str| -> Option<Option<Vec<u8>>> {
+        let value = single(headers, name)?;
+        let end = value
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(value.len());
+        Some((end > 0).then(|| from_hex(&value[..end])).flatten())
+    };
+    let trace = leading_hex("x-instana-t")?;
+    let span_id = leading_hex("x-instana-s")?;
+    let level = single(headers, "x-instana-l").and_then(|l| l.chars().next());
+    let mut ctx = TraceContext {
+        span_id: span_id.map(|s| span(&s)),
+        should_sample: Some(level == Some('1')),
+        ..TraceContext::default()
+    };
+    if let Some(trace) = trace {
+        ctx.set_trace_id(&trace);
+    }
+    Some(ctx)
+}

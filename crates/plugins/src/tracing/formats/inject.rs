@@ -9,7 +9,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 /// Trace id sizes a format allows; the first is its default.
 fn trace_sizes(format: Format) -> &'static [usize] {
     match format {
-        Format::B3 | Format::B3Single | Format::Jaeger => &[16, 8],
+        Format::B3 | Format::B3Single | Format::Jaeger | Format::Instana => &[16, 8],
         Format::Ot => &[8, 16],
         Format::Datadog => &[8],
         Format::W3c | Format::Aws | Format::Gcp => &[16],
@@ -18,7 +18,10 @@ fn trace_sizes(format: Format) -> &'static [usize] {
 
 /// Whether a format refuses to write without both a trace id and a span id.
 fn needs_ids(format: Format) -> bool {
-    !matches!(format, Format::B3 | Format::B3Single | Format::Datadog)
+    !matches!(
+        format,
+        Format::B3 | Format::B3Single | Format::Datadog | Format::Instana
+    )
 }
 
 /// Baggage values are written escaped as nginx's `ngx.escape_uri` does (all but `A-Za-z0-9-._~`).
@@ -129,6 +132,17 @@ pub fn inject(format: Format, ctx: &TraceContext, headers: &mut HeaderMap) -> Re
                 bit(sampled)
             ),
         ),
+        Format::Instana => {
+            if ctx.trace_id.is_some() {
+                set("x-instana-t", trace_hex);
+            }
+            if ctx.span_id.is_some() {
+                set("x-instana-s", span_hex);
+            }
+            if let Some(s) = ctx.should_sample {
+                set("x-instana-l", bit(s).into());
+            }
+        }
         Format::Gcp => {
             let span_dec = ctx.span_id.map(|s| to_dec(&s)).unwrap_or_default();
             set(
