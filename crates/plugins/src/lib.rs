@@ -28,6 +28,7 @@ pub mod registry;
 pub mod response;
 pub mod state;
 pub mod testing;
+pub mod tracing;
 
 pub use chain::PluginChain;
 pub use compiled::CompiledPlugins;

@@ -13,7 +13,7 @@
 
 pub mod address;
 pub mod entities;
-mod json;
+pub(crate) mod json;
 pub mod logger;
 pub mod queue;
 pub mod runtime;

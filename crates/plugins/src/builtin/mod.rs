@@ -15,6 +15,7 @@ pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
 pub mod loggly;
+pub mod opentelemetry;
 pub mod prometheus;
 pub mod proxy_cache;
 pub mod rate_limiting;
@@ -28,6 +29,7 @@ pub mod syslog;
 pub mod tcp_log;
 mod transform;
 pub mod udp_log;
+pub mod zipkin;
 
 /// Every plugin this build implements.
 pub fn all() -> Vec<Builtin> {
@@ -62,5 +64,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         tcp_log::builtin(),
         loggly::builtin(),
         syslog::builtin(),
+        opentelemetry::builtin(),
+        zipkin::builtin(),
     ]
 }

@@ -5,6 +5,20 @@
 
 use std::fmt::Write as _;
 
+/// A JSON array of already serialized values (a batch of records or spans), in one allocation.
+pub fn array(items: &[bytes::Bytes]) -> bytes::Bytes {
+    let mut body = Vec::with_capacity(items.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+    body.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.push(b']');
+    body.into()
+}
+
 /// Appends `s` as a JSON string.
 pub fn string(out: &mut Vec<u8>, s: &str) {
     string_parts(out, &[s]);

@@ -86,12 +86,7 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
         .uri
         .path_and_query()
         .map_or_else(|| req.uri.path(), |pq| pq.as_str());
-    let host = req
-        .headers
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| req.uri.authority().map(|a| a.as_str()))
-        .unwrap_or_default();
+    let host = raw_host(req);
     let head = head_size(req.method.as_str().len() + 1 + uri.len() + 11, &req.headers);
     let mut o = Object::open(out);
     json::string(o.key("id"), ctx.request_id);
@@ -152,6 +147,15 @@ fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
     });
     json::uint(o.key("receive"), receive);
     o.close();
+}
+
+/// The request's `Host` (or, for an absolute-form target, its authority), port included.
+pub(crate) fn raw_host(req: &http::request::Parts) -> &str {
+    req.headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri.authority().map(|a| a.as_str()))
+        .unwrap_or_default()
 }
 
 fn tries(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, tries: &[TryRecord]) {

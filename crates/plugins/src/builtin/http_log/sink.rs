@@ -3,7 +3,7 @@
 use super::Config;
 use crate::logging::queue::Sink;
 use base64::Engine;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use std::time::Duration;
 
@@ -96,19 +96,7 @@ impl HttpSink {
     fn body(&self, batch: &[Bytes]) -> Bytes {
         match batch {
             [one] if !self.array => one.clone(),
-            _ => {
-                let len = batch.iter().map(|r| r.len() + 1).sum::<usize>() + 1;
-                let mut body = BytesMut::with_capacity(len);
-                body.put_u8(b'[');
-                for (i, record) in batch.iter().enumerate() {
-                    if i > 0 {
-                        body.put_u8(b',');
-                    }
-                    body.put_slice(record);
-                }
-                body.put_u8(b']');
-                body.freeze()
-            }
+            _ => crate::logging::json::array(batch),
         }
     }
 }
