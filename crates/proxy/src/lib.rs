@@ -42,6 +42,7 @@ mod settings;
 mod shared;
 mod snapshot;
 mod stats;
+mod stream;
 mod strict;
 mod tls;
 mod upgrade;
@@ -56,6 +57,7 @@ pub use settings::{HeaderSettings, ProxySettings};
 pub use sluice_upstream::dns::{DnsSettings, Kind as DnsKind};
 pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
 pub use stats::ProxyStats;
+pub use stream::{parse_stream_listen, StreamListen};
 
 /// `sluice/<version>`: Sluice's word in `Via` and `Server`, where Kong says `kong/<version>`.
 pub const PRODUCT: &str = concat!("sluice/", env!("CARGO_PKG_VERSION"));
