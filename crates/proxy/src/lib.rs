@@ -19,6 +19,9 @@
 //! A WebSocket upgrade leaves the driver after routing for [`upgrade`], which takes it through the same
 //! steps in a task of its own and then copies the upgraded connection both ways.
 //!
+//! L4 streams (`stream_listen`: tcp, tls, tls_passthrough and udp routes) are [`stream`], on the same
+//! workers.
+//!
 //! Whatever step fails, [`error`] makes the response (negotiated by [`mime`]). What every request reads is
 //! [`shared`]. Active health probes run on one `sluice-health` thread beside the workers ([`checker`]).
 //!

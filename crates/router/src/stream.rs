@@ -230,7 +230,7 @@ impl StreamRouter {
         if !errors.is_empty() {
             return Err(errors);
         }
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        keyed.sort_by_key(|a| a.0);
         Ok(StreamRouter {
             routes: keyed.into_iter().map(|(_, r)| r).collect(),
         })

@@ -102,10 +102,9 @@ async fn session(
                 Some(d) => { let _ = upstream.send(&d).await; }
                 None => return,
             },
-            answer = upstream.recv(&mut buf) => match answer {
-                Ok(n) => { let _ = listener.send_to(&buf[..n], peer).await; }
-                // An ICMP unreachable from the target: the session goes on, as nginx's does.
-                Err(_) => {}
+            // An error is an ICMP unreachable from the target: the session goes on, as nginx's does.
+            answer = upstream.recv(&mut buf) => if let Ok(n) = answer {
+                let _ = listener.send_to(&buf[..n], peer).await;
             },
             () = tokio::time::sleep(idle) => {
                 tracing::debug!(%peer, "UDP stream session idle, closed");

@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// Listener's protocols, source, destination, SNI, the route expected.
+type Row = (
+    StreamProtocols,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    Option<usize>,
+);
+
 type Nets = &'static [(Option<&'static str>, Option<u16>)];
 
 struct R {
@@ -81,7 +90,7 @@ fn each_matcher_alone() {
     ]);
     let tcp = StreamProtocols::TCP;
     let tls = StreamProtocols::TLS;
-    let table: &[(StreamProtocols, &str, &str, Option<&str>, Option<usize>)] = &[
+    let table: &[Row] = &[
         (tcp, "10.0.0.1:1", "127.0.0.1:1", None, Some(0)),
         (tcp, "10.1.200.3:1", "127.0.0.1:1", None, Some(1)),
         (tcp, "10.2.0.1:4000", "127.0.0.1:1", None, Some(2)),

@@ -68,7 +68,8 @@ fn refuses_what_is_not_a_client_hello() {
     let body_len = hello.len() - 9;
     hello.truncate(hello.len() - 3);
     let shorter = (body_len - 3) as u32;
-    hello[3..5].copy_from_slice(&((hello.len() - 5) as u16).to_be_bytes());
+    let record_len = (hello.len() - 5) as u16;
+    hello[3..5].copy_from_slice(&record_len.to_be_bytes());
     hello[6..9].copy_from_slice(&shorter.to_be_bytes()[1..]);
     assert_eq!(parse(&hello), Hello::NotTls);
 }
