@@ -20,6 +20,13 @@ pub struct Ref {
     pub id: Uuid,
 }
 
+/// One entry of a stream route's `sources` or `destinations`: an IP or CIDR range, a port, or both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CidrPort {
+    pub ip: Option<String>,
+    pub port: Option<u16>,
+}
+
 /// An upstream service: where matched requests are proxied to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Service {
@@ -64,6 +71,12 @@ pub struct Route {
     /// Header name (lower-case) to accepted values; values starting with `~*` are regexes.
     pub headers: Option<IndexMap<String, Vec<String>>>,
     pub snis: Option<Vec<String>>,
+    /// Stream routes: the client addresses (and ports) that match.
+    #[serde(default)]
+    pub sources: Option<Vec<CidrPort>>,
+    /// Stream routes: the addresses (and ports) the client connected to that match.
+    #[serde(default)]
+    pub destinations: Option<Vec<CidrPort>>,
     pub strip_path: bool,
     pub preserve_host: bool,
     pub regex_priority: i64,

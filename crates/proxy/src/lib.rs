@@ -19,6 +19,9 @@
 //! A WebSocket upgrade leaves the driver after routing for [`upgrade`], which takes it through the same
 //! steps in a task of its own and then copies the upgraded connection both ways.
 //!
+//! L4 streams (`stream_listen`: tcp, tls, tls_passthrough and udp routes) are [`stream`], on the same
+//! workers.
+//!
 //! Whatever step fails, [`error`] makes the response (negotiated by [`mime`]). What every request reads is
 //! [`shared`]. Active health probes run on one `sluice-health` thread beside the workers ([`checker`]).
 //!
@@ -42,6 +45,7 @@ mod settings;
 mod shared;
 mod snapshot;
 mod stats;
+mod stream;
 mod strict;
 mod tls;
 mod upgrade;
@@ -56,6 +60,7 @@ pub use settings::{HeaderSettings, ProxySettings};
 pub use sluice_upstream::dns::{DnsSettings, Kind as DnsKind};
 pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
 pub use stats::ProxyStats;
+pub use stream::{parse_stream_listen, StreamListen};
 
 /// `sluice/<version>`: Sluice's word in `Via` and `Server`, where Kong says `kong/<version>`.
 pub const PRODUCT: &str = concat!("sluice/", env!("CARGO_PKG_VERSION"));

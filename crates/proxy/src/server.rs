@@ -16,6 +16,7 @@ use tokio::sync::watch;
 /// The running proxy: its worker threads and their listeners.
 pub struct ProxyServer {
     addrs: Vec<ListenAddr>,
+    stream_addrs: Vec<crate::StreamListen>,
     stop: watch::Sender<Option<Duration>>,
     workers: Vec<JoinHandle<()>>,
     counters: Arc<Counters>,
@@ -43,6 +44,12 @@ impl ProxyServer {
                 }
             });
         }
+        if settings.stream_listen.iter().any(|l| l.ssl) && settings.default_certificate.is_none() {
+            return Err(std::io::Error::other(
+                "an ssl stream listener needs a default certificate",
+            ));
+        }
+        let mut stream_addrs = settings.stream_listen.clone();
         sluice_upstream::dns::configure(&settings.dns);
         let workers = settings.workers.max(1);
         let mut per_worker = Vec::with_capacity(workers);
@@ -60,7 +67,15 @@ impl ProxyServer {
                     tls: tls.clone(),
                 });
             }
-            per_worker.push(listeners);
+            let mut streams = Vec::new();
+            for listen in stream_addrs.iter_mut() {
+                let bound = crate::stream::bind(listen)?;
+                if w == 0 {
+                    listen.addr = bound.local_addr()?;
+                }
+                streams.push(bound);
+            }
+            per_worker.push((listeners, streams));
         }
         let counters = Arc::new(Counters::default());
         let shared = Arc::new(Shared {
@@ -72,15 +87,16 @@ impl ProxyServer {
         let (stop, _) = watch::channel(None);
         crate::checker::start(shared.snapshot.clone(), stop.subscribe())?;
         let mut handles = Vec::new();
-        for (i, listeners) in per_worker.into_iter().enumerate() {
+        for (i, (listeners, streams)) in per_worker.into_iter().enumerate() {
             let (shared, stop_rx) = (shared.clone(), stop.subscribe());
             let handle = std::thread::Builder::new()
                 .name(format!("sluice-worker-{i}"))
-                .spawn(move || worker::run(i, listeners, shared, stop_rx))?;
+                .spawn(move || worker::run(i, listeners, streams, shared, stop_rx))?;
             handles.push(handle);
         }
         Ok(ProxyServer {
             addrs,
+            stream_addrs,
             stop,
             workers: handles,
             counters,
@@ -90,6 +106,11 @@ impl ProxyServer {
     /// The bound proxy listeners (with real ports when 0 was asked for).
     pub fn local_addrs(&self) -> Vec<ListenAddr> {
         self.addrs.clone()
+    }
+
+    /// The bound stream listeners (with real ports when 0 was asked for).
+    pub fn stream_addrs(&self) -> Vec<crate::StreamListen> {
+        self.stream_addrs.clone()
     }
 
     /// Connection and request counters, summed over the workers.

@@ -11,6 +11,8 @@ use std::time::Duration;
 pub struct ProxySettings {
     /// Where to listen (Kong's `proxy_listen`, parsed by [`crate::parse_listen`]).
     pub listen: Vec<ListenAddr>,
+    /// Kong's `stream_listen` (parsed by [`crate::parse_stream_listen`]); empty = off.
+    pub stream_listen: Vec<crate::StreamListen>,
     /// Worker threads, each with its own runtime, listeners and upstream pool.
     pub workers: usize,
     /// Peers whose `X-Forwarded-*` and real-IP headers are believed (Kong's `trusted_ips`).
@@ -45,6 +47,7 @@ impl Default for ProxySettings {
     fn default() -> Self {
         ProxySettings {
             listen: Vec::new(),
+            stream_listen: Vec::new(),
             workers: 1,
             trusted_ips: Vec::new(),
             real_ip_header: "x-real-ip".into(),

@@ -24,6 +24,8 @@ pub type SharedSnapshot = Arc<arc_swap::ArcSwap<Snapshot>>;
 pub struct Snapshot {
     config: Arc<Config>,
     pub(crate) router: Router,
+    /// The stream routes (`tcp`, `tls`, `udp`, `tls_passthrough`), which the HTTP router never sees.
+    pub(crate) streams: crate::stream::Streams,
     pub(crate) routes: Vec<RouteInfo>,
     pub(crate) services: Vec<ServiceInfo>,
     pub(crate) upstreams: Upstreams,
@@ -85,6 +87,7 @@ impl Snapshot {
             config: Arc::new(Config::default()),
             router: Router::build(Vec::new())
                 .unwrap_or_else(|_| unreachable!("an empty router always builds")),
+            streams: Default::default(),
             routes: Vec::new(),
             services: Vec::new(),
             upstreams: Upstreams::compile(&Config::default()),
@@ -109,6 +112,7 @@ impl Snapshot {
             .iter()
             .enumerate()
             .filter(|(_, r)| service_index(r).is_none_or(|s| config.services[s].enabled))
+            .filter(|(_, r)| !crate::stream::is_http_less(r))
             .map(|(i, r)| route_spec(i, r))
             .collect();
         let mut errors = Vec::new();
@@ -134,6 +138,9 @@ impl Snapshot {
             })
             .collect();
         let certs = certs::cert_store(&config).map_err(|e| errors.extend(e));
+        let streams = crate::stream::Streams::compile(&config, service_index)
+            .map_err(|e| errors.extend(e))
+            .unwrap_or_default();
         let metered = plugins.as_ref().ok();
         let routes: Vec<RouteInfo> = config
             .routes
@@ -175,6 +182,7 @@ impl Snapshot {
             consumer_slots,
             config,
             router,
+            streams,
             unrouted_metrics,
             routes,
             services,

@@ -34,6 +34,7 @@ pub struct Listener {
 pub fn run(
     index: usize,
     listeners: Vec<Listener>,
+    streams: Vec<crate::stream::Bound>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<Option<Duration>>,
 ) {
@@ -71,6 +72,7 @@ pub fn run(
                 Err(e) => tracing::error!(error = %e, "cannot register a listener"),
             }
         }
+        accept_tasks.extend(crate::stream::spawn(streams, &shared));
         let grace = loop {
             if let Some(grace) = *stop.borrow_and_update() {
                 break grace;

@@ -18,6 +18,7 @@ mod host;
 mod matcher;
 mod path;
 mod priority;
+pub mod stream;
 #[cfg(test)]
 mod tests;
 

@@ -90,17 +90,21 @@ pub fn start(args: StartArgs) -> Result<()> {
 
     let listen =
         parse_listen(&settings.proxy_listen).map_err(|e| anyhow::anyhow!("proxy_listen: {e}"))?;
-    let default_certificate = match listen.iter().any(|l| l.ssl) {
-        true => Some(certificate(
-            &settings,
-            "ssl_cert",
-            &settings.ssl_cert,
-            &settings.ssl_cert_key,
-        )?),
-        false => None,
-    };
+    let stream_listen = sluice_proxy::parse_stream_listen(&settings.stream_listen)
+        .map_err(|e| anyhow::anyhow!("stream_listen: {e}"))?;
+    let default_certificate =
+        match listen.iter().any(|l| l.ssl) || stream_listen.iter().any(|l| l.ssl) {
+            true => Some(certificate(
+                &settings,
+                "ssl_cert",
+                &settings.ssl_cert,
+                &settings.ssl_cert_key,
+            )?),
+            false => None,
+        };
     let proxy_settings = ProxySettings {
         listen,
+        stream_listen,
         default_certificate,
         workers: settings.worker_threads,
         trusted_ips: parse_trusted_ips(&settings.trusted_ips)?,
@@ -116,6 +120,9 @@ pub fn start(args: StartArgs) -> Result<()> {
         .context("starting the proxy listeners")?;
     for listen in proxy.local_addrs() {
         tracing::info!(addr = %listen.addr, ssl = listen.ssl, http2 = listen.http2, "proxy listening");
+    }
+    for listen in proxy.stream_addrs() {
+        tracing::info!(addr = %listen.addr, ssl = listen.ssl, udp = listen.udp, "stream listening");
     }
 
     let control = Arc::new(NodeControl {

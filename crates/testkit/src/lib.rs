@@ -12,6 +12,7 @@ mod nginx;
 mod pg;
 mod recorder;
 mod sink;
+mod stream;
 mod tls;
 mod websocket;
 
@@ -24,6 +25,7 @@ pub use nginx::NginxPeer;
 pub use pg::{pg_server, psql, psql_command, PgRelay, TestDb};
 pub use recorder::{Received, Recorder};
 pub use sink::{LogSink, SinkRequest};
+pub use stream::{free_tcp_port, free_udp_port, TcpLineEcho, UdpEcho};
 pub use tls::{
     handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
     TestCert, TlsEchoUpstream,

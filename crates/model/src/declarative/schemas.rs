@@ -80,8 +80,8 @@ pub fn route() -> Schema {
         ),
         ("headers", Field::map(Field::array(Field::string()))),
         ("snis", Field::set(Field::string())),
-        ("sources", Field::any()),
-        ("destinations", Field::any()),
+        ("sources", cidr_ports()),
+        ("destinations", cidr_ports()),
         ("strip_path", Field::boolean().default(true)),
         ("preserve_host", Field::boolean().default(false)),
         ("regex_priority", Field::integer().default(0)),
@@ -98,6 +98,28 @@ pub fn route() -> Schema {
         ("service", foreign()),
     ]))
     .with_check(route_matchers)
+}
+
+/// A stream route's `sources` / `destinations`: records of an IP or CIDR range and a port, at least one.
+fn cidr_ports() -> Field {
+    let entry = Schema::new(vec![
+        ("ip", Field::string().check(check_ip_or_cidr)),
+        ("port", Field::integer().between(0.0, 65535.0)),
+    ])
+    .with_check(|m| match m["ip"].is_null() && m["port"].is_null() {
+        true => Err(vec![FieldError::entity(
+            "at least one of these fields must be non-empty: 'ip', 'port'",
+        )]),
+        false => Ok(()),
+    });
+    Field::set(Field::record(entry))
+}
+
+fn check_ip_or_cidr(v: &Value) -> Result<(), String> {
+    let s = v.as_str().unwrap_or_default();
+    let ok = s.parse::<std::net::IpAddr>().is_ok() || s.parse::<ipnet::IpNet>().is_ok();
+    ok.then_some(())
+        .ok_or_else(|| format!("invalid ip or cidr range: '{s}'"))
 }
 
 /// `upstreams`.
@@ -533,6 +555,7 @@ fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
             "must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'",
         ));
     }
+    stream_matchers(&protocols, &set, &mut errors);
     if let Some(headers) = m["headers"].as_object() {
         if headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
             errors.push(FieldError::new(
@@ -542,4 +565,56 @@ fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         }
     }
     errors.is_empty().then_some(()).ok_or(errors)
+}
+
+/// Kong's rules for `sources`, `destinations` and `snis`, by the route's kind (its first protocol, as Kong
+/// picks the subschema): stream routes take no HTTP matcher and need one of their own; HTTP routes take no
+/// addresses; `snis` need a TLS protocol.
+fn stream_matchers(protocols: &[Value], set: &dyn Fn(&str) -> bool, errors: &mut Vec<FieldError>) {
+    let is = |p: &Value, names: &[&str]| p.as_str().is_some_and(|p| names.contains(&p));
+    const STREAM: &[&str] = &["tcp", "tls", "udp", "tls_passthrough"];
+    let first = protocols.first();
+    if first.is_some_and(|p| is(p, STREAM)) {
+        for field in ["methods", "hosts", "paths", "headers"] {
+            if set(field) {
+                errors.push(FieldError::new(
+                    field,
+                    format!("cannot set '{field}' when 'protocols' is 'tcp', 'tls', 'tls_passthrough' or 'udp'"),
+                ));
+            }
+        }
+        let all = |names: &[&str]| protocols.iter().all(|p| is(p, names));
+        if all(&["tcp", "tls", "udp"])
+            && !["sources", "destinations", "snis"].iter().any(|k| set(k))
+        {
+            errors.push(FieldError::entity(
+                "must set one of 'sources', 'destinations', 'snis' when 'protocols' is 'tcp', 'tls' or 'udp'",
+            ));
+        }
+        if all(&["tls_passthrough"]) && !set("snis") {
+            errors.push(FieldError::entity(
+                "must set snis when 'protocols' is 'tls_passthrough'",
+            ));
+        }
+    } else if let Some(kind) = first.and_then(|p| match p.as_str() {
+        Some("http" | "https") => Some("'http' or 'https'"),
+        Some("grpc" | "grpcs") => Some("'grpc' or 'grpcs'"),
+        _ => None,
+    }) {
+        for field in ["sources", "destinations"] {
+            if set(field) {
+                errors.push(FieldError::new(
+                    field,
+                    format!("cannot set '{field}' when 'protocols' is {kind}"),
+                ));
+            }
+        }
+    }
+    let tls = ["grpcs", "https", "tls", "tls_passthrough"];
+    if set("snis") && !protocols.iter().any(|p| is(p, &tls)) {
+        errors.push(FieldError::new(
+            "snis",
+            "'snis' can only be set when 'protocols' is 'grpcs', 'https', 'tls' or 'tls_passthrough'",
+        ));
+    }
 }

@@ -390,3 +390,4 @@ fn meta_keys_have_kong_types() {
 }
 
 mod jwt;
+mod stream_routes;

@@ -56,25 +56,13 @@ pub fn builtin() -> Builtin {
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
-    let config: Config = typed_config(entity)?;
-    let nets = |l: &Option<Vec<String>>| {
-        l.iter()
-            .flatten()
-            .filter_map(|s| parse_net(s))
-            .collect::<Vec<_>>()
-    };
-    let status = StatusCode::from_u16(config.status.unwrap_or(403)).map_err(|e| e.to_string())?;
-    Ok(register(IpRestriction {
-        allow: config.allow.as_ref().map(|_| nets(&config.allow)),
-        deny: nets(&config.deny),
-        status,
-        message: config
-            .message
-            .unwrap_or_else(|| "Your IP address is not allowed".into()),
-    }))
+    Ok(register(IpRestriction::of(entity)?))
 }
 
-struct IpRestriction {
+/// One instance's rule, also read by the stream proxy (Kong runs the plugin in `preread` too, where a
+/// refusal closes the connection).
+pub struct IpRestriction {
+    /// None: no allow list (Kong skips an empty one).
     allow: Option<Vec<IpNet>>,
     deny: Vec<IpNet>,
     status: StatusCode,
@@ -82,14 +70,41 @@ struct IpRestriction {
 }
 
 impl IpRestriction {
-    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
-        let ip = ctx.client_ip;
+    /// The rule of a validated `ip-restriction` entity.
+    pub fn of(entity: &sluice_model::Plugin) -> Result<IpRestriction, String> {
+        let config: Config = typed_config(entity)?;
+        let nets = |l: &Option<Vec<String>>| {
+            l.iter()
+                .flatten()
+                .filter_map(|s| parse_net(s))
+                .collect::<Vec<_>>()
+        };
+        let status =
+            StatusCode::from_u16(config.status.unwrap_or(403)).map_err(|e| e.to_string())?;
+        let allow = nets(&config.allow);
+        Ok(IpRestriction {
+            allow: (!allow.is_empty()).then_some(allow),
+            deny: nets(&config.deny),
+            status,
+            message: config
+                .message
+                .unwrap_or_else(|| "Your IP address is not allowed".into()),
+        })
+    }
+
+    /// Whether `ip` is refused: on the deny list, or missing from a non-empty allow list.
+    pub fn refuses(&self, ip: std::net::IpAddr) -> bool {
+        let ip = ip.to_canonical();
         let denied = self.deny.iter().any(|n| n.contains(&ip));
-        let not_allowed = self
-            .allow
-            .as_ref()
-            .is_some_and(|a| !a.iter().any(|n| n.contains(&ip)));
-        if denied || not_allowed {
+        denied
+            || self
+                .allow
+                .as_ref()
+                .is_some_and(|a| !a.iter().any(|n| n.contains(&ip)))
+    }
+
+    fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
+        if self.refuses(ctx.client_ip) {
             return Flow::Respond(PluginResponse::message(self.status, &self.message));
         }
         Flow::Continue

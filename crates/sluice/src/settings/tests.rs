@@ -13,6 +13,7 @@ fn defaults_match_kong() {
     assert_eq!(s.proxy_listen, "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl");
     assert_eq!(s.admin_listen, "127.0.0.1:8001");
     assert_eq!(s.status_listen, "127.0.0.1:8007");
+    assert_eq!(s.stream_listen, "off");
     assert_eq!(s.lmdb_map_size, 2048 << 20);
     assert_eq!(s.mem_cache_size, 128 << 20);
     assert_eq!(
