@@ -252,8 +252,11 @@ async fn first_bytes(
     mut stop: watch::Receiver<Option<Duration>>,
 ) -> bool {
     let timeout = shared.settings.client_header_timeout;
+    // `peek`, not `readable`: readiness may be reported spuriously (a fresh socket often is), and
+    // `peek` waits past that for a byte (or the end of the stream) without taking it.
+    let mut byte = [0u8; 1];
     tokio::select! {
-        ready = tokio::time::timeout(timeout, tcp.readable()) => matches!(ready, Ok(Ok(()))),
+        ready = tokio::time::timeout(timeout, tcp.peek(&mut byte)) => matches!(ready, Ok(Ok(_))),
         _ = stop.wait_for(Option::is_some) => false,
     }
 }
