@@ -46,9 +46,9 @@ if ! pg_ready; then
   pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432 as postgres" >&2; exit 1; }
 fi
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy || true
-step "python packages for the tests' independent clients (PyJWT, cryptography, websockets)"
-python3 -c 'import jwt, cryptography, websockets' 2>/dev/null \
-  || python3 -m pip install -q --disable-pip-version-check pyjwt cryptography websockets
+step "python packages for the tests' independent clients (PyJWT, cryptography, websockets, grpcio)"
+python3 -c 'import jwt, cryptography, websockets, grpc' 2>/dev/null \
+  || python3 -m pip install -q --disable-pip-version-check pyjwt cryptography websockets grpcio
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

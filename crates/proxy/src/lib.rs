@@ -17,7 +17,8 @@
 //! 7. [`phases`] runs `body_filter` per chunk and `log` after the last byte.
 //!
 //! A WebSocket upgrade leaves the driver after routing for [`upgrade`], which takes it through the same
-//! steps in a task of its own and then copies the upgraded connection both ways.
+//! steps in a task of its own and then copies the upgraded connection both ways. A gRPC call (a route or
+//! service with a grpc protocol) leaves it the same way for [`grpc`], which sends it over HTTP/2.
 //!
 //! Whatever step fails, [`error`] makes the response (negotiated by [`mime`]). What every request reads is
 //! [`shared`]. Active health probes run on one `sluice-health` thread beside the workers ([`checker`]).
@@ -28,6 +29,7 @@
 mod checker;
 mod error;
 mod exchange;
+mod grpc;
 mod handler;
 mod listen;
 pub mod metrics;
