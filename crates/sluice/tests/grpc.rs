@@ -5,7 +5,9 @@
 //! (no route, key-auth, upstream down, no peer), Kong's checks of requests on gRPC routes (426, 415), and
 //! an upstream restarted in the middle of a stream.
 
-use sluice_testkit::{closed_port, Code, Gateway, GrpcClient, GrpcRequest, GrpcUpstream, Msg};
+use sluice_testkit::{
+    closed_port, self_signed, Code, Gateway, GrpcClient, GrpcRequest, GrpcUpstream, Msg,
+};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -13,8 +15,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Routes by host (`:authority`): `echo` and `keyed` (key-auth) on the gRPC upstream, `down` on a
-/// closed port, `nopeer` on an upstream whose only target has weight 0, and `/http` for plain HTTP.
-fn config(up: u16) -> String {
+/// closed port, `nopeer` on an upstream whose only target has weight 0, and `secure` (grpcs only) on the
+/// gRPC upstream over TLS.
+fn config(up: u16, secure: u16) -> String {
     format!(
         r#"_format_version: "3.0"
 services:
@@ -26,6 +29,9 @@ services:
     protocols: [grpc]
     hosts: [keyed.grpc.test]
     plugins: [{{name: key-auth}}]
+- name: secure
+  url: grpcs://127.0.0.1:{secure}
+  routes: [{{name: secure, protocols: [grpcs], hosts: [secure.grpc.test]}}]
 - name: down
   url: grpc://127.0.0.1:{closed}
   retries: 1
@@ -47,15 +53,20 @@ consumers:
 
 struct Setup {
     up: GrpcUpstream,
+    _secure: GrpcUpstream,
     gw: Gateway,
 }
 
 fn setup() -> Setup {
     let up = GrpcUpstream::start();
-    let gw = Gateway::builder(BIN)
-        .config_yaml(&config(up.port()))
-        .start();
-    Setup { up, gw }
+    let secure = GrpcUpstream::tls(&self_signed(&["localhost"]));
+    let yaml = config(up.port(), secure.port());
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    Setup {
+        up,
+        _secure: secure,
+        gw,
+    }
 }
 
 impl Setup {
@@ -101,14 +112,14 @@ async fn unary_calls_pass_with_the_upstreams_status() {
         .unwrap()
         .to_string();
     assert_eq!(resp.into_inner().text, "hello");
-    assert!(via.contains("sluice"), "{via}");
+    assert!(via.starts_with("2 sluice/"), "Kong's gRPC Via: {via}");
     // The upstream's own status, in its trailers-only answer.
     let err = c
         .unary(GrpcRequest::new(Msg::text("fail")))
         .await
         .unwrap_err();
     assert_eq!((err.code(), err.message()), (Code::NotFound, "nope"));
-    // Many calls on the same client connection, and on the gateway's one upstream connection.
+    // Many calls at once, from as many client connections.
     let calls = (0..20).map(|i| {
         let c = GrpcClient::connect_as(s.addr(), "echo.grpc.test");
         async move {
@@ -124,6 +135,44 @@ async fn unary_calls_pass_with_the_upstreams_status() {
     });
     let all = futures_util::future::join_all(calls).await;
     assert!(all.into_iter().all(|ok| ok));
+    // 22 calls from 21 client connections, at most one upstream connection per gateway worker.
+    assert!(
+        s.up.connections() <= 2,
+        "{} upstream connections",
+        s.up.connections()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcs_both_sides_and_kongs_plain_text_refusal() {
+    let s = setup();
+    // TLS from the client (ALPN h2 on the ssl listener) and to the upstream (which serves only h2 by ALPN).
+    let tls = SocketAddr::from(([127, 0, 0, 1], s.gw.proxy_tls_port()));
+    let mut c = GrpcClient::connect_tls(tls, "secure.grpc.test")
+        .await
+        .unwrap();
+    let resp = c
+        .unary(GrpcRequest::new(Msg::text("sealed")))
+        .await
+        .unwrap();
+    assert_eq!(resp.into_inner().text, "sealed");
+    let mut stream = c
+        .server_stream(GrpcRequest::new(msg("3", 1)))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut n = 0;
+    while stream.message().await.unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 3);
+    // The grpcs-only route over h2c: Kong's 200 with grpc-status 1.
+    let mut c = s.client("secure.grpc.test").await;
+    let err = c.unary(GrpcRequest::new(Msg::text("x"))).await.unwrap_err();
+    assert_eq!(
+        (err.code(), err.message()),
+        (Code::Cancelled, "gRPC request matched gRPCs route")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,10 +9,11 @@
 //! - `ClientStream`: answers `count:<messages> bytes:<payload bytes>`;
 //! - `Bidi`: echoes each message as it comes.
 //!
-//! The server enforces the call's `grpc-timeout` (DEADLINE_EXCEEDED past it) and echoes the header it
+//! `GrpcUpstream::tls` serves grpcs (TLS, ALPN `h2` required). The server enforces the call's `grpc-timeout` (DEADLINE_EXCEEDED past it) and echoes the header it
 //! received as the response header `x-grpc-timeout`, so a test sees that the deadline passed the gateway.
 
 use crate::echo::Background;
+use crate::tls::{acceptor, insecure_client, TestCert};
 use futures_util::{Stream, StreamExt};
 use http::{HeaderValue, Request, Response, Uri};
 use hyper::body::Incoming;
@@ -21,8 +22,14 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tonic::server::{
     ClientStreamingService, ServerStreamingService, StreamingService, UnaryService,
 };
@@ -54,6 +61,7 @@ type MsgStream = Pin<Box<dyn Stream<Item = Result<Msg, Status>> + Send>>;
 /// The gRPC upstream (h2c); stops when dropped, closing its connections.
 pub struct GrpcUpstream {
     server: Background,
+    connections: Arc<AtomicU64>,
 }
 
 impl GrpcUpstream {
@@ -63,25 +71,61 @@ impl GrpcUpstream {
 
     /// On 127.0.0.1:`port` (a restarted upstream takes its old port back).
     pub fn on_port(port: u16) -> GrpcUpstream {
+        GrpcUpstream::serve(port, None)
+    }
+
+    /// Over TLS with `cert`, serving only connections that chose `h2` by ALPN (grpcs).
+    pub fn tls(cert: &TestCert) -> GrpcUpstream {
+        let plain = acceptor(cert, None);
+        let mut config = ServerConfig::clone(plain.config());
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        GrpcUpstream::serve(0, Some(TlsAcceptor::from(Arc::new(config))))
+    }
+
+    fn serve(port: u16, tls: Option<TlsAcceptor>) -> GrpcUpstream {
+        let connections = Arc::new(AtomicU64::new(0));
+        let counter = connections.clone();
         let server = Background::on_port(port, |listener| async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let tls = tls.clone();
                 tokio::task::spawn_local(async move {
-                    let service = hyper::service::service_fn(handle);
-                    let _ = hyper::server::conn::http2::Builder::new(LocalExec)
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let Some(tls) = tls else {
+                        return serve_h2(stream).await;
+                    };
+                    let Ok(stream) = tls.accept(stream).await else {
+                        return;
+                    };
+                    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        serve_h2(stream).await;
+                    }
                 });
             }
         });
-        GrpcUpstream { server }
+        GrpcUpstream {
+            server,
+            connections,
+        }
     }
 
     pub fn port(&self) -> u16 {
         self.server.addr.port()
     }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve_h2<S: AsyncRead + AsyncWrite + Unpin + 'static>(stream: S) {
+    let service = hyper::service::service_fn(handle);
+    let _ = hyper::server::conn::http2::Builder::new(LocalExec)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 /// Runs hyper's connection tasks on the server's local set.
@@ -228,12 +272,33 @@ impl GrpcClient {
         let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| e.to_string())?;
+        GrpcClient::over(tcp, "http", authority).await
+    }
+
+    /// [`GrpcClient::connect_as`] over TLS (any certificate accepted, SNI and ALPN `h2`).
+    pub async fn connect_tls(addr: SocketAddr, authority: &str) -> Result<GrpcClient, String> {
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = ServerName::try_from(authority.to_string()).map_err(|e| e.to_string())?;
+        let connector = TlsConnector::from(insecure_client(&["h2"], false));
+        let tls = connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| e.to_string())?;
+        GrpcClient::over(tls, "https", authority).await
+    }
+
+    async fn over<S>(io: S, scheme: &str, authority: &str) -> Result<GrpcClient, String>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let (sender, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
                 .await
                 .map_err(|e| e.to_string())?;
         tokio::spawn(conn);
-        let origin: Uri = format!("http://{authority}")
+        let origin: Uri = format!("{scheme}://{authority}")
             .parse()
             .map_err(|_| "origin")?;
         let grpc = tonic::client::Grpc::with_origin(H2(sender), origin)

@@ -4,7 +4,8 @@
 //!
 //! Each worker keeps its connections in a thread-local map (no lock shared between workers), as the
 //! HTTP/1.1 pool does. A connection stays in the map while it is open; a closed one (the upstream went
-//! away, or its GOAWAY) is replaced by a new one on the next request. hyper queues streams past the
+//! away, or its GOAWAY) is replaced by a new one on the next request; calls that start together share
+//! the one being made. hyper queues streams past the
 //! upstream's `SETTINGS_MAX_CONCURRENT_STREAMS` on the same connection.
 
 use crate::body::ProxyBody;
@@ -18,33 +19,44 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
+use tokio::sync::OnceCell;
 
 /// The handle a request sends its stream on (cheap to clone: the connection is shared).
 pub type Sender = SendRequest<ProxyBody>;
 
+/// A target's connection, made once however many calls ask for it at the same time.
+type Slot = Arc<OnceCell<Sender>>;
+
 thread_local! {
-    static CONNS: RefCell<FxHashMap<PoolKey, Sender>> = RefCell::new(FxHashMap::default());
+    static CONNS: RefCell<FxHashMap<PoolKey, Slot>> = RefCell::new(FxHashMap::default());
     /// The services' TLS configs with ALPN `h2`, by their settings' key.
     static ALPN: RefCell<FxHashMap<u64, Arc<ClientConfig>>> = RefCell::new(FxHashMap::default());
 }
 
 /// An open HTTP/2 connection to `key`'s target: this worker's, or a new one within `connect_timeout`
 /// (TCP, TLS and the HTTP/2 preface together; 504 past it, 502 when refused or the handshake fails).
+/// Calls that arrive while it is being made wait for it instead of opening their own; when making it
+/// fails, the next waiting call tries again.
 pub async fn sender(
     key: PoolKey,
     tls: Option<TlsTarget<'_>>,
     connect_timeout: Duration,
 ) -> Result<Sender, UpstreamError> {
-    let open = CONNS.with(|c| c.borrow().get(&key).filter(|s| !s.is_closed()).cloned());
-    if let Some(sender) = open {
-        return Ok(sender);
-    }
-    let sender = match tokio::time::timeout(connect_timeout, Box::pin(connect(key, tls))).await {
-        Err(_) => return Err(UpstreamError::Timeout),
-        Ok(result) => result?,
-    };
-    CONNS.with(|c| c.borrow_mut().insert(key, sender.clone()));
-    Ok(sender)
+    let slot = CONNS.with(|c| {
+        let mut c = c.borrow_mut();
+        let slot = c.entry(key).or_default();
+        if slot.get().is_some_and(|s| s.is_closed()) {
+            *slot = Slot::default();
+        }
+        slot.clone()
+    });
+    let made = slot.get_or_try_init(|| async {
+        match tokio::time::timeout(connect_timeout, Box::pin(connect(key, tls))).await {
+            Err(_) => Err(UpstreamError::Timeout),
+            Ok(result) => result,
+        }
+    });
+    made.await.cloned()
 }
 
 async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender, UpstreamError> {

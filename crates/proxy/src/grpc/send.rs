@@ -141,7 +141,12 @@ pub async fn send(
         upstream: sent_at.elapsed(),
     };
     let (head, body) = response.into_parts();
-    let head = exchange::decorated(head.status, head.version, head.headers, None, x, timings);
+    let via = appended(&head.headers, VIA, via_token(Version::HTTP_2));
+    let mut head = exchange::decorated(head.status, head.version, head.headers, None, x, timings);
+    // Kong's `Via` names HTTP/2 for gRPC (`decorated` names HTTP/1.1's).
+    if x.shared.settings.headers.via {
+        head.headers.insert(VIA, via);
+    }
     let answered = TryRecord {
         addr,
         started: try_started,
