@@ -46,9 +46,9 @@ if ! pg_ready; then
   pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432 as postgres" >&2; exit 1; }
 fi
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy || true
-step "python packages for the tests' independent clients (PyJWT, cryptography, websockets, opentelemetry-proto)"
-python3 -c 'import jwt, cryptography, websockets, opentelemetry.proto' 2>/dev/null \
-  || python3 -m pip install -q --disable-pip-version-check pyjwt cryptography websockets opentelemetry-proto
+step "python packages for the tests' independent clients (PyJWT, cryptography, websockets, opentelemetry-proto, grpcio)"
+python3 -c 'import jwt, cryptography, websockets, opentelemetry.proto, grpc' 2>/dev/null \
+  || python3 -m pip install -q --disable-pip-version-check pyjwt cryptography websockets opentelemetry-proto grpcio
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

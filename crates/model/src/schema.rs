@@ -54,6 +54,10 @@ impl FieldError {
 /// A cross-field check run after every field of a record validated cleanly; sees the normalized record.
 pub type RecordCheck = fn(&Map<String, Value>) -> Result<(), Vec<FieldError>>;
 
+/// Defaults that depend on other fields, as Kong's subschemas give them (a grpc route's `strip_path`):
+/// called with the fields as given and the record as normalized, before the record checks.
+pub type Subschema = fn(&Map<String, Value>, &mut Map<String, Value>);
+
 /// A custom value check; the message becomes the field's error.
 pub type ValueCheck = fn(&Value) -> Result<(), String>;
 
@@ -64,6 +68,8 @@ pub struct Schema {
     pub fields: Vec<(&'static str, Field)>,
     /// Checks over the whole record, run only when every field is valid.
     pub checks: Vec<RecordCheck>,
+    /// Kong's subschema defaults, applied once the fields are normalized.
+    pub subschema: Option<Subschema>,
 }
 
 /// The type of a field.
@@ -191,7 +197,14 @@ impl Schema {
         Schema {
             fields,
             checks: Vec::new(),
+            subschema: None,
         }
+    }
+
+    /// Sets the defaults a subschema (chosen by another field) gives.
+    pub fn with_subschema(mut self, subschema: Subschema) -> Self {
+        self.subschema = Some(subschema);
+        self
     }
 
     /// Adds a cross-field check.

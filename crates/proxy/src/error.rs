@@ -108,7 +108,7 @@ impl ProxyError {
 
     /// Whether nginx (not Kong's Lua code) produces this error in Kong: its error page then negotiates from
     /// `Content-Type` when the request has no `Accept`.
-    fn made_by_nginx(&self) -> bool {
+    pub(crate) fn made_by_nginx(&self) -> bool {
         matches!(
             self,
             ProxyError::BadGateway
@@ -191,7 +191,11 @@ pub fn error_parts(err: ProxyError, n: &Negotiation, x: &Exchange<'_>) -> Respon
     ) {
         tracing::warn!(request_id = x.request_id, error = %err, "upstream failure");
     }
-    let mut resp = err.into_response(n.accept.as_ref(), n.content_type.as_ref(), x.request_id);
+    let mut resp = match crate::grpc::status::is_grpc(n.content_type.as_ref()) {
+        // A gRPC request gets a gRPC status (grpc/status.rs).
+        true => crate::grpc::status::error(&err),
+        false => err.into_response(n.accept.as_ref(), n.content_type.as_ref(), x.request_id),
+    };
     respond::gateway_response(
         resp.headers_mut(),
         x.shared.settings.headers,

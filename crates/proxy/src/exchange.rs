@@ -61,6 +61,8 @@ pub struct Routed {
     pub forwarded: Forwarded,
     pub client_ip: IpAddr,
     pub version: Version,
+    /// The route or its service speaks gRPC (the driver hands the request to `grpc`).
+    pub grpc: Option<crate::grpc::Grpc>,
 }
 
 /// Routes a request and applies the https-only check. `parts` has passed [`crate::strict::check`], so its
@@ -127,6 +129,7 @@ pub fn route(
         forwarded,
         found,
         version: parts.version,
+        grpc: info.grpc,
     })
 }
 
@@ -339,7 +342,7 @@ fn proxied(
 
 /// An upstream's response head with Kong's response headers (hop-by-hop fields out), and the hashing
 /// cookie when one was made up.
-fn decorated(
+pub(crate) fn decorated(
     status: http::StatusCode,
     version: Version,
     headers: http::HeaderMap,
@@ -369,7 +372,7 @@ pub struct Proxied {
 
 /// The consistent-hashing value of a request (nothing unless the service's upstream hashes), computed
 /// from the client's request before it becomes the upstream request.
-fn hash_request(
+pub(crate) fn hash_request(
     svc: &ServiceInfo,
     parts: &request::Parts,
     routed: &Routed,

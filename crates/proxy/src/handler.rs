@@ -6,6 +6,7 @@
 
 use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::{self, ConnInfo, Exchange, Sending};
+use crate::grpc;
 use crate::metrics::{self, content_length, Count, Finished, Series};
 use crate::phases;
 use crate::shared::Shared;
@@ -145,6 +146,11 @@ pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Sco
             return Step::Done((resp, count));
         }
     };
+    if let Some(grpc) = routed.grpc {
+        // gRPC: steps 4 to 9 in a task of its own, over HTTP/2 upstream (grpc.rs).
+        let (run, fallback) = grpc::start(grpc, parts, body, routed, scope);
+        return Step::Plugins(run, Some(fallback));
+    }
     if let Some(client) = upgrade::websocket(&mut parts) {
         // A WebSocket upgrade: steps 4 to 9 and the tunnel in a task of its own (upgrade.rs).
         let (run, fallback) = upgrade::start(client, parts, body, routed, scope);

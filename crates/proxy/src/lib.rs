@@ -17,7 +17,8 @@
 //! 7. [`phases`] runs `body_filter` per chunk and `log` after the last byte.
 //!
 //! A WebSocket upgrade leaves the driver after routing for [`upgrade`], which takes it through the same
-//! steps in a task of its own and then copies the upgraded connection both ways.
+//! steps in a task of its own and then copies the upgraded connection both ways. A gRPC call (a route or
+//! service with a grpc protocol) leaves it the same way for [`grpc`], which sends it over HTTP/2.
 //!
 //! L4 streams (`stream_listen`: tcp, tls, tls_passthrough and udp routes) are [`stream`], on the same
 //! workers.
@@ -31,6 +32,7 @@
 mod checker;
 mod error;
 mod exchange;
+mod grpc;
 mod handler;
 mod listen;
 pub mod metrics;

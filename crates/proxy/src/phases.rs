@@ -15,7 +15,7 @@ mod ctx;
 mod logged;
 mod rewrite;
 mod streaming;
-pub use streaming::{LogFacts, Upstream};
+pub use streaming::{pump, LogFacts, Upstream};
 
 use ctx::add_headers;
 pub use ctx::{new_ctx, unrouted};

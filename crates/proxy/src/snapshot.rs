@@ -51,6 +51,8 @@ pub(crate) struct RouteInfo {
     pub service: Option<usize>,
     /// Set when a prometheus instance applies to the route.
     pub metrics: Option<crate::metrics::RouteMeter>,
+    /// Set when the route or its service speaks gRPC.
+    pub grpc: Option<crate::grpc::Grpc>,
 }
 
 /// Per-service facts (indexed like `config.services`).
@@ -159,6 +161,7 @@ impl Snapshot {
                 path_handling_v1: r.path_handling == "v1",
                 https_redirect_status: r.https_redirect_status_code,
                 service: service_index(r),
+                grpc: crate::grpc::of(r, service_index(r).map(|s| &config.services[s])),
             })
             .collect();
         let (router, plugins, certs) = match (router, plugins, certs) {

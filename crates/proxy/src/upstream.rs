@@ -16,11 +16,13 @@
 use crate::error::ProxyError;
 use crate::snapshot::ServiceInfo;
 use bytes::BytesMut;
+use http::HeaderValue;
 use sluice_h1::ResponseHead;
 use sluice_plugins::TryRecord;
 use sluice_upstream::conn::{Failed, Gap};
 use sluice_upstream::health::{Failure, InFlight, TargetState};
 use sluice_upstream::pool::{self, Conn, PoolKey};
+use sluice_upstream::tls::UpstreamTls;
 use sluice_upstream::wire::WireRequest;
 use std::time::Instant;
 
@@ -84,19 +86,7 @@ pub async fn send(
             _ => &peer.host_header,
         };
         let can_retry = tries < svc.retries;
-        let (key, tls) = match &svc.tls {
-            None => (PoolKey { addr, tls: 0 }, None),
-            Some(tls) => {
-                // Kong sends the upstream Host (without port) as SNI, so preserve_host names the client's.
-                let host = host.to_str().unwrap_or(&peer.host);
-                let server_name = sluice_upstream::forward::bare_host(host);
-                let key = PoolKey {
-                    addr,
-                    tls: sluice_upstream::tls::pool_key(tls, &server_name),
-                };
-                (key, Some((tls, server_name)))
-            }
-        };
+        let (key, tls) = pool_key(svc, addr, host, &peer.host);
         let target = tls.as_ref().map(|(tls, name)| pool::TlsTarget {
             tls,
             server_name: name,
@@ -196,8 +186,34 @@ pub async fn send(
     }
 }
 
+/// The pool key of a connection to `addr` for `svc`, and its TLS server name. Kong sends the upstream
+/// `Host` (without port) as SNI, so `preserve_host` names the client's.
+#[inline]
+pub(crate) fn pool_key<'a>(
+    svc: &'a ServiceInfo,
+    addr: std::net::SocketAddr,
+    host: &'a HeaderValue,
+    peer_host: &'a str,
+) -> (
+    PoolKey,
+    Option<(&'a UpstreamTls, std::borrow::Cow<'a, str>)>,
+) {
+    match &svc.tls {
+        None => (PoolKey { addr, tls: 0 }, None),
+        Some(tls) => {
+            let host = host.to_str().unwrap_or(peer_host);
+            let server_name = sluice_upstream::forward::bare_host(host);
+            let key = PoolKey {
+                addr,
+                tls: sluice_upstream::tls::pool_key(tls, &server_name),
+            };
+            (key, Some((tls, server_name)))
+        }
+    }
+}
+
 /// The kind of failure an error of connecting counts as.
-fn failure(e: &ProxyError) -> Failure {
+pub(crate) fn failure(e: &ProxyError) -> Failure {
     match e {
         ProxyError::Timeout => Failure::Timeout,
         _ => Failure::Tcp,
@@ -205,7 +221,12 @@ fn failure(e: &ProxyError) -> Failure {
 }
 
 /// Feeds one try's outcome (a status, or a failure) to the upstream's passive check, logging a change.
-fn report(svc: &ServiceInfo, target: &str, state: &TargetState, outcome: Result<u16, Failure>) {
+pub(crate) fn report(
+    svc: &ServiceInfo,
+    target: &str,
+    state: &TargetState,
+    outcome: Result<u16, Failure>,
+) {
     if !svc.checks.passive_on {
         return;
     }

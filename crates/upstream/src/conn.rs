@@ -240,7 +240,7 @@ fn no_answer(e: io::Error) -> Failed {
 
 /// The name sent as SNI and verified: a DNS name, an IP address (no SNI is sent), or the address itself
 /// when the Host header is unusable.
-fn server_name(name: &str, addr: SocketAddr) -> ServerName<'static> {
+pub(crate) fn server_name(name: &str, addr: SocketAddr) -> ServerName<'static> {
     let bare = name.trim_start_matches('[').trim_end_matches(']');
     match bare.parse::<std::net::IpAddr>() {
         Ok(ip) => ServerName::IpAddress(ip.into()),

@@ -24,6 +24,7 @@ pub mod conn;
 pub mod dns;
 pub mod error;
 pub mod forward;
+pub mod h2;
 pub mod health;
 pub mod lines;
 pub mod metrics;

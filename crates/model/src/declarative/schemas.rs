@@ -7,6 +7,8 @@
 use crate::schema::{Field, FieldError, Schema};
 use serde_json::{Map, Value};
 
+mod grpc;
+
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
     fields.insert(0, ("id", Field::string()));
     fields.push(("tags", Field::set(Field::string().len_min(1))));
@@ -57,6 +59,7 @@ pub fn service() -> Schema {
         ("client_certificate", foreign()),
         ("enabled", Field::boolean().default(true)),
     ]))
+    .with_check(grpc::service_path)
 }
 
 /// `routes`.
@@ -98,6 +101,8 @@ pub fn route() -> Schema {
         ("service", foreign()),
     ]))
     .with_check(route_matchers)
+    .with_subschema(grpc::route_defaults)
+    .with_check(grpc::route_checks)
 }
 
 /// A stream route's `sources` / `destinations`: records of an IP or CIDR range and a port, at least one.

@@ -112,6 +112,9 @@ pub(super) fn record_with(
         let value = field_value(field, *given, &fpath, errors);
         out.insert((*name).to_string(), value);
     }
+    if let Some(subschema) = schema.subschema {
+        subschema(obj, &mut out);
+    }
     if errors.len() == before {
         for check in &schema.checks {
             if let Err(errs) = check(&out) {

@@ -10,7 +10,6 @@ use http_body_util::BodyExt;
 use sluice_metrics::Source;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
 use sluice_upstream::body::{BoxError, ProxyBody};
-use sluice_upstream::pooled::PooledBody;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -31,13 +30,16 @@ pub async fn read_body(mut body: ProxyBody, limit: usize) -> Result<Bytes, Proxy
 
 /// Feeds the upstream body to the client, through `body_filter` when `filtering`; returns the bytes sent.
 /// Stops when the upstream ends or fails, or the client goes away.
-pub async fn pump(
-    mut body: PooledBody,
+pub async fn pump<B>(
+    mut body: B,
     tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
     chain: &PluginChain,
     ctx: &mut RequestCtx<'_>,
     filtering: bool,
-) -> u64 {
+) -> u64
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Unpin,
+{
     let mut sent = 0u64;
     loop {
         let frame = match body.frame().await {

@@ -1,0 +1,159 @@
+//! gRPC proxying: a request routed to a route whose `protocols` are `grpc`/`grpcs`, or whose service's
+//! `protocol` is, leaves the request driver ([`crate::handler::route`]) right after routing for a task of
+//! its own, as Kong hands such a request from `proxy_pass` to `grpc_pass`.
+//!
+//! In that task: Kong's checks of a gRPC route (a request that is not gRPC gets 415, one not over HTTP/2
+//! gets 426, a plain-text one on a `grpcs`-only route gets `grpc-status: 1`), `access` of the route's
+//! plugins (an answer becomes a gRPC status, [`status`]), then the call sent on an upstream HTTP/2
+//! stream ([`send`]). The response head goes through `header_filter` to the client; its body and
+//! trailers (`grpc-status`, `grpc-message`) are relayed frame by frame both ways, so client, server and
+//! bidirectional streaming calls pass, with `body_filter` on the data; `log` runs when the call ends.
+//! The client's `grpc-timeout` goes upstream as it came; the upstream enforces it.
+//!
+//! Errors on the way (no service, no target, connect failure, timeout) are the gateway's errors, which
+//! [`crate::error`] words as gRPC statuses for gRPC requests.
+
+mod relay;
+mod send;
+pub mod status;
+
+use crate::error::Negotiation;
+use crate::exchange::Routed;
+use crate::handler::{Answer, Scope};
+use crate::metrics::{content_length, Series};
+use crate::phases::{self, Outcome};
+use crate::upgrade::Started;
+use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{request, StatusCode, Version};
+use hyper::body::Incoming;
+use sluice_model::{Route, Service};
+use sluice_plugins::PluginResponse;
+use tokio::sync::oneshot;
+
+/// What makes a route gRPC's, compiled once per route.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Grpc {
+    /// `protocols` has `grpc` or `grpcs`: Kong checks the request before anything else.
+    checked: bool,
+    /// `protocols` has `grpcs` and not `grpc`: a plain-text call is refused.
+    tls_only: bool,
+}
+
+/// The route's gRPC facts; None when neither the route nor its service speaks gRPC (every HTTP route).
+pub fn of(route: &Route, service: Option<&Service>) -> Option<Grpc> {
+    let has = |p: &str| route.protocols.iter().any(|r| r == p);
+    let checked = has("grpc") || has("grpcs");
+    let service = service.is_some_and(|s| matches!(s.protocol.as_str(), "grpc" | "grpcs"));
+    (checked || service).then_some(Grpc {
+        checked,
+        tls_only: has("grpcs") && !has("grpc"),
+    })
+}
+
+/// Starts the call's task; the driver awaits the head it hands over. Cold and out of line, like the
+/// upgrade branch: the HTTP driver pays only for the test that leads here.
+#[cold]
+#[inline(never)]
+pub fn start(
+    grpc: Grpc,
+    parts: request::Parts,
+    body: Incoming,
+    routed: Routed,
+    scope: &Scope,
+) -> Started {
+    let fallback = Negotiation::of(&parts);
+    let (head_tx, head_rx) = oneshot::channel();
+    tokio::spawn(run(grpc, parts, body, routed, scope.clone(), head_tx));
+    (Box::pin(async move { head_rx.await.ok() }), fallback)
+}
+
+/// Steps 4 to 9 of a gRPC call, in its task.
+async fn run(
+    grpc: Grpc,
+    parts: request::Parts,
+    body: Incoming,
+    mut routed: Routed,
+    scope: Scope,
+    head_tx: oneshot::Sender<Answer>,
+) {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let index = routed.found.id;
+    let series = Series::Route(index);
+    let chain = snap.plugins.route_chain(index);
+    let negotiation = Negotiation::of(&parts);
+    let refused = grpc
+        .checked
+        .then(|| refuse(&parts, grpc, &routed))
+        .flatten();
+    let is_grpc =
+        status::is_grpc(parts.headers.get(CONTENT_TYPE)) && parts.version == Version::HTTP_2;
+    let captures = routed.found.captures.take();
+    let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
+    ctx.captures = captures.as_ref();
+    let meter = series.meter(snap);
+    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    let outcome = match refused {
+        Some(answer) => Outcome::Plugin(answer),
+        None => match phases::access(&mut ctx, chain, body).await {
+            Err(Outcome::Plugin(answer)) if is_grpc => {
+                Outcome::Plugin(status::plugin_answer(answer))
+            }
+            Err(answered) => answered,
+            Ok(body) => match send::send(&ctx, body, routed, snap, &x).await {
+                Ok(sent) => {
+                    let call = relay::Call {
+                        ctx,
+                        chain,
+                        series,
+                        bytes_in,
+                    };
+                    return call.relay(sent, head_tx, &scope).await;
+                }
+                Err(e) => Outcome::Failed(e),
+            },
+        },
+    };
+    let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
+    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, x.started));
+    phases::stream(done, count, head_tx, snap).await;
+}
+
+/// Kong's checks of a request on a gRPC route, before the plugins: its answer when it is refused.
+#[cold]
+fn refuse(parts: &request::Parts, grpc: Grpc, routed: &Routed) -> Option<PluginResponse> {
+    if !status::is_grpc(parts.headers.get(CONTENT_TYPE)) {
+        let msg = "Non-gRPC request matched gRPC route";
+        return Some(PluginResponse::message(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            msg,
+        ));
+    }
+    if parts.version != Version::HTTP_2 {
+        let msg = "Please use HTTP2 protocol";
+        let mut answer = PluginResponse::message(StatusCode::UPGRADE_REQUIRED, msg);
+        let h = &mut answer.headers;
+        h.insert(
+            http::header::CONNECTION,
+            HeaderValue::from_static("Upgrade"),
+        );
+        h.insert(http::header::UPGRADE, HeaderValue::from_static("HTTP/2"));
+        return Some(answer);
+    }
+    if grpc.tls_only && !routed.forwarded.is_https() {
+        let mut answer = PluginResponse {
+            status: StatusCode::OK,
+            headers: Default::default(),
+            body: Default::default(),
+        };
+        let h = &mut answer.headers;
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        h.insert(status::GRPC_STATUS, HeaderValue::from(1));
+        h.insert(
+            status::GRPC_MESSAGE,
+            HeaderValue::from_static("gRPC request matched gRPCs route"),
+        );
+        h.insert(CONTENT_LENGTH, HeaderValue::from(0));
+        return Some(answer);
+    }
+    None
+}

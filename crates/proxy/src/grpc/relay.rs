@@ -1,0 +1,130 @@
+//! The upstream's answer to a gRPC call on its way to the client: `header_filter`, the head handed to the
+//! driver, then the body's frames (data and trailers) relayed as they come through `body_filter`, each
+//! within the service's `read_timeout` of the last, and `log` once the call ended.
+
+use super::send::Sent;
+use crate::handler::{Answer, Scope};
+use crate::metrics::{Finished, Series};
+use crate::phases::{self, LogFacts, Upstream};
+use bytes::Bytes;
+use http::Response;
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use sluice_metrics::Source;
+use sluice_plugins::{PluginChain, RequestCtx};
+use sluice_upstream::body::{box_err, BoxError, ChannelBody};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
+
+/// A call the upstream answered, with what its later phases need.
+pub struct Call<'a> {
+    pub ctx: RequestCtx<'a>,
+    pub chain: &'a PluginChain,
+    pub series: Series,
+    pub bytes_in: u64,
+}
+
+impl Call<'_> {
+    /// 6. `header_filter`, 7. the count, 8. the body through `body_filter`, and 9. `log`.
+    pub async fn relay(mut self, sent: Sent, head_tx: oneshot::Sender<Answer>, scope: &Scope) {
+        let Sent {
+            mut head,
+            body,
+            timings,
+            tries,
+            read_timeout,
+            inflight,
+        } = sent;
+        let (snap, started, chain) = (&*scope.snap, scope.started, self.chain);
+        phases::filter_head(&mut self.ctx, chain, &mut head);
+        let count = self.series.meter(snap).map(|meter| {
+            let finished = Finished {
+                source: Source::Service,
+                started,
+                timings: Some(&timings),
+                bytes_in: self.bytes_in,
+                consumer: None,
+            };
+            phases::observe(&self.ctx, &head, meter, self.series, snap, finished)
+        });
+        let filtering = chain.has_body_filter();
+        if filtering {
+            head.headers.remove(http::header::CONTENT_LENGTH);
+        }
+        let log = LogFacts::new(&head, Source::Service, started);
+        let (tx, channel) = ChannelBody::channel();
+        let response = Response::from_parts(head, channel.boxed());
+        phases::hand_over(head_tx, (response, count), snap);
+        let body = Gapped::new(body, read_timeout);
+        let bytes = phases::pump(body, tx, chain, &mut self.ctx, filtering).await;
+        drop(inflight);
+        if chain.has_log() {
+            let uri = self.ctx.request.uri.path_and_query().cloned();
+            let upstream = Upstream {
+                timings,
+                tries,
+                uri,
+            };
+            let record = log.record(&self.ctx, bytes, Some(upstream));
+            chain.log(&self.ctx, &record);
+        }
+    }
+}
+
+/// The upstream's body, failing when it is silent for longer than `gap` between two frames (nginx's
+/// `grpc_read_timeout`).
+struct Gapped {
+    inner: Incoming,
+    gap: Duration,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Gapped {
+    fn new(inner: Incoming, gap: Duration) -> Gapped {
+        let timer = Box::pin(tokio::time::sleep(gap));
+        Gapped { inner, gap, timer }
+    }
+}
+
+#[derive(Debug)]
+struct Silent;
+
+impl std::fmt::Display for Silent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the upstream was silent for longer than read_timeout")
+    }
+}
+
+impl std::error::Error for Silent {}
+
+impl Body for Gapped {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let next = Instant::now() + this.gap;
+                this.timer.as_mut().reset(next);
+                Poll::Ready(frame.map(|f| f.map_err(box_err)))
+            }
+            Poll::Pending => match this.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(box_err(Silent)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+}

@@ -1,0 +1,204 @@
+//! Balance and send for gRPC: the upstream request made from the plugins' edited head (as Kong's `@grpc`
+//! location sets it: `X-Forwarded-*`, `X-Real-IP`, `Via`, `TE: trailers` kept, `:authority` the
+//! target's unless `preserve_host`), sent as one HTTP/2 stream on the worker's connection to the picked
+//! target ([`sluice_upstream::h2`]).
+//!
+//! A try that cannot connect is retried on another target up to the service's `retries`, as nginx does;
+//! once the stream is open the request body is the upstream's, so nothing after that is retried. The
+//! response head must come within `read_timeout` of sending (504 otherwise).
+
+use crate::error::ProxyError;
+use crate::exchange::{self, Exchange, Routed};
+use crate::respond::Timings;
+use crate::snapshot::Snapshot;
+use crate::upstream::{self, Tries};
+use http::header::{HeaderMap, HeaderValue, HOST, VIA};
+use http::{HeaderName, Request, Uri, Version};
+use hyper::body::Incoming;
+use sluice_plugins::{RequestCtx, TryRecord};
+use sluice_upstream::body::ProxyBody;
+use sluice_upstream::conn::TlsTarget;
+use sluice_upstream::forward::{self, appended, via_token};
+use sluice_upstream::h2;
+use sluice_upstream::health::{Failure, InFlight};
+use std::time::{Duration, Instant};
+
+/// The upstream's answer: its decorated head, its body (trailers included), and what the log needs.
+pub struct Sent {
+    pub head: http::response::Parts,
+    pub body: Incoming,
+    pub timings: Timings,
+    pub tries: Tries,
+    /// The service's read timeout, between two frames of the body.
+    pub read_timeout: Duration,
+    /// Counts the call against its target until it ends (balancers that read load).
+    pub inflight: Option<InFlight>,
+}
+
+/// Sends the call with Kong's retries on connect failures.
+pub async fn send(
+    ctx: &RequestCtx<'_>,
+    body: ProxyBody,
+    routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+) -> Result<Sent, ProxyError> {
+    let info = snap
+        .routes
+        .get(routed.found.id)
+        .ok_or(ProxyError::Internal)?;
+    let svc = info
+        .service
+        .and_then(|s| snap.services.get(s))
+        .ok_or(ProxyError::NoService)?;
+    let mut id_text = uuid::Uuid::encode_buffer();
+    let consumer = ctx
+        .consumer
+        .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
+    let hashed = exchange::hash_request(svc, &ctx.request, &routed, consumer, ctx.captures).value;
+    let headers = upstream_headers(&ctx.request.headers, routed, x);
+    let target = ctx.request.uri.path_and_query().cloned();
+    let started = Instant::now();
+    let (mut tried, mut failed) = (Vec::new(), Vec::new());
+    let mut tries = 0;
+    let (pick, addr, try_started, sender, host) = loop {
+        let try_started = Instant::now();
+        let pick = svc
+            .balancer
+            .pick(hashed, &tried)
+            .ok_or(ProxyError::NoPeer)?;
+        tried.push(pick.index);
+        let peer = &pick.target.peer;
+        let addr = peer.resolve().await?;
+        let host = match (info.preserve_host, ctx.request.headers.get(HOST)) {
+            (true, Some(h)) => h.clone(),
+            _ => peer.host_header.clone(),
+        };
+        let (key, tls) = upstream::pool_key(svc, addr, &host, &peer.host);
+        let tls = tls.as_ref().map(|(tls, name)| TlsTarget {
+            tls,
+            server_name: name,
+        });
+        match h2::sender(key, tls, svc.connect_timeout).await {
+            Ok(sender) => break (pick, addr, try_started, sender, host),
+            Err(e) => {
+                let e = ProxyError::from(e);
+                upstream::report(
+                    svc,
+                    &pick.target.name,
+                    &pick.target.state,
+                    Err(upstream::failure(&e)),
+                );
+                if tries >= svc.retries {
+                    return Err(e);
+                }
+                failed.push(TryRecord {
+                    addr,
+                    started: try_started,
+                    latency: try_started.elapsed(),
+                    failed: Some(e.status().as_u16()),
+                });
+                tries += 1;
+            }
+        }
+    };
+    let scheme = if svc.tls.is_some() { "https" } else { "http" };
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(host.as_bytes())
+        .path_and_query(target.unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")))
+        .build()
+        .map_err(|_| ProxyError::BadRequest)?;
+    let mut req = Request::new(body);
+    *req.method_mut() = ctx.request.method.clone();
+    *req.uri_mut() = uri;
+    *req.version_mut() = Version::HTTP_2;
+    *req.headers_mut() = headers;
+    let state = &pick.target.state;
+    let inflight = svc.balancer.tracks_load().then(|| state.start());
+    let mut sender = sender;
+    let sent_at = Instant::now();
+    let call = async {
+        sender.ready().await?;
+        sender.send_request(req).await
+    };
+    let report = |outcome| upstream::report(svc, &pick.target.name, state, outcome);
+    let response = match tokio::time::timeout(svc.read_timeout, call).await {
+        Err(_) => {
+            report(Err(Failure::Timeout));
+            return Err(ProxyError::Timeout);
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(%addr, error = %e, "upstream h2 request failed");
+            report(Err(Failure::Tcp));
+            return Err(ProxyError::BadGateway);
+        }
+        Ok(Ok(r)) => r,
+    };
+    report(Ok(response.status().as_u16()));
+    let timings = Timings {
+        proxy: started.saturating_duration_since(x.started),
+        upstream: sent_at.elapsed(),
+    };
+    let (head, body) = response.into_parts();
+    let via = appended(&head.headers, VIA, via_token(Version::HTTP_2));
+    let mut head = exchange::decorated(head.status, head.version, head.headers, None, x, timings);
+    // Kong's `Via` names HTTP/2 for gRPC (`decorated` names HTTP/1.1's).
+    if x.shared.settings.headers.via {
+        head.headers.insert(VIA, via);
+    }
+    let answered = TryRecord {
+        addr,
+        started: try_started,
+        latency: sent_at.saturating_duration_since(try_started),
+        failed: None,
+    };
+    Ok(Sent {
+        head,
+        body,
+        timings,
+        tries: Tries { failed, answered },
+        read_timeout: svc.read_timeout,
+        inflight,
+    })
+}
+
+/// The upstream request's headers: the client's (plugin-edited) ones without hop-by-hop fields (but
+/// `TE: trailers`) and `Host` (HTTP/2 sends `:authority`), then Kong's forwarding headers.
+fn upstream_headers(client: &HeaderMap, routed: Routed, x: &Exchange<'_>) -> HeaderMap {
+    let mut headers = client.clone();
+    forward::strip_hop_by_hop(&mut headers);
+    headers.remove(HOST);
+    let f = routed.forwarded;
+    let set = |h: &mut HeaderMap, name: &'static str, v: HeaderValue| {
+        h.insert(HeaderName::from_static(name), v);
+    };
+    let xff = appended(
+        client,
+        HeaderName::from_static("x-forwarded-for"),
+        x.conn.peer_ip.to_str().unwrap_or(""),
+    );
+    let via = appended(client, VIA, via_token(routed.version));
+    let real_ip = match routed.client_ip == x.conn.peer.ip() {
+        true => x.conn.peer_ip.clone(),
+        false => {
+            HeaderValue::from_str(&routed.client_ip.to_string()).unwrap_or(x.conn.peer_ip.clone())
+        }
+    };
+    set(&mut headers, "x-forwarded-for", xff);
+    set(&mut headers, "x-real-ip", real_ip);
+    set(&mut headers, "x-forwarded-proto", f.proto);
+    set(&mut headers, "x-forwarded-host", f.host);
+    set(&mut headers, "x-forwarded-port", f.port);
+    set(&mut headers, "x-forwarded-path", f.path);
+    match f.prefix {
+        Some(p) => set(&mut headers, "x-forwarded-prefix", p),
+        None => drop(headers.remove("x-forwarded-prefix")),
+    }
+    headers.insert(VIA, via);
+    if x.shared.settings.upstream_request_id {
+        let id = HeaderValue::from_str(x.request_id).unwrap_or(HeaderValue::from_static(""));
+        headers.insert(crate::names::X_KONG_REQUEST_ID, id);
+    }
+    headers
+}
