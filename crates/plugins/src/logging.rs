@@ -11,6 +11,7 @@
 
 pub mod entities;
 mod json;
+pub mod legacy;
 pub mod logger;
 pub mod queue;
 pub mod runtime;
