@@ -8,6 +8,7 @@ pub mod basic_auth;
 pub mod bot_detection;
 pub mod correlation_id;
 pub mod cors;
+pub mod datadog;
 pub mod file_log;
 pub mod hmac_auth;
 pub mod http_log;
@@ -23,6 +24,8 @@ pub mod request_termination;
 pub mod request_transformer;
 pub mod response_ratelimiting;
 pub mod response_transformer;
+pub mod statsd;
+mod statsd_lines;
 mod transform;
 
 /// Every plugin this build implements.
@@ -54,5 +57,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         proxy_cache::builtin(),
         http_log::builtin(),
         file_log::builtin(),
+        statsd::builtin(),
+        datadog::builtin(),
     ]
 }
