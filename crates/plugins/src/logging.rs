@@ -14,6 +14,7 @@
 pub mod address;
 pub mod entities;
 pub(crate) mod json;
+pub mod legacy;
 pub mod logger;
 pub mod queue;
 pub mod runtime;

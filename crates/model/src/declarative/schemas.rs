@@ -443,7 +443,8 @@ fn check_name(v: &Value) -> Result<(), String> {
     })
 }
 
-fn check_host(v: &Value) -> Result<(), String> {
+/// Kong's `typedefs.host`: an IP address or a host name of valid labels (also used by plugins' `host`).
+pub fn check_host(v: &Value) -> Result<(), String> {
     let s = v.as_str().unwrap_or_default();
     let ok = !s.is_empty()
         && s.len() <= 253

@@ -10,6 +10,7 @@
 
 mod sink;
 
+use crate::logging::legacy::LegacyQueueFields;
 use crate::logging::logger::{check_no_lua, custom_fields_by_lua, QueueLogger};
 use crate::logging::queue::{queue_schema, Queue, QueueConfig};
 use crate::logging::runtime;
@@ -32,12 +33,9 @@ struct Config {
     timeout: f64,
     /// Milliseconds an idle connection to the endpoint is kept.
     keepalive: f64,
-    /// Deprecated in Kong (no effect).
-    retry_count: Option<i64>,
-    /// Deprecated: `queue.max_batch_size` when set and not 1.
-    queue_size: Option<usize>,
-    /// Deprecated: `queue.max_coalescing_delay` when set and not 2.
-    flush_timeout: Option<f64>,
+    /// Deprecated `retry_count`, `queue_size`, `flush_timeout`.
+    #[serde(flatten)]
+    legacy: LegacyQueueFields,
     /// Extra request headers (not Host, Content-Length or Content-Type).
     headers: Option<Map<String, Value>>,
     queue: QueueConfig,
@@ -123,25 +121,7 @@ pub fn builtin() -> Builtin {
 
 /// The queue settings after Kong's legacy fields were applied.
 fn effective_queue(config: &Config) -> QueueConfig {
-    let mut queue = config.queue.clone();
-    if let Some(size) = config.queue_size.filter(|s| *s != 1) {
-        tracing::warn!(
-            "http-log: config.queue_size is deprecated, use config.queue.max_batch_size"
-        );
-        queue.max_batch_size = size.max(1);
-    }
-    if let Some(delay) = config.flush_timeout.filter(|d| *d != 2.0) {
-        tracing::warn!(
-            "http-log: config.flush_timeout is deprecated, use config.queue.max_coalescing_delay"
-        );
-        queue.max_coalescing_delay = delay.clamp(0.0, 3600.0);
-    }
-    if config.retry_count.is_some_and(|c| c != 10) {
-        tracing::warn!(
-            "http-log: config.retry_count has no effect, use config.queue.max_retry_time"
-        );
-    }
-    queue
+    config.legacy.apply("http-log", &config.queue)
 }
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {

@@ -8,6 +8,7 @@ pub mod basic_auth;
 pub mod bot_detection;
 pub mod correlation_id;
 pub mod cors;
+pub mod datadog;
 pub mod file_log;
 pub mod hmac_auth;
 pub mod http_log;
@@ -27,6 +28,8 @@ pub mod response_ratelimiting;
 pub mod response_transformer;
 pub mod syslog;
 pub mod tcp_log;
+pub mod statsd;
+mod statsd_lines;
 mod transform;
 pub mod udp_log;
 pub mod zipkin;
@@ -66,5 +69,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         syslog::builtin(),
         opentelemetry::builtin(),
         zipkin::builtin(),
+        statsd::builtin(),
+        datadog::builtin(),
     ]
 }

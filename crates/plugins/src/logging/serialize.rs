@@ -80,14 +80,34 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     out
 }
 
+/// The request target as the client sent it (path and query).
+fn request_uri(req: &http::request::Parts) -> &str {
+    req.uri
+        .path_and_query()
+        .map_or_else(|| req.uri.path(), |pq| pq.as_str())
+}
+
+/// `request.size`: the head as HTTP/1.1 text plus the body bytes (nginx's `request_length`).
+pub(crate) fn request_size(ctx: &RequestCtx<'_>, record: &LogRecord) -> u64 {
+    let req = &ctx.request;
+    let first_line = req.method.as_str().len() + 1 + request_uri(req).len() + 11;
+    head_size(first_line, &req.headers) + record.request_bytes
+}
+
+/// `response.size`: the head as HTTP/1.1 text plus the body bytes (nginx's `bytes_sent`).
+pub(crate) fn response_size(record: &LogRecord) -> u64 {
+    let reason = http::StatusCode::from_u16(record.status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    let status_line = 9 + 4 + reason.len() + 2;
+    head_size(status_line, &record.response_headers) + record.response_bytes
+}
+
 fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
-    let uri = req
-        .uri
-        .path_and_query()
-        .map_or_else(|| req.uri.path(), |pq| pq.as_str());
+    let uri = request_uri(req);
     let host = raw_host(req);
-    let head = head_size(req.method.as_str().len() + 1 + uri.len() + 11, &req.headers);
     let mut o = Object::open(out);
     json::string(o.key("id"), ctx.request_id);
     json::string(o.key("uri"), uri);
@@ -108,7 +128,7 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     querystring(o.key("querystring"), req.uri.query().unwrap_or_default());
     json::string(o.key("method"), req.method.as_str());
     headers(o.key("headers"), &req.headers, true);
-    json::uint(o.key("size"), head + record.request_bytes);
+    json::uint(o.key("size"), request_size(ctx, record));
     if let Some(tls) = &ctx.tls {
         let mut t = Object::open(o.key("tls"));
         json::string(t.key("version"), tls.version);
@@ -120,16 +140,10 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
 }
 
 fn response(out: &mut Vec<u8>, record: &LogRecord) {
-    let reason = http::StatusCode::from_u16(record.status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
-    let status_line = 9 + 4 + reason.len() + 2;
     let mut o = Object::open(out);
     json::uint(o.key("status"), record.status.into());
     headers(o.key("headers"), &record.response_headers, false);
-    let size = head_size(status_line, &record.response_headers) + record.response_bytes;
-    json::uint(o.key("size"), size);
+    json::uint(o.key("size"), response_size(record));
     o.close();
 }
 

@@ -1,0 +1,302 @@
+//! statsd's lines for one request, as Kong's statsd log handler builds them (run on the `sluice-log`
+//! thread). Without `tag_style` every metric is scoped: `prefix.service.<id>.<stat>` (dots in the service
+//! identifier become `_`; `unnamed` when it has none) or `prefix.global.unmatched.<stat>` without a
+//! service. With a `tag_style`, only the six plain metrics are sent, named `prefix.<stat>` and tagged with
+//! service, route, workspace, consumer, node and status (no tags without a service identifier), and the
+//! per-user, per-status and per-workspace metrics are skipped, as in Kong.
+
+use super::super::statsd_lines::{
+    consumer_value, node_name, stat_suffix, write_head, write_value, Format, Lines, Sample,
+    ServiceRef, Value,
+};
+use super::Config;
+pub use crate::builtin::statsd_lines::ConsumerId;
+use crate::logging::serialize::DEFAULT_WORKSPACE_ID;
+use serde::Deserialize;
+use std::borrow::Cow;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricName {
+    KongLatency,
+    Latency,
+    RequestCount,
+    RequestPerUser,
+    RequestSize,
+    ResponseSize,
+    StatusCount,
+    StatusCountPerUser,
+    UniqueUsers,
+    UpstreamLatency,
+    StatusCountPerWorkspace,
+    StatusCountPerUserPerRoute,
+    ShdictUsage,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ServiceId {
+    #[serde(rename = "service_id")]
+    Id,
+    #[serde(rename = "service_name")]
+    Name,
+    #[serde(rename = "service_host")]
+    Host,
+    #[serde(rename = "service_name_or_host")]
+    NameOrHost,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum WorkspaceId {
+    #[serde(rename = "workspace_id")]
+    Id,
+    #[serde(rename = "workspace_name")]
+    Name,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TagStyle {
+    Dogstatsd,
+    Influxdb,
+    Librato,
+    Signalfx,
+}
+
+/// One configured metric, its identifiers resolved against the `*_identifier_default`s.
+struct Metric {
+    name: MetricName,
+    suffix: &'static str,
+    rate: Option<f64>,
+    consumer: ConsumerId,
+    service: ServiceId,
+    workspace: WorkspaceId,
+}
+
+pub struct StatsdFormat {
+    /// `prefix`, with `.node.<hostname>` when `hostname_in_prefix` and no `tag_style`.
+    prefix: String,
+    tag_style: Option<TagStyle>,
+    /// The `node` tag: the host name with dots as underscores.
+    node: String,
+    metrics: Vec<Metric>,
+}
+
+impl StatsdFormat {
+    pub(super) fn new(config: &Config) -> StatsdFormat {
+        let node = node_name();
+        let prefix = match (config.hostname_in_prefix, config.tag_style) {
+            (true, None) => format!("{}.node.{node}", config.prefix),
+            _ => config.prefix.clone(),
+        };
+        let metrics = config
+            .metrics
+            .iter()
+            .map(|m| Metric {
+                name: m.name,
+                suffix: stat_suffix(&m.stat_type),
+                rate: m.sample_rate,
+                consumer: m
+                    .consumer_identifier
+                    .unwrap_or(config.consumer_identifier_default),
+                service: m
+                    .service_identifier
+                    .unwrap_or(config.service_identifier_default),
+                workspace: m
+                    .workspace_identifier
+                    .unwrap_or(config.workspace_identifier_default),
+            })
+            .collect();
+        StatsdFormat {
+            prefix,
+            tag_style: config.tag_style,
+            node,
+            metrics,
+        }
+    }
+}
+
+/// The metrics whose value is one of the request's numbers: their stat name and value (None when the
+/// value is -1, i.e. not proxied, which Kong leaves out).
+fn plain(name: MetricName, s: &Sample<'_>) -> Option<(&'static str, i64)> {
+    let (stat, value) = match name {
+        MetricName::RequestCount => ("request.count", 1),
+        MetricName::RequestSize => ("request.size", s.request_size as i64),
+        MetricName::ResponseSize => ("response.size", s.response_size as i64),
+        MetricName::Latency => ("latency", s.latency as i64),
+        MetricName::UpstreamLatency => ("upstream_latency", s.upstream_latency),
+        MetricName::KongLatency => ("kong_latency", s.kong_latency as i64),
+        _ => return None,
+    };
+    (value != -1).then_some((stat, value))
+}
+
+fn service_value<'a>(
+    service: &ServiceRef<'a>,
+    which: ServiceId,
+    buf: &'a mut [u8; 45],
+) -> Option<&'a str> {
+    match which {
+        ServiceId::Id => Some(service.id.hyphenated().encode_lower(buf)),
+        ServiceId::Name => service.name,
+        ServiceId::Host => Some(service.host),
+        ServiceId::NameOrHost => Some(service.name.unwrap_or(service.host)),
+    }
+}
+
+fn workspace_value(which: WorkspaceId) -> &'static str {
+    match which {
+        WorkspaceId::Id => DEFAULT_WORKSPACE_ID,
+        WorkspaceId::Name => "default",
+    }
+}
+
+impl Format for StatsdFormat {
+    fn write(&self, s: &Sample<'_>, lines: &mut Lines) {
+        for m in &self.metrics {
+            match self.tag_style {
+                None => self.scoped(m, s, lines),
+                Some(style) => self.tagged(style, m, s, lines),
+            }
+        }
+    }
+}
+
+impl StatsdFormat {
+    fn scoped(&self, m: &Metric, s: &Sample<'_>, lines: &mut Lines) {
+        let mut service_buf = uuid::Uuid::encode_buffer();
+        let scope: [Cow<'_, str>; 2] = match &s.service {
+            Some(service) => {
+                let id = service_value(service, m.service, &mut service_buf).unwrap_or("unnamed");
+                ["service".into(), underscored(id)]
+            }
+            None => ["global".into(), "unmatched".into()],
+        };
+        let prefix = self.prefix.as_str();
+        let mut status = itoa::Buffer::new();
+        let status = status.format(s.status);
+        let mut consumer_buf = uuid::Uuid::encode_buffer();
+        let consumer = consumer_value(s.consumer.as_ref(), m.consumer, &mut consumer_buf);
+        let [a, b] = [scope[0].as_ref(), scope[1].as_ref()];
+        let (one, rate) = (Value::Int(1), m.rate);
+        match (m.name, consumer) {
+            (MetricName::StatusCount, _) => {
+                lines.metric(prefix, &[a, b, "status", status], one, "c", rate)
+            }
+            (MetricName::UniqueUsers, Some(c)) => lines.metric(
+                prefix,
+                &[a, b, "user", "uniques"],
+                Value::Text(c),
+                "s",
+                None,
+            ),
+            (MetricName::RequestPerUser, Some(c)) => lines.metric(
+                prefix,
+                &[a, b, "user", c, "request", "count"],
+                one,
+                "c",
+                rate,
+            ),
+            (MetricName::StatusCountPerUser, Some(c)) => {
+                lines.metric(prefix, &[a, b, "user", c, "status", status], one, "c", rate)
+            }
+            (MetricName::StatusCountPerWorkspace, _) => {
+                let ws = workspace_value(m.workspace);
+                lines.metric(
+                    prefix,
+                    &[a, b, "workspace", ws, "status", status],
+                    one,
+                    "c",
+                    rate,
+                )
+            }
+            (MetricName::StatusCountPerUserPerRoute, Some(c)) => {
+                if let Some(route) = &s.route {
+                    let mut route_buf = uuid::Uuid::encode_buffer();
+                    let id = route.id.hyphenated().encode_lower(&mut route_buf);
+                    lines.metric(
+                        prefix,
+                        &["route", id, "user", c, "status", status],
+                        one,
+                        "c",
+                        rate,
+                    )
+                }
+            }
+            (name, _) => {
+                if let Some((stat, value)) = plain(name, s) {
+                    lines.metric(prefix, &[a, b, stat], Value::Int(value), m.suffix, rate)
+                }
+            }
+        }
+    }
+
+    fn tagged(&self, style: TagStyle, m: &Metric, s: &Sample<'_>, lines: &mut Lines) {
+        let Some((stat, value)) = plain(m.name, s) else {
+            return;
+        };
+        let mut service_buf = uuid::Uuid::encode_buffer();
+        let mut consumer_buf = uuid::Uuid::encode_buffer();
+        let mut route_buf = uuid::Uuid::encode_buffer();
+        let mut status = itoa::Buffer::new();
+        let service = s
+            .service
+            .as_ref()
+            .and_then(|svc| service_value(svc, m.service, &mut service_buf));
+        let tags: Option<Vec<(&str, &str)>> = service.map(|service| {
+            let mut tags = vec![("service", service)];
+            if let Some(r) = &s.route {
+                let route = r
+                    .name
+                    .unwrap_or_else(|| r.id.hyphenated().encode_lower(&mut route_buf));
+                tags.push(("route", route));
+            }
+            tags.push(("workspace", workspace_value(m.workspace)));
+            if let Some(c) = consumer_value(s.consumer.as_ref(), m.consumer, &mut consumer_buf) {
+                tags.push(("consumer", c));
+            }
+            tags.push(("node", self.node.as_str()));
+            tags.push(("status", status.format(s.status)));
+            tags
+        });
+        let Some(tags) = tags else {
+            return lines.metric(&self.prefix, &[stat], Value::Int(value), m.suffix, m.rate);
+        };
+        let (open, sep, close) = match style {
+            TagStyle::Dogstatsd => ("|#", b':', ""),
+            TagStyle::Influxdb => (",", b'=', ""),
+            TagStyle::Librato => ("#", b'=', ""),
+            TagStyle::Signalfx => ("[", b'=', "]"),
+        };
+        let write_tags = |out: &mut Vec<u8>| {
+            out.extend_from_slice(open.as_bytes());
+            for (i, (k, v)) in tags.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(k.as_bytes());
+                out.push(sep);
+                out.extend_from_slice(v.as_bytes());
+            }
+            out.extend_from_slice(close.as_bytes());
+        };
+        lines.push(|out| {
+            write_head(out, &self.prefix, &[stat]);
+            // DogStatsD puts the tags after the value, the others after the name.
+            if style == TagStyle::Dogstatsd {
+                write_value(out, Value::Int(value), m.suffix, m.rate);
+                write_tags(out);
+            } else {
+                write_tags(out);
+                write_value(out, Value::Int(value), m.suffix, m.rate);
+            }
+        });
+    }
+}
+
+/// Kong replaces dots in the service's identifier with underscores in scoped names.
+fn underscored(s: &str) -> Cow<'_, str> {
+    match s.contains('.') {
+        true => Cow::Owned(s.replace('.', "_")),
+        false => Cow::Borrowed(s),
+    }
+}
