@@ -1,5 +1,5 @@
 //! An HTTP/2 stream the client resets before its response (issue 17, defect 3): the request is no longer in
-//! flight, so the connection's idle accounting (the header timeout, graceful drain) sees it idle again.
+//! flight, so the connection's idle accounting (the keep-alive timeout, graceful drain) sees it idle again.
 
 mod common;
 
@@ -14,6 +14,7 @@ async fn a_reset_stream_leaves_the_connection_idle() {
     let upstream = EchoUpstream::start();
     let settings = ProxySettings {
         client_header_timeout: Duration::from_millis(400),
+        keepalive_timeout: Duration::from_millis(400),
         ..ProxySettings::default()
     };
     let proxy = Proxy::with(
@@ -32,7 +33,7 @@ async fn a_reset_stream_leaves_the_connection_idle() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Dropping the response future resets the stream (RST_STREAM CANCEL) before the upstream answered.
     drop(response);
-    // The connection is now idle: the header timeout closes it, as it would without the request.
+    // The connection is now idle: the keep-alive timeout closes it, as it would after a finished request.
     let closed = tokio::time::timeout(Duration::from_secs(2), connection).await;
     assert!(
         closed.is_ok(),

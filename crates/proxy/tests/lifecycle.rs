@@ -105,14 +105,15 @@ async fn workers_share_the_port_and_counters_add_up() {
     assert_eq!(json["connections_handled"], 30);
 }
 
-/// `client_header_timeout`: a client that trickles a head, or idles on a keep-alive connection, is cut off;
-/// a request that takes longer than the timeout to answer is not.
+/// `client_header_timeout` and `keepalive_timeout`: a client that trickles a head, or idles on a keep-alive
+/// connection, is cut off; a request that takes longer than the timeout to answer is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_header_timeout_closes_slow_and_idle_clients_only() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let upstream = EchoUpstream::start();
     let settings = ProxySettings {
         client_header_timeout: Duration::from_millis(400),
+        keepalive_timeout: Duration::from_millis(400),
         ..ProxySettings::default()
     };
     let proxy = Proxy::with(

@@ -602,16 +602,13 @@ fn stream_matchers(protocols: &[Value], set: &dyn Fn(&str) -> bool, errors: &mut
                 "must set snis when 'protocols' is 'tls_passthrough'",
             ));
         }
-    } else if let Some(kind) = first.and_then(|p| match p.as_str() {
-        Some("http" | "https") => Some("'http' or 'https'"),
-        Some("grpc" | "grpcs") => Some("'grpc' or 'grpcs'"),
-        _ => None,
-    }) {
+    } else if first.is_some_and(|p| is(p, &["http", "https"])) {
+        // gRPC routes get the same rule from their own subschema (`schemas/grpc.rs`).
         for field in ["sources", "destinations"] {
             if set(field) {
                 errors.push(FieldError::new(
                     field,
-                    format!("cannot set '{field}' when 'protocols' is {kind}"),
+                    format!("cannot set '{field}' when 'protocols' is 'http' or 'https'"),
                 ));
             }
         }
