@@ -22,7 +22,7 @@ use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
 use crate::metrics::{content_length, Series};
 use crate::phases::{self, Outcome};
-use crate::upgrade::Started;
+use crate::upgrade::{detach, Started};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, StatusCode, Version};
 use hyper::body::Incoming;
@@ -61,10 +61,8 @@ pub fn start(
     routed: Routed,
     scope: &Scope,
 ) -> Started {
-    let fallback = Negotiation::of(&parts);
-    let (head_tx, head_rx) = oneshot::channel();
-    tokio::spawn(run(grpc, parts, body, routed, scope.clone(), head_tx));
-    (Box::pin(async move { head_rx.await.ok() }), fallback)
+    let (fallback, scope) = (Negotiation::of(&parts), scope.clone());
+    detach(fallback, |head| run(grpc, parts, body, routed, scope, head))
 }
 
 /// Steps 4 to 9 of a gRPC call, in its task.

@@ -42,12 +42,23 @@ use tokio::sync::oneshot;
 
 mod h2;
 
-/// The driver's handle on an upgrade: resolves to the response head (None when the task ended before it
-/// had one, answered with `Negotiation`'s error).
+/// The driver's handle on a request that runs in a task of its own (an upgrade, a gRPC call): resolves to
+/// the response head (None when the task ended before it had one, answered with `Negotiation`'s error).
 pub type Started = (
     Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
     Negotiation,
 );
+
+/// Spawns the rest of a request (`run`, given the sender of its response head) and hands the driver its
+/// [`Started`] handle.
+pub fn detach<F>(fallback: Negotiation, run: impl FnOnce(oneshot::Sender<Answer>) -> F) -> Started
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let (head_tx, head_rx) = oneshot::channel();
+    tokio::spawn(run(head_tx));
+    (Box::pin(async move { head_rx.await.ok() }), fallback)
+}
 
 /// The client's side of a WebSocket upgrade: hyper's handle on its connection (HTTP/1.1) or stream (h2).
 pub struct Client {
@@ -119,10 +130,10 @@ pub fn start(
     routed: Routed,
     scope: &Scope,
 ) -> Started {
-    let fallback = Negotiation::of(&parts);
-    let (head_tx, head_rx) = oneshot::channel();
-    tokio::spawn(run(client, parts, body, routed, scope.clone(), head_tx));
-    (Box::pin(async move { head_rx.await.ok() }), fallback)
+    let (fallback, scope) = (Negotiation::of(&parts), scope.clone());
+    detach(fallback, |head| {
+        run(client, parts, body, routed, scope, head)
+    })
 }
 
 /// Steps 4 to 9 of an upgrade request, in its task.

@@ -183,24 +183,21 @@ async fn accept_loop(
             sni: None,
             tls: None,
         };
-        // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
-        let (shared, graceful, builder) =
-            (shared.clone(), worker.graceful.watcher(), builder.clone());
+        let accepted = Accepted {
+            shared: shared.clone(),
+            // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
+            graceful: worker.graceful.watcher(),
+            builder: builder.clone(),
+            guard,
+            state,
+        };
         let stop = worker.stop.clone();
         match &tls {
             None => {
                 tokio::spawn(async move {
-                    if first_bytes(&stream, &shared, stop).await {
+                    if first_bytes(&stream, &accepted.shared, stop).await {
                         // Boxed: until its client speaks, a connection's task holds only this pointer.
-                        Box::pin(serve(
-                            stream,
-                            info,
-                            shared,
-                            graceful,
-                            builder,
-                            (guard, state),
-                        ))
-                        .await
+                        Box::pin(accepted.serve(stream, info)).await
                     }
                 });
             }
@@ -208,7 +205,7 @@ async fn accept_loop(
                 let accepting = acceptor.accept(stream);
                 tokio::spawn(async move {
                     // The handshake counts against the header timeout, as in nginx.
-                    let timeout = shared.settings.client_header_timeout;
+                    let timeout = accepted.shared.settings.client_header_timeout;
                     let stream = match tokio::time::timeout(timeout, accepting).await {
                         Ok(Ok(s)) => s,
                         Ok(Err(e)) => {
@@ -219,7 +216,7 @@ async fn accept_loop(
                     };
                     let (tcp, tls) = stream.get_ref();
                     // Nothing decrypted is waiting: the request has not come yet.
-                    if tls.wants_read() && !first_bytes(tcp, &shared, stop).await {
+                    if tls.wants_read() && !first_bytes(tcp, &accepted.shared, stop).await {
                         return;
                     }
                     let info = ConnInfo {
@@ -228,19 +225,21 @@ async fn accept_loop(
                         tls: sluice_tls::Negotiated::of(tls),
                         ..info
                     };
-                    Box::pin(serve(
-                        stream,
-                        info,
-                        shared,
-                        graceful,
-                        builder,
-                        (guard, state),
-                    ))
-                    .await
+                    Box::pin(accepted.serve(stream, info)).await
                 });
             }
         }
     }
+}
+
+/// An accepted connection's share of its worker, until the client speaks and [`Accepted::serve`] runs.
+struct Accepted {
+    shared: Arc<Shared>,
+    graceful: Watcher,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    guard: ActiveGuard,
+    /// Waiting for the first head since the accept.
+    state: Arc<ConnState>,
 }
 
 /// Waits until the client sent something (or closed): hyper's connection, with its buffers and state, is
@@ -261,49 +260,53 @@ async fn first_bytes(
     }
 }
 
-/// Serves one accepted connection (plain or TLS) until it closes.
-async fn serve<IO>(
-    io: IO,
-    info: ConnInfo,
-    shared: Arc<Shared>,
-    graceful: Watcher,
-    builder: Arc<auto::Builder<TokioExecutor>>,
-    (guard, state): (ActiveGuard, Arc<ConnState>),
-) where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let peer = info.peer;
-    let conn_shared = shared.clone();
-    let conn_state = state.clone();
-    let info = Arc::new(info);
-    let service = service_fn(move |req| {
-        Counters::bump(&conn_shared.counters.requests);
-        let in_flight = conn_state.request_started();
-        // `map`, not an async block: a block would hold the request's future twice (captured, then
-        // moved into its await slot), and hyper moves this future into place per request.
-        handler::handle(req, info.clone(), conn_shared.clone(), in_flight).map(Ok::<_, Infallible>)
-    });
-    // With upgrades: a WebSocket's 101 hands the connection over to its tunnel (`upgrade`).
-    let conn = builder
-        .serve_connection_with_upgrades(TokioIo::new(io), service)
-        .into_owned();
-    let conn = graceful.watch(conn);
-    let limits = Limits {
-        header: shared.settings.client_header_timeout,
-        keepalive: match shared.settings.keepalive_timeout {
-            // Keep-alive off: hyper closes after each response.
-            Duration::ZERO => shared.settings.client_header_timeout,
-            keepalive => keepalive,
-        },
-    };
-    match watchdog::guard(conn, state, limits).await {
-        Some(Err(e)) => {
-            tracing::debug!(error = %e, "downstream connection ended with an error")
+impl Accepted {
+    /// Serves the connection (plain or TLS) until it closes.
+    async fn serve<IO>(self, io: IO, info: ConnInfo)
+    where
+        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Accepted {
+            shared,
+            graceful,
+            builder,
+            guard,
+            state,
+        } = self;
+        let peer = info.peer;
+        let conn_shared = shared.clone();
+        let conn_state = state.clone();
+        let info = Arc::new(info);
+        let service = service_fn(move |req| {
+            Counters::bump(&conn_shared.counters.requests);
+            let in_flight = conn_state.request_started();
+            // `map`, not an async block: a block would hold the request's future twice (captured, then
+            // moved into its await slot), and hyper moves this future into place per request.
+            handler::handle(req, info.clone(), conn_shared.clone(), in_flight)
+                .map(Ok::<_, Infallible>)
+        });
+        // With upgrades: a WebSocket's 101 hands the connection over to its tunnel (`upgrade`).
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        let limits = Limits {
+            header: shared.settings.client_header_timeout,
+            keepalive: match shared.settings.keepalive_timeout {
+                // Keep-alive off: hyper closes after each response.
+                Duration::ZERO => shared.settings.client_header_timeout,
+                keepalive => keepalive,
+            },
+        };
+        match watchdog::guard(conn, state, limits).await {
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "downstream connection ended with an error")
+            }
+            Some(Ok(())) => {}
+            None => {
+                tracing::debug!(%peer, "closed: no request head within client_header_timeout")
+            }
         }
-        Some(Ok(())) => {}
-        None => {
-            tracing::debug!(%peer, "closed: no request head within client_header_timeout")
-        }
+        drop(guard);
     }
-    drop(guard);
 }
