@@ -2,7 +2,9 @@
 # The performance gate: user-space instructions per proxied request (callgrind, scripts/instructions.sh) for
 # the main cases, compared with the committed baseline perf/instructions-baseline.txt. Fails when a case
 # costs more than the baseline by over 2%. Instruction counts, unlike RPS, repeat to a few tenths of a
-# percent whatever else the machine is doing, so the gate can be strict without being flaky.
+# percent whatever else the machine is doing, so the gate can be strict without being flaky. The exception is
+# http-log: it also counts the sluice-log thread's deliveries, whose batching follows the machine's load
+# (47.7k-48.7k for one binary); run the gate on an otherwise idle machine.
 #
 #   scripts/perf-gate.sh            build release, count, compare (what CI runs)
 #   scripts/perf-gate.sh --update   count and rewrite the baseline: commit it as its own, reviewed change
