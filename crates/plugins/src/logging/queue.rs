@@ -137,7 +137,7 @@ struct Shared {
     sent: AtomicU64,
     dropped: AtomicU64,
     failed: AtomicU64,
-    /// Milliseconds since the epoch of the last "queue full" warning.
+    /// Milliseconds since the epoch of the last warning (queue full, delivery failed or given up).
     last_warn: AtomicU64,
     /// Set when the last handle is gone (the plugin left the config): failures are then not retried.
     closed: AtomicBool,
@@ -231,15 +231,7 @@ impl Queue {
         let s = &self.shared;
         let dropped = s.dropped.fetch_add(1, Ordering::AcqRel) + 1;
         totals(s.plugin).dropped.fetch_add(1, Ordering::Relaxed);
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let last = s.last_warn.load(Ordering::Acquire);
-        if now.saturating_sub(last) >= 10_000
-            && s.last_warn
-                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
+        if s.time_to_warn() {
             tracing::warn!(
                 plugin = s.plugin,
                 queue = %s.name,
@@ -260,6 +252,21 @@ impl Drop for Queue {
 }
 
 impl Shared {
+    /// True at most once per 10 s per queue. Drops and failed deliveries are always counted (`/metrics`);
+    /// saying so is bounded, so a dead sink (a missing `/dev/log`, a receiver down) does not write a log line
+    /// per record.
+    fn time_to_warn(&self) -> bool {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let last = self.last_warn.load(Ordering::Acquire);
+        now.saturating_sub(last) >= 10_000
+            && self
+                .last_warn
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+
     fn closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -378,13 +385,16 @@ async fn deliver<S: Sink>(sink: &S, batch: &[Bytes], shared: &Shared) -> bool {
                 if shared.closed() || started.elapsed().as_secs_f64() > shared.config.max_retry_time
                 {
                     shared.lost(batch.len());
+                    if !shared.time_to_warn() {
+                        break false;
+                    }
                     tracing::error!(
                         plugin = shared.plugin, queue = %shared.name, records = batch.len(), %error,
                         "{} gave up delivering log records (max_retry_time passed or the plugin was removed); they are lost", shared.plugin
                     );
                     break false;
                 }
-                if attempt == 0 {
+                if attempt == 0 && shared.time_to_warn() {
                     tracing::warn!(
                         plugin = shared.plugin, queue = %shared.name, %error,
                         "{} delivery failed; retrying", shared.plugin
