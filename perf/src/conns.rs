@@ -128,7 +128,7 @@ fn measure(
     let p99_alone_ms = p99(driver)?;
     let rss = || {
         std::thread::sleep(SETTLE);
-        tree_rss_kib(running.pid())
+        procfs::tree_status_kib(running.pid(), "VmRSS").unwrap_or(0)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -153,17 +153,6 @@ fn measure(
         p99_with_idle_ms,
         failed,
     })
-}
-
-/// `VmRSS` summed over the process tree of `root`, KiB.
-fn tree_rss_kib(root: u32) -> u64 {
-    procfs::tree(root)
-        .into_iter()
-        .filter_map(|p| {
-            let status = std::fs::read_to_string(format!("/proc/{p}/status")).ok()?;
-            procfs::status_kib(&status, "VmRSS")
-        })
-        .sum()
 }
 
 fn render(args: &ConnsArgs, rows: &[Row]) -> String {

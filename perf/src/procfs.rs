@@ -88,18 +88,24 @@ pub fn status_kib(status: &str, field: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// Peak RSS (VmHWM) summed over the process tree of `root`, KiB.
-pub fn tree_peak_rss_kib(root: u32) -> Option<u64> {
+/// A `kB` field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`, ...) summed over the process tree of `root`; None
+/// when no process of it could be read.
+pub fn tree_status_kib(root: u32, field: &str) -> Option<u64> {
     let values: Vec<u64> = tree(root)
         .into_iter()
         .filter_map(|p| {
             status_kib(
                 &std::fs::read_to_string(format!("/proc/{p}/status")).ok()?,
-                "VmHWM",
+                field,
             )
         })
         .collect();
     (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// Peak RSS (VmHWM) summed over the process tree of `root`, KiB.
+pub fn tree_peak_rss_kib(root: u32) -> Option<u64> {
+    tree_status_kib(root, "VmHWM")
 }
 
 /// The `Cpus_allowed_list` of a process, e.g. `0` or `0-1`.
