@@ -20,9 +20,8 @@ pub mod status;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
-use crate::metrics::{content_length, Series};
 use crate::phases::{self, Outcome};
-use crate::upgrade::{detach, Started};
+use crate::upgrade::{detach, Opened, Started};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, StatusCode, Version};
 use hyper::body::Incoming;
@@ -75,10 +74,6 @@ async fn run(
     head_tx: oneshot::Sender<Answer>,
 ) {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let index = routed.found.id;
-    let series = Series::Route(index);
-    let chain = snap.plugins.route_chain(index);
-    let negotiation = Negotiation::of(&parts);
     let refused = grpc
         .checked
         .then(|| refuse(&parts, grpc, &routed))
@@ -86,24 +81,22 @@ async fn run(
     let is_grpc =
         status::is_grpc(parts.headers.get(CONTENT_TYPE)) && parts.version == Version::HTTP_2;
     let captures = routed.found.captures.take();
-    let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
-    ctx.captures = captures.as_ref();
-    let meter = series.meter(snap);
-    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    let mut opened = Opened::new(parts, &routed, snap, &x, captures.as_ref());
+    let (chain, ctx) = (opened.chain, &mut opened.ctx);
     let outcome = match refused {
         Some(answer) => Outcome::Plugin(answer),
-        None => match phases::access(&mut ctx, chain, body).await {
+        None => match phases::access(ctx, chain, body).await {
             Err(Outcome::Plugin(answer)) if is_grpc => {
                 Outcome::Plugin(status::plugin_answer(answer))
             }
             Err(answered) => answered,
-            Ok(body) => match send::send(&ctx, body, routed, snap, &x).await {
+            Ok(body) => match send::send(ctx, body, routed, snap, &x).await {
                 Ok(sent) => {
                     let call = relay::Call {
-                        ctx,
+                        ctx: opened.ctx,
                         chain,
-                        series,
-                        bytes_in,
+                        series: opened.series,
+                        bytes_in: opened.bytes_in,
                     };
                     return call.relay(sent, head_tx, &scope).await;
                 }
@@ -111,9 +104,7 @@ async fn run(
             },
         },
     };
-    let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
-    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, x.started));
-    phases::stream(done, count, head_tx, snap).await;
+    opened.answer(outcome, &x, snap, head_tx).await;
 }
 
 /// Kong's checks of a request on a gRPC route, before the plugins: its answer when it is refused.

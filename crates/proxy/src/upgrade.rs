@@ -60,6 +60,58 @@ where
     (Box::pin(async move { head_rx.await.ok() }), fallback)
 }
 
+/// The start both detached kinds share, after the driver routed the request: its context and chain, and
+/// what its count and fallback answer need.
+pub struct Opened<'a> {
+    pub ctx: RequestCtx<'a>,
+    pub chain: &'a PluginChain,
+    pub series: Series,
+    pub bytes_in: u64,
+    negotiation: Negotiation,
+}
+
+impl<'a> Opened<'a> {
+    pub fn new(
+        parts: request::Parts,
+        routed: &Routed,
+        snap: &'a Snapshot,
+        x: &Exchange<'a>,
+        captures: Option<&'a sluice_router::Captures>,
+    ) -> Opened<'a> {
+        let index = routed.found.id;
+        let series = Series::Route(index);
+        let negotiation = Negotiation::of(&parts);
+        let mut ctx = phases::new_ctx(parts, snap, x, Some(index), routed.client_ip);
+        ctx.captures = captures;
+        let bytes_in = series
+            .meter(snap)
+            .map_or(0, |_| content_length(&ctx.request.headers));
+        Opened {
+            ctx,
+            chain: snap.plugins.route_chain(index),
+            series,
+            bytes_in,
+            negotiation,
+        }
+    }
+
+    /// Steps 6 to 9 for an answer that is neither a tunnel nor a relayed call, as for any request.
+    pub async fn answer(
+        self,
+        outcome: Outcome,
+        x: &Exchange<'_>,
+        snap: &Snapshot,
+        head_tx: oneshot::Sender<Answer>,
+    ) {
+        let (series, bytes_in) = (self.series, self.bytes_in);
+        let done = phases::header_filter(self.ctx, self.chain, outcome, &self.negotiation, x);
+        let count = series
+            .meter(snap)
+            .map(|m| done.observe(m, series, snap, bytes_in, x.started));
+        phases::stream(done, count, head_tx, snap).await;
+    }
+}
+
 /// The client's side of a WebSocket upgrade: hyper's handle on its connection (HTTP/1.1) or stream (h2).
 pub struct Client {
     on: OnUpgrade,
@@ -146,27 +198,21 @@ async fn run(
     head_tx: oneshot::Sender<Answer>,
 ) {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let index = routed.found.id;
-    let series = Series::Route(index);
-    let chain = snap.plugins.route_chain(index);
-    let negotiation = Negotiation::of(&parts);
     let captures = routed.found.captures.take();
-    let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
-    ctx.captures = captures.as_ref();
-    let meter = series.meter(snap);
-    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    let mut opened = Opened::new(parts, &routed, snap, &x, captures.as_ref());
     // 4. access, then 5. balance and send unless a plugin answered.
-    let outcome = match phases::access(&mut ctx, chain, body).await {
+    let (chain, ctx) = (opened.chain, &mut opened.ctx);
+    let outcome = match phases::access(ctx, chain, body).await {
         Err(answered) => answered,
-        Ok(body) => match prepare(&mut ctx, chain, body, routed, snap, &x, client.h2) {
+        Ok(body) => match prepare(ctx, chain, body, routed, snap, &x, client.h2) {
             Err(e) => Outcome::Failed(e),
             Ok((sending, uri)) => match sending.send_upgrade(snap, &x, Instant::now()).await {
                 Ok(Upgrade::Switched(switched)) => {
                     let tunnel = Tunnel {
-                        ctx,
+                        ctx: opened.ctx,
                         chain,
-                        series,
-                        bytes_in,
+                        series: opened.series,
+                        bytes_in: opened.bytes_in,
                         uri,
                     };
                     return tunnel.run(switched, client, head_tx, &scope).await;
@@ -177,9 +223,7 @@ async fn run(
         },
     };
     // No upgrade: 6. to 9. as for any request.
-    let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
-    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, x.started));
-    phases::stream(done, count, head_tx, snap).await;
+    opened.answer(outcome, &x, snap, head_tx).await;
 }
 
 /// An upgrade the upstream accepted, with what its log phase needs.
