@@ -1,6 +1,7 @@
-//! Request-side chunked encoding (RFC 9112 §7.1): framing for a streamed request body of unknown length.
+//! Chunked encoding (RFC 9112 §7.1): framing for a streamed body of unknown length (a request body sent
+//! upstream, a response body sent to a client).
 
-use bytes::BytesMut;
+use bytes::BufMut;
 
 #[cfg(test)]
 mod tests;
@@ -10,7 +11,7 @@ pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// Writes the chunk-size line for a chunk of `len` bytes (`{len:x}\r\n`) to `out`; the caller writes the data
 /// and then `"\r\n"`. `len` must not be 0 for a data chunk (that is [`LAST_CHUNK`]).
-pub fn chunk_header(len: usize, out: &mut BytesMut) {
+pub fn chunk_header(len: usize, out: &mut impl BufMut) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut line = [0u8; 2 * std::mem::size_of::<usize>() + 2];
     let mut start = line.len() - 2;
@@ -24,5 +25,5 @@ pub fn chunk_header(len: usize, out: &mut BytesMut) {
             break;
         }
     }
-    out.extend_from_slice(&line[start..]);
+    out.put_slice(&line[start..]);
 }

@@ -42,7 +42,7 @@ pub(crate) fn content_length(value: &[u8]) -> Option<u64> {
 }
 
 /// A non-empty run of ASCII digits as a `u64`; `None` for anything else or overflow.
-fn decimal(digits: &[u8]) -> Option<u64> {
+pub(crate) fn decimal(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }

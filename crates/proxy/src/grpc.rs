@@ -24,7 +24,7 @@ use crate::phases::{self, Outcome};
 use crate::upgrade::{detach, Opened, Started};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, StatusCode, Version};
-use hyper::body::Incoming;
+use crate::downstream::ClientBody;
 use sluice_model::{Route, Service};
 use sluice_plugins::PluginResponse;
 use tokio::sync::oneshot;
@@ -56,7 +56,7 @@ pub fn of(route: &Route, service: Option<&Service>) -> Option<Grpc> {
 pub fn start(
     grpc: Grpc,
     parts: request::Parts,
-    body: Incoming,
+    body: ClientBody,
     routed: Routed,
     scope: &Scope,
 ) -> Started {
@@ -68,7 +68,7 @@ pub fn start(
 async fn run(
     grpc: Grpc,
     parts: request::Parts,
-    body: Incoming,
+    body: ClientBody,
     mut routed: Routed,
     scope: Scope,
     head_tx: oneshot::Sender<Answer>,

@@ -16,7 +16,7 @@ use crate::upgrade;
 use crate::watchdog::{InFlight, Tracked};
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use crate::downstream::ClientBody;
 use sluice_metrics::Source;
 use sluice_upstream::body::{box_err, ProxyBody};
 use sluice_upstream::request_id;
@@ -91,7 +91,7 @@ macro_rules! finish {
 /// it into place on every request (the bytes are memcpy per request), so its size is a cost of the hot
 /// path: keep cold or large state out of it (the plugin steps are boxed, connecting is boxed in the pool).
 pub fn handle(
-    req: Request<Incoming>,
+    req: Request<ClientBody>,
     conn: Arc<ConnInfo>,
     shared: Arc<Shared>,
     in_flight: InFlight,
@@ -129,7 +129,7 @@ pub fn handle(
 /// Step 3, routing, and the steps the route needs from there: the fast path's upstream request is
 /// written now; a route with plugins gets its steps 4 to 9 as one boxed future.
 #[inline(always)]
-pub(crate) fn route(mut parts: http::request::Parts, body: Incoming, scope: &Scope) -> Step {
+pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &Scope) -> Step {
     let x = scope.exchange();
     let snap = &*scope.snap;
     let started = scope.started;

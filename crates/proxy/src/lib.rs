@@ -30,6 +30,7 @@
 //! health, upstream TLS) is the `sluice-upstream` crate, which knows nothing of routes, plugins or snapshots.
 
 mod checker;
+mod downstream;
 mod error;
 mod exchange;
 mod grpc;

@@ -30,7 +30,7 @@ use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::Response;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use crate::downstream::ClientBody;
 use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
 use sluice_router::Captures;
@@ -77,7 +77,7 @@ pub struct HeadDone<'a> {
 pub async fn access(
     ctx: &mut RequestCtx<'_>,
     chain: &PluginChain,
-    body: Incoming,
+    body: ClientBody,
 ) -> Result<ProxyBody, Outcome> {
     let mut upstream_body = body.map_err(box_err).boxed();
     if chain.needs_request_body() {

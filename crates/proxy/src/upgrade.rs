@@ -17,6 +17,8 @@
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
 //! is a 502.
 
+use crate::downstream::{OwnUpgrade, Rewind};
+use crate::downstream::Io;
 use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
@@ -27,7 +29,7 @@ use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::header::UPGRADE;
 use http::{request, Method, Response, Version};
-use hyper::body::Incoming;
+use crate::downstream::ClientBody;
 use hyper::ext::Protocol;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
@@ -112,19 +114,44 @@ impl<'a> Opened<'a> {
     }
 }
 
-/// The client's side of a WebSocket upgrade: hyper's handle on its connection (HTTP/1.1) or stream (h2).
+/// The client's side of a WebSocket upgrade: its connection (HTTP/1.1, from Sluice's own server) or its
+/// stream (h2, from hyper).
 pub struct Client {
-    on: OnUpgrade,
+    on: Handle,
     /// An HTTP/2 extended CONNECT (RFC 8441), bridged to an HTTP/1.1 upgrade upstream.
     h2: bool,
 }
 
-/// The client's side of the upgrade when the request asks to switch to WebSocket. hyper attaches it only
-/// to requests with an `Upgrade` header (HTTP/1.1) and to CONNECT requests (h2), so for all others this
-/// is one empty-map check.
+/// Where the client's side of the tunnel comes from once the 101 (or h2's 200) is written.
+enum Handle {
+    H1(oneshot::Receiver<Rewind>),
+    H2(OnUpgrade),
+}
+
+impl Handle {
+    /// The client's connection or stream, once the answer is written; None when the client went away.
+    async fn opened(self) -> Option<Box<dyn Io>> {
+        match self {
+            Handle::H1(rx) => rx.await.ok().map(|r| Box::new(r) as Box<dyn Io>),
+            Handle::H2(on) => match on.await {
+                Ok(upgraded) => Some(Box::new(TokioIo::new(upgraded))),
+                Err(e) => {
+                    tracing::debug!(error = %e, "client stream was not upgraded");
+                    None
+                }
+            },
+        }
+    }
+}
+
+/// The client's side of the upgrade when the request asks to switch to WebSocket. The HTTP/1.1 server
+/// attaches one only to requests with an `Upgrade` header, and hyper only to h2 CONNECT requests, so for
+/// all others this is an empty-map check.
 #[inline]
 pub fn websocket(parts: &mut request::Parts) -> Option<Client> {
-    parts.extensions.get::<OnUpgrade>()?;
+    if parts.extensions.is_empty() {
+        return None;
+    }
     take_websocket(parts)
 }
 
@@ -146,9 +173,13 @@ fn take_websocket(parts: &mut request::Parts) -> Option<Client> {
             .get(UPGRADE)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket")),
     };
-    let on = asked
-        .then(|| parts.extensions.remove::<OnUpgrade>())
-        .flatten()?;
+    if !asked {
+        return None;
+    }
+    let on = match h2 {
+        true => Handle::H2(parts.extensions.remove::<OnUpgrade>()?),
+        false => Handle::H1(parts.extensions.remove::<OwnUpgrade>()?.take()?),
+    };
     Some(Client { on, h2 })
 }
 
@@ -178,7 +209,7 @@ fn prepare(
 pub fn start(
     client: Client,
     parts: request::Parts,
-    body: Incoming,
+    body: ClientBody,
     routed: Routed,
     scope: &Scope,
 ) -> Started {
@@ -192,7 +223,7 @@ pub fn start(
 async fn run(
     client: Client,
     parts: request::Parts,
-    body: Incoming,
+    body: ClientBody,
     mut routed: Routed,
     scope: Scope,
     head_tx: oneshot::Sender<Answer>,
@@ -270,13 +301,10 @@ impl Tunnel<'_> {
         let log = LogFacts::new(&head, Source::Service, started);
         let response = Response::from_parts(head, full(Bytes::new()));
         phases::hand_over(head_tx, (response, count), snap);
-        // hyper resolves this once the 101 is written (an error when the client went away first).
-        let moved = match client.on.await {
-            Ok(upgraded) => Some(tunnel::run(TokioIo::new(upgraded), conn, timeouts).await),
-            Err(e) => {
-                tracing::debug!(error = %e, "client connection was not upgraded");
-                None
-            }
+        // Resolves once the 101 is written (None when the client went away first).
+        let moved = match client.on.opened().await {
+            Some(io) => Some(tunnel::run(io, conn, timeouts).await),
+            None => None,
         };
         drop(inflight);
         if let Some(m) = &moved {

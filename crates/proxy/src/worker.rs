@@ -8,9 +8,10 @@ use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::watchdog::{self, ConnState, Limits};
 use futures_util::FutureExt;
+use crate::downstream::{ClientBody, Conn, Rewind, Transport};
+use hyper::server::conn::http2;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use sluice_upstream::pool;
 use std::convert::Infallible;
@@ -18,9 +19,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-
-/// Largest request head (request line + headers) a client may send.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// One bound listening socket of a worker.
 pub struct Listener {
@@ -87,13 +85,18 @@ pub fn run(
         for t in accept_tasks {
             let _ = t.await;
         }
-        if let Ok(graceful) = Arc::try_unwrap(graceful) {
-            if tokio::time::timeout(grace, graceful.shutdown())
-                .await
-                .is_err()
-            {
-                tracing::warn!("grace period over; closing the remaining connections");
+        // h2 connections drain through hyper's graceful shutdown; HTTP/1.1 connections end by themselves
+        // after their request in flight (they watch `stop`). Both within the grace period.
+        let drained = async {
+            if let Ok(graceful) = Arc::try_unwrap(graceful) {
+                graceful.shutdown().await;
             }
+            while open.load(Ordering::Relaxed) > 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        if tokio::time::timeout(grace, drained).await.is_err() {
+            tracing::warn!("grace period over; closing the remaining connections");
         }
     });
 }
@@ -117,23 +120,13 @@ impl Drop for ActiveGuard {
     }
 }
 
-/// The connection builder of a listener. Over TLS, HTTP/1.1 responses are flattened into one buffer
-/// before writing (`writev` off): rustls turns each slice of a vectored write into its own record, so head
-/// and body would cost two records and two encryptions instead of one.
-fn builder(tls: bool, shared: &Shared) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+/// The HTTP/2 connection builder of a worker (h2 over TLS by ALPN, or h2c with prior knowledge); HTTP/1.1
+/// is Sluice's own loop ([`crate::downstream`]).
+fn h2_builder() -> http2::Builder<TokioExecutor> {
+    let mut builder = http2::Builder::new(TokioExecutor::new());
     builder
-        .http1()
-        .keep_alive(!shared.settings.keepalive_timeout.is_zero())
-        .writev(!tls)
         .timer(TokioTimer::new())
-        // The header timeout is per connection (`watchdog`), not a timer per request.
-        .header_read_timeout(None)
-        .max_buf_size(MAX_HEAD_BYTES);
-    // RFC 8441's extended CONNECT: WebSocket over h2 (`upgrade`).
-    builder
-        .http2()
-        .timer(TokioTimer::new())
+        // RFC 8441's extended CONNECT: WebSocket over h2 (`upgrade`).
         .enable_connect_protocol();
     builder
 }
@@ -144,7 +137,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     worker: Worker,
 ) {
-    let builder = Arc::new(builder(tls.is_some(), &shared));
+    let builder = Arc::new(h2_builder());
     let port_value = http::HeaderValue::from(local_port);
     let mut warned = None::<std::time::Instant>;
     loop {
@@ -190,20 +183,22 @@ async fn accept_loop(
             builder: builder.clone(),
             guard,
             state,
+            stop: worker.stop.clone(),
         };
-        let stop = worker.stop.clone();
         match &tls {
             None => {
                 tokio::spawn(async move {
-                    if first_bytes(&stream, &accepted.shared, stop).await {
+                    let mut accepted = accepted;
+                    if first_bytes(&stream, &accepted.shared, &mut accepted.stop).await {
                         // Boxed: until its client speaks, a connection's task holds only this pointer.
-                        Box::pin(accepted.serve(stream, info)).await
+                        Box::pin(accepted.serve(stream, info, false)).await
                     }
                 });
             }
             Some(acceptor) => {
                 let accepting = acceptor.accept(stream);
                 tokio::spawn(async move {
+                    let mut accepted = accepted;
                     // The handshake counts against the header timeout, as in nginx.
                     let timeout = accepted.shared.settings.client_header_timeout;
                     let stream = match tokio::time::timeout(timeout, accepting).await {
@@ -216,16 +211,17 @@ async fn accept_loop(
                     };
                     let (tcp, tls) = stream.get_ref();
                     // Nothing decrypted is waiting: the request has not come yet.
-                    if tls.wants_read() && !first_bytes(tcp, &accepted.shared, stop).await {
+                    if tls.wants_read() && !first_bytes(tcp, &accepted.shared, &mut accepted.stop).await {
                         return;
                     }
+                    let h2 = tls.alpn_protocol() == Some(b"h2");
                     let info = ConnInfo {
                         scheme: "https",
                         sni: tls.server_name().map(Arc::from),
                         tls: sluice_tls::Negotiated::of(tls),
                         ..info
                     };
-                    Box::pin(accepted.serve(stream, info)).await
+                    Box::pin(accepted.serve(stream, info, h2)).await
                 });
             }
         }
@@ -236,19 +232,20 @@ async fn accept_loop(
 struct Accepted {
     shared: Arc<Shared>,
     graceful: Watcher,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builder: Arc<http2::Builder<TokioExecutor>>,
     guard: ActiveGuard,
     /// Waiting for the first head since the accept.
     state: Arc<ConnState>,
+    stop: watch::Receiver<Option<Duration>>,
 }
 
-/// Waits until the client sent something (or closed): hyper's connection, with its buffers and state, is
-/// built only then, so a connected but silent client costs its socket and a small task. False when the
+/// Waits until the client sent something (or closed): the connection's buffers and state are built only
+/// then, so a connected but silent client costs its socket and a small task. False when the
 /// header timeout passed first or the worker is stopping.
 async fn first_bytes(
     tcp: &tokio::net::TcpStream,
     shared: &Shared,
-    mut stop: watch::Receiver<Option<Duration>>,
+    stop: &mut watch::Receiver<Option<Duration>>,
 ) -> bool {
     let timeout = shared.settings.client_header_timeout;
     // `peek`, not `readable`: readiness may be reported spuriously (a fresh socket often is), and
@@ -261,52 +258,69 @@ async fn first_bytes(
 }
 
 impl Accepted {
-    /// Serves the connection (plain or TLS) until it closes.
-    async fn serve<IO>(self, io: IO, info: ConnInfo)
-    where
-        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
+    /// Serves the connection (plain or TLS) until it closes: HTTP/1.1 by Sluice's own loop, h2 (`h2`: ALPN
+    /// said so) by hyper's.
+    async fn serve<IO: Transport>(self, io: IO, info: ConnInfo, h2: bool) {
         let Accepted {
             shared,
             graceful,
             builder,
             guard,
             state,
+            stop,
         } = self;
         let peer = info.peer;
-        let conn_shared = shared.clone();
-        let conn_state = state.clone();
         let info = Arc::new(info);
-        let service = service_fn(move |req| {
-            Counters::bump(&conn_shared.counters.requests);
-            let in_flight = conn_state.request_started();
-            // `map`, not an async block: a block would hold the request's future twice (captured, then
-            // moved into its await slot), and hyper moves this future into place per request.
-            handler::handle(req, info.clone(), conn_shared.clone(), in_flight)
-                .map(Ok::<_, Infallible>)
-        });
-        // With upgrades: a WebSocket's 101 hands the connection over to its tunnel (`upgrade`).
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(io), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
         let limits = Limits {
             header: shared.settings.client_header_timeout,
             keepalive: match shared.settings.keepalive_timeout {
-                // Keep-alive off: hyper closes after each response.
+                // Keep-alive off: the connection closes after each response.
                 Duration::ZERO => shared.settings.client_header_timeout,
                 keepalive => keepalive,
             },
         };
-        match watchdog::guard(conn, state, limits).await {
-            Some(Err(e)) => {
-                tracing::debug!(error = %e, "downstream connection ended with an error")
+        let h2_conn = {
+            let (info, shared, state) = (info.clone(), shared.clone(), state.clone());
+            move |io| serve_h2(io, builder, graceful, info, shared, state)
+        };
+        let served = match h2 {
+            true => watchdog::guard(h2_conn(Rewind::plain(io)), state, limits).await,
+            false => {
+                let conn = Conn {
+                    info,
+                    shared,
+                    state: state.clone(),
+                    stop,
+                };
+                watchdog::guard(conn.serve(io, h2_conn), state, limits).await
             }
-            Some(Ok(())) => {}
-            None => {
-                tracing::debug!(%peer, "closed: no request head within client_header_timeout")
-            }
+        };
+        if served.is_none() {
+            tracing::debug!(%peer, "closed: no request head within client_header_timeout")
         }
         drop(guard);
+    }
+}
+
+/// An h2 connection, served by hyper until it closes (the worker's graceful shutdown drains it).
+async fn serve_h2(
+    io: Rewind,
+    builder: Arc<http2::Builder<TokioExecutor>>,
+    graceful: Watcher,
+    info: Arc<ConnInfo>,
+    shared: Arc<Shared>,
+    state: Arc<ConnState>,
+) {
+    let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+        Counters::bump(&shared.counters.requests);
+        let in_flight = state.request_started();
+        // `map`, not an async block: a block would hold the request's future twice (captured, then
+        // moved into its await slot), and hyper moves this future into place per request.
+        handler::handle(req.map(ClientBody::H2), info.clone(), shared.clone(), in_flight)
+            .map(Ok::<_, Infallible>)
+    });
+    let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, "downstream h2 connection ended with an error")
     }
 }

@@ -17,16 +17,12 @@ const VECTORS: &[(&str, &str)] = &[
     ("POST with Content-Length", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"),
     ("POST chunked", "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
     // CL/TE conflicts
-    ("CL and TE chunked", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
-    ("two equal Content-Length", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"),
     ("two different Content-Length", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\nConnection: close\r\n\r\nabcd"),
     ("Content-Length list", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 3, 3\r\nConnection: close\r\n\r\nabc"),
     ("Content-Length with sign", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\nConnection: close\r\n\r\nabc"),
     ("negative Content-Length", "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\nConnection: close\r\n\r\n"),
     ("TE gzip, chunked", "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
     ("TE chunked, chunked", "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
-    ("TE identity", "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: identity\r\nConnection: close\r\n\r\nabc"),
-    ("TE xchunked", "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
     ("TE with space before colon", "POST /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"),
     ("TE in HTTP/1.0", "POST /a HTTP/1.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
     // Header grammar
@@ -62,13 +58,9 @@ const VECTORS: &[(&str, &str)] = &[
 /// Vectors where Sluice and nginx may differ, with the reason. Each is refused by both or by Sluice
 /// alone: none lets something through that nginx refuses.
 const KNOWN: &[(&str, &str)] = &[
-    ("CL and TE chunked", "hyper reads the body by Transfer-Encoding, drops Content-Length and closes the connection after the response (RFC 9112 §6.1 allows either); nginx refuses with 400"),
-    ("two equal Content-Length", "hyper takes equal repeated lengths as one (RFC 9110 §8.6 allows it) and shows the gateway one line; nginx refuses with 400"),
-    ("TE identity", "hyper refuses a coding it cannot frame with 400 before the gateway sees the head; nginx says 501"),
-    ("TE xchunked", "as `TE identity`: 400 from hyper, 501 from nginx"),
-    ("HTTP/0.9", "hyper does not speak HTTP/0.9 (400); nginx proxies it and answers without a status line"),
-    ("HTTP/1.2", "hyper's parser takes HTTP/1.0 and 1.1 only (400); nginx reads 1.2 as 1.1"),
-    ("HTTP/2.0 over an HTTP/1 connection", "400 from hyper; nginx says 505"),
+    ("HTTP/0.9", "Sluice's server does not speak HTTP/0.9 (400); nginx proxies it and answers without a status line"),
+    ("HTTP/1.2", "Sluice's parser (httparse) takes HTTP/1.0 and 1.1 only (400); nginx reads 1.2 as 1.1"),
+    ("HTTP/2.0 over an HTTP/1 connection", "400 from Sluice's parser; nginx says 505"),
 ];
 
 /// What one proxy did with one vector.

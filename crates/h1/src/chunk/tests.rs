@@ -1,4 +1,5 @@
 use super::*;
+use bytes::BytesMut;
 
 #[test]
 fn chunk_header_matches_format() {

@@ -1,0 +1,163 @@
+//! The connection task's side of a streamed request body: while the request runs, it reads body bytes off
+//! the socket into the connection's buffer and hands them to the body's reader, one piece per want; it
+//! sends `100 Continue` before the first read when the client asked for it (as nginx does, only once the
+//! body is really read: a request refused in `access` never gets it).
+
+use super::body::{Slot, Want};
+use bytes::BytesMut;
+use sluice_h1::{BodyDecoder, Decoded};
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::future::Future;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+
+/// What a body read takes from the socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+/// The most of an unread body the connection reads and throws away to stay reusable (nginx's lingering
+/// discard); a longer rest closes the connection instead.
+pub const DRAIN_LIMIT: u64 = 64 * 1024;
+
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// The request body being fed, or its end.
+pub struct Feeder {
+    slot: Arc<Slot>,
+    decoder: BodyDecoder,
+    /// Bytes of `100 Continue` still to write (0 when none is owed or it was sent).
+    continue_left: usize,
+    state: Fed,
+}
+
+/// Where the body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fed {
+    /// Pieces are still being handed over.
+    Running,
+    /// The whole body was read off the connection.
+    Done,
+    /// The reader dropped the body before its end (the rest is still on the socket).
+    Abandoned,
+    /// The framing broke or the socket failed: the connection cannot be reused.
+    Broken,
+}
+
+impl Feeder {
+    pub fn new(slot: Arc<Slot>, decoder: BodyDecoder, expect_continue: bool) -> Feeder {
+        Feeder {
+            slot,
+            decoder,
+            continue_left: if expect_continue { CONTINUE.len() } else { 0 },
+            state: Fed::Running,
+        }
+    }
+
+    pub fn state(&self) -> Fed {
+        self.state
+    }
+
+    /// Feeds pieces while the reader wants them; Pending when it waits for the reader or the socket, Ready
+    /// once the body is done, abandoned or broken.
+    pub fn poll_feed<IO>(&mut self, cx: &mut Context<'_>, io: &mut IO, buf: &mut BytesMut) -> Poll<Fed>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        while self.state == Fed::Running {
+            match self.slot.poll_want(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Want::Gone) => self.state = Fed::Abandoned,
+                Poll::Ready(Want::Piece) => {
+                    if self.continue_left > 0 {
+                        let sent = CONTINUE.len() - self.continue_left;
+                        match Pin::new(&mut *io).poll_write(cx, &CONTINUE[sent..]) {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(Ok(n)) if n > 0 => self.continue_left -= n,
+                            Poll::Ready(_) => self.fail("cannot write 100 Continue"),
+                        }
+                        continue;
+                    }
+                    match self.decoder.decode(buf) {
+                        Ok(Decoded::Data(piece)) => {
+                            let last = self.decoder.is_done();
+                            self.slot.put(Some(Ok(piece)), last);
+                            if last {
+                                self.state = Fed::Done;
+                            }
+                        }
+                        Ok(Decoded::Done) => {
+                            self.slot.put(None, true);
+                            self.state = Fed::Done;
+                        }
+                        Ok(Decoded::NeedMore) => match read_more(cx, io, buf) {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(Ok(0)) => self.fail("the client closed before the body ended"),
+                            Poll::Ready(Ok(_)) => {}
+                            Poll::Ready(Err(e)) => self.fail(&e.to_string()),
+                        },
+                        Err(e) => self.fail(&e.to_string()),
+                    }
+                }
+            }
+        }
+        Poll::Ready(self.state)
+    }
+
+    /// The request is over: a reader still holding the body gets an error instead of waiting forever.
+    pub fn close_reader(&mut self) {
+        if self.state == Fed::Running {
+            self.slot.put(Some(Err("the request ended".to_string())), true);
+        }
+    }
+
+    fn fail(&mut self, why: &str) {
+        self.slot.put(Some(Err(why.to_string())), true);
+        self.state = Fed::Broken;
+    }
+
+    /// Reads and discards an abandoned body's rest when it is short, so the connection stays reusable:
+    /// Ready(true) once it is gone, Ready(false) when the connection must close instead.
+    pub fn poll_discard<IO>(&mut self, cx: &mut Context<'_>, io: &mut IO, buf: &mut BytesMut) -> Poll<bool>
+    where
+        IO: AsyncRead + Unpin,
+    {
+        if self.decoder.remaining().is_some_and(|n| n > DRAIN_LIMIT) {
+            return Poll::Ready(false);
+        }
+        let mut thrown = 0u64;
+        loop {
+            match self.decoder.decode(buf) {
+                Ok(Decoded::Data(piece)) => {
+                    thrown += piece.len() as u64;
+                    if thrown > DRAIN_LIMIT {
+                        return Poll::Ready(false);
+                    }
+                }
+                Ok(Decoded::Done) => {
+                    self.state = Fed::Done;
+                    return Poll::Ready(true);
+                }
+                Ok(Decoded::NeedMore) => match read_more(cx, io, buf) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(n)) if n > 0 => {}
+                    Poll::Ready(_) => return Poll::Ready(false),
+                },
+                Err(_) => return Poll::Ready(false),
+            }
+        }
+    }
+}
+
+/// One read into `buf`'s spare room (made when short).
+pub fn read_more<IO: AsyncRead + Unpin>(
+    cx: &mut Context<'_>,
+    io: &mut IO,
+    buf: &mut BytesMut,
+) -> Poll<io::Result<usize>> {
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(READ_CHUNK);
+    }
+    // The future holds no state of its own: polling a fresh one each time loses nothing.
+    let read = std::pin::pin!(io.read_buf(buf));
+    read.poll(cx)
+}

@@ -1,0 +1,234 @@
+//! HTTP/1.1 responses on the wire: the head (status line, the fields as the driver left them, then the
+//! framing and connection fields the connection decides: `Content-Length` or chunked, `Date`,
+//! `Connection`), and the body written after it, coalescing what is ready into as few writes as possible.
+
+use bytes::Bytes;
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::{response, StatusCode};
+use http_body::{Body, SizeHint};
+use std::cell::RefCell;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+use tokio::io::AsyncWrite;
+
+/// Coalesced writes stop growing here (larger pieces are written as they come).
+const COALESCE: usize = 16 * 1024;
+
+/// How the body follows the head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body on the wire (HEAD, 1xx, 204, 304).
+    None,
+    Length,
+    Chunked,
+    /// An HTTP/1.0 client without a length: the body ends when the connection closes.
+    UntilClose,
+}
+
+/// What the head depends on besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts {
+    pub head_request: bool,
+    pub http10: bool,
+    /// The connection may carry another request (the client's wish and the server's state).
+    pub keep_alive: bool,
+}
+
+/// Writes the response head into `out` and says how the body follows and whether the connection stays
+/// open after it.
+pub fn head(out: &mut Vec<u8>, parts: &response::Parts, hint: &SizeHint, facts: Facts) -> (Framing, bool) {
+    let status = parts.status;
+    let mut keep = facts.keep_alive;
+    let no_body = status.is_informational() || status == StatusCode::NO_CONTENT;
+    let framing = if no_body || status == StatusCode::NOT_MODIFIED || facts.head_request {
+        Framing::None
+    } else if parts.headers.contains_key(CONTENT_LENGTH) {
+        Framing::Length
+    } else if hint.exact().is_some() {
+        Framing::Length
+    } else if facts.http10 {
+        keep = false;
+        Framing::UntilClose
+    } else {
+        Framing::Chunked
+    };
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in &parts.headers {
+        let framing_field = *name == TRANSFER_ENCODING || (*name == CONTENT_LENGTH && no_body);
+        if framing_field {
+            continue;
+        }
+        field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if framing == Framing::Length && !parts.headers.contains_key(CONTENT_LENGTH) {
+        let mut n = itoa::Buffer::new();
+        field(out, b"content-length", n.format(hint.exact().unwrap_or(0)).as_bytes());
+    }
+    if framing == Framing::Chunked {
+        field(out, b"transfer-encoding", b"chunked");
+    }
+    if !parts.headers.contains_key(DATE) {
+        DATE_VALUE.with(|d| field(out, b"date", d.borrow_mut().now().as_bytes()));
+    }
+    if !parts.headers.contains_key(CONNECTION) {
+        match (keep, facts.http10) {
+            (false, _) if !status.is_informational() => field(out, b"connection", b"close"),
+            (true, true) => field(out, b"connection", b"keep-alive"),
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    (framing, keep)
+}
+
+fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+thread_local! {
+    /// The `Date` value, made once a second per worker.
+    static DATE_VALUE: RefCell<CachedDate> = RefCell::new(CachedDate::default());
+}
+
+#[derive(Default)]
+struct CachedDate {
+    second: u64,
+    text: String,
+}
+
+impl CachedDate {
+    fn now(&mut self) -> &str {
+        let now = SystemTime::now();
+        let second = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_secs();
+        if second != self.second || self.text.is_empty() {
+            self.second = second;
+            self.text = httpdate::fmt_http_date(now);
+        }
+        &self.text
+    }
+}
+
+/// A response being written: the head (already in `out`), then the body's pieces as they come.
+pub struct Writer<B> {
+    out: Vec<u8>,
+    written: usize,
+    body: B,
+    framing: Framing,
+    /// The body ended (its last piece and the chunked terminator are in `out`).
+    ended: bool,
+}
+
+/// Why a response could not be written to the end.
+#[derive(Debug)]
+pub enum WriteError {
+    Io(io::Error),
+    /// The body failed midway: the client cannot be told but by closing.
+    Body,
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::Io(e) => write!(f, "writing to the client: {e}"),
+            WriteError::Body => f.write_str("the response body failed"),
+        }
+    }
+}
+
+impl<B> Writer<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    pub fn new(out: Vec<u8>, body: B, framing: Framing) -> Writer<B> {
+        let ended = framing == Framing::None;
+        Writer {
+            out,
+            written: 0,
+            body,
+            framing,
+            ended,
+        }
+    }
+
+    /// Writes until the whole response is on the wire and flushed.
+    pub fn poll_write<IO: AsyncWrite + Unpin>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: &mut IO,
+    ) -> Poll<Result<(), WriteError>> {
+        loop {
+            // Take what the body has ready first, so the head and a small body go out in one write.
+            while !self.ended && self.out.len() < COALESCE {
+                match Pin::new(&mut self.body).poll_frame(cx) {
+                    Poll::Ready(frame) => self.take(frame)?,
+                    Poll::Pending => break,
+                }
+            }
+            if self.written < self.out.len() {
+                let n = std::task::ready!(Pin::new(&mut *io).poll_write(cx, &self.out[self.written..]))
+                    .map_err(WriteError::Io)?;
+                if n == 0 {
+                    return Poll::Ready(Err(WriteError::Io(io::ErrorKind::WriteZero.into())));
+                }
+                self.written += n;
+                if self.written == self.out.len() {
+                    self.out.clear();
+                    self.written = 0;
+                }
+                continue;
+            }
+            std::task::ready!(Pin::new(&mut *io).poll_flush(cx)).map_err(WriteError::Io)?;
+            // Everything so far is out; unless it ended, the body's last poll was Pending (its waker is set).
+            return match self.ended {
+                true => Poll::Ready(Ok(())),
+                false => Poll::Pending,
+            };
+        }
+    }
+
+    /// Puts one of the body's frames (or its end) in `out`.
+    fn take(&mut self, frame: Option<Result<http_body::Frame<Bytes>, B::Error>>) -> Result<(), WriteError> {
+        match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    self.piece(&data);
+                }
+            }
+            Some(Err(_)) => return Err(WriteError::Body),
+            None => {
+                if self.framing == Framing::Chunked {
+                    self.out.extend_from_slice(sluice_h1::LAST_CHUNK);
+                }
+                self.ended = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn piece(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        match self.framing {
+            Framing::None => {}
+            Framing::Chunked => {
+                sluice_h1::chunk_header(data.len(), &mut self.out);
+                self.out.extend_from_slice(data);
+                self.out.extend_from_slice(b"\r\n");
+            }
+            Framing::Length | Framing::UntilClose => self.out.extend_from_slice(data),
+        }
+    }
+}
