@@ -12,7 +12,7 @@ command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(h1_response router declarative admin_body cluster_frames)
+  targets=(h1_request h1_response router declarative admin_body cluster_frames)
 fi
 for t in "${targets[@]}"; do
   echo "fuzz: $t for ${seconds}s"

@@ -17,6 +17,7 @@ mod relay;
 mod send;
 pub mod status;
 
+use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
@@ -24,7 +25,6 @@ use crate::phases::{self, Outcome};
 use crate::upgrade::{detach, Opened, Started};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, StatusCode, Version};
-use crate::downstream::ClientBody;
 use sluice_model::{Route, Service};
 use sluice_plugins::PluginResponse;
 use tokio::sync::oneshot;

@@ -1,9 +1,10 @@
-//! The request driver: [`handle`] takes every request the worker's hyper service receives
-//! ([`crate::worker`]) through Kong's phases, in order, on the snapshot that is live when it arrives. The
+//! The request driver: [`handle`] takes every request a client connection receives (HTTP/1.1 from
+//! [`crate::downstream`], h2 from hyper's server in [`crate::worker`]) through Kong's phases, in order, on the snapshot that is live when it arrives. The
 //! steps it calls live in [`crate::strict`] and [`crate::exchange`] (check and route; balance and send),
 //! [`crate::phases`] (the plugin phases), [`crate::metrics`] (one count per request) and [`crate::error`]
 //! (every failure's response). `docs/phases.md` charts it.
 
+use crate::downstream::ClientBody;
 use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::{self, ConnInfo, Exchange, Sending};
 use crate::grpc;
@@ -16,7 +17,6 @@ use crate::upgrade;
 use crate::watchdog::{InFlight, Tracked};
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use crate::downstream::ClientBody;
 use sluice_metrics::Source;
 use sluice_upstream::body::{box_err, ProxyBody};
 use sluice_upstream::request_id;

@@ -21,6 +21,7 @@ use ctx::add_headers;
 pub use ctx::{new_ctx, unrouted};
 pub use rewrite::rewrite;
 
+use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Exchange, Proxied, Routed, Sending};
 use crate::handler::{Answer, Scope};
@@ -30,7 +31,6 @@ use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::Response;
 use http_body_util::BodyExt;
-use crate::downstream::ClientBody;
 use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
 use sluice_router::Captures;

@@ -1,10 +1,11 @@
-//! The request-head rules of RFC 9112 and RFC 9113 that hyper leaves to the application, checked once per
+//! The request-head rules of RFC 9112 and RFC 9113 that the servers leave to the driver, checked once per
 //! request before routing, with nginx's answers (`crates/sluice/tests/differential.rs` holds both to the
 //! same vectors): `Host` (one, present in HTTP/1.1, a valid authority), the authority of an absolute-form
 //! target over `Host`, h2's `host` against `:authority`, `Content-Length` (one line, never beside
 //! `Transfer-Encoding`), transfer codings other than `chunked`, and methods nginx would not parse.
 //!
-//! hyper already refuses what breaks its own framing (differing `Content-Length` lines in HTTP/1, bare CR,
+//! The HTTP/1.1 parser (`sluice_h1::parse_request`) already refuses what breaks framing (repeated
+//! `Content-Length` lines, `Content-Length` beside `Transfer-Encoding`, codings other than `chunked`, bare CR,
 //! obs-fold, bad chunk sizes); what is here decides where the request goes, or what the upstream is told.
 
 use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};

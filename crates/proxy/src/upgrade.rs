@@ -17,8 +17,9 @@
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
 //! is a 502.
 
-use crate::downstream::{OwnUpgrade, Rewind};
+use crate::downstream::ClientBody;
 use crate::downstream::Io;
+use crate::downstream::{OwnUpgrade, Rewind};
 use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
@@ -29,7 +30,6 @@ use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::header::UPGRADE;
 use http::{request, Method, Response, Version};
-use crate::downstream::ClientBody;
 use hyper::ext::Protocol;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;

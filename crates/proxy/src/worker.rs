@@ -2,13 +2,13 @@
 //! accepted, and its upstream pool. Nothing here is shared with other workers except the snapshot handle
 //! and the counters.
 
+use crate::downstream::{ClientBody, Conn, Rewind, Transport};
 use crate::exchange::ConnInfo;
 use crate::handler;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::watchdog::{self, ConnState, Limits};
 use futures_util::FutureExt;
-use crate::downstream::{ClientBody, Conn, Rewind, Transport};
 use hyper::server::conn::http2;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -211,7 +211,9 @@ async fn accept_loop(
                     };
                     let (tcp, tls) = stream.get_ref();
                     // Nothing decrypted is waiting: the request has not come yet.
-                    if tls.wants_read() && !first_bytes(tcp, &accepted.shared, &mut accepted.stop).await {
+                    if tls.wants_read()
+                        && !first_bytes(tcp, &accepted.shared, &mut accepted.stop).await
+                    {
                         return;
                     }
                     let h2 = tls.alpn_protocol() == Some(b"h2");
@@ -316,8 +318,13 @@ async fn serve_h2(
         let in_flight = state.request_started();
         // `map`, not an async block: a block would hold the request's future twice (captured, then
         // moved into its await slot), and hyper moves this future into place per request.
-        handler::handle(req.map(ClientBody::H2), info.clone(), shared.clone(), in_flight)
-            .map(Ok::<_, Infallible>)
+        handler::handle(
+            req.map(ClientBody::H2),
+            info.clone(),
+            shared.clone(),
+            in_flight,
+        )
+        .map(Ok::<_, Infallible>)
     });
     let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
     if let Err(e) = conn.await {

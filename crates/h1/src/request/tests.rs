@@ -29,17 +29,41 @@ fn framing_follows_nginx() {
         ("Content-Length: 3", Ok(RequestFraming::Length(3))),
         ("Transfer-Encoding: chunked", Ok(RequestFraming::Chunked)),
         ("Transfer-Encoding: Chunked ", Ok(RequestFraming::Chunked)),
-        ("Content-Length: 3\r\nContent-Length: 3", Err(RequestError::Malformed)),
-        ("Content-Length: 3\r\nContent-Length: 4", Err(RequestError::Malformed)),
+        (
+            "Content-Length: 3\r\nContent-Length: 3",
+            Err(RequestError::Malformed),
+        ),
+        (
+            "Content-Length: 3\r\nContent-Length: 4",
+            Err(RequestError::Malformed),
+        ),
         ("Content-Length: 3, 3", Err(RequestError::Malformed)),
         ("Content-Length: +3", Err(RequestError::Malformed)),
         ("Content-Length: -1", Err(RequestError::Malformed)),
-        ("Content-Length: 99999999999999999999999", Err(RequestError::Malformed)),
-        ("Content-Length: 4\r\nTransfer-Encoding: chunked", Err(RequestError::Malformed)),
-        ("Transfer-Encoding: gzip, chunked", Err(RequestError::UnknownCoding)),
-        ("Transfer-Encoding: chunked, chunked", Err(RequestError::UnknownCoding)),
-        ("Transfer-Encoding: identity", Err(RequestError::UnknownCoding)),
-        ("Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip", Err(RequestError::UnknownCoding)),
+        (
+            "Content-Length: 99999999999999999999999",
+            Err(RequestError::Malformed),
+        ),
+        (
+            "Content-Length: 4\r\nTransfer-Encoding: chunked",
+            Err(RequestError::Malformed),
+        ),
+        (
+            "Transfer-Encoding: gzip, chunked",
+            Err(RequestError::UnknownCoding),
+        ),
+        (
+            "Transfer-Encoding: chunked, chunked",
+            Err(RequestError::UnknownCoding),
+        ),
+        (
+            "Transfer-Encoding: identity",
+            Err(RequestError::UnknownCoding),
+        ),
+        (
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip",
+            Err(RequestError::UnknownCoding),
+        ),
     ];
     for (fields, want) in cases {
         let raw = format!("POST / HTTP/1.1\r\nHost: t\r\n{fields}\r\n\r\n");
@@ -47,7 +71,11 @@ fn framing_follows_nginx() {
         assert_eq!(&got, want, "{fields:?}");
     }
     let te10 = parse(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n");
-    assert_eq!(te10.unwrap_err(), RequestError::Malformed, "HTTP/1.0 has no transfer codings");
+    assert_eq!(
+        te10.unwrap_err(),
+        RequestError::Malformed,
+        "HTTP/1.0 has no transfer codings"
+    );
 }
 
 #[test]
@@ -71,15 +99,28 @@ fn bad_syntax_is_refused() {
         b"GET /a\r\n\r\n",
         b"GET a b HTTP/1.1\r\n\r\n",
     ] {
-        assert_eq!(parse(raw).unwrap_err(), RequestError::Malformed, "{:?}", String::from_utf8_lossy(raw));
+        assert_eq!(
+            parse(raw).unwrap_err(),
+            RequestError::Malformed,
+            "{:?}",
+            String::from_utf8_lossy(raw)
+        );
     }
 }
 
 #[test]
 fn targets_outside_ascii_are_percent_encoded() {
-    let h = parse(b"GET /\xfc\x80x?q=\xaf HTTP/1.1\r\n\r\n").unwrap().unwrap();
+    let h = parse(b"GET /\xfc\x80x?q=\xaf HTTP/1.1\r\n\r\n")
+        .unwrap()
+        .unwrap();
     assert_eq!(h.uri, "/%FC%80x?q=%AF");
-    assert_eq!(head("GET http://a.test:8/p HTTP/1.1\r\n\r\n").uri.authority().unwrap(), "a.test:8");
+    assert_eq!(
+        head("GET http://a.test:8/p HTTP/1.1\r\n\r\n")
+            .uri
+            .authority()
+            .unwrap(),
+        "a.test:8"
+    );
     assert_eq!(head("OPTIONS * HTTP/1.1\r\n\r\n").uri, "*");
 }
 
@@ -93,11 +134,18 @@ fn partial_heads_wait_and_limits_refuse() {
         many.push_str(&format!("X-{i}: v\r\n"));
     }
     many.push_str("\r\n");
-    assert_eq!(head(&many).headers.len(), 100, "more fields than the stack array");
+    assert_eq!(
+        head(&many).headers.len(),
+        100,
+        "more fields than the stack array"
+    );
     let mut too_many = String::from("GET / HTTP/1.1\r\n");
     for i in 0..300 {
         too_many.push_str(&format!("X-{i}: v\r\n"));
     }
     too_many.push_str("\r\n");
-    assert_eq!(parse(too_many.as_bytes()).unwrap_err(), RequestError::TooLarge);
+    assert_eq!(
+        parse(too_many.as_bytes()).unwrap_err(),
+        RequestError::TooLarge
+    );
 }

@@ -66,7 +66,11 @@ impl Conn {
                 Next::Closed => return,
                 Next::H2 => {
                     let ahead = buf.split().freeze();
-                    return h2(Rewind { ahead, io: Box::new(io) }).await;
+                    return h2(Rewind {
+                        ahead,
+                        io: Box::new(io),
+                    })
+                    .await;
                 }
                 Next::Refused(e) => return refuse(&mut io, e).await,
             };
@@ -75,7 +79,10 @@ impl Conn {
                 Ended::Close => false,
                 Ended::Upgraded(handover) => {
                     let ahead = buf.split().freeze();
-                    let _ = handover.send(Rewind { ahead, io: Box::new(io) });
+                    let _ = handover.send(Rewind {
+                        ahead,
+                        io: Box::new(io),
+                    });
                     return;
                 }
             };
@@ -90,7 +97,9 @@ impl Conn {
     async fn next_head<IO: Transport>(&mut self, io: &mut IO, buf: &mut BytesMut) -> Next {
         loop {
             if !buf.is_empty() {
-                if buf.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(buf) || buf.starts_with(H2_PREFACE) {
+                if buf.len() < H2_PREFACE.len() && H2_PREFACE.starts_with(buf)
+                    || buf.starts_with(H2_PREFACE)
+                {
                     if buf.len() >= H2_PREFACE.len() {
                         return Next::H2;
                     }
@@ -128,7 +137,12 @@ impl Conn {
     }
 
     /// One request, from its head to the end of its response.
-    async fn exchange<IO: Transport>(&mut self, head: RequestHead, io: &mut IO, buf: &mut BytesMut) -> Ended {
+    async fn exchange<IO: Transport>(
+        &mut self,
+        head: RequestHead,
+        io: &mut IO,
+        buf: &mut BytesMut,
+    ) -> Ended {
         let RequestHead {
             method,
             uri,
@@ -181,6 +195,9 @@ impl Conn {
         let hint = http_body::Body::size_hint(&body);
         let (framing, mut keep) = write::head(&mut out, &parts, &hint, facts);
         drop(parts);
+        if let Some(f) = feeder.as_mut() {
+            f.answered();
+        }
         let mut writer = Writer::new(out, body, framing);
         let written = poll_fn(|cx| {
             let w = writer.poll_write(cx, io);
@@ -226,14 +243,19 @@ enum Ended {
 }
 
 /// The request body: none, whole from the buffer, or fed by the connection task.
-fn body(framing: RequestFraming, expect_continue: bool, buf: &mut BytesMut) -> (ClientBody, Option<Feeder>) {
+fn body(
+    framing: RequestFraming,
+    expect_continue: bool,
+    buf: &mut BytesMut,
+) -> (ClientBody, Option<Feeder>) {
     match framing {
         RequestFraming::Length(0) => (ClientBody::Empty, None),
         // With `Expect: 100-continue` the 100 goes out when the body is first read, as nginx sends it,
         // even when the client sent the body without waiting.
-        RequestFraming::Length(n) if n <= buf.len() as u64 && !expect_continue => {
-            (ClientBody::Full(Some(buf.split_to(n as usize).freeze())), None)
-        }
+        RequestFraming::Length(n) if n <= buf.len() as u64 && !expect_continue => (
+            ClientBody::Full(Some(buf.split_to(n as usize).freeze())),
+            None,
+        ),
         framing => {
             let slot = Arc::new(Slot::default());
             let remaining = match framing {

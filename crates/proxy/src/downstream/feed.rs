@@ -6,11 +6,11 @@
 use super::body::{Slot, Want};
 use bytes::BytesMut;
 use sluice_h1::{BodyDecoder, Decoded};
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::future::Future;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 /// What a body read takes from the socket at a time.
@@ -59,7 +59,12 @@ impl Feeder {
 
     /// Feeds pieces while the reader wants them; Pending when it waits for the reader or the socket, Ready
     /// once the body is done, abandoned or broken.
-    pub fn poll_feed<IO>(&mut self, cx: &mut Context<'_>, io: &mut IO, buf: &mut BytesMut) -> Poll<Fed>
+    pub fn poll_feed<IO>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: &mut IO,
+        buf: &mut BytesMut,
+    ) -> Poll<Fed>
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
@@ -91,7 +96,9 @@ impl Feeder {
                         }
                         Ok(Decoded::NeedMore) => match read_more(cx, io, buf) {
                             Poll::Pending => return Poll::Pending,
-                            Poll::Ready(Ok(0)) => self.fail("the client closed before the body ended"),
+                            Poll::Ready(Ok(0)) => {
+                                self.fail("the client closed before the body ended")
+                            }
                             Poll::Ready(Ok(_)) => {}
                             Poll::Ready(Err(e)) => self.fail(&e.to_string()),
                         },
@@ -103,10 +110,18 @@ impl Feeder {
         Poll::Ready(self.state)
     }
 
+    /// The response has begun: a `100 Continue` not yet sent never will be (it would land inside it).
+    pub fn answered(&mut self) {
+        if self.continue_left == CONTINUE.len() {
+            self.continue_left = 0;
+        }
+    }
+
     /// The request is over: a reader still holding the body gets an error instead of waiting forever.
     pub fn close_reader(&mut self) {
         if self.state == Fed::Running {
-            self.slot.put(Some(Err("the request ended".to_string())), true);
+            self.slot
+                .put(Some(Err("the request ended".to_string())), true);
         }
     }
 
@@ -117,7 +132,12 @@ impl Feeder {
 
     /// Reads and discards an abandoned body's rest when it is short, so the connection stays reusable:
     /// Ready(true) once it is gone, Ready(false) when the connection must close instead.
-    pub fn poll_discard<IO>(&mut self, cx: &mut Context<'_>, io: &mut IO, buf: &mut BytesMut) -> Poll<bool>
+    pub fn poll_discard<IO>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: &mut IO,
+        buf: &mut BytesMut,
+    ) -> Poll<bool>
     where
         IO: AsyncRead + Unpin,
     {

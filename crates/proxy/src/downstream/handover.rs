@@ -48,7 +48,11 @@ impl OwnUpgrade {
 }
 
 impl AsyncRead for Rewind {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         if !self.ahead.is_empty() {
             let n = self.ahead.len().min(out.remaining());
             out.put_slice(&self.ahead[..n]);
@@ -60,7 +64,11 @@ impl AsyncRead for Rewind {
 }
 
 impl AsyncWrite for Rewind {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.io).poll_write(cx, data)
     }
 

@@ -38,7 +38,12 @@ pub struct Facts {
 
 /// Writes the response head into `out` and says how the body follows and whether the connection stays
 /// open after it.
-pub fn head(out: &mut Vec<u8>, parts: &response::Parts, hint: &SizeHint, facts: Facts) -> (Framing, bool) {
+pub fn head(
+    out: &mut Vec<u8>,
+    parts: &response::Parts,
+    hint: &SizeHint,
+    facts: Facts,
+) -> (Framing, bool) {
     let status = parts.status;
     let mut keep = facts.keep_alive;
     let no_body = status.is_informational() || status == StatusCode::NO_CONTENT;
@@ -68,7 +73,11 @@ pub fn head(out: &mut Vec<u8>, parts: &response::Parts, hint: &SizeHint, facts: 
     }
     if framing == Framing::Length && !parts.headers.contains_key(CONTENT_LENGTH) {
         let mut n = itoa::Buffer::new();
-        field(out, b"content-length", n.format(hint.exact().unwrap_or(0)).as_bytes());
+        field(
+            out,
+            b"content-length",
+            n.format(hint.exact().unwrap_or(0)).as_bytes(),
+        );
     }
     if framing == Framing::Chunked {
         field(out, b"transfer-encoding", b"chunked");
@@ -177,8 +186,9 @@ where
                 }
             }
             if self.written < self.out.len() {
-                let n = std::task::ready!(Pin::new(&mut *io).poll_write(cx, &self.out[self.written..]))
-                    .map_err(WriteError::Io)?;
+                let n =
+                    std::task::ready!(Pin::new(&mut *io).poll_write(cx, &self.out[self.written..]))
+                        .map_err(WriteError::Io)?;
                 if n == 0 {
                     return Poll::Ready(Err(WriteError::Io(io::ErrorKind::WriteZero.into())));
                 }
@@ -199,7 +209,10 @@ where
     }
 
     /// Puts one of the body's frames (or its end) in `out`.
-    fn take(&mut self, frame: Option<Result<http_body::Frame<Bytes>, B::Error>>) -> Result<(), WriteError> {
+    fn take(
+        &mut self,
+        frame: Option<Result<http_body::Frame<Bytes>, B::Error>>,
+    ) -> Result<(), WriteError> {
         match frame {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {

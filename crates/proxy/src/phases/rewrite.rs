@@ -5,15 +5,19 @@
 
 use super::ctx::{new_ctx, AddedHeaders};
 use super::{header_filter, whole, Outcome};
+use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::handler::{self, observe, Answer, Scope};
 use crate::metrics::{content_length, Series};
-use crate::downstream::ClientBody;
 use sluice_metrics::Source;
 use sluice_plugins::RequestCtx;
 
 /// Step 2 of the driver, then the rest of the request from step 3 (routing) on.
-pub async fn rewrite(parts: http::request::Parts, body: ClientBody, scope: Scope) -> Option<Answer> {
+pub async fn rewrite(
+    parts: http::request::Parts,
+    body: ClientBody,
+    scope: Scope,
+) -> Option<Answer> {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let chain = snap.plugins.global_chain();
     let client_ip = x.shared.trust.client_ip(&parts.headers, x.conn.peer.ip());
