@@ -6,7 +6,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use sluice_h1::{parse_request, BodyDecoder, Decoded, RequestFraming};
+use sluice_h1::{parse_request, BodyDecoder, Decoded, HeadLimits, RequestFraming};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&step, data)) = data.split_first() else {
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let mut buf = BytesMut::new();
     let mut input = data.chunks(usize::from(step).max(1));
     loop {
-        let head = match parse_request(&mut buf) {
+        let head = match parse_request(&mut buf, HeadLimits::default()) {
             Ok(Some(head)) => head,
             Ok(None) => match input.next() {
                 Some(piece) => {

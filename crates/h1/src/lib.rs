@@ -17,5 +17,7 @@ mod response;
 
 pub use body::{BodyDecoder, BodyError, Decoded};
 pub use chunk::{chunk_header, LAST_CHUNK};
-pub use request::{parse_request, RequestError, RequestFraming, RequestHead, MAX_REQUEST_HEAD};
+pub use request::{
+    parse_request, HeadLimits, RequestError, RequestFraming, RequestHead, MAX_REQUEST_HEAD,
+};
 pub use response::{parse_response, Framing, ParseError, ResponseHead, MAX_HEAD_BYTES};

@@ -8,8 +8,9 @@
 //!   equal values: nginx refuses it), `Content-Length` beside `Transfer-Encoding` (a smuggling attempt), and
 //!   any `Transfer-Encoding` in HTTP/1.0;
 //! - 501: a transfer coding other than `chunked` alone (nginx implements nothing else);
-//! - 400 too for a head over [`MAX_REQUEST_HEAD`] or with more than 256 fields (nginx's "Request Header Or
-//!   Cookie Too Large").
+//! - by size, as nginx's `large_client_header_buffers` ([`HeadLimits`]): 414 for a request line longer than
+//!   one buffer, 400 for a field line longer than one buffer or a head longer than all of them (nginx's
+//!   "Request Header Or Cookie Too Large"). There is no limit on the number of fields beyond that.
 //!
 //! A target with bytes outside ASCII (nginx takes them raw) is kept with those bytes percent-encoded, so the
 //! router sees the same bytes decoded that Kong's router sees (and answers 404 where no route takes them).
@@ -25,13 +26,31 @@ use crate::fields::{self, ConnectionTokens};
 #[cfg(test)]
 mod tests;
 
-/// Upper bound of a request head (request line + headers).
-pub const MAX_REQUEST_HEAD: usize = 64 * 1024;
+/// Upper bound of [`HeadLimits::total`] (offsets in a head are kept as u32).
+pub const MAX_REQUEST_HEAD: usize = 1 << 20;
 
-/// Header fields parsed with a stack array; a head with more is parsed again with [`MAX_FIELDS`].
+/// Header fields parsed with a stack array; a head with more is parsed again with a heap array as long
+/// as the head allows.
 const STACK_FIELDS: usize = 64;
-/// Most header fields accepted in one head.
-const MAX_FIELDS: usize = 256;
+
+/// How large a request head may be: nginx's `large_client_header_buffers number size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadLimits {
+    /// The longest request line or field line (`size`).
+    pub line: usize,
+    /// The longest head (`number` × `size`).
+    pub total: usize,
+}
+
+impl Default for HeadLimits {
+    /// nginx's default, `4 8k`.
+    fn default() -> Self {
+        HeadLimits {
+            line: 8 * 1024,
+            total: 4 * 8 * 1024,
+        }
+    }
+}
 
 /// How a request body is delimited (RFC 9112 §6.3: a request without framing fields has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,8 +84,10 @@ pub struct RequestHead {
 pub enum RequestError {
     /// Broken syntax or a framing conflict: 400.
     Malformed,
-    /// Over [`MAX_REQUEST_HEAD`] or [`MAX_FIELDS`]: 400, as nginx answers.
+    /// A field line or the head over [`HeadLimits`]: 400, as nginx answers.
     TooLarge,
+    /// The request line over [`HeadLimits::line`]: 414.
+    UriTooLong,
     /// A transfer coding other than `chunked`: 501.
     UnknownCoding,
 }
@@ -77,46 +98,58 @@ impl RequestError {
         match self {
             RequestError::Malformed | RequestError::TooLarge => 400,
             RequestError::UnknownCoding => 501,
+            RequestError::UriTooLong => 414,
         }
     }
 }
 
 /// Parses one request head from the front of `buf`: `Ok(None)` when it is not complete yet (read more),
 /// `Ok(Some(head))` with the head's bytes split off `buf` (what remains is body or a pipelined request).
-pub fn parse_request(buf: &mut BytesMut) -> Result<Option<RequestHead>, RequestError> {
+pub fn parse_request(
+    buf: &mut BytesMut,
+    limits: HeadLimits,
+) -> Result<Option<RequestHead>, RequestError> {
     let mut spans = [Span::EMPTY; STACK_FIELDS];
     let scanned = {
         let mut raw = [MaybeUninit::uninit(); STACK_FIELDS];
-        scan(buf, &mut raw, &mut spans)
+        scan(buf, limits, &mut raw, &mut spans)
     };
     match scanned {
-        Err(RequestError::TooLarge) if !too_long(buf) => parse_many(buf),
+        Err(RequestError::TooLarge) => parse_many(buf, limits),
         // httparse takes a target only as UTF-8; raw bytes beyond (nginx takes them) are encoded first.
-        Err(RequestError::Malformed) if encode_request_line(buf) => parse_request(buf),
+        Err(RequestError::Malformed) if encode_request_line(buf) => parse_request(buf, limits),
         Err(e) => Err(e),
-        Ok(Some(s)) => build(buf, s, &spans[..s.fields]).map(Some),
-        Ok(None) if too_long(buf) => Err(RequestError::TooLarge),
-        Ok(None) => Ok(None),
+        Ok(Some(s)) => build(buf, s, &spans[..s.fields], limits).map(Some),
+        Ok(None) => incomplete(buf, limits),
     }
 }
 
-/// The slow path for heads with more than [`STACK_FIELDS`] fields.
+/// The slow path for heads with more than [`STACK_FIELDS`] fields: as many as the head's size allows.
 #[cold]
-fn parse_many(buf: &mut BytesMut) -> Result<Option<RequestHead>, RequestError> {
-    let mut spans = vec![Span::EMPTY; MAX_FIELDS];
+fn parse_many(buf: &mut BytesMut, limits: HeadLimits) -> Result<Option<RequestHead>, RequestError> {
+    // A field line takes at least three bytes (`a:` and LF).
+    let most = buf.len().min(limits.total) / 3 + 1;
+    let mut spans = vec![Span::EMPTY; most];
     let scanned = {
-        let mut raw = vec![MaybeUninit::uninit(); MAX_FIELDS];
-        scan(buf, &mut raw, &mut spans)?
+        let mut raw = vec![MaybeUninit::uninit(); most];
+        scan(buf, limits, &mut raw, &mut spans)?
     };
     match scanned {
-        Some(s) => build(buf, s, &spans[..s.fields]).map(Some),
-        None if too_long(buf) => Err(RequestError::TooLarge),
-        None => Ok(None),
+        Some(s) => build(buf, s, &spans[..s.fields], limits).map(Some),
+        None => incomplete(buf, limits),
     }
 }
 
-fn too_long(buf: &[u8]) -> bool {
-    buf.len() >= MAX_REQUEST_HEAD
+/// An incomplete head: read more, unless it is already over a limit.
+fn incomplete(buf: &[u8], limits: HeadLimits) -> Result<Option<RequestHead>, RequestError> {
+    let line_end = buf.iter().take(limits.line + 1).position(|&b| b == b'\n');
+    if line_end.is_none() && buf.len() > limits.line {
+        return Err(RequestError::UriTooLong);
+    }
+    if buf.len() >= limits.total {
+        return Err(RequestError::TooLarge);
+    }
+    Ok(None)
 }
 
 /// Where the target and each field lie in the head (byte offsets, end exclusive).
@@ -144,13 +177,15 @@ struct Scanned {
     target: (u32, u32),
 }
 
-/// httparse over at most [`MAX_REQUEST_HEAD`] bytes of `buf`, recording positions. `Ok(None)`: incomplete.
+/// httparse over at most [`HeadLimits::total`] bytes of `buf`, recording positions. `Ok(None)`: incomplete;
+/// `Err(TooLarge)`: more fields than `spans` holds.
 fn scan<'b>(
     buf: &'b [u8],
+    limits: HeadLimits,
     raw: &mut [MaybeUninit<httparse::Header<'b>>],
     spans: &mut [Span],
 ) -> Result<Option<Scanned>, RequestError> {
-    let data = &buf[..buf.len().min(MAX_REQUEST_HEAD)];
+    let data = &buf[..buf.len().min(limits.total.min(MAX_REQUEST_HEAD))];
     let mut req = httparse::Request::new(&mut []);
     let len = match httparse::ParserConfig::default()
         .parse_request_with_uninit_headers(&mut req, data, raw)
@@ -227,8 +262,23 @@ impl Seen {
     }
 }
 
-/// Splits the scanned head off `buf` and builds the [`RequestHead`].
-fn build(buf: &mut BytesMut, s: Scanned, spans: &[Span]) -> Result<RequestHead, RequestError> {
+/// Splits the scanned head off `buf` and builds the [`RequestHead`], checking each line against the limits.
+fn build(
+    buf: &mut BytesMut,
+    s: Scanned,
+    spans: &[Span],
+    limits: HeadLimits,
+) -> Result<RequestHead, RequestError> {
+    // The request line ends after the version: its CRLF is at most two bytes past the target's end + 9.
+    if s.target.1 as usize + 11 > limits.line {
+        return Err(RequestError::UriTooLong);
+    }
+    if spans
+        .iter()
+        .any(|f| (f.value.1 - f.name.0) as usize + 2 > limits.line)
+    {
+        return Err(RequestError::TooLarge);
+    }
     let head = buf.split_to(s.len).freeze();
     let slice = |(a, b): (u32, u32)| &head[a as usize..b as usize];
     let method = Method::from_bytes(slice(s.method)).map_err(|_| RequestError::Malformed)?;

@@ -36,6 +36,8 @@ pub struct ProxySettings {
     pub keepalive_timeout: Duration,
     /// Client connections per worker (nginx's `worker_connections`); one more is accepted and closed.
     pub worker_connections: usize,
+    /// How large a request head may be (nginx's `large_client_header_buffers`).
+    pub head_limits: sluice_h1::HeadLimits,
     /// The certificate `ssl` listeners present when no configured SNI matches (Kong's `ssl_cert`, or the
     /// generated default). Required when any listener has `ssl`.
     pub default_certificate: Option<sluice_tls::CertPair>,
@@ -59,6 +61,7 @@ impl Default for ProxySettings {
             client_header_timeout: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(75),
             worker_connections: 16_384,
+            head_limits: sluice_h1::HeadLimits::default(),
             default_certificate: None,
             dns: DnsSettings::default(),
         }

@@ -114,6 +114,7 @@ pub fn start(args: StartArgs) -> Result<()> {
         client_header_timeout: settings.client.header_timeout,
         keepalive_timeout: settings.client.keepalive_timeout,
         worker_connections: settings.client.worker_connections,
+        head_limits: settings.client.head_limits,
         ..ProxySettings::default()
     };
     let proxy = ProxyServer::start(proxy_settings, loader.snapshot())

@@ -3,7 +3,7 @@
 use super::*;
 
 fn parse(raw: &[u8]) -> Result<Option<RequestHead>, RequestError> {
-    parse_request(&mut BytesMut::from(raw))
+    parse_request(&mut BytesMut::from(raw), HeadLimits::default())
 }
 
 fn head(raw: &str) -> RequestHead {
@@ -13,7 +13,9 @@ fn head(raw: &str) -> RequestHead {
 #[test]
 fn a_plain_get_has_no_body_and_keeps_the_connection() {
     let mut buf = BytesMut::from(&b"GET /a?b=1 HTTP/1.1\r\nHost: t\r\n\r\nGET /next"[..]);
-    let h = parse_request(&mut buf).unwrap().unwrap();
+    let h = parse_request(&mut buf, HeadLimits::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(h.method, Method::GET);
     assert_eq!(h.uri, "/a?b=1");
     assert_eq!(h.version, Version::HTTP_11);
@@ -125,27 +127,57 @@ fn targets_outside_ascii_are_percent_encoded() {
 }
 
 #[test]
-fn partial_heads_wait_and_limits_refuse() {
+fn partial_heads_wait_and_limits_refuse_by_size_as_nginx() {
     assert!(parse(b"GET / HTTP/1.1\r\nHost: t\r\n").unwrap().is_none());
-    let long = format!("GET /{} HTTP/1.1\r\n", "a".repeat(MAX_REQUEST_HEAD));
-    assert_eq!(parse(long.as_bytes()).unwrap_err(), RequestError::TooLarge);
+    // The request line: one buffer (8k), complete or not.
+    let line = |n: usize| format!("GET /{} HTTP/1.1\r\n", "a".repeat(n));
+    assert_eq!(
+        parse(line(9000).as_bytes()).unwrap_err(),
+        RequestError::UriTooLong
+    );
+    assert_eq!(
+        parse(line(9000).trim_end().as_bytes()).unwrap_err(),
+        RequestError::UriTooLong
+    );
+    assert_eq!(
+        parse(format!("{}\r\n", line(8000)).as_bytes())
+            .unwrap()
+            .unwrap()
+            .uri
+            .path()
+            .len(),
+        8001
+    );
+    // A field line: one buffer too.
+    let field = |n: usize| format!("GET / HTTP/1.1\r\nCookie: {}\r\n\r\n", "c".repeat(n));
+    assert_eq!(
+        parse(field(8200).as_bytes()).unwrap_err(),
+        RequestError::TooLarge
+    );
+    assert!(parse(field(8000).as_bytes()).unwrap().is_some());
+    // The whole head: all four buffers.
+    let mut big = String::from("GET / HTTP/1.1\r\n");
+    for i in 0..5 {
+        big.push_str(&format!("X-{i}: {}\r\n", "v".repeat(7000)));
+    }
+    big.push_str("\r\n");
+    assert_eq!(parse(big.as_bytes()).unwrap_err(), RequestError::TooLarge);
+    // No limit on the count of fields but their size: nginx takes 300 short ones.
     let mut many = String::from("GET / HTTP/1.1\r\n");
-    for i in 0..100 {
+    for i in 0..300 {
         many.push_str(&format!("X-{i}: v\r\n"));
     }
     many.push_str("\r\n");
-    assert_eq!(
-        head(&many).headers.len(),
-        100,
-        "more fields than the stack array"
+    assert_eq!(head(&many).headers.len(), 300);
+    let small = HeadLimits {
+        line: 64,
+        total: 128,
+    };
+    let got = parse_request(
+        &mut BytesMut::from(&b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n"[..]),
+        small,
     );
-    let mut too_many = String::from("GET / HTTP/1.1\r\n");
-    for i in 0..300 {
-        too_many.push_str(&format!("X-{i}: v\r\n"));
-    }
-    too_many.push_str("\r\n");
-    assert_eq!(
-        parse(too_many.as_bytes()).unwrap_err(),
-        RequestError::TooLarge
-    );
+    assert!(got.unwrap().is_none(), "under the limits, still waiting");
+    assert_eq!(RequestError::UriTooLong.status(), 414);
+    assert_eq!(RequestError::TooLarge.status(), 400);
 }

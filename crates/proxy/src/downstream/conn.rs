@@ -104,7 +104,7 @@ impl Conn {
                         return Next::H2;
                     }
                 } else {
-                    match parse_request(buf) {
+                    match parse_request(buf, self.shared.settings.head_limits) {
                         Ok(Some(head)) => return Next::Request(Box::new(head)),
                         Ok(None) => {}
                         Err(e) => return Next::Refused(e),

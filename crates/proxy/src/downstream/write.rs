@@ -2,7 +2,7 @@
 //! framing and connection fields the connection decides: `Content-Length` or chunked, `Date`,
 //! `Connection`), and the body written after it, coalescing what is ready into as few writes as possible.
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::{response, StatusCode};
 use http_body::{Body, SizeHint};
@@ -129,13 +129,19 @@ impl CachedDate {
     }
 }
 
-/// A response being written: the head (already in `out`), then the body's pieces as they come.
+/// A response being written: the head (already in `out`), then the body's pieces as they come. Small
+/// pieces are copied behind the head and go out in one write; a large one is written from its own bytes
+/// (with the head, vectored, on plain TCP).
 pub struct Writer<B> {
     out: Vec<u8>,
     written: usize,
+    /// A large piece, written after `out` without copying.
+    large: Option<Bytes>,
+    /// `large` is a chunk: its closing CRLF goes out after it.
+    large_is_chunk: bool,
     body: B,
     framing: Framing,
-    /// The body ended (its last piece and the chunked terminator are in `out`).
+    /// The body ended (its last piece and the chunked terminator are queued).
     ended: bool,
 }
 
@@ -165,6 +171,8 @@ where
         Writer {
             out,
             written: 0,
+            large: None,
+            large_is_chunk: false,
             body,
             framing,
             ended,
@@ -179,24 +187,14 @@ where
     ) -> Poll<Result<(), WriteError>> {
         loop {
             // Take what the body has ready first, so the head and a small body go out in one write.
-            while !self.ended && self.out.len() < COALESCE {
+            while !self.ended && self.large.is_none() && self.out.len() < COALESCE {
                 match Pin::new(&mut self.body).poll_frame(cx) {
                     Poll::Ready(frame) => self.take(frame)?,
                     Poll::Pending => break,
                 }
             }
-            if self.written < self.out.len() {
-                let n =
-                    std::task::ready!(Pin::new(&mut *io).poll_write(cx, &self.out[self.written..]))
-                        .map_err(WriteError::Io)?;
-                if n == 0 {
-                    return Poll::Ready(Err(WriteError::Io(io::ErrorKind::WriteZero.into())));
-                }
-                self.written += n;
-                if self.written == self.out.len() {
-                    self.out.clear();
-                    self.written = 0;
-                }
+            if self.written < self.out.len() || self.large.is_some() {
+                std::task::ready!(self.poll_send(cx, io))?;
                 continue;
             }
             std::task::ready!(Pin::new(&mut *io).poll_flush(cx)).map_err(WriteError::Io)?;
@@ -208,7 +206,47 @@ where
         }
     }
 
-    /// Puts one of the body's frames (or its end) in `out`.
+    /// Writes what is queued: `out`, then the large piece.
+    fn poll_send<IO: AsyncWrite + Unpin>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: &mut IO,
+    ) -> Poll<Result<(), WriteError>> {
+        loop {
+            let copied = &self.out[self.written..];
+            let large = self.large.as_deref().unwrap_or_default();
+            if copied.is_empty() && large.is_empty() {
+                self.out.clear();
+                self.written = 0;
+                self.large = None;
+                if std::mem::take(&mut self.large_is_chunk) {
+                    self.out.extend_from_slice(b"\r\n");
+                    continue;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let io = Pin::new(&mut *io);
+            let n = if !copied.is_empty() && !large.is_empty() && io.is_write_vectored() {
+                let slices = [io::IoSlice::new(copied), io::IoSlice::new(large)];
+                std::task::ready!(io.poll_write_vectored(cx, &slices))
+            } else if !copied.is_empty() {
+                std::task::ready!(io.poll_write(cx, copied))
+            } else {
+                std::task::ready!(io.poll_write(cx, large))
+            }
+            .map_err(WriteError::Io)?;
+            if n == 0 {
+                return Poll::Ready(Err(WriteError::Io(io::ErrorKind::WriteZero.into())));
+            }
+            let from_copied = n.min(copied.len());
+            self.written += from_copied;
+            if let Some(large) = self.large.as_mut() {
+                large.advance(n - from_copied);
+            }
+        }
+    }
+
+    /// Puts one of the body's frames (or its end) in the queue.
     fn take(
         &mut self,
         frame: Option<Result<http_body::Frame<Bytes>, B::Error>>,
@@ -216,7 +254,7 @@ where
         match frame {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    self.piece(&data);
+                    self.piece(data);
                 }
             }
             Some(Err(_)) => return Err(WriteError::Body),
@@ -230,18 +268,25 @@ where
         Ok(())
     }
 
-    fn piece(&mut self, data: &[u8]) {
-        if data.is_empty() {
+    fn piece(&mut self, data: Bytes) {
+        if data.is_empty() || self.framing == Framing::None {
             return;
         }
-        match self.framing {
-            Framing::None => {}
-            Framing::Chunked => {
-                sluice_h1::chunk_header(data.len(), &mut self.out);
-                self.out.extend_from_slice(data);
-                self.out.extend_from_slice(b"\r\n");
-            }
-            Framing::Length | Framing::UntilClose => self.out.extend_from_slice(data),
+        let chunked = self.framing == Framing::Chunked;
+        if chunked {
+            sluice_h1::chunk_header(data.len(), &mut self.out);
+        }
+        if data.len() >= COALESCE {
+            self.large = Some(data);
+            self.large_is_chunk = chunked;
+            return;
+        }
+        self.out.extend_from_slice(&data);
+        if chunked {
+            self.out.extend_from_slice(b"\r\n");
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,6 +6,8 @@
 //!   turns keep-alive off.
 //! - `nginx_events_worker_connections` (Kong: `auto`, the open-files limit): client connections per worker;
 //!   one more is accepted and closed at once.
+//! - `nginx_http_large_client_header_buffers` (nginx: `4 8k`): a request line longer than one buffer gets
+//!   414, a field line longer than one buffer or a head longer than all of them 400.
 
 use anyhow::{bail, Context, Result};
 use std::time::Duration;
@@ -15,6 +17,7 @@ pub const SETTINGS: &[&str] = &[
     "nginx_http_client_header_timeout",
     "nginx_http_keepalive_timeout",
     "nginx_events_worker_connections",
+    "nginx_http_large_client_header_buffers",
 ];
 
 /// The client-connection settings, with nginx's and Kong's defaults for those unset.
@@ -23,6 +26,7 @@ pub struct ClientSettings {
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
     pub worker_connections: usize,
+    pub head_limits: sluice_h1::HeadLimits,
 }
 
 impl ClientSettings {
@@ -38,7 +42,12 @@ impl ClientSettings {
                 _ => bail!("nginx_events_worker_connections: expected a positive number or 'auto', got '{n}'"),
             },
         };
+        let buffers =
+            get("nginx_http_large_client_header_buffers").unwrap_or_else(|| "4 8k".into());
+        let head_limits = header_buffers(&buffers)
+            .with_context(|| format!("nginx_http_large_client_header_buffers: '{buffers}'"))?;
         Ok(ClientSettings {
+            head_limits,
             header_timeout: time("nginx_http_client_header_timeout", "60s")?,
             keepalive_timeout: time("nginx_http_keepalive_timeout", "75s")?,
             worker_connections,
@@ -79,6 +88,29 @@ pub fn nginx_time(text: &str) -> Result<Duration> {
         rest = &rest[unit..];
     }
     Ok(total)
+}
+
+/// nginx's `large_client_header_buffers number size` (`size` in bytes, or with `k` or `m`).
+fn header_buffers(text: &str) -> Result<sluice_h1::HeadLimits> {
+    let mut words = text.split_whitespace();
+    let (Some(number), Some(size), None) = (words.next(), words.next(), words.next()) else {
+        bail!("expected a number and a size, like 4 8k");
+    };
+    let number: usize = number.parse().context("the number of buffers")?;
+    let lower = size.to_ascii_lowercase();
+    let (digits, unit) = match lower.strip_suffix('k') {
+        Some(d) => (d, 1024),
+        None => match lower.strip_suffix('m') {
+            Some(d) => (d, 1024 * 1024),
+            None => (lower.as_str(), 1),
+        },
+    };
+    let line = digits.parse::<usize>().context("the buffer size")? * unit;
+    let total = number.saturating_mul(line);
+    if number < 2 || line < 64 || total > sluice_h1::MAX_REQUEST_HEAD {
+        bail!("expected at least 2 buffers of at least 64 bytes, and at most 1m in all");
+    }
+    Ok(sluice_h1::HeadLimits { line, total })
 }
 
 /// Kong's `auto`: the process's open-files limit.
@@ -122,6 +154,34 @@ mod tests {
         assert_eq!(s.header_timeout, Duration::from_secs(60));
         assert_eq!(s.keepalive_timeout, Duration::from_secs(75));
         assert!(s.worker_connections >= 1);
+        assert_eq!(
+            s.head_limits,
+            sluice_h1::HeadLimits {
+                line: 8192,
+                total: 32768
+            }
+        );
+        let big = ClientSettings::from_values(&|k| {
+            (k == "nginx_http_large_client_header_buffers").then(|| "8 16K".to_string())
+        });
+        assert_eq!(
+            big.unwrap().head_limits,
+            sluice_h1::HeadLimits {
+                line: 16384,
+                total: 131072
+            }
+        );
+        for bad in ["4", "x 8k", "4 8q", "1 8k", "4 8k 1"] {
+            let got = ClientSettings::from_values(&|k| {
+                (k == "nginx_http_large_client_header_buffers").then(|| bad.to_string())
+            });
+            assert!(
+                got.unwrap_err()
+                    .to_string()
+                    .contains("large_client_header_buffers"),
+                "{bad}"
+            );
+        }
         let bad = ClientSettings::from_values(&|k| {
             (k == "nginx_events_worker_connections").then(|| "none".to_string())
         });
