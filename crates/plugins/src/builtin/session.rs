@@ -99,7 +99,10 @@ impl SessionPlugin {
         }
         if self.logout.requested(ctx) {
             tracing::debug!("session logging out");
-            if let Err(e) = self.settings.logout(&mut session, &ctx.request.headers, now) {
+            if let Err(e) = self
+                .settings
+                .logout(&mut session, &ctx.request.headers, now)
+            {
                 tracing::warn!("session logout failed ({e})");
             }
             let mut answer = PluginResponse {
@@ -117,7 +120,10 @@ impl SessionPlugin {
         });
         let Some((consumer, credential)) = found else {
             tracing::debug!("failed to find consumer, destroying session");
-            if let Err(e) = self.settings.logout(&mut session, &ctx.request.headers, now) {
+            if let Err(e) = self
+                .settings
+                .logout(&mut session, &ctx.request.headers, now)
+            {
                 tracing::warn!("session logout failed ({e})");
             }
             ctx.plugin_data.insert(Current(session));
@@ -126,12 +132,17 @@ impl SessionPlugin {
         if let Err(e) = self.settings.refresh(&mut session, now) {
             tracing::warn!("session refresh failed ({e})");
         }
-        for (name, value) in self.settings.headers(&session, &self.settings.request_headers) {
+        for (name, value) in self
+            .settings
+            .headers(&session, &self.settings.request_headers)
+        {
             if let Ok(v) = HeaderValue::from_str(&value) {
                 ctx.request.headers.insert(HeaderName::from_static(name), v);
             }
         }
-        let to_client = self.settings.headers(&session, &self.settings.response_headers);
+        let to_client = self
+            .settings
+            .headers(&session, &self.settings.response_headers);
         ctx.plugin_data.insert(Current(session));
         ctx.plugin_data.insert(Pending(to_client));
         let credential = CredentialRef {
@@ -174,7 +185,9 @@ impl SessionPlugin {
         if let Err(e) = self.settings.save(&mut session, &ctx.request.headers, now) {
             tracing::error!("session save failed ({e})");
         }
-        let headers = self.settings.headers(&session, &self.settings.response_headers);
+        let headers = self
+            .settings
+            .headers(&session, &self.settings.response_headers);
         session.out.apply(&mut response.headers);
         set_headers(&mut response.headers, headers);
     }

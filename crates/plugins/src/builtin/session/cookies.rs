@@ -124,7 +124,8 @@ impl Outgoing {
             } else {
                 max_age
             };
-            let expires = std::time::UNIX_EPOCH + std::time::Duration::from_secs(creation + max_age);
+            let expires =
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(creation + max_age);
             format!(
                 "; Expires={}; Max-Age={max_age}",
                 httpdate::fmt_http_date(expires)
@@ -139,7 +140,10 @@ impl Outgoing {
             let room = MAX_COOKIE_SIZE.saturating_sub(name.len() + 2);
             let (chunk, tail) = rest.split_at(rest.len().min(room));
             rest = tail;
-            self.add(&chunk_name, format!("{chunk_name}={chunk}{flags}{lifetime}"));
+            self.add(
+                &chunk_name,
+                format!("{chunk_name}={chunk}{flags}{lifetime}"),
+            );
         }
         for i in n + 1..=old_chunks {
             self.expire(&format!("{name}{i}"), attrs);
@@ -206,7 +210,10 @@ mod tests {
         let room = MAX_COOKIE_SIZE - "session".len() - 1 - HEADER_ENCODED_SIZE;
         assert_eq!(chunks("session", room), Ok(1));
         assert_eq!(chunks("session", room + 1), Ok(2));
-        assert_eq!(chunks("session", 9 * 4096), Err("cookie size limit exceeded"));
+        assert_eq!(
+            chunks("session", 9 * 4096),
+            Err("cookie size limit exceeded")
+        );
     }
 
     #[test]
@@ -214,8 +221,15 @@ mod tests {
         let attrs = Attributes::new(None, "/", "Lax", false, true);
         let data = "x".repeat(10_000);
         let mut out = Outgoing::default();
-        out.session("s", &"h".repeat(HEADER_ENCODED_SIZE), &data, &attrs, None, 5)
-            .unwrap();
+        out.session(
+            "s",
+            &"h".repeat(HEADER_ENCODED_SIZE),
+            &data,
+            &attrs,
+            None,
+            5,
+        )
+        .unwrap();
         let mut request = HeaderMap::new();
         let mut cookie = Vec::new();
         for (name, line) in &out.0 {
@@ -238,7 +252,11 @@ mod tests {
         headers.append("set-cookie", "session=old; Path=/".parse().unwrap());
         headers.append("set-cookie", "other=1".parse().unwrap());
         let mut out = Outgoing::default();
-        out.clear("session", 1, &Attributes::new(Some("localhost"), "/", "Strict", true, true));
+        out.clear(
+            "session",
+            1,
+            &Attributes::new(Some("localhost"), "/", "Strict", true, true),
+        );
         out.apply(&mut headers);
         let lines: Vec<_> = headers.get_all("set-cookie").iter().collect();
         assert_eq!(lines.len(), 2);

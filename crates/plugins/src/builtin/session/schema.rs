@@ -69,7 +69,9 @@ pub(super) fn schema() -> Schema {
         ("secret", Field::string().default(default_secret())),
         (
             "storage",
-            Field::string().one_of(&["cookie", "kong"]).default("cookie"),
+            Field::string()
+                .one_of(&["cookie", "kong"])
+                .default("cookie"),
         ),
         ("audience", Field::string().default("default")),
         ("idling_timeout", number(900)),
@@ -97,7 +99,10 @@ pub(super) fn schema() -> Schema {
             Field::set(Field::string().one_of(&["GET", "POST", "DELETE"]))
                 .default(serde_json::json!(["POST", "DELETE"])),
         ),
-        ("logout_query_arg", Field::string().default("session_logout")),
+        (
+            "logout_query_arg",
+            Field::string().default("session_logout"),
+        ),
         ("logout_post_arg", Field::string().default("session_logout")),
         ("hash_subject", Field::boolean().default(false)),
         ("store_metadata", Field::boolean().default(false)),
@@ -174,9 +179,11 @@ mod tests {
     #[test]
     fn shorthands_write_through_and_vanish() {
         let v = schema()
-            .validate(&json!({"cookie_lifetime": 60, "cookie_idletime": null, "cookie_renew": 5,
+            .validate(
+                &json!({"cookie_lifetime": 60, "cookie_idletime": null, "cookie_renew": 5,
                 "cookie_discard": 3, "cookie_samesite": "off", "cookie_httponly": false,
-                "cookie_persistent": true}))
+                "cookie_persistent": true}),
+            )
             .unwrap();
         assert_eq!(v["rolling_timeout"], 60);
         assert_eq!(v["idling_timeout"], 0);
@@ -184,7 +191,12 @@ mod tests {
         assert_eq!(v["cookie_same_site"], "Lax");
         assert_eq!(v["cookie_http_only"], false);
         assert_eq!(v["remember"], true);
-        for old in ["cookie_lifetime", "cookie_idletime", "cookie_renew", "cookie_samesite"] {
+        for old in [
+            "cookie_lifetime",
+            "cookie_idletime",
+            "cookie_renew",
+            "cookie_samesite",
+        ] {
             assert!(v.get(old).is_none(), "{old}");
         }
     }
@@ -192,8 +204,10 @@ mod tests {
     #[test]
     fn bad_values_and_kong_storage_are_refused() {
         let errors = schema()
-            .validate(&json!({"cookie_same_site": "Sometimes", "logout_methods": ["PUT"],
-                "response_headers": ["nope"]}))
+            .validate(
+                &json!({"cookie_same_site": "Sometimes", "logout_methods": ["PUT"],
+                "response_headers": ["nope"]}),
+            )
             .unwrap_err();
         let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(

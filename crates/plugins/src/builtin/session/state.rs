@@ -140,10 +140,12 @@ impl Settings {
         if self.remember.is_none() {
             return (s, Err(opened));
         }
-        let remembered = self.open_cookie(headers, true, now).and_then(|(meta, plain)| {
-            s.remember_meta = Some(meta);
-            s.take_entries(&plain, &self.audience)
-        });
+        let remembered = self
+            .open_cookie(headers, true, now)
+            .and_then(|(meta, plain)| {
+                s.remember_meta = Some(meta);
+                s.take_entries(&plain, &self.audience)
+            });
         if remembered.is_err() {
             s.remember_meta = None;
             return (s, Err(opened));
@@ -166,10 +168,11 @@ impl Settings {
         if rolling_offset > MAX_ROLLING_OFFSET {
             return Err("session maximum rolling offset exceeded");
         }
-        let old_chunks = meta
-            .as_ref()
-            .map_or(0, |m| cookies::chunks(name, m.header.data_size()).unwrap_or(1));
-        let plain = serde_json::to_vec(&s.entries).map_err(|_| "unable to json encode session data")?;
+        let old_chunks = meta.as_ref().map_or(0, |m| {
+            cookies::chunks(name, m.header.data_size()).unwrap_or(1)
+        });
+        let plain =
+            serde_json::to_vec(&s.entries).map_err(|_| "unable to json encode session data")?;
         let (header, payload) = self.keys.seal(creation, rolling_offset, &plain, remember);
         let persistent = remember.then_some((creation, t.rolling.max(0.0) as u64));
         s.out.session(
@@ -206,12 +209,7 @@ impl Settings {
     }
 
     /// Saves the session (and the `remember` cookie when enabled).
-    pub fn save(
-        &self,
-        s: &mut Session,
-        headers: &HeaderMap,
-        now: u64,
-    ) -> Result<(), &'static str> {
+    pub fn save(&self, s: &mut Session, headers: &HeaderMap, now: u64) -> Result<(), &'static str> {
         self.save_cookie(s, false, now)?;
         if self.load_remember(s, headers, now) {
             if let Err(e) = self.save_cookie(s, true, now) {
@@ -252,21 +250,31 @@ impl Settings {
 
     /// Logs this audience out: the cookies are cleared when it was the only one, else the session is saved
     /// without its entry.
-    pub fn logout(&self, s: &mut Session, headers: &HeaderMap, now: u64) -> Result<(), &'static str> {
+    pub fn logout(
+        &self,
+        s: &mut Session,
+        headers: &HeaderMap,
+        now: u64,
+    ) -> Result<(), &'static str> {
         if s.entries.len() > 1 {
             s.entries.remove(s.index);
             s.index = 0;
             return self.save(s, headers, now);
         }
         let chunks = |name: &str, meta: &Option<Meta>| {
-            meta.as_ref()
-                .map_or(1, |m| cookies::chunks(name, m.header.data_size()).unwrap_or(1))
+            meta.as_ref().map_or(1, |m| {
+                cookies::chunks(name, m.header.data_size()).unwrap_or(1)
+            })
         };
-        s.out
-            .clear(&self.cookie_name, chunks(&self.cookie_name, &s.meta), &self.attrs);
+        s.out.clear(
+            &self.cookie_name,
+            chunks(&self.cookie_name, &s.meta),
+            &self.attrs,
+        );
         if self.load_remember(s, headers, now) && s.remember_meta.is_some() {
             let (name, _) = self.cookie(true);
-            s.out.clear(name, chunks(name, &s.remember_meta), &self.attrs);
+            s.out
+                .clear(name, chunks(name, &s.remember_meta), &self.attrs);
         }
         s.opened = false;
         Ok(())
@@ -298,11 +306,17 @@ impl Settings {
                         let min = all.into_iter().flatten().reduce(f64::min);
                         ("session-timeout", min.map(number))
                     }
-                    "idling-timeout" => ("session-idling-timeout", left(t.idling, idling).map(number)),
-                    "rolling-timeout" => ("session-rolling-timeout", left(t.rolling, rolling).map(number)),
-                    "absolute-timeout" => {
-                        ("session-absolute-timeout", left(t.absolute, absolute).map(number))
+                    "idling-timeout" => {
+                        ("session-idling-timeout", left(t.idling, idling).map(number))
                     }
+                    "rolling-timeout" => (
+                        "session-rolling-timeout",
+                        left(t.rolling, rolling).map(number),
+                    ),
+                    "absolute-timeout" => (
+                        "session-absolute-timeout",
+                        left(t.absolute, absolute).map(number),
+                    ),
                     _ => return None,
                 };
                 value.map(|v| (header, v))

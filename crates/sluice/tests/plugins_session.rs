@@ -1,0 +1,476 @@
+//! The session plugin through the real binary, driven by an independent client with a real cookie jar:
+//! Python's `requests` (a `Session`, whose `http.cookiejar` honours `Path`, `Secure`, `Max-Age` and
+//! expiry), run with `python3 -c`. Login through key-auth and later requests with only the cookie,
+//! tampered and foreign cookies, the idling, rolling and absolute timeouts, the `remember` cookie,
+//! logout by query and body argument, cookie attributes, a session split over two cookies, the
+//! `Session-*` headers, the upstream's own cookies, and the schema (shorthands, `storage: kong`).
+
+use serde_json::{json, Value};
+use sluice_testkit::{EchoUpstream, Gateway};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice");
+const ALICE_KEY_ID: &str = "8f1c2a4e-0b6d-4c1e-9a3f-5d7e8b9c0a11";
+
+/// Runs the steps (JSON objects) with one `requests.Session` and prints what each got. A step has `url`,
+/// and optionally `method`, `headers`, `data` (a form or text body), `json`, `sleep` (seconds, before
+/// it), `restore` (a saved jar to send with), `tamper` (`[cookie, index]`: one character of that cookie
+/// in the jar is changed), `clear` (empty the jar first) and `save_as` (keep the jar as it is after it).
+const CLIENT: &str = r#"
+import json, sys, time, requests, urllib3
+urllib3.disable_warnings()
+s = requests.Session()
+s.verify = False
+s.trust_env = False
+saved, out = {}, []
+for st in json.loads(sys.argv[1]):
+    time.sleep(st.get("sleep", 0))
+    if "restore" in st:
+        s.cookies = saved[st["restore"]].copy()
+    if st.get("clear"):
+        s.cookies.clear()
+    if "tamper" in st:
+        name, pos = st["tamper"]
+        for c in s.cookies:
+            if c.name == name:
+                i = pos % len(c.value)
+                c.value = c.value[:i] + ("A" if c.value[i] != "A" else "B") + c.value[i + 1:]
+    r = s.request(st.get("method", "GET"), st["url"], headers=st.get("headers"),
+                  data=st.get("data"), json=st.get("json"), allow_redirects=False)
+    try:
+        body = r.json()
+    except Exception:
+        body = r.text
+    out.append({"status": r.status_code, "set_cookie": r.raw.headers.getlist("Set-Cookie"),
+                "headers": {k.lower(): v for k, v in r.headers.items()}, "body": body,
+                "jar": {c.name: c.value for c in s.cookies}})
+    if "save_as" in st:
+        saved[st["save_as"]] = s.cookies.copy()
+print(json.dumps(out))
+"#;
+
+fn run(steps: Value) -> Vec<Value> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", CLIENT, &steps.to_string()])
+        .output()
+        .expect("python3 (with the pip package requests)");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Consumers `alice` (key `alice-key`) and `anon`; `routes` are `(path, session config, key-auth config)`.
+fn gateway(up: &EchoUpstream, routes: &[(&str, Value, Value)], alice: &str) -> Gateway {
+    let routes: Vec<Value> = routes
+        .iter()
+        .map(|(path, session, key_auth)| {
+            json!({"name": path.trim_start_matches('/'), "paths": [path], "plugins": [
+                {"name": "session", "config": session},
+                {"name": "key-auth", "config": key_auth},
+            ]})
+        })
+        .collect();
+    let config = json!({
+        "_format_version": "3.0",
+        "consumers": [
+            {"username": alice, "custom_id": "A1",
+             "keyauth_credentials": [{"id": ALICE_KEY_ID, "key": "alice-key"}]},
+            {"username": "anon"},
+        ],
+        "services": [{"name": "s", "url": up.url(), "routes": routes}],
+    });
+    Gateway::builder(BIN)
+        .config_yaml(&config.to_string())
+        .start()
+}
+
+fn https(gw: &Gateway, path: &str) -> String {
+    format!("https://127.0.0.1:{}{path}", gw.proxy_tls_port())
+}
+
+/// The consumer the upstream saw (`anon` when the session did not authenticate), from the echo.
+fn consumer(r: &Value) -> &str {
+    assert_eq!(r["status"], 200, "{r}");
+    r["body"]["headers"]["x-consumer-username"]
+        .as_str()
+        .unwrap_or("")
+}
+
+fn session_cookies(r: &Value, name: &str) -> Vec<String> {
+    let prefix = format!("{name}=");
+    r["set_cookie"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str().filter(|c| c.starts_with(&prefix)))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_key_auth_login_makes_a_cookie_that_authenticates_alone() {
+    let up = EchoUpstream::start();
+    let anon = json!({"anonymous": "anon"});
+    let session = json!({"response_headers": ["id", "audience", "subject", "timeout"],
+                         "request_headers": ["subject"]});
+    let gw = gateway(
+        &up,
+        &[
+            ("/s", session, anon.clone()),
+            ("/other", json!({"secret": "another secret"}), anon),
+            ("/strict", json!({}), json!({})),
+        ],
+        "alice",
+    );
+    let url = |p: &str| https(&gw, p);
+    let r = run(json!([
+        {"url": url("/s")},
+        {"url": url("/s?apikey=alice-key"), "save_as": "login"},
+        {"url": url("/s")},
+        {"url": url("/other")},
+        {"url": url("/strict")},
+        {"url": url("/s"), "tamper": ["session", -5]},
+        {"url": url("/s"), "restore": "login", "tamper": ["session", 20]},
+        {"url": url("/s"), "restore": "login", "tamper": ["session", 100]},
+        {"url": url("/s"), "restore": "login"},
+        {"url": url("/s"), "clear": true},
+    ]));
+    // Without a key or a cookie: the anonymous consumer, and no session for it.
+    assert_eq!(consumer(&r[0]), "anon");
+    assert!(r[0]["set_cookie"].as_array().unwrap().is_empty());
+    assert!(r[0]["jar"].as_object().unwrap().is_empty());
+
+    // The login: key-auth authenticates, the session plugin answers with the cookie.
+    assert_eq!(consumer(&r[1]), "alice");
+    let set = session_cookies(&r[1], "session");
+    assert_eq!(set.len(), 1, "{:?}", r[1]["set_cookie"]);
+    assert!(
+        set[0].ends_with("; Path=/; SameSite=Strict; Secure; HttpOnly"),
+        "{}",
+        set[0]
+    );
+    let value = r[1]["jar"]["session"].as_str().unwrap();
+    assert!(value.len() > 110 && !value.contains("alice"), "{value}");
+    assert_eq!(r[1]["headers"]["session-audience"], "default");
+    assert_eq!(r[1]["headers"]["session-subject"], "alice");
+    assert_eq!(r[1]["headers"]["session-id"].as_str().unwrap().len(), 43);
+    assert_eq!(r[1]["headers"]["session-timeout"], "900");
+
+    // The cookie alone: the session authenticates alice with her credential, key-auth (with `anonymous`)
+    // does nothing, and the consumer headers go upstream.
+    let h = &r[2]["body"]["headers"];
+    assert_eq!(consumer(&r[2]), "alice");
+    assert_eq!(h["x-consumer-custom-id"], "A1");
+    assert_eq!(h["x-credential-identifier"], ALICE_KEY_ID);
+    assert!(h["x-consumer-id"].is_string() && h.get("x-anonymous-consumer").is_none());
+    assert_eq!(h["session-subject"], "alice");
+    assert!(h["cookie"].as_str().unwrap().starts_with("session="));
+    assert!(
+        session_cookies(&r[2], "session").is_empty(),
+        "no renewal yet"
+    );
+    assert_eq!(r[2]["headers"]["session-id"], r[1]["headers"]["session-id"]);
+
+    // Another secret cannot read it; key-auth without `anonymous` still wants its key (as in Kong).
+    assert_eq!(consumer(&r[3]), "anon");
+    assert_eq!(r[4]["status"], 401, "{}", r[4]);
+
+    // One changed character in the payload, the session id or the MAC: refused, no new cookie.
+    for (i, t) in r[5..8].iter().enumerate() {
+        assert_eq!(consumer(t), "anon", "tamper {i}");
+        assert!(session_cookies(t, "session").is_empty());
+    }
+    // The intact cookie still works; without any cookie the request is anonymous again.
+    assert_eq!(consumer(&r[8]), "alice");
+    assert_eq!(consumer(&r[9]), "anon");
+}
+
+#[test]
+fn idling_rolling_and_absolute_timeouts() {
+    let up = EchoUpstream::start();
+    let anon = json!({"anonymous": "anon"});
+    let gw = gateway(
+        &up,
+        &[
+            (
+                "/idle",
+                json!({"cookie_name": "idle", "idling_timeout": 2}),
+                anon.clone(),
+            ),
+            (
+                "/roll",
+                json!({"cookie_name": "roll", "idling_timeout": 0, "rolling_timeout": 4,
+                       "absolute_timeout": 0}),
+                anon.clone(),
+            ),
+            (
+                "/abs",
+                json!({"cookie_name": "abs", "idling_timeout": 0, "rolling_timeout": 4,
+                       "absolute_timeout": 3}),
+                anon,
+            ),
+        ],
+        "alice",
+    );
+    let url = |p: &str| https(&gw, p);
+
+    // Idle past 2 s: refused, though a request 1 s in was fine.
+    let r = run(json!([
+        {"url": url("/idle?apikey=alice-key")},
+        {"url": url("/idle"), "sleep": 1},
+        {"url": url("/idle"), "sleep": 3.2},
+    ]));
+    assert_eq!(consumer(&r[0]), "alice");
+    assert_eq!(consumer(&r[1]), "alice");
+    assert_eq!(consumer(&r[2]), "anon");
+
+    // Rolling timeout 4 s: a request after 3/4 of it gets a renewed cookie, so a client that keeps coming
+    // stays logged in for 7 s; the first cookie is refused once 4 s have passed.
+    let mut steps = vec![json!({"url": url("/roll?apikey=alice-key"), "save_as": "first"})];
+    for _ in 0..14 {
+        steps.push(json!({"url": url("/roll"), "sleep": 0.5}));
+    }
+    steps.push(json!({"url": url("/roll"), "restore": "first"}));
+    let r = run(Value::Array(steps));
+    let renewals = r[1..15]
+        .iter()
+        .filter(|s| !session_cookies(s, "roll").is_empty())
+        .count();
+    for (i, s) in r[..15].iter().enumerate() {
+        assert_eq!(consumer(s), "alice", "request {i}");
+    }
+    assert!(renewals >= 1, "the cookie was renewed");
+    assert_eq!(consumer(&r[15]), "anon", "the first cookie expired");
+
+    // Absolute timeout 3 s: renewals keep the creation time, so the session ends anyway.
+    let mut steps = vec![json!({"url": url("/abs?apikey=alice-key")})];
+    for _ in 0..10 {
+        steps.push(json!({"url": url("/abs"), "sleep": 0.5}));
+    }
+    let r = run(Value::Array(steps));
+    assert_eq!(consumer(&r[0]), "alice");
+    assert_eq!(consumer(&r[3]), "alice", "1.5 s in");
+    assert_eq!(consumer(&r[10]), "anon", "5 s in");
+}
+
+#[test]
+fn logout_by_query_argument_or_body_argument() {
+    let up = EchoUpstream::start();
+    let anon = json!({"anonymous": "anon"});
+    let gw = gateway(
+        &up,
+        &[
+            ("/q", json!({}), anon.clone()),
+            ("/b", json!({"read_body_for_logout": true}), anon.clone()),
+            (
+                "/g",
+                json!({"logout_methods": ["GET"], "logout_query_arg": "bye"}),
+                anon,
+            ),
+        ],
+        "alice",
+    );
+    let url = |p: &str| https(&gw, p);
+    let login = |p: &str| json!({"url": url(&format!("{p}?apikey=alice-key")), "clear": true});
+    let form = "application/x-www-form-urlencoded";
+    let r = run(json!([
+        login("/q"),
+        {"url": url("/q?session_logout")},
+        {"url": url("/q"), "method": "POST", "data": "session_logout=1",
+         "headers": {"content-type": form}},
+        {"url": url("/q?session_logout"), "method": "DELETE"},
+        {"url": url("/q")},
+        login("/b"),
+        {"url": url("/b"), "method": "POST", "data": "other=1", "headers": {"content-type": form}},
+        {"url": url("/b"), "method": "POST", "data": "a=1&session_logout=yes",
+         "headers": {"content-type": form}},
+        login("/b"),
+        {"url": url("/b"), "method": "DELETE", "json": {"session_logout": false}},
+        {"url": url("/b"), "method": "DELETE", "json": {"session_logout": true}},
+        login("/g"),
+        {"url": url("/g?session_logout")},
+        {"url": url("/g?bye=")},
+        {"url": url("/g")},
+    ]));
+    assert_eq!(consumer(&r[0]), "alice");
+    // GET is not a logout method; a body argument is not read unless `read_body_for_logout`.
+    assert_eq!(consumer(&r[1]), "alice");
+    assert_eq!(consumer(&r[2]), "alice");
+    // DELETE with the query argument: 200 from the gateway, the cookie cleared, anonymous after.
+    assert_eq!(r[3]["status"], 200);
+    assert_eq!(r[3]["body"], "");
+    let cleared = session_cookies(&r[3], "session");
+    assert_eq!(
+        cleared,
+        ["session=; Path=/; SameSite=Strict; Secure; HttpOnly; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0"]
+    );
+    assert!(r[3]["jar"].get("session").is_none());
+    assert_eq!(consumer(&r[4]), "anon");
+
+    assert_eq!(consumer(&r[6]), "alice");
+    assert_eq!(
+        (r[7]["status"].as_u64(), r[7]["jar"].get("session")),
+        (Some(200), None)
+    );
+    assert_eq!(r[7]["body"], "");
+    assert_eq!(consumer(&r[9]), "alice", "a false JSON argument");
+    assert_eq!(r[10]["body"], "");
+    assert!(r[10]["jar"].get("session").is_none());
+
+    assert_eq!(consumer(&r[12]), "alice");
+    assert_eq!(r[13]["body"], "", "an empty value still logs out");
+    assert_eq!(consumer(&r[14]), "anon");
+}
+
+#[test]
+fn cookie_attributes_remember_and_large_sessions() {
+    let up = EchoUpstream::start();
+    let anon = json!({"anonymous": "anon"});
+    // Two audiences sharing one cookie, each with a 2000-character name: together over 4 KB.
+    let audience = |a: &str| json!({"cookie_name": "big", "audience": a.repeat(2000)});
+    let gw = gateway(
+        &up,
+        &[
+            (
+                "/attrs",
+                json!({"cookie_name": "sid", "cookie_path": "/attrs", "cookie_domain": "example.test",
+                       "cookie_same_site": "None", "cookie_secure": false, "cookie_http_only": false}),
+                anon.clone(),
+            ),
+            (
+                "/plain",
+                json!({"cookie_name": "plain", "cookie_same_site": "Lax", "cookie_secure": false}),
+                anon.clone(),
+            ),
+            (
+                "/rem",
+                json!({"cookie_name": "rem", "idling_timeout": 1, "remember": true,
+                       "remember_cookie_name": "keep"}),
+                anon.clone(),
+            ),
+            ("/aud-a", audience("a"), anon.clone()),
+            ("/aud-b", audience("b"), anon),
+        ],
+        "alice",
+    );
+    let plain = |p: &str| gw.proxy_url(p);
+    let url = |p: &str| https(&gw, p);
+    let r = run(json!([
+        {"url": plain("/attrs?apikey=alice-key")},
+        {"url": plain("/plain?apikey=alice-key"),
+         "headers": {"x-echo-set-header": "Set-Cookie: up=1; Path=/"}},
+        {"url": plain("/plain")},
+        {"url": url("/rem?apikey=alice-key"), "clear": true},
+        {"url": url("/rem"), "sleep": 2.5},
+        {"url": url("/rem")},
+        {"url": url("/aud-a?apikey=alice-key"), "clear": true},
+        {"url": url("/aud-b?apikey=alice-key")},
+        {"url": url("/aud-a")},
+        {"url": url("/aud-b")},
+        {"url": url("/aud-b?session_logout"), "method": "POST"},
+        {"url": url("/aud-a")},
+        {"url": url("/aud-b")},
+        {"url": url("/aud-a?session_logout"), "method": "DELETE"},
+        {"url": url("/aud-a")},
+    ]));
+    // `SameSite=None` is always `Secure`; a Domain and a Path as configured; no HttpOnly when off.
+    let attrs = session_cookies(&r[0], "sid");
+    assert!(
+        attrs[0].ends_with("; Domain=example.test; Path=/attrs; SameSite=None; Secure"),
+        "{attrs:?}"
+    );
+    // The upstream's own cookie is kept beside the session's; an insecure cookie works over HTTP.
+    let lines = r[1]["set_cookie"].as_array().unwrap();
+    assert!(lines.contains(&json!("up=1; Path=/")), "{lines:?}");
+    let set = session_cookies(&r[1], "plain");
+    assert!(
+        set[0].ends_with("; Path=/; SameSite=Lax; HttpOnly"),
+        "{set:?}"
+    );
+    assert_eq!(consumer(&r[2]), "alice");
+
+    // `remember`: a persistent cookie beside the session's; once the session idled out, it logs the
+    // client in again with a new session cookie and a renewed persistent one.
+    let keep = session_cookies(&r[3], "keep");
+    assert_eq!(keep.len(), 1, "{:?}", r[3]["set_cookie"]);
+    assert!(keep[0].contains("; Expires=") && keep[0].ends_with("; Max-Age=604800"));
+    assert_eq!(consumer(&r[4]), "alice");
+    assert_eq!(session_cookies(&r[4], "rem").len(), 1);
+    assert_eq!(session_cookies(&r[4], "keep").len(), 1);
+    assert_eq!(consumer(&r[5]), "alice");
+
+    // The first audience's session fits one cookie; with the second one's it is split over `big` and
+    // `big2`, and each audience finds its own entry in it.
+    assert_eq!(session_cookies(&r[6], "big").len(), 1);
+    assert_eq!(consumer(&r[7]), "alice");
+    assert_eq!(session_cookies(&r[7], "big").len(), 1);
+    assert_eq!(session_cookies(&r[7], "big2").len(), 1);
+    for c in r[7]["jar"].as_object().unwrap().values() {
+        assert!(c.as_str().unwrap().len() < 4096);
+    }
+    assert_eq!(consumer(&r[8]), "alice");
+    assert_eq!(consumer(&r[9]), "alice");
+    // Logging out of one audience keeps the other's session (back in one cookie, `big2` expired).
+    assert_eq!(r[10]["body"], "");
+    assert!(r[10]["jar"].get("big").is_some() && r[10]["jar"].get("big2").is_none());
+    assert_eq!(consumer(&r[11]), "alice");
+    assert_eq!(consumer(&r[12]), "anon");
+    // The last audience's logout clears the cookie.
+    assert_eq!(r[13]["body"], "");
+    assert!(r[13]["jar"].get("big").is_none());
+    assert_eq!(consumer(&r[14]), "anon");
+}
+
+#[test]
+fn schema_shorthands_defaults_and_refused_storage() {
+    let up = EchoUpstream::start();
+    let gw = gateway(
+        &up,
+        &[(
+            "/s",
+            json!({"cookie_lifetime": 120, "cookie_idletime": null, "cookie_samesite": "off",
+                   "cookie_renew": 30}),
+            json!({}),
+        )],
+        "alice",
+    );
+    let admin = |p: &str| gw.admin_url(p);
+    let kong_storage = json!({"_format_version": "3.0", "plugins": [
+        {"name": "session", "config": {"storage": "kong"}}]});
+    let r = run(json!([
+        {"url": admin("/plugins")},
+        {"url": admin("/")},
+        {"url": admin("/config"), "method": "POST", "json": kong_storage},
+    ]));
+    let plugins = r[0]["body"]["data"].as_array().unwrap();
+    let session = plugins.iter().find(|p| p["name"] == "session").unwrap();
+    let c = &session["config"];
+    assert_eq!(c["rolling_timeout"], 120);
+    assert_eq!(c["idling_timeout"], 0);
+    assert_eq!(c["cookie_same_site"], "Lax");
+    assert_eq!(c["absolute_timeout"], 86400);
+    assert_eq!(c["storage"], "cookie");
+    for gone in [
+        "cookie_lifetime",
+        "cookie_idletime",
+        "cookie_samesite",
+        "cookie_renew",
+    ] {
+        assert!(c.get(gone).is_none(), "{gone}: {c}");
+    }
+    let secret = c["secret"].as_str().unwrap();
+    assert!(
+        secret.len() == 44 && secret.chars().all(|c| c.is_ascii_alphanumeric()),
+        "{secret}"
+    );
+    let available = &r[1]["body"]["plugins"]["available_on_server"]["session"];
+    assert_eq!(available["priority"], 1900, "{available}");
+    assert_eq!(r[2]["status"], 400, "{}", r[2]);
+    assert!(
+        r[2]["body"].to_string().contains("storage 'kong'"),
+        "{}",
+        r[2]["body"]
+    );
+}
