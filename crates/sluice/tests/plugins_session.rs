@@ -474,3 +474,39 @@ fn schema_shorthands_defaults_and_refused_storage() {
         r[2]["body"]
     );
 }
+
+#[test]
+fn a_reload_keeps_the_default_secret_and_a_deleted_consumer_ends_the_session() {
+    let up = EchoUpstream::start();
+    let anon = json!({"anonymous": "anon"});
+    let gw = gateway(&up, &[("/s", json!({}), anon.clone())], "alice");
+    let url = |p: &str| https(&gw, p);
+    let route = json!({"name": "s", "paths": ["/s"], "plugins": [
+        {"name": "session"}, {"name": "key-auth", "config": anon}]});
+    let services = json!([{"name": "s", "url": up.url(), "routes": [route]}]);
+    let same = json!({"_format_version": "3.0", "services": services, "consumers": [
+        {"username": "alice", "keyauth_credentials": [{"id": ALICE_KEY_ID, "key": "alice-key"}]},
+        {"username": "anon"}]});
+    let without_alice = json!({"_format_version": "3.0", "services": services,
+                               "consumers": [{"username": "anon"}]});
+    let r = run(json!([
+        {"url": url("/s?apikey=alice-key")},
+        {"url": gw.admin_url("/config"), "method": "POST", "json": same},
+        {"url": url("/s")},
+        {"url": gw.admin_url("/config"), "method": "POST", "json": without_alice},
+        {"url": url("/s")},
+    ]));
+    assert_eq!(consumer(&r[0]), "alice");
+    assert!(r[1]["status"].as_u64().unwrap() < 300, "{}", r[1]);
+    // The reloaded config drew no new default secret: the cookie still opens.
+    assert_eq!(consumer(&r[2]), "alice");
+    // Its consumer is gone: the session is cleared and the request goes on without it.
+    assert!(r[3]["status"].as_u64().unwrap() < 300, "{}", r[3]);
+    assert_eq!(consumer(&r[4]), "anon");
+    let cleared = session_cookies(&r[4], "session");
+    assert!(
+        cleared.len() == 1 && cleared[0].ends_with("Max-Age=0"),
+        "{cleared:?}"
+    );
+    assert!(r[4]["jar"].get("session").is_none());
+}

@@ -107,7 +107,6 @@ impl Outgoing {
     /// A session cookie (`header` + `payload`) split over as many cookies as it needs; a `remember` cookie
     /// (created at `creation`, kept `max_age` seconds) gets `Expires` and `Max-Age`. Chunks an earlier
     /// version of the session had beyond the new count (`old_chunks`) are expired.
-    #[allow(clippy::too_many_arguments)]
     pub fn session(
         &mut self,
         name: &str,

@@ -288,7 +288,7 @@ impl Settings {
         };
         let t = self.timeouts;
         let (absolute, rolling, idling) = meta.elapsed();
-        let left = |timeout: f64, elapsed: f64| (timeout != 0.0).then(|| timeout - elapsed);
+        let left = |timeout: f64, elapsed: f64| (timeout != 0.0).then_some(timeout - elapsed);
         let entry = &s.entries[s.index];
         names
             .iter()
