@@ -11,6 +11,7 @@
 
 mod codec;
 mod cookies;
+mod properties;
 mod schema;
 mod state;
 

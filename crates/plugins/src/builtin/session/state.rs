@@ -36,8 +36,8 @@ pub(super) struct Settings {
 
 /// What an opened or saved cookie says about itself.
 #[derive(Clone)]
-struct Meta {
-    header: Header,
+pub(super) struct Meta {
+    pub header: Header,
     /// The whole base64url payload.
     payload: String,
     /// When it was opened or saved (the base of the `Session-*-Timeout` headers).
@@ -60,7 +60,8 @@ pub(super) struct Session {
 }
 
 impl Meta {
-    fn elapsed(&self) -> (f64, f64, f64) {
+    /// Seconds since creation, since the last renewal and since the last touch, at `timestamp`.
+    pub fn elapsed(&self) -> (f64, f64, f64) {
         let h = &self.header;
         let absolute = self.timestamp as f64 - h.creation() as f64;
         let rolling = absolute - h.rolling_offset() as f64;
@@ -279,65 +280,6 @@ impl Settings {
         s.opened = false;
         Ok(())
     }
-
-    /// The `Session-*` headers `names` ask for (`id`, `audience`, `subject`, `timeout`, `idling-timeout`,
-    /// `rolling-timeout`, `absolute-timeout`), for an opened or saved session.
-    pub fn headers(&self, s: &Session, names: &[String]) -> Vec<(&'static str, String)> {
-        let Some(meta) = &s.meta else {
-            return Vec::new();
-        };
-        let t = self.timeouts;
-        let (absolute, rolling, idling) = meta.elapsed();
-        let left = |timeout: f64, elapsed: f64| (timeout != 0.0).then_some(timeout - elapsed);
-        let entry = &s.entries[s.index];
-        names
-            .iter()
-            .filter_map(|name| {
-                let (header, value) = match name.as_str() {
-                    "id" => ("session-id", Some(cookies_id(&meta.header))),
-                    "audience" => ("session-audience", entry[1].as_str().map(String::from)),
-                    "subject" => ("session-subject", entry[2].as_str().map(String::from)),
-                    "timeout" => {
-                        let all = [
-                            left(t.idling, idling),
-                            left(t.rolling, rolling),
-                            left(t.absolute, absolute),
-                        ];
-                        let min = all.into_iter().flatten().reduce(f64::min);
-                        ("session-timeout", min.map(number))
-                    }
-                    "idling-timeout" => {
-                        ("session-idling-timeout", left(t.idling, idling).map(number))
-                    }
-                    "rolling-timeout" => (
-                        "session-rolling-timeout",
-                        left(t.rolling, rolling).map(number),
-                    ),
-                    "absolute-timeout" => (
-                        "session-absolute-timeout",
-                        left(t.absolute, absolute).map(number),
-                    ),
-                    _ => return None,
-                };
-                value.map(|v| (header, v))
-            })
-            .collect()
-    }
-}
-
-/// The session id as the `Session-Id` header gives it (base64url).
-fn cookies_id(header: &Header) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(header.sid())
-}
-
-/// A number as Lua prints it: integral values without a fraction.
-fn number(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{}", n as i64)
-    } else {
-        n.to_string()
-    }
 }
 
 impl Session {
@@ -361,9 +303,19 @@ impl Session {
         }
     }
 
+    /// The current cookie's meta (None for a session not yet saved).
+    pub fn meta(&self) -> Option<&Meta> {
+        self.meta.as_ref()
+    }
+
+    /// This audience's `[data, audience, subject]`.
+    pub fn entry(&self) -> &Value {
+        &self.entries[self.index]
+    }
+
     /// Kong's session data: the consumer id and the credential id.
     pub fn data(&self) -> Option<(&str, &str)> {
-        let data = &self.entries[self.index][0];
+        let data = &self.entry()[0];
         Some((data[0].as_str()?, data[1].as_str()?))
     }
 
@@ -373,3 +325,6 @@ impl Session {
         *entry = json!([[consumer, credential], entry[1].take(), subject]);
     }
 }
+
+#[cfg(test)]
+mod tests;
