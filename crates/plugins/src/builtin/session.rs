@@ -95,7 +95,10 @@ impl SessionPlugin {
         let (mut session, opened) = self.settings.start(&ctx.request.headers, now);
         if let Err(reason) = opened {
             tracing::debug!("session not present ({reason})");
-            ctx.plugin_data.insert(Current(session));
+            // Without a cookie there is nothing to keep: `header_filter` starts afresh if it must save.
+            if !session.out.0.is_empty() || reason != state::NO_COOKIE {
+                ctx.plugin_data.insert(Current(session));
+            }
             return Flow::Continue;
         }
         if self.logout.requested(ctx) {
@@ -159,16 +162,18 @@ impl SessionPlugin {
         if let Some(Pending(headers)) = ctx.plugin_data.remove::<Pending>() {
             set_headers(&mut response.headers, headers);
         }
+        let (Some(credential), Some(consumer)) = (ctx.credential, ctx.consumer) else {
+            // No session for anonymous consumers.
+            if let Some(Current(session)) = current {
+                session.out.apply(&mut response.headers);
+            }
+            return;
+        };
         let now = now();
         let mut session = match current {
             Some(Current(s)) => s,
-            // `access` did not run (an earlier plugin answered): open the cookie as it would have.
+            // No cookie, or `access` did not run (an earlier plugin answered): open it as `access` does.
             None => self.settings.start(&ctx.request.headers, now).0,
-        };
-        let (Some(credential), Some(consumer)) = (ctx.credential, ctx.consumer) else {
-            // No session for anonymous consumers.
-            session.out.apply(&mut response.headers);
-            return;
         };
         let mut ids = (uuid::Uuid::encode_buffer(), uuid::Uuid::encode_buffer());
         let consumer_id = consumer.id.hyphenated().encode_lower(&mut ids.0);

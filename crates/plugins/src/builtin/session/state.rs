@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 /// it has been idle longer than this.
 const TOUCH_THRESHOLD: u64 = 60;
 
+/// Why a request has no session when it sent no session cookie.
+pub(super) const NO_COOKIE: &str = "missing session cookie";
+
 /// The timeouts of one cookie, in seconds (0 = none).
 #[derive(Clone, Copy)]
 pub(super) struct Timeouts {
@@ -85,7 +88,7 @@ impl Settings {
         now: u64,
     ) -> Result<(Meta, Vec<u8>), &'static str> {
         let (name, t) = self.cookie(remember);
-        let first = cookies::find(headers, name).ok_or("missing session cookie")?;
+        let first = cookies::find(headers, name).ok_or(NO_COOKIE)?;
         let header = Header::decode(first)?;
         let absolute = now as f64 - header.creation() as f64;
         if absolute > MAX_ROLLING_OFFSET as f64 {
