@@ -1,9 +1,10 @@
 //! The session plugin through the real binary, driven by an independent client with a real cookie jar:
 //! Python's `requests` (a `Session`, whose `http.cookiejar` honours `Path`, `Secure`, `Max-Age` and
-//! expiry), run with `python3 -c`. Login through key-auth and later requests with only the cookie,
-//! tampered and foreign cookies, the idling, rolling and absolute timeouts, the `remember` cookie,
+//! expiry), run with `python3 -c`. Login through key-auth or basic-auth and later requests with only the
+//! cookie, tampered and foreign cookies, the idling, rolling and absolute timeouts, the `remember` cookie,
 //! logout by query and body argument, cookie attributes, a session split over two cookies, the
-//! `Session-*` headers, the upstream's own cookies, and the schema (shorthands, `storage: kong`).
+//! `Session-*` headers, the upstream's own cookies, a reload and a deleted consumer, and the schema
+//! (shorthands, the default secret, `storage: kong`).
 
 use serde_json::{json, Value};
 use sluice_testkit::{EchoUpstream, Gateway};
@@ -509,4 +510,44 @@ fn a_reload_keeps_the_default_secret_and_a_deleted_consumer_ends_the_session() {
         "{cleared:?}"
     );
     assert!(r[4]["jar"].get("session").is_none());
+}
+
+#[test]
+fn a_basic_auth_login_works_the_same() {
+    use base64::Engine;
+    let up = EchoUpstream::start();
+    let cred = "0d2b4c6e-8a1f-4e3d-b5c7-9e1f2a3b4c5d";
+    let config = json!({
+        "_format_version": "3.0",
+        "consumers": [
+            {"username": "alice", "basicauth_credentials": [
+                {"id": cred, "username": "alice-basic", "password": "pw"}]},
+            {"username": "anon"},
+        ],
+        "services": [{"name": "s", "url": up.url(), "routes": [{"name": "b", "paths": ["/b"],
+            "plugins": [{"name": "session"},
+                        {"name": "basic-auth", "config": {"anonymous": "anon"}}]}]}],
+    });
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config.to_string())
+        .start();
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("alice-basic:pw")
+    );
+    let url = https(&gw, "/b");
+    let r = run(json!([
+        {"url": url, "headers": {"authorization": basic}},
+        {"url": url},
+    ]));
+    assert_eq!(consumer(&r[0]), "alice");
+    assert_eq!(
+        r[0]["body"]["headers"]["x-credential-identifier"],
+        "alice-basic"
+    );
+    assert_eq!(session_cookies(&r[0], "session").len(), 1);
+    // With the cookie alone, Kong's session names the credential by its id.
+    assert_eq!(consumer(&r[1]), "alice");
+    assert_eq!(r[1]["body"]["headers"]["x-credential-identifier"], cred);
+    assert!(r[1]["body"]["headers"].get("authorization").is_none());
 }
