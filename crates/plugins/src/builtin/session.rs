@@ -90,6 +90,13 @@ fn now() -> u64 {
 }
 
 impl SessionPlugin {
+    /// Logs the session out (its cookies are expired on the response).
+    fn end(&self, session: &mut Session, ctx: &RequestCtx<'_>, now: u64) {
+        if let Err(e) = self.settings.logout(session, &ctx.request.headers, now) {
+            tracing::warn!("session logout failed ({e})");
+        }
+    }
+
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let now = now();
         let (mut session, opened) = self.settings.start(&ctx.request.headers, now);
@@ -103,12 +110,7 @@ impl SessionPlugin {
         }
         if self.logout.requested(ctx) {
             tracing::debug!("session logging out");
-            if let Err(e) = self
-                .settings
-                .logout(&mut session, &ctx.request.headers, now)
-            {
-                tracing::warn!("session logout failed ({e})");
-            }
+            self.end(&mut session, ctx, now);
             let mut answer = PluginResponse {
                 status: StatusCode::OK,
                 headers: http::HeaderMap::new(),
@@ -124,12 +126,7 @@ impl SessionPlugin {
         });
         let Some((consumer, credential)) = found else {
             tracing::debug!("failed to find consumer, destroying session");
-            if let Err(e) = self
-                .settings
-                .logout(&mut session, &ctx.request.headers, now)
-            {
-                tracing::warn!("session logout failed ({e})");
-            }
+            self.end(&mut session, ctx, now);
             ctx.plugin_data.insert(Current(session));
             return Flow::Continue;
         };
