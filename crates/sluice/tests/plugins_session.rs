@@ -15,10 +15,42 @@ const ALICE_KEY_ID: &str = "8f1c2a4e-0b6d-4c1e-9a3f-5d7e8b9c0a11";
 /// Runs the steps (JSON objects) with one `requests.Session` and prints what each got. A step has `url`,
 /// and optionally `method`, `headers`, `data` (a form or text body), `json`, `sleep` (seconds, before
 /// it), `restore` (a saved jar to send with), `tamper` (`[cookie, index]`: one character of that cookie
-/// in the jar is changed), `clear` (empty the jar first) and `save_as` (keep the jar as it is after it).
+/// in the jar is changed), `clear` (empty the jar first), `save_as` (keep the jar as it is after it),
+/// `forge` (`[cookie, secret, JSON, age in seconds]`: send only this cookie, sealed by the Python
+/// implementation of lua-resty-session 4's format below) and `unseal` (`[cookie, secret]`: open that
+/// cookie of the jar with it, after the request).
 const CLIENT: &str = r#"
-import json, sys, time, requests, urllib3
+import base64, hashlib, hmac, json, math, os, sys, time, requests, urllib3
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 urllib3.disable_warnings()
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+unb64 = lambda s: base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+le = lambda b: int.from_bytes(b, "little")
+def kdf(secret, usage, sid, n):
+    ikm = hashlib.sha256(secret.encode()).digest()
+    return HKDF(algorithm=hashes.SHA256(), length=n, salt=None, info=usage + b":" + sid).derive(ikm)
+def seal(secret, data, creation):
+    sid, plain = os.urandom(32), data.encode()
+    head = bytes([1, 0, 0]) + sid + creation.to_bytes(5, "little") + bytes(4)
+    head += math.ceil(len(plain) * 4 / 3).to_bytes(3, "little")
+    key = kdf(secret, b"encryption", sid, 44)
+    sealed = AESGCM(key[:32]).encrypt(key[32:], plain, head)
+    head += sealed[-16:] + bytes(3)
+    head += hmac.new(kdf(secret, b"authentication", sid, 32), head, "sha256").digest()[:16]
+    return b64(head) + b64(sealed[:-16])
+def unseal(secret, cookie):
+    head, payload = unb64(cookie[:110]), unb64(cookie[110:])
+    sid = head[3:35]
+    mac = hmac.new(kdf(secret, b"authentication", sid, 32), head[:66], "sha256").digest()[:16]
+    if not hmac.compare_digest(mac, head[66:]):
+        return {"error": "mac"}
+    key = kdf(secret, b"encryption", sid, 44)
+    plain = AESGCM(key[:32]).decrypt(key[32:], payload + head[47:63], head[:47])
+    return {"type": head[0], "flags": le(head[1:3]), "creation": le(head[35:40]),
+            "rolling_offset": le(head[40:44]), "data_size": le(head[44:47]),
+            "idling_offset": le(head[63:66]), "now": int(time.time()), "data": json.loads(plain)}
 s = requests.Session()
 s.verify = False
 s.trust_env = False
@@ -35,6 +67,9 @@ for st in json.loads(sys.argv[1]):
             if c.name == name:
                 i = pos % len(c.value)
                 c.value = c.value[:i] + ("A" if c.value[i] != "A" else "B") + c.value[i + 1:]
+    if "forge" in st:
+        name, secret, data, age = st["forge"]
+        st.setdefault("headers", {})["cookie"] = name + "=" + seal(secret, data, int(time.time()) - age)
     r = s.request(st.get("method", "GET"), st["url"], headers=st.get("headers"),
                   data=st.get("data"), json=st.get("json"), allow_redirects=False)
     try:
@@ -44,6 +79,9 @@ for st in json.loads(sys.argv[1]):
     out.append({"status": r.status_code, "set_cookie": r.raw.headers.getlist("Set-Cookie"),
                 "headers": {k.lower(): v for k, v in r.headers.items()}, "body": body,
                 "jar": {c.name: c.value for c in s.cookies}})
+    if "unseal" in st:
+        name, secret = st["unseal"]
+        out[-1]["unsealed"] = unseal(secret, out[-1]["jar"][name])
     if "save_as" in st:
         saved[st["save_as"]] = s.cookies.copy()
 print(json.dumps(out))
@@ -53,7 +91,7 @@ fn run(steps: Value) -> Vec<Value> {
     let out = std::process::Command::new("python3")
         .args(["-c", CLIENT, &steps.to_string()])
         .output()
-        .expect("python3 (with the pip package requests)");
+        .expect("python3 (with the pip packages requests and cryptography)");
     assert!(
         out.status.success(),
         "client failed: {}",
@@ -550,4 +588,55 @@ fn a_basic_auth_login_works_the_same() {
     assert_eq!(consumer(&r[1]), "alice");
     assert_eq!(r[1]["body"]["headers"]["x-credential-identifier"], cred);
     assert!(r[1]["body"]["headers"].get("authorization").is_none());
+}
+
+#[test]
+fn an_independent_implementation_of_the_cookie_format_agrees() {
+    let up = EchoUpstream::start();
+    let anon = json!({"anonymous": "anon"});
+    let gw = gateway(&up, &[("/c", json!({"secret": "compat"}), anon)], "alice");
+    let url = https(&gw, "/c");
+    let r =
+        run(json!([{"url": format!("{url}?apikey=alice-key"), "unseal": ["session", "compat"]}]));
+    // The cookie Sluice made, opened by the Python implementation: lua-resty-session 4's header fields,
+    // and Kong's data `[[consumer id, credential id], audience, subject]`.
+    let alice = r[0]["body"]["headers"]["x-consumer-id"].as_str().unwrap();
+    let u = &r[0]["unsealed"];
+    assert_eq!(
+        u["data"],
+        json!([[[alice, ALICE_KEY_ID], "default", "alice"]]),
+        "{u}"
+    );
+    assert_eq!(
+        (u["type"].as_u64(), u["flags"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(
+        (u["rolling_offset"].as_u64(), u["idling_offset"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let skew = u["now"].as_i64().unwrap() - u["creation"].as_i64().unwrap();
+    assert!((0..=5).contains(&skew), "{u}");
+
+    // Cookies the Python implementation sealed: accepted with the right secret while within the
+    // timeouts, refused otherwise.
+    let data = json!([[[alice, ALICE_KEY_ID], "default", "alice"]]).to_string();
+    let other_audience = json!([[[alice, ALICE_KEY_ID], "elsewhere", "alice"]]).to_string();
+    let forge = |secret: &str, data: &str, age: u64| json!({"url": url, "clear": true, "forge": ["session", secret, data, age]});
+    let r = run(json!([
+        forge("compat", &data, 0),
+        forge("compat", &data, 600),
+        forge("wrong", &data, 0),
+        forge("compat", &data, 1000),
+        forge("compat", &other_audience, 0),
+    ]));
+    assert_eq!(consumer(&r[0]), "alice");
+    assert_eq!(
+        r[0]["body"]["headers"]["x-credential-identifier"],
+        ALICE_KEY_ID
+    );
+    assert_eq!(consumer(&r[1]), "alice", "10 minutes idle is within 900 s");
+    assert_eq!(consumer(&r[2]), "anon", "another secret");
+    assert_eq!(consumer(&r[3]), "anon", "idle past 900 s");
+    assert_eq!(consumer(&r[4]), "anon", "no entry for this audience");
 }
