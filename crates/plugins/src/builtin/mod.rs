@@ -26,6 +26,7 @@ pub mod request_termination;
 pub mod request_transformer;
 pub mod response_ratelimiting;
 pub mod response_transformer;
+pub mod session;
 pub mod statsd;
 mod statsd_lines;
 pub mod syslog;
@@ -49,6 +50,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         jwt::builtin(),
         key_auth::builtin(),
         basic_auth::builtin(),
+        session::builtin(),
         hmac_auth::builtin(),
         ip_restriction::builtin(),
         acl::builtin(),
