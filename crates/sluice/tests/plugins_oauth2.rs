@@ -882,6 +882,29 @@ async fn global_credentials_anonymous_and_admin_writes() {
     );
     assert!(!yaml.contains("oauth2_tokens") && !yaml.contains(&scoped));
 
+    // A secret changes with hash_secret said anew (Kong's rule); the new one is hashed and works.
+    let (status, body) = n
+        .admin(
+            "PATCH",
+            "/oauth2/cc-id",
+            Some(json!({"client_secret": "new"})),
+        )
+        .await;
+    let all_or_none = "all or none of these fields must be set: 'hash_secret', 'client_secret'";
+    assert_eq!(
+        (status, &body["fields"]["@entity"]),
+        (400, &json!(all_or_none)),
+        "{body}"
+    );
+    let patch = json!({"client_secret": "new-secret", "hash_secret": true});
+    let (status, body) = n.admin("PATCH", "/oauth2/cc-id", Some(patch)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["client_secret"]
+        .as_str()
+        .unwrap()
+        .starts_with("$pbkdf2-sha512$"));
+    n.client_token("/s3", ("cc-id", "new-secret")).await;
+
     // Kong's plugin checks; a generated provision key.
     let (status, body) = n
         .admin(
