@@ -14,6 +14,8 @@ mod config;
 mod grant;
 mod params;
 pub mod store;
+#[cfg(test)]
+mod tests;
 mod token;
 
 use crate::ctx::RequestCtx;

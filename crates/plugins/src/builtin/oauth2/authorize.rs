@@ -175,7 +175,7 @@ fn finish(
 }
 
 /// `uri` with `answer` merged into its query (or fragment), names in order as Kong encodes them.
-fn with_params(uri: &str, answer: Map<String, Value>, in_fragment: bool) -> String {
+pub(super) fn with_params(uri: &str, answer: Map<String, Value>, in_fragment: bool) -> String {
     let (rest, fragment) = uri.split_once('#').unwrap_or((uri, ""));
     let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
     let target = if in_fragment { fragment } else { query };

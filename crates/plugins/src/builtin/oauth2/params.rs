@@ -101,7 +101,7 @@ impl ClientAuth {
 
 /// `Basic <base64 of id:secret>` (Kong's unanchored `\s*[Bb]asic\s*(.+)`): the id, and the secret when the
 /// decoded text has a colon.
-fn basic(value: &[u8]) -> Option<(String, Option<String>)> {
+pub(super) fn basic(value: &[u8]) -> Option<(String, Option<String>)> {
     let text = std::str::from_utf8(value).ok()?;
     let at = text.find("Basic").or_else(|| text.find("basic"))?;
     let encoded = text[at + 5..].trim_start();
