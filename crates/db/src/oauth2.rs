@@ -180,3 +180,45 @@ pub async fn expire(client: &Client) -> Result<u64, tokio_postgres::Error> {
         .await?;
     Ok(codes + tokens)
 }
+
+/// The live tokens for the Admin API's `/oauth2_tokens` (oldest first, at most 1000), or the one whose id
+/// or access token is `key`.
+pub async fn tokens(
+    client: &Client,
+    key: Option<&str>,
+) -> Result<Vec<TokenRow>, tokio_postgres::Error> {
+    let rows = match key {
+        None => {
+            let sql = format!(
+                "SELECT {TOKEN_COLUMNS} FROM oauth2_tokens WHERE {LIVE} ORDER BY created_at, id LIMIT 1000"
+            );
+            client.query(&sql, &[]).await?
+        }
+        Some(key) => {
+            let sql = format!(
+                "SELECT {TOKEN_COLUMNS} FROM oauth2_tokens WHERE (id::text = $1 OR access_token = $1) AND {LIVE}"
+            );
+            client.query(&sql, &[&key]).await?
+        }
+    };
+    Ok(rows.iter().map(token_row).collect())
+}
+
+impl TokenRow {
+    /// Kong's JSON of an `oauth2_tokens` entity.
+    pub fn to_json(&self) -> serde_json::Value {
+        let id = |u: Option<Uuid>| u.map(|id| serde_json::json!({ "id": id }));
+        serde_json::json!({
+            "id": self.id,
+            "created_at": self.created_at,
+            "credential": { "id": self.credential_id },
+            "service": id(self.service_id),
+            "token_type": "bearer",
+            "expires_in": self.expires_in,
+            "access_token": self.access_token,
+            "refresh_token": self.refresh_token,
+            "authenticated_userid": self.authenticated_userid,
+            "scope": self.scope,
+        })
+    }
+}

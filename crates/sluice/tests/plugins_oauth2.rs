@@ -814,6 +814,48 @@ async fn global_credentials_anonymous_and_admin_writes() {
         401
     );
 
+    // The Admin API's /oauth2_tokens: the live tokens, one by access token or id, and deleting one.
+    let (status, list) = n.admin("GET", "/oauth2_tokens", None).await;
+    assert_eq!(status, 200, "{list}");
+    let listed: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["access_token"].as_str())
+        .collect();
+    assert!(
+        listed.contains(&global.as_str()) && listed.contains(&scoped.as_str()),
+        "{list}"
+    );
+    let (status, one) = n
+        .admin("GET", &format!("/oauth2_tokens/{global}"), None)
+        .await;
+    assert_eq!(
+        (status, &one["service"], &one["token_type"]),
+        (200, &Value::Null, &json!("bearer")),
+        "{one}"
+    );
+    let by_id = format!("/oauth2_tokens/{}", one["id"].as_str().unwrap());
+    assert_eq!(
+        n.admin("GET", &by_id, None).await.1["access_token"],
+        json!(global)
+    );
+    assert_eq!(
+        n.get("/s1/x", &[("authorization", &bearer(&scoped))])
+            .await
+            .0,
+        200
+    );
+    let path = format!("/oauth2_tokens/{scoped}");
+    assert_eq!(n.admin("DELETE", &path, None).await.0, 204);
+    assert_eq!(n.admin("GET", &path, None).await.0, 404);
+    assert_eq!(
+        n.get("/s1/x", &[("authorization", &bearer(&scoped))])
+            .await
+            .0,
+        401
+    );
+
     // anonymous: no token or a bad one leaves the request to the anonymous consumer.
     for headers in [vec![], vec![("authorization", "Bearer nope")]] {
         let (status, _, echo) = n.get("/s4/x", &headers).await;

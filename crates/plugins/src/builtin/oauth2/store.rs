@@ -108,7 +108,8 @@ impl Store {
         cache.insert(token.access_token.clone(), (Instant::now(), token));
     }
 
-    fn forget(&self, access_token: &str) {
+    /// Drops a token from this node's cache (it was deleted).
+    pub fn forget(&self, access_token: &str) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         cache.remove(access_token);
     }
