@@ -161,7 +161,7 @@ async fn node() -> Node {
         ("s1", main),
         (
             "s2",
-            json!({"enable_password_grant": true, "enable_client_credentials": true, "token_expiration": 1,
+            json!({"enable_password_grant": true, "enable_client_credentials": true, "token_expiration": 2,
                    "reuse_refresh_token": true, "hide_credentials": true, "realm": "api",
                    "provision_key": PROVISION}),
         ),
@@ -746,7 +746,7 @@ async fn client_credentials_password_implicit_refresh_and_expiry() {
         .as_str()
     );
 
-    // s2: tokens last 1 s; a refresh renews the token in place and keeps its refresh token; the token is
+    // s2: tokens last 2 s; a refresh renews the token in place and keeps its refresh token; the token is
     // hidden from the upstream, in the header or the query.
     let form = [
         ("grant_type", "password"),
@@ -758,7 +758,7 @@ async fn client_credentials_password_implicit_refresh_and_expiry() {
     let (status, _, short) = n.post("/s2/oauth2/token", &form).await;
     assert_eq!(
         (status, short["expires_in"].as_i64()),
-        (200, Some(1)),
+        (200, Some(2)),
         "{short}"
     );
     let token = short["access_token"].as_str().unwrap().to_string();
@@ -771,7 +771,7 @@ async fn client_credentials_password_implicit_refresh_and_expiry() {
         (200, Some("a=1")),
         "{echo}"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(3200)).await;
     let (status, _, body) = n.get("/s2/x", &[("authorization", &bearer(&token))]).await;
     assert_eq!((status, body), (401, error("invalid_token", INVALID_TOKEN)));
     let form = refresh_with(
@@ -855,6 +855,16 @@ async fn global_credentials_anonymous_and_admin_writes() {
             .0,
         401
     );
+
+    // Another node on the same database serves the same tokens.
+    let other = n._db.gateway(BIN, None).start();
+    let url = format!("https://{HOST}:{}/s4/x", other.proxy_tls_port());
+    let client = https_client(HOST, other.proxy_tls_port(), true);
+    let resp = client.get(url).bearer_auth(&global).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let echo: Value = resp.json().await.unwrap();
+    assert_eq!(echo["headers"]["x-consumer-username"], "bob");
+    drop(other);
 
     // anonymous: no token or a bad one leaves the request to the anonymous consumer.
     for headers in [vec![], vec![("authorization", "Bearer nope")]] {
