@@ -139,10 +139,6 @@ impl OAuth2 {
             false => bool::from(client.client_secret.as_bytes().ct_eq(given.as_bytes())),
         }
     }
-
-    fn clone_config(&self) -> (Arc<Config>, Uuid) {
-        (self.config.clone(), self.plugin_id)
-    }
 }
 
 /// Kong's answer when the database fails: 500, the cause logged.

@@ -144,7 +144,6 @@ fn check(
             credential: client.id,
             authenticated_userid: userid,
             scope,
-            state: params.raw("state").cloned(),
             no_refresh: true,
             renews: None,
         }),

@@ -20,14 +20,13 @@ pub struct Issue {
     pub credential: Uuid,
     pub authenticated_userid: Option<String>,
     pub scope: Option<String>,
-    pub state: Option<Value>,
     /// No refresh token (client credentials, implicit grant).
     pub no_refresh: bool,
     /// The token a refresh renews (in place with `reuse_refresh_token`).
     pub renews: Option<Token>,
 }
 
-/// Stores a new token (or renews one) and returns Kong's answer parameters.
+/// Stores a new token (or renews one) and returns Kong's answer parameters (the endpoints add `state`).
 pub async fn issue(store: &Store, config: &Config, i: Issue) -> Result<Map<String, Value>, String> {
     let expiration = config.token_expiration as i64;
     let ttl = (expiration > 0 && config.refresh_token_ttl > 0.0)
@@ -69,9 +68,6 @@ pub async fn issue(store: &Store, config: &Config, i: Issue) -> Result<Map<Strin
     }
     if let Some(refresh) = token.refresh_token {
         out.insert("refresh_token".into(), refresh.into());
-    }
-    if let Some(state) = i.state {
-        out.insert("state".into(), state);
     }
     Ok(out)
 }

@@ -41,9 +41,9 @@ pub fn issue_token(p: &OAuth2, ctx: &mut RequestCtx<'_>) -> Flow {
     let service = ctx.service.map(|s| s.id);
     let exchange = Exchange {
         store: p.store.clone(),
-        plugin: p.clone_config(),
+        config: p.config.clone(),
+        plugin_id: p.plugin_id,
         service,
-        state: state.clone(),
     };
     Flow::Defer(Box::pin(async move {
         match exchange.run(grant).await {
@@ -125,7 +125,6 @@ fn check(
             credential: client.id,
             authenticated_userid: userid.map(String::from),
             scope: params::scope(params, config)?,
-            state: params.raw("state").cloned(),
             no_refresh,
             renews: None,
         }))
@@ -165,15 +164,16 @@ fn check(
 /// The database part of a token request.
 struct Exchange {
     store: Arc<Store>,
-    plugin: (Arc<super::config::Config>, Uuid),
+    config: Arc<super::config::Config>,
+    /// The plugin instance answering (a global code must come from it).
+    plugin_id: Uuid,
     /// The route's service.
     service: Option<Uuid>,
-    state: Option<Value>,
 }
 
 impl Exchange {
     async fn run(self, grant: Grant) -> Result<Map<String, Value>, String> {
-        let (config, plugin_id) = &self.plugin;
+        let (config, plugin_id) = (&self.config, self.plugin_id);
         let own_service = self.service.filter(|_| !config.global_credentials);
         let wrong_service = |s: Option<Uuid>| own_service.is_some() && s != own_service;
         match grant {
@@ -201,7 +201,7 @@ impl Exchange {
                         return Ok(e);
                     }
                 }
-                let other_plugin = found.plugin.is_some_and(|id| id != *plugin_id);
+                let other_plugin = found.plugin.is_some_and(|id| id != plugin_id);
                 if (config.global_credentials && other_plugin)
                     || !self.store.db.delete_code(found.id).await?
                 {
@@ -212,7 +212,6 @@ impl Exchange {
                     credential: client.id,
                     authenticated_userid: found.authenticated_userid,
                     scope: found.scope,
-                    state: self.state,
                     no_refresh: false,
                     renews: None,
                 };
@@ -242,7 +241,6 @@ impl Exchange {
                     credential: client.id,
                     authenticated_userid: old.authenticated_userid.clone(),
                     scope: old.scope.clone(),
-                    state: self.state,
                     no_refresh: false,
                     renews: Some(old.clone()),
                 };
