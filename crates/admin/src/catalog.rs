@@ -10,7 +10,7 @@ use sluice_model::declarative::kinds::Kind;
 use sluice_model::records::{KeyField, RefField};
 use sluice_model::{
     Acl, BasicAuthCredential, CaCertificate, Certificate, Config, Consumer, HmacAuthCredential,
-    JwtSecret, KeyAuthCredential, Plugin, Route, Service, Sni, Target, Upstream,
+    JwtSecret, KeyAuthCredential, OAuth2Credential, Plugin, Route, Service, Sni, Target, Upstream,
 };
 use uuid::Uuid;
 

@@ -108,6 +108,15 @@ pub trait Control: Send + Sync + 'static {
     fn db_mode(&self) -> bool {
         false
     }
+    /// The oauth2 plugin's tokens (DB mode): every live one (`key` None), or the one whose id or access
+    /// token is `key`, as Kong's JSON; deleted first with `delete`. None (the default): the node has none.
+    fn oauth2_tokens(
+        &self,
+        _key: Option<String>,
+        _delete: bool,
+    ) -> BoxFuture<Option<Result<Vec<serde_json::Value>, String>>> {
+        Box::pin(async { None })
+    }
     /// Runs one entity write (DB mode). It returns once the node itself serves the result, so a read
     /// right after the write sees it.
     fn write(&self, _write: EntityWrite) -> BoxFuture<Result<Written, WriteError>> {

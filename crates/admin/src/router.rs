@@ -69,6 +69,8 @@ pub enum Endpoint<'a> {
     /// proxy-cache's `/proxy-cache` (purge all), `/proxy-cache/{key}` and
     /// `/proxy-cache/{plugin}/caches/{key}`: (plugin, key).
     ProxyCache(Option<&'a str>, Option<&'a str>),
+    /// The oauth2 plugin's tokens: `/oauth2_tokens` and `/oauth2_tokens/{id or access_token}`.
+    OAuth2Tokens(Option<&'a str>),
     /// `GET /clustering/data-planes` (a control plane's data planes).
     DataPlanes,
     /// `GET /clustering/status` (Kong's deprecated form of the same).
@@ -111,6 +113,7 @@ impl Endpoint<'_> {
             Endpoint::Validate(_) => ACTION,
             Endpoint::ProxyCache(_, None) => CACHE_PURGE,
             Endpoint::ProxyCache(_, Some(_)) => CACHE_ENTRY,
+            Endpoint::OAuth2Tokens(Some(_)) => CACHE_ENTRY,
             _ => READ,
         }
     }
@@ -151,6 +154,8 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         ["proxy-cache", plugin, "caches", key] => {
             Some(Endpoint::ProxyCache(Some(plugin), Some(key)))
         }
+        ["oauth2_tokens"] => Some(Endpoint::OAuth2Tokens(None)),
+        ["oauth2_tokens", key] => Some(Endpoint::OAuth2Tokens(Some(key))),
         [coll] => Some(Endpoint::List(top_level(coll)?)),
         [coll, key] => Some(Endpoint::Item(top_level(coll)?, key)),
         ["upstreams", key, "health"] => Some(Endpoint::UpstreamHealth(key)),

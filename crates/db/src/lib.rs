@@ -17,6 +17,7 @@ pub mod errors;
 pub mod follow;
 pub mod import;
 pub mod migrations;
+pub mod oauth2;
 pub mod read;
 pub mod settings;
 pub mod tables;

@@ -46,6 +46,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../migrations/003_jwt.sql"),
         teardown: None,
     },
+    Migration {
+        name: "004_oauth2",
+        up: include_str!("../migrations/004_oauth2.sql"),
+        teardown: None,
+    },
 ];
 
 /// The advisory lock key migrations hold (any fixed number; "sluice" in ASCII).
@@ -240,6 +245,7 @@ pub async fn reset(client: &mut Client, timeout: Duration) -> Result<(), DbError
     locked(client, timeout, async |client| {
         let mut sql =
             String::from("DROP TABLE IF EXISTS sluice_migrations, sluice_changes, sluice_config");
+        sql.push_str(", oauth2_authorization_codes, oauth2_tokens");
         for kind in TABLE {
             sql.push_str(", ");
             sql.push_str(kind.key());

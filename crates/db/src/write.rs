@@ -139,6 +139,13 @@ fn prepare(op: WriteOp, w: &EntityWrite, existing: Option<Stored>) -> Result<Pre
         }
         WriteOp::Update => {
             let stored = existing.ok_or(WriteError::NotFound)?;
+            let secret = ["hash_secret", "client_secret"].map(|f| w.body.contains_key(f));
+            if w.kind == Kind::OAuth2 && secret[0] != secret[1] {
+                // Kong's rule: an oauth2 secret is hashed (or not) as it is written, so both come together.
+                return Err(WriteError::Schema(vec![sluice_model::FieldError::entity(
+                    "all or none of these fields must be set: 'hash_secret', 'client_secret'",
+                )]));
+            }
             let mut merged = match stored.entity {
                 Value::Object(m) => m,
                 _ => Map::new(),

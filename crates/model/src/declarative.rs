@@ -25,7 +25,9 @@ mod yaml_bounds;
 
 pub use export::{export, export_yaml, for_each_entity};
 pub use one::{validate_one, Validated};
-pub use typed::{attach_snis, from_store, remove as remove_entity, upsert as upsert_entity};
+pub use typed::{
+    attach_snis, from_store, random_secret, remove as remove_entity, upsert as upsert_entity,
+};
 
 /// Reads YAML or JSON text into a document. YAML is a superset of JSON, but JSON is parsed directly when it
 /// looks like JSON, for speed on large `POST /config` bodies.

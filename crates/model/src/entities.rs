@@ -274,6 +274,25 @@ pub struct JwtSecret {
     pub created_at: i64,
 }
 
+/// An OAuth 2.0 application of a consumer (`oauth2_credentials`), for the oauth2 plugin: `client_id` names
+/// it (generated when left out), `client_secret` authenticates a confidential client (generated when left
+/// out; stored as a PBKDF2 hash when `hash_secret` is true, see [`crate::oauth2_secret`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuth2Credential {
+    pub id: Uuid,
+    pub consumer: Ref,
+    pub name: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub hash_secret: bool,
+    /// Where the authorization endpoint may send the client back (absolute URIs without fragment).
+    pub redirect_uris: Option<Vec<String>>,
+    /// `confidential` (authenticates with its secret) or `public` (PKCE instead).
+    pub client_type: String,
+    pub tags: Option<Vec<String>>,
+    pub created_at: i64,
+}
+
 /// A plugin instance, global or scoped to any of service, route and consumer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plugin {

@@ -70,6 +70,7 @@ macro_rules! entity_kinds {
                     Acl.consumer as "acls",
                     HmacAuth.consumer as "hmac-auth",
                     Jwt.consumer as "jwt",
+                    OAuth2.consumer as "oauth2",
                 ],
             }
             KeyAuth(KeyAuthCredential) {
@@ -107,8 +108,15 @@ macro_rules! entity_kinds {
                 fks: [consumer -> Consumer cascade],
                 nests: [],
             }
+            OAuth2(OAuth2Credential) {
+                key: oauth2_credentials, singular: "oauth2_credential", schema: oauth2_credential,
+                build: 13, admin: "oauth2", endpoint: [client_id],
+                refs: [], unique: [client_id],
+                fks: [consumer -> Consumer cascade],
+                nests: [],
+            }
             Plugin(Plugin) {
-                key: plugins, singular: "plugin", schema: plugin, build: 13,
+                key: plugins, singular: "plugin", schema: plugin, build: 14,
                 admin: "plugins", endpoint: [instance_name],
                 refs: [], unique: [],
                 fks: [service -> Service cascade, route -> Route cascade, consumer -> Consumer cascade],

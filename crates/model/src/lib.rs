@@ -13,6 +13,7 @@ pub mod entities;
 pub mod errors;
 #[doc(hidden)]
 pub mod kind_table;
+pub mod oauth2_secret;
 pub mod records;
 pub mod schema;
 pub mod writes;

@@ -1,7 +1,9 @@
 //! Consumers and their credentials of one snapshot, indexed for O(1) lookups by the auth plugins.
 
 use crate::builtin::jwt::JwtCredential;
-use sluice_model::{BasicAuthCredential, Config, Consumer, HmacAuthCredential, KeyAuthCredential};
+use sluice_model::{
+    BasicAuthCredential, Config, Consumer, HmacAuthCredential, KeyAuthCredential, OAuth2Credential,
+};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -17,6 +19,9 @@ pub struct Credentials {
     groups: HashMap<Uuid, Vec<String>>,
     /// jwt credentials by `key`, each with its public key parsed (or HMAC keys derived) once, here.
     jwt: HashMap<String, JwtCredential>,
+    /// oauth2 applications by `client_id`, and their client ids by credential id.
+    oauth2: HashMap<String, OAuth2Credential>,
+    oauth2_ids: HashMap<Uuid, String>,
 }
 
 impl Credentials {
@@ -42,6 +47,10 @@ impl Credentials {
         }
         for j in &config.jwt_secrets {
             c.jwt.insert(j.key.clone(), JwtCredential::new(j));
+        }
+        for o in &config.oauth2_credentials {
+            c.oauth2_ids.insert(o.id, o.client_id.clone());
+            c.oauth2.insert(o.client_id.clone(), o.clone());
         }
         for a in &config.acls {
             c.groups
@@ -87,6 +96,16 @@ impl Credentials {
     /// The jwt credential a token names by its key claim (a public identifier, not a secret).
     pub fn jwt(&self, key: &str) -> Option<&JwtCredential> {
         self.jwt.get(key)
+    }
+
+    /// The oauth2 application with this `client_id` (a public identifier).
+    pub fn oauth2(&self, client_id: &str) -> Option<&OAuth2Credential> {
+        self.oauth2.get(client_id)
+    }
+
+    /// The oauth2 application with this id (what a token names).
+    pub fn oauth2_by_id(&self, id: &Uuid) -> Option<&OAuth2Credential> {
+        self.oauth2_ids.get(id).and_then(|c| self.oauth2.get(c))
     }
 
     /// ACL groups of a consumer.

@@ -22,6 +22,8 @@ pub struct PluginState {
     proxy_caches: crate::builtin::proxy_cache::store::Dictionaries,
     /// The database's counters (`policy: cluster`), set once in DB mode.
     pub(crate) cluster: std::sync::OnceLock<Arc<dyn crate::counters::ClusterCounters>>,
+    /// The oauth2 plugin's codes and tokens, set once in DB mode.
+    oauth2: std::sync::OnceLock<Arc<crate::builtin::oauth2::store::Store>>,
 }
 
 impl Default for PluginState {
@@ -32,6 +34,7 @@ impl Default for PluginState {
             log_queues: LogQueues::default(),
             proxy_caches: Default::default(),
             cluster: std::sync::OnceLock::new(),
+            oauth2: std::sync::OnceLock::new(),
         }
     }
 }
@@ -50,6 +53,18 @@ impl PluginState {
     /// The database's counters for `policy: cluster`; None on a node without a database.
     pub fn cluster_counters(&self) -> Option<Arc<dyn crate::counters::ClusterCounters>> {
         self.cluster.get().cloned()
+    }
+
+    /// Where the oauth2 plugin keeps codes and tokens (DB mode); set once, when the node starts.
+    pub fn set_oauth2_store(&self, db: Arc<dyn crate::builtin::oauth2::store::OAuth2Store>) {
+        let _ = self
+            .oauth2
+            .set(Arc::new(crate::builtin::oauth2::store::Store::new(db)));
+    }
+
+    /// The oauth2 plugin's store; None on a node without a database.
+    pub fn oauth2_store(&self) -> Option<Arc<crate::builtin::oauth2::store::Store>> {
+        self.oauth2.get().cloned()
     }
 
     /// Adds one to the counter of `key` in the window starting at `window_start` (seconds) and returns the

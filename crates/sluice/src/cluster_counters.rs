@@ -1,4 +1,5 @@
-//! DB mode's [`ClusterCounters`] for rate-limiting's `policy: cluster`: each proxy worker keeps one
+//! DB mode's [`ClusterCounters`] for rate-limiting's `policy: cluster` (and the connection oauth2's store
+//! uses too, [`on_worker_connection`]): each proxy worker keeps one
 //! connection of its own (made by the first request that needs it while the others wait for it, driven on
 //! that worker's runtime, made again after it breaks), so counting never crosses threads or waits for a pool.
 
@@ -54,12 +55,41 @@ async fn forget() {
     *slot.lock().await = None;
 }
 
+/// Runs `query` on this worker's connection within the database timeout (rate-limiting's counters and
+/// oauth2's codes and tokens); a failed query drops the connection, so the next call connects again.
+pub(crate) async fn on_worker_connection<T, F, Fut>(
+    settings: &PgSettings,
+    query: F,
+) -> Result<T, String>
+where
+    F: FnOnce(Arc<Client>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+{
+    let run = async {
+        let client = client(settings).await?;
+        match query(client).await {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                forget().await;
+                Err(e.to_string())
+            }
+        }
+    };
+    match tokio::time::timeout(settings.timeout, run).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("the database: {e}")),
+        Err(_) => Err(format!(
+            "the database did not answer within {} ms",
+            settings.timeout.as_millis()
+        )),
+    }
+}
+
 impl ClusterCounters for PgCounters {
     fn check_and_count(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountFuture {
         let settings = self.settings.clone();
         Box::pin(async move {
-            let count = async {
-                let client = client(&settings).await?;
+            let (allowed, counts) = on_worker_connection(&settings, |client| async move {
                 let windows: Vec<Window<'_>> = windows
                     .iter()
                     .map(|w| Window {
@@ -69,30 +99,17 @@ impl ClusterCounters for PgCounters {
                         ttl_secs: w.ttl_secs,
                     })
                     .collect();
-                let counted = counters::check_and_count(
+                counters::check_and_count(
                     &client,
                     &scope.identifier,
                     scope.service,
                     scope.route,
                     &windows,
                 )
-                .await;
-                match counted {
-                    Ok(counted) => Ok(counted),
-                    Err(e) => {
-                        forget().await;
-                        Err(e.to_string())
-                    }
-                }
-            };
-            match tokio::time::timeout(settings.timeout, count).await {
-                Ok(Ok((allowed, counts))) => Ok(Counted { allowed, counts }),
-                Ok(Err(e)) => Err(format!("the database: {e}")),
-                Err(_) => Err(format!(
-                    "the database did not answer within {} ms",
-                    settings.timeout.as_millis()
-                )),
-            }
+                .await
+            })
+            .await?;
+            Ok(Counted { allowed, counts })
         })
     }
 }

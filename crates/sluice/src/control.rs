@@ -157,6 +157,35 @@ impl Control for NodeControl {
         self.db.is_some()
     }
 
+    fn oauth2_tokens(
+        &self,
+        key: Option<String>,
+        delete: bool,
+    ) -> BoxFuture<Option<Result<Vec<serde_json::Value>, String>>> {
+        let (db, store) = (
+            self.db.clone(),
+            self.loader.registry().state().oauth2_store(),
+        );
+        Box::pin(async move {
+            let db = db?;
+            let found = async {
+                let client = db.pool.get().await.map_err(|e| e.to_string())?;
+                let rows = sluice_db::oauth2::tokens(&client, key.as_deref()).await;
+                let rows = rows.map_err(|e| e.to_string())?;
+                for row in rows.iter().filter(|_| delete) {
+                    let deleted = sluice_db::oauth2::delete(&client, false, row.id).await;
+                    deleted.map_err(|e| e.to_string())?;
+                    store.iter().for_each(|s| s.forget(&row.access_token));
+                }
+                Ok(rows
+                    .iter()
+                    .map(sluice_db::oauth2::TokenRow::to_json)
+                    .collect())
+            };
+            Some(found.await)
+        })
+    }
+
     fn write(&self, write: EntityWrite) -> BoxFuture<Result<Written, WriteError>> {
         let db = self.db.clone();
         Box::pin(async move {

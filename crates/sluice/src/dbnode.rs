@@ -188,7 +188,8 @@ impl DbNode {
         }
     }
 
-    /// Deletes ended rate-limiting windows (`policy: cluster`) every minute, until the process ends.
+    /// Deletes ended rate-limiting windows (`policy: cluster`) and expired oauth2 codes and tokens every
+    /// minute, until the process ends.
     pub async fn expire_counters(self: Arc<Self>) {
         let mut every = tokio::time::interval(Duration::from_secs(60));
         loop {
@@ -196,6 +197,9 @@ impl DbNode {
             if let Ok(client) = self.pool.get().await {
                 if let Err(e) = sluice_db::counters::expire(&client).await {
                     tracing::debug!(error = %e, "could not expire rate-limiting counters");
+                }
+                if let Err(e) = sluice_db::oauth2::expire(&client).await {
+                    tracing::debug!(error = %e, "could not expire oauth2 codes and tokens");
                 }
             }
         }

@@ -19,6 +19,7 @@ mod loader;
 mod logging;
 mod metrics;
 mod migrate;
+mod oauth2_store;
 mod run;
 mod settings;
 

@@ -46,7 +46,12 @@ pub fn start(args: StartArgs) -> Result<()> {
         )
     })?;
     let registry = match &settings.pg {
-        Some(pg) => Registry::with_database(Arc::new(PgCounters::new(pg.clone()))),
+        Some(pg) => {
+            let registry = Registry::with_database(Arc::new(PgCounters::new(pg.clone())));
+            let oauth2 = crate::oauth2_store::PgOAuth2::new(pg.clone());
+            registry.state().set_oauth2_store(Arc::new(oauth2));
+            registry
+        }
         None => Registry::builtin(),
     };
     let cache_size = usize::try_from(settings.mem_cache_size).unwrap_or(usize::MAX);

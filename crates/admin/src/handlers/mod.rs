@@ -5,6 +5,7 @@ mod config;
 mod entities;
 mod health;
 mod info;
+mod oauth2_tokens;
 mod proxy_cache;
 mod schemas;
 mod status;
@@ -94,6 +95,7 @@ async fn handle(
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
         Endpoint::ProxyCache(plugin, key) => proxy_cache::serve(control, method, plugin, key),
+        Endpoint::OAuth2Tokens(key) => oauth2_tokens::serve(control, method, key).await,
         Endpoint::DataPlanes => clustering::data_planes(control),
         Endpoint::ClusteringStatus => clustering::status(control),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),

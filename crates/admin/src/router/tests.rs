@@ -26,6 +26,7 @@ fn describe(e: Option<Endpoint<'_>>) -> String {
         Some(Endpoint::UpstreamHealth(u)) => format!("health {u}"),
         Some(Endpoint::SetTargetHealth(u, t, h)) => format!("set {u}/{t} healthy={h}"),
         Some(Endpoint::ProxyCache(p, k)) => format!("proxy-cache {p:?} {k:?}"),
+        Some(Endpoint::OAuth2Tokens(k)) => format!("oauth2-tokens {k:?}"),
         Some(Endpoint::DataPlanes) => "data-planes".into(),
         Some(Endpoint::ClusteringStatus) => "clustering-status".into(),
     }
@@ -60,6 +61,9 @@ fn admin_paths_map_to_endpoints() {
             "/proxy-cache/p1/caches/abc",
             "proxy-cache Some(\"p1\") Some(\"abc\")",
         ),
+        ("/oauth2_tokens", "oauth2-tokens None"),
+        ("/oauth2_tokens/t", "oauth2-tokens Some(\"t\")"),
+        ("/oauth2/c", "item oauth2/c"),
         ("/services", "list services"),
         ("/services/s1", "item services/s1"),
         ("/key-auths/k", "item key-auths/k"),

@@ -176,6 +176,7 @@ fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
         Kind::KeyAuth | Kind::Jwt => "key",
         Kind::BasicAuth | Kind::HmacAuth => "username",
         Kind::Target => "target",
+        Kind::OAuth2 => "client_id",
         _ => return None,
     };
     raw.value
@@ -216,6 +217,7 @@ fn check_unique(e: &mut Entity, seen: &mut Seen) {
             Kind::KeyAuth | Kind::Jwt => keys.extend(s("key").map(|n| ("key", n))),
             Kind::BasicAuth | Kind::HmacAuth => keys.extend(s("username").map(|n| ("username", n))),
             Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
+            Kind::OAuth2 => keys.extend(s("client_id").map(|n| ("client_id", n))),
             Kind::Plugin => keys.push(("name", plugin_scope(v))),
             _ => {}
         }

@@ -363,6 +363,55 @@ pub fn jwt_secret() -> Schema {
     })
 }
 
+/// `oauth2_credentials`. `client_id` and `client_secret` are generated when left out, and the secret is
+/// hashed when `hash_secret` is true (`typed::Assembler::add`, after the config hash).
+pub fn oauth2_credential() -> Schema {
+    Schema::new(common(vec![
+        ("consumer", foreign()),
+        ("name", Field::string().required()),
+        ("client_id", Field::string()),
+        ("client_secret", Field::string()),
+        ("hash_secret", Field::boolean().required().default(false)),
+        (
+            "redirect_uris",
+            Field::array(Field::string().check(check_redirect_uri)),
+        ),
+        (
+            "client_type",
+            Field::string()
+                .required()
+                .default("confidential")
+                .one_of(&["confidential", "public"]),
+        ),
+    ]))
+}
+
+/// Kong's rule for a redirect URI: it parses with a scheme and a host, and has no fragment.
+fn check_redirect_uri(v: &Value) -> Result<(), String> {
+    let uri = v.as_str().unwrap_or_default();
+    let scheme_ok = uri.split_once(':').is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    let host = uri
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or_default())
+        .map(|authority| authority.rsplit('@').next().unwrap_or_default())
+        .map(|hostport| match hostport.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => hostport.split(':').next().unwrap_or_default(),
+        });
+    if !scheme_ok || host.is_none_or(str::is_empty) {
+        return Err(format!("cannot parse '{uri}'"));
+    }
+    if uri.contains('#') {
+        return Err(format!("fragment not allowed in '{uri}'"));
+    }
+    Ok(())
+}
+
 /// `plugins`; `config` is validated separately with the plugin's own schema.
 pub fn plugin() -> Schema {
     Schema::new(common(vec![

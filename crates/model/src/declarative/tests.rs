@@ -390,4 +390,5 @@ fn meta_keys_have_kong_types() {
 }
 
 mod jwt;
+mod oauth2;
 mod stream_routes;

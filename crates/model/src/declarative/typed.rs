@@ -154,9 +154,9 @@ impl Assembler {
     }
 
     /// Hashes the normalized entity (before load-time values, so the same file keeps its hash), fills the
-    /// timestamps and a credential's missing generated value (key-auth `key`, hmac-auth `secret`, jwt `key` and `secret`), and
-    /// moves it into the typed config. `path`
-    /// is its input position, for errors.
+    /// timestamps and a credential's missing generated value (key-auth `key`, hmac-auth `secret`, jwt `key` and `secret`,
+    /// oauth2 `client_id` and `client_secret`, the oauth2 plugin's `provision_key`), hashes an oauth2
+    /// secret when asked, and moves it into the typed config. `path` is its input position, for errors.
     pub fn add(&mut self, kind: Kind, path: &str, normalized: Value) -> Result<(), FieldError> {
         self.hasher.update(kind.key().as_bytes());
         self.scratch.clear();
@@ -175,11 +175,22 @@ impl Assembler {
                 Kind::HmacAuth => &["secret"],
                 Kind::KeyAuth => &["key"],
                 Kind::Jwt => &["key", "secret"],
+                Kind::OAuth2 => &["client_id", "client_secret"],
                 _ => &[],
             };
             for field in generated {
                 if m.get(*field).is_none_or(Value::is_null) {
                     m.insert((*field).into(), random_secret().into());
+                }
+            }
+            if kind == Kind::OAuth2 {
+                hash_client_secret(m);
+            }
+            if kind == Kind::Plugin && m.get("name").and_then(Value::as_str) == Some("oauth2") {
+                if let Some(Value::Object(config)) = m.get_mut("config") {
+                    if config.get("provision_key").is_none_or(Value::is_null) {
+                        config.insert("provision_key".into(), random_secret().into());
+                    }
                 }
             }
         }
@@ -207,10 +218,23 @@ impl Assembler {
     }
 }
 
+/// An oauth2 credential's `client_secret` as stored: hashed when `hash_secret` is true, unless it already is
+/// (a credential exported and loaded again, or updated without a new secret).
+fn hash_client_secret(m: &mut serde_json::Map<String, Value>) {
+    if m.get("hash_secret") != Some(&Value::Bool(true)) {
+        return;
+    }
+    if let Some(Value::String(secret)) = m.get_mut("client_secret") {
+        if !crate::oauth2_secret::is_hashed(secret) {
+            *secret = crate::oauth2_secret::hash(secret);
+        }
+    }
+}
+
 /// Kong's generated key or secret (`auto = true`, `random_string`): 32 random alphanumeric characters.
 /// Random, not derived from the id (which is sent upstream in `X-Credential-Identifier`), so no one can
 /// compute it; a file that leaves it out gets a new one on each load, as in Kong.
-fn random_secret() -> String {
+pub fn random_secret() -> String {
     use rand::Rng;
     rand::thread_rng()
         .sample_iter(rand::distributions::Alphanumeric)

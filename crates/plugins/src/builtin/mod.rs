@@ -16,6 +16,7 @@ pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
 pub mod loggly;
+pub mod oauth2;
 pub mod opentelemetry;
 pub mod prometheus;
 pub mod proxy_cache;
@@ -48,6 +49,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         bot_detection::builtin(),
         cors::builtin(),
         jwt::builtin(),
+        oauth2::builtin(database),
         key_auth::builtin(),
         basic_auth::builtin(),
         session::builtin(),
