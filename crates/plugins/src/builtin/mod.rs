@@ -15,6 +15,7 @@ pub mod http_log;
 pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
+pub mod ldap_auth;
 pub mod loggly;
 pub mod opentelemetry;
 pub mod prometheus;
@@ -48,6 +49,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         cors::builtin(),
         jwt::builtin(),
         key_auth::builtin(),
+        ldap_auth::builtin(),
         basic_auth::builtin(),
         hmac_auth::builtin(),
         ip_restriction::builtin(),
