@@ -360,3 +360,75 @@ async fn start_tls_and_ldaps() {
         500
     );
 }
+
+/// Beside key-auth (priority 1250, so it runs first), as Kong's spec: without `anonymous` both must pass
+/// (logical AND; ldap-auth then leaves the request without a consumer, as Kong's does); with `anonymous` on
+/// both either may (logical OR), and ldap-auth does nothing once key-auth found a consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_key_auth_logical_and_or() {
+    let server = Slapd::start();
+    let up = EchoUpstream::start();
+    let with_key_auth = |name: &str, extra: Value| {
+        let key_auth = json!({"name": "key-auth", "config": extra.clone()});
+        let ldap_auth = json!({"name": "ldap-auth", "config": ldap(server.port, extra)});
+        json!({"name": name, "paths": [format!("/{name}")], "plugins": [ldap_auth, key_auth]})
+    };
+    let config = json!({
+        "_format_version": "3.0",
+        "consumers": [
+            {"username": "guest"},
+            {"username": "mickey", "keyauth_credentials": [{"key": "Mouse"}]},
+        ],
+        "services": [{"name": "s", "url": up.url(), "routes": [
+            with_key_auth("and", json!({})),
+            with_key_auth("or", json!({"anonymous": "guest"})),
+        ]}],
+    });
+    let gw = Gateway::builder(BIN)
+        .workers(1)
+        .config_yaml(&config.to_string())
+        .start();
+    let good = creds("ldap", "einstein:password");
+    let key = ("apikey", "Mouse");
+    let ldap_header = ("authorization", good.as_str());
+
+    let (status, _, echo) = get(&gw, "/and", &[key, ldap_header]).await;
+    assert_eq!(status, 200);
+    let h = &echo["headers"];
+    assert_eq!(h["x-credential-identifier"], "einstein");
+    assert!(
+        h.get("x-anonymous-consumer").is_none() && h.get("x-consumer-username").is_none(),
+        "{h}"
+    );
+    let (status, challenge, _) = get(&gw, "/and", &[key]).await;
+    assert_eq!((status, challenge.as_str()), (401, "LDAP"));
+    for headers in [vec![ldap_header], vec![]] {
+        let (status, challenge, _) = get(&gw, "/and", &headers).await;
+        assert_eq!(status, 401);
+        assert!(challenge.starts_with("Key"), "{challenge}");
+    }
+
+    // OR: key-auth's consumer stands (ldap-auth is skipped); ldap alone identifies einstein; none is the guest.
+    for headers in [vec![key, ldap_header], vec![key]] {
+        let (status, _, echo) = get(&gw, "/or", &headers).await;
+        assert_eq!(status, 200);
+        let h = &echo["headers"];
+        assert_eq!(h["x-consumer-username"], "mickey");
+        assert_ne!(h["x-credential-identifier"], "einstein");
+        assert!(h.get("x-anonymous-consumer").is_none());
+    }
+    let (status, _, echo) = get(&gw, "/or", &[ldap_header]).await;
+    assert_eq!(status, 200);
+    assert_eq!(echo["headers"]["x-credential-identifier"], "einstein");
+    assert!(echo["headers"].get("x-anonymous-consumer").is_none());
+    let (status, _, echo) = get(&gw, "/or", &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (
+            &echo["headers"]["x-anonymous-consumer"],
+            &echo["headers"]["x-consumer-username"]
+        ),
+        (&json!("true"), &json!("guest"))
+    );
+    assert!(echo["headers"].get("x-credential-identifier").is_none());
+}
