@@ -432,3 +432,50 @@ async fn with_key_auth_logical_and_or() {
     );
     assert!(echo["headers"].get("x-credential-identifier").is_none());
 }
+
+/// Kong's `keepalive`: binds reuse one connection per worker; a connection the server closed is replaced;
+/// an idle one is closed when its keepalive ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_kept_alive_for_keepalive() {
+    let mut server = Slapd::start();
+    let up = EchoUpstream::start();
+    let gw = gateway(
+        &up,
+        vec![
+            route("kept", ldap(server.port, json!({}))),
+            // Its own cache key (`cache_ttl`), the same pool (server and port).
+            route(
+                "short",
+                ldap(server.port, json!({"keepalive": 300, "cache_ttl": 30})),
+            ),
+        ],
+    );
+    let status = |path: &'static str, text: &'static str| {
+        let gw = &gw;
+        async move {
+            let value = creds("ldap", text);
+            get(gw, path, &[("authorization", &value)]).await.0
+        }
+    };
+    assert_eq!(server.clients(), 0);
+    // Three binds (each a cache miss), one after the other: one connection, still open.
+    assert_eq!(status("/kept", "einstein:password").await, 200);
+    assert_eq!(status("/kept", "einstein:wrong").await, 401);
+    assert_eq!(status("/kept", "curie:radium").await, 200);
+    assert_eq!(server.clients(), 1);
+    // The server restarts: the kept connection is dead, a new one binds.
+    server.restart();
+    assert_eq!(status("/kept", "curie:wrong").await, 401);
+    assert_eq!(status("/kept", "curie:polonium").await, 401);
+    assert_eq!(status("/kept", "einstein:password").await, 200, "cached");
+    assert_eq!(server.clients(), 1);
+    // A bind through the short keepalive takes the same connection and puts it back for 300 ms only.
+    assert_eq!(status("/short", "einstein:password").await, 200);
+    assert_eq!(server.clients(), 1);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while server.clients() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(server.clients(), 0, "closed after keepalive");
+    assert_eq!(status("/short", "curie:radium").await, 200);
+}

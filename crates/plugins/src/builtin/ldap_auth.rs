@@ -6,6 +6,7 @@
 
 mod bind;
 mod cache;
+mod pool;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +42,8 @@ struct Config {
     hide_credentials: bool,
     /// Milliseconds for the connection and for the bind.
     timeout: Option<f64>,
+    /// Milliseconds a connection is kept for the next bind (0: for good).
+    keepalive: Option<f64>,
     /// Consumer (id or username) used when authentication fails, instead of a 401.
     anonymous: Option<String>,
     /// The scheme expected before the credentials (case-insensitive).
@@ -162,6 +165,21 @@ impl Inner {
             c.attribute,
             c.cache_ttl.max(0.0) as u64
         );
+        // Kong pools StartTLS connections apart from plain ones on the same port.
+        let mode = match (c.ldaps, c.start_tls) {
+            (true, _) => "ldaps",
+            (false, true) => "starttls",
+            (false, false) => "ldap",
+        };
+        let pool = format!(
+            "{}:{}:{mode}:{}",
+            c.ldap_host, c.ldap_port, c.verify_ldap_host
+        );
+        // Without `keepalive`, nginx keeps an idle connection 60 s; 0 keeps it for good.
+        let keepalive = match c.keepalive.unwrap_or(60_000.0) {
+            0.0 => None,
+            ms => Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+        };
         // Without a `timeout`, Kong's sockets wait 60 s.
         let timeout = Duration::from_secs_f64(c.timeout.unwrap_or(60_000.0).max(1.0) / 1000.0);
         Ok(Inner {
@@ -173,6 +191,8 @@ impl Inner {
                 verify: c.verify_ldap_host,
                 timeout,
                 tls,
+                keepalive,
+                pool,
             },
             dn_suffix: format!(",{}", c.base_dn),
             attribute: c.attribute,

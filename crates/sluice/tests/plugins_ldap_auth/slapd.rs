@@ -19,6 +19,7 @@ pub const USERS: &[(&str, &str)] = &[("einstein", "password"), ("curie", "radium
 pub struct Slapd {
     child: Option<Child>,
     dir: tempfile::TempDir,
+    conf: PathBuf,
     /// Plain LDAP (StartTLS offered).
     pub port: u16,
     /// LDAP over TLS.
@@ -98,7 +99,8 @@ impl Slapd {
     }
 
     fn start_with(tls_only: bool) -> Slapd {
-        let slapd = program("slapd");
+        // Asked first: without OpenLDAP the test fails here with the install command.
+        program("slapd");
         let dir = tempfile::tempdir().expect("tempdir");
         let cert = self_signed(&["localhost"]);
         std::fs::write(dir.path().join("cert.pem"), &cert.cert_pem).unwrap();
@@ -116,25 +118,51 @@ impl Slapd {
         let mut server = Slapd {
             child: None,
             dir,
+            conf,
             port: free_tcp_port(),
             tls_port: free_tcp_port(),
         };
+        server.spawn();
+        server
+    }
+
+    /// Runs slapd on the server's ports: `-d 0` keeps it in the foreground (so the test owns the process)
+    /// without debug output.
+    fn spawn(&mut self) {
         let urls = format!(
             "ldap://127.0.0.1:{}/ ldaps://127.0.0.1:{}/",
-            server.port, server.tls_port
+            self.port, self.tls_port
         );
-        // `-d 0`: stay in the foreground (so the test owns the process) without debug output.
-        let child = Command::new(slapd)
+        let child = Command::new(program("slapd"))
             .arg("-f")
-            .arg(&conf)
+            .arg(&self.conf)
             .args(["-h", &urls, "-d", "0"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn slapd");
-        server.child = Some(child);
-        server.wait_ready();
-        server
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    /// Kills the server and starts it again on the same ports with the same directory.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Established TCP connections to the plain port, seen from the clients' side (`/proc/net/tcp`).
+    pub fn clients(&self) -> usize {
+        let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+        let remote = format!(":{:04X}", self.port);
+        table
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 3 && f[2].ends_with(&remote) && f[3] == "01"
+            })
+            .count()
     }
 
     fn wait_ready(&mut self) {

@@ -1,9 +1,11 @@
-//! ldap-auth's one LDAP exchange: a TCP connection to `ldap_host:ldap_port` (within `timeout`), TLS when
-//! `ldaps` or `start_tls` asks for it, a simple bind with the client's DN and password, and an unbind. Runs
-//! in a deferred `access` future on the worker's runtime (ldap3 over tokio), so the worker keeps serving
-//! other requests while the server answers. Called only when the verdict cache has no answer.
+//! ldap-auth's one LDAP exchange: a simple bind with the client's DN and password, on a kept connection
+//! (`ldap_auth/pool.rs`) or a new one: TCP to `ldap_host:ldap_port` (within `timeout`), then TLS when `ldaps`
+//! or `start_tls` asks for it. Runs in a deferred `access` future on the worker's runtime (ldap3 over tokio),
+//! so the worker keeps serving other requests while the server answers. Called only when the verdict cache
+//! has no answer.
 
-use ldap3::{LdapConnAsync, LdapConnSettings, LdapError, StdStream};
+use super::pool;
+use ldap3::{Ldap, LdapConnAsync, LdapConnSettings, LdapError, LdapResult, StdStream};
 use sluice_tls::rustls::ClientConfig;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +21,10 @@ pub struct Target {
     pub timeout: Duration,
     /// The TLS client config when `ldaps` or `start_tls` is on.
     pub tls: Option<Arc<ClientConfig>>,
+    /// How long a connection is kept for the next bind (Kong's `keepalive`; None: for good).
+    pub keepalive: Option<Duration>,
+    /// The pool of kept connections: server, port and TLS mode.
+    pub pool: String,
 }
 
 impl Target {
@@ -35,6 +41,33 @@ impl Target {
 /// code but success) or the TLS handshake fails, as in Kong; Err when the server cannot be reached or does
 /// not answer (Kong then fails the request with a 500).
 pub async fn bind(target: &Target, dn: &str, password: &str) -> Result<bool, String> {
+    if let Some(mut ldap) = pool::take(&target.pool) {
+        // A kept connection the server has closed meanwhile fails at once; a new one is tried then.
+        match ldap
+            .with_timeout(target.timeout)
+            .simple_bind(dn, password)
+            .await
+        {
+            Ok(result) => return Ok(finish(target, ldap, result)),
+            Err(e @ LdapError::Timeout { .. }) => {
+                return Err(format!("LDAP bind on {} failed: {e}", target.authority()))
+            }
+            Err(_) => {}
+        }
+    }
+    let Some(mut ldap) = connect(target).await? else {
+        return Ok(false);
+    };
+    let result = ldap
+        .with_timeout(target.timeout)
+        .simple_bind(dn, password)
+        .await
+        .map_err(|e| format!("LDAP bind on {} failed: {e}", target.authority()))?;
+    Ok(finish(target, ldap, result))
+}
+
+/// A new connection, with its TLS; None when the TLS handshake failed (a refusal in Kong).
+async fn connect(target: &Target) -> Result<Option<Ldap>, String> {
     let authority = target.authority();
     let connect = tokio::net::TcpStream::connect(&authority);
     let stream = match tokio::time::timeout(target.timeout, connect).await {
@@ -56,22 +89,22 @@ pub async fn bind(target: &Target, dn: &str, password: &str) -> Result<bool, Str
     }
     let scheme = if target.ldaps { "ldaps" } else { "ldap" };
     let url = format!("{scheme}://{authority}");
-    let (conn, mut ldap) = match LdapConnAsync::with_settings(settings, &url).await {
-        Ok(pair) => pair,
+    match LdapConnAsync::with_settings(settings, &url).await {
+        Ok((conn, ldap)) => {
+            ldap3::drive!(conn);
+            Ok(Some(ldap))
+        }
         // A failed handshake is a refusal in Kong; a refused StartTLS or a timeout is an error.
         Err(LdapError::Io { source }) if target.tls.is_some() => {
             tracing::error!("failed to do SSL handshake with {authority}: {source}");
-            return Ok(false);
+            Ok(None)
         }
-        Err(e) => return Err(format!("LDAP connection to {authority} failed: {e}")),
-    };
-    ldap3::drive!(conn);
-    let result = ldap
-        .with_timeout(target.timeout)
-        .simple_bind(dn, password)
-        .await
-        .map_err(|e| format!("LDAP bind on {authority} failed: {e}"))?;
-    let _ = ldap.unbind().await;
+        Err(e) => Err(format!("LDAP connection to {authority} failed: {e}")),
+    }
+}
+
+/// The verdict of a bind's result; the connection is kept for the next bind.
+fn finish(target: &Target, ldap: Ldap, result: LdapResult) -> bool {
     if result.rc != 0 {
         tracing::info!(
             code = result.rc,
@@ -79,5 +112,6 @@ pub async fn bind(target: &Target, dn: &str, password: &str) -> Result<bool, Str
             "LDAP server refused the bind"
         );
     }
-    Ok(result.rc == 0)
+    pool::put(&target.pool, ldap, target.keepalive);
+    result.rc == 0
 }
