@@ -6,6 +6,7 @@
 
 mod bind;
 mod cache;
+mod given;
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -16,7 +17,7 @@ use crate::logging::address;
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
-use base64::Engine;
+use given::{Cached, Given};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError, Schema};
@@ -123,21 +124,6 @@ struct Inner {
     anonymous: Option<String>,
 }
 
-/// Credentials read from one header.
-struct Given {
-    username: String,
-    password: String,
-    key: cache::Key,
-}
-
-/// What the cache alone says about a request's credentials.
-enum Cached {
-    Accepted(Given),
-    Refused,
-    /// These credentials, in Kong's order, need the server (the first has no cached verdict).
-    Unknown(Vec<Given>),
-}
-
 impl Inner {
     /// What one plugin instance needs, made once from its config.
     fn new(c: Config) -> Result<Inner, String> {
@@ -207,49 +193,6 @@ impl Inner {
 }
 
 impl Inner {
-    /// `<header_type> base64(username:password)`, the scheme case-insensitive after optional whitespace;
-    /// None when the value has another form or the password is empty (so no unauthenticated bind).
-    fn given(&self, value: &http::HeaderValue) -> Option<Given> {
-        let text = value.to_str().ok()?.trim_start();
-        let (scheme, rest) = text.split_at_checked(self.header_type.len())?;
-        if !scheme.eq_ignore_ascii_case(&self.header_type)
-            || !rest.starts_with(|c: char| c.is_ascii_whitespace())
-        {
-            return None;
-        }
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(rest.trim())
-            .ok()?;
-        let decoded = String::from_utf8(decoded).ok()?;
-        let (username, password) = decoded.split_once(':')?;
-        if password.is_empty() || decoded.contains('\n') {
-            return None;
-        }
-        Some(Given {
-            key: cache::key(&self.key_prefix, username, password),
-            username: username.to_string(),
-            password: password.to_string(),
-        })
-    }
-
-    /// Kong's order: `Proxy-Authorization`, then `Authorization`.
-    fn cached(&self, headers: &http::HeaderMap) -> Cached {
-        let mut givens = [
-            http::header::PROXY_AUTHORIZATION,
-            http::header::AUTHORIZATION,
-        ]
-        .into_iter()
-        .filter_map(|name| self.given(headers.get(name)?));
-        while let Some(given) = givens.next() {
-            match cache::get(&given.key) {
-                Some(true) => return Cached::Accepted(given),
-                Some(false) => continue,
-                None => return Cached::Unknown(std::iter::once(given).chain(givens).collect()),
-            }
-        }
-        Cached::Refused
-    }
-
     /// The first of `givens` the server (or the cache) accepts; Err when the server cannot answer.
     async fn verify(&self, givens: Vec<Given>) -> Result<Option<Given>, String> {
         for given in givens {
