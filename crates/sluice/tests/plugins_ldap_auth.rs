@@ -10,7 +10,7 @@ mod slapd;
 use base64::Engine;
 use serde_json::{json, Value};
 use slapd::{Slapd, BASE_DN};
-use sluice_testkit::{closed_port, get_json, EchoUpstream, Gateway, SilentServer};
+use sluice_testkit::{closed_port, get_json, send_json, EchoUpstream, Gateway, SilentServer};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
@@ -202,6 +202,19 @@ async fn binds_against_openldap_with_kongs_answers() {
     assert_eq!(status, 200);
     assert_eq!(echo["headers"]["x-credential-identifier"], "einstein");
     assert!(echo["headers"].get("x-anonymous-consumer").is_none());
+
+    // Kong's entity check, through the Admin API: the config is refused and the live one stays.
+    let both = ldap(p, json!({"ldaps": true, "start_tls": true}));
+    let refused = json!({"_format_version": "3.0", "services": [{"name": "s", "url": up.url(),
+        "routes": [route("both", both)]}]});
+    let (status, body) = send_json("POST", &gw.admin_url("/config"), Some(refused)).await;
+    assert_eq!(status, 400, "{body}");
+    let text = body.to_string();
+    assert!(
+        text.contains("'ldaps' and 'start_tls' cannot be enabled simultaneously"),
+        "{text}"
+    );
+    assert_eq!(get(&gw, "/ldap", &[("authorization", &good)]).await.0, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
