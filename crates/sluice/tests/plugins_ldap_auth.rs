@@ -80,6 +80,7 @@ async fn binds_against_openldap_with_kongs_answers() {
                 ldap(p, json!({"header_type": "Basic", "realm": "r"})),
             ),
             route("anon", ldap(p, json!({"anonymous": "guest"}))),
+            route("anon-missing", ldap(p, json!({"anonymous": "nobody-here"}))),
         ],
     );
     let good = creds("ldap", "einstein:password");
@@ -202,6 +203,13 @@ async fn binds_against_openldap_with_kongs_answers() {
     assert_eq!(status, 200);
     assert_eq!(echo["headers"]["x-credential-identifier"], "einstein");
     assert!(echo["headers"].get("x-anonymous-consumer").is_none());
+
+    // An `anonymous` naming no consumer: a 500 (the auth plugins' shared rule; see docs/differences.md).
+    let (status, _, body) = get(&gw, "/anon-missing", &[]).await;
+    assert_eq!(
+        (status, body),
+        (500, json!({"message": "An unexpected error occurred"}))
+    );
 
     // Kong's entity check, through the Admin API: the config is refused and the live one stays.
     let both = ldap(p, json!({"ldaps": true, "start_tls": true}));
