@@ -81,6 +81,7 @@ async fn binds_against_openldap_with_kongs_answers() {
             ),
             route("anon", ldap(p, json!({"anonymous": "guest"}))),
             route("anon-missing", ldap(p, json!({"anonymous": "nobody-here"}))),
+            route("by-name", ldap(p, json!({"ldap_host": "localhost"}))),
         ],
     );
     let good = creds("ldap", "einstein:password");
@@ -107,6 +108,12 @@ async fn binds_against_openldap_with_kongs_answers() {
     ] {
         assert!(h.get(absent).is_none(), "{absent}: {h}");
     }
+    // A host name is resolved without blocking the worker (tokio's resolver pool).
+    let (status, _, echo) = get(&gw, "/by-name", &[("authorization", &good)]).await;
+    assert_eq!(
+        (status, &echo["headers"]["x-credential-identifier"]),
+        (200, &json!("einstein"))
+    );
     // Another user, the scheme in capitals after spaces, and Proxy-Authorization.
     let curie = creds("LDAP", "curie:radium");
     let (status, _, echo) = get(&gw, "/ldap", &[("authorization", &format!("  {curie}"))]).await;
