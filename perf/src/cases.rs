@@ -4,7 +4,8 @@
 //! A case is written `name[@routes[/consumers]]` on the command line, e.g. `rl-key-auth@100`
 //! (100 routes, 100 consumers) or `rl-basic-auth@100/10`. Route `i` (0-based) has path `/r{i}`;
 //! consumer `i` is `c{i}` with key `key-{i}` or password `pw-{i}`, as in Kong's benchmark (for jwt: a
-//! `jwt_secrets` credential with key `key-{i}` and secret `secret-{i}`, and an HS256 token naming it).
+//! `jwt_secrets` credential with key `key-{i}` and secret `secret-{i}`, and an HS256 token naming it; for
+//! hmac-auth: username `c{i}` and secret `secret-{i}`).
 
 pub mod config;
 #[cfg(test)]
@@ -26,6 +27,9 @@ pub enum CaseKind {
     RlBasicAuth,
     /// Global rate-limiting + jwt, one HS256 `jwt_secrets` credential per consumer.
     RlJwt,
+    /// Global rate-limiting + hmac-auth, one `hmacauth_credentials` credential per consumer, requests
+    /// signed with hmac-sha256 over `date`.
+    RlHmacAuth,
     /// Kong's large-config scenario: 10,000 routes and consumers, key-auth and
     /// request-termination on every route.
     Large,
@@ -41,12 +45,13 @@ pub enum CaseKind {
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 9] = [
+    pub const ALL: [CaseKind; 10] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlKeyAuth,
         CaseKind::RlBasicAuth,
         CaseKind::RlJwt,
+        CaseKind::RlHmacAuth,
         CaseKind::Large,
         CaseKind::Prometheus,
         CaseKind::HttpLog,
@@ -61,6 +66,7 @@ impl CaseKind {
             CaseKind::RlKeyAuth => "rl-key-auth",
             CaseKind::RlBasicAuth => "rl-basic-auth",
             CaseKind::RlJwt => "rl-jwt",
+            CaseKind::RlHmacAuth => "rl-hmac-auth",
             CaseKind::Large => "large",
             CaseKind::Prometheus => "prometheus",
             CaseKind::HttpLog => "http-log",
@@ -85,6 +91,7 @@ impl CaseKind {
             CaseKind::RlKeyAuth | CaseKind::Large => Some(Auth::Key),
             CaseKind::RlBasicAuth => Some(Auth::Basic),
             CaseKind::RlJwt => Some(Auth::Jwt),
+            CaseKind::RlHmacAuth => Some(Auth::Hmac),
             CaseKind::NoPlugins
             | CaseKind::RateLimiting
             | CaseKind::Prometheus
@@ -103,6 +110,10 @@ pub enum Auth {
     Basic,
     /// `Authorization: Bearer <HS256 token with iss key-{i}, signed with secret-{i}>`.
     Jwt,
+    /// `Authorization: hmac username="c{i}", algorithm="hmac-sha256", headers="date", signature=".."` with
+    /// the `Date` of [`config::fixed_headers`] (one date for the whole run; the plugin's `clock_skew` is a
+    /// year).
+    Hmac,
 }
 
 /// One benchmark case: a kind with its route and consumer counts.

@@ -84,6 +84,10 @@ fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
         CaseKind::RlKeyAuth => vec![rate_limiting, json!({ "name": "key-auth" })],
         CaseKind::RlBasicAuth => vec![rate_limiting, json!({ "name": "basic-auth" })],
         CaseKind::RlJwt => vec![rate_limiting, json!({ "name": "jwt" })],
+        CaseKind::RlHmacAuth => vec![
+            rate_limiting,
+            json!({ "name": "hmac-auth", "config": { "clock_skew": HMAC_CLOCK_SKEW } }),
+        ],
         CaseKind::HttpLog => vec![json!({
             "name": "http-log",
             "config": {
@@ -122,6 +126,10 @@ fn consumer(auth: Auth, i: usize) -> Value {
             "username": username,
             "jwt_secrets": [{ "key": format!("key-{i}"), "secret": format!("secret-{i}") }],
         }),
+        Auth::Hmac => json!({
+            "username": username,
+            "hmacauth_credentials": [{ "username": format!("c{i}"), "secret": format!("secret-{i}") }],
+        }),
     }
 }
 
@@ -141,7 +149,37 @@ pub fn credential_header(auth: Auth, i: usize) -> (&'static str, String) {
             )
         }
         Auth::Jwt => ("Authorization", format!("Bearer {}", jwt_hs256(i))),
+        Auth::Hmac => ("Authorization", hmac_sha256(i, &run_date())),
     }
+}
+
+/// hmac-auth's `clock_skew` in the benchmark (a year): the signed `Date` is fixed for the whole run.
+pub const HMAC_CLOCK_SKEW: u64 = 31_536_000;
+
+/// Headers every request of an `auth` case carries besides the credential's (the same for all consumers).
+pub fn fixed_headers(auth: Auth) -> Vec<(&'static str, String)> {
+    match auth {
+        Auth::Hmac => vec![("Date", run_date())],
+        Auth::Key | Auth::Basic | Auth::Jwt => vec![],
+    }
+}
+
+/// The `Date` hmac-auth requests are signed with: this process's start, as an HTTP date.
+fn run_date() -> String {
+    static DATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DATE.get_or_init(|| httpdate::fmt_http_date(std::time::SystemTime::now()))
+        .clone()
+}
+
+/// Kong's hmac `Authorization` for consumer `i`: hmac-sha256 with `secret-{i}` of `date: <date>`.
+fn hmac_sha256(i: usize, date: &str) -> String {
+    use base64::Engine as _;
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, format!("secret-{i}").as_bytes());
+    let tag = ring::hmac::sign(&key, format!("date: {date}").as_bytes());
+    let signature = base64::engine::general_purpose::STANDARD.encode(tag.as_ref());
+    format!(
+        r#"hmac username="c{i}", algorithm="hmac-sha256", headers="date", signature="{signature}""#
+    )
 }
 
 /// An HS256 token for consumer `i`: `{"iss":"key-{i}"}` signed with `secret-{i}`.

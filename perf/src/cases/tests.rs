@@ -74,4 +74,26 @@ fn basic_credential_is_base64_of_user_and_password() {
     assert_eq!((name, value.as_str()), ("Authorization", JWT_3));
 }
 
+#[test]
+fn hmac_credential_signs_the_fixed_date() {
+    let (name, value) = config::credential_header(Auth::Hmac, 3);
+    let [(date_name, date)] = &config::fixed_headers(Auth::Hmac)[..] else {
+        panic!("one fixed header")
+    };
+    assert_eq!((name, *date_name), ("Authorization", "Date"));
+    assert!(httpdate::parse_http_date(date).is_ok(), "{date}");
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"secret-3");
+    let tag = ring::hmac::sign(&key, format!("date: {date}").as_bytes());
+    use base64::Engine as _;
+    let signature = base64::engine::general_purpose::STANDARD.encode(tag.as_ref());
+    assert_eq!(
+        value,
+        format!(
+            r#"hmac username="c3", algorithm="hmac-sha256", headers="date", signature="{signature}""#
+        )
+    );
+    assert!(config::fixed_headers(Auth::Jwt).is_empty());
+    assert_eq!(Case::parse("rl-hmac-auth@4").unwrap().consumers, 4);
+}
+
 const JWT_3: &str = "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJrZXktMyJ9.VPIZd4SkCdw9XRe9vEDWIHx8V-kzkAtnYnD45vgLtAs";

@@ -6,7 +6,7 @@
 //! `--rand-regex-url`, and every request carries the credential of the middle consumer.
 
 use super::{output, pinned, secs_arg, LoadSpec};
-use crate::cases::config::credential_header;
+use crate::cases::config::{credential_header, fixed_headers};
 use crate::results::{Latency, LoadResult};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -60,6 +60,9 @@ pub fn run(spec: &LoadSpec, rate: u32) -> Result<LoadResult> {
     if let Some(auth) = spec.case.kind.auth() {
         let (name, value) = credential_header(auth, spec.case.consumers / 2);
         cmd.arg("-H").arg(format!("{name}: {value}"));
+        for (name, value) in fixed_headers(auth) {
+            cmd.arg("-H").arg(format!("{name}: {value}"));
+        }
     }
     cmd.arg(url);
     parse(&output(cmd, "oha")?)

@@ -70,6 +70,22 @@ pub fn identify_as<'s>(
     set(ctx, CREDENTIAL_IDENTIFIER, identifier);
 }
 
+/// Marks the request as authenticated by a credential without a consumer (ldap-auth: the LDAP server knows
+/// the user, Kong does not), named upstream by `identifier`; Kong's consumer headers are removed.
+pub fn identify_without_consumer(
+    ctx: &mut RequestCtx<'_>,
+    credential: CredentialRef,
+    identifier: &str,
+) {
+    for h in CONSUMER_HEADERS {
+        ctx.request.headers.remove(h);
+    }
+    set(ctx, CREDENTIAL_IDENTIFIER, identifier);
+    ctx.anonymous = false;
+    ctx.consumer = None;
+    ctx.credential = Some(credential);
+}
+
 /// Without valid credentials: the `anonymous` consumer when configured, else the 401.
 pub fn reject_or_anonymous(
     ctx: &mut RequestCtx<'_>,

@@ -15,6 +15,7 @@ pub mod http_log;
 pub mod ip_restriction;
 pub mod jwt;
 pub mod key_auth;
+pub mod ldap_auth;
 pub mod loggly;
 pub mod oauth2;
 pub mod opentelemetry;
@@ -51,6 +52,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         jwt::builtin(),
         oauth2::builtin(database),
         key_auth::builtin(),
+        ldap_auth::builtin(),
         basic_auth::builtin(),
         session::builtin(),
         hmac_auth::builtin(),

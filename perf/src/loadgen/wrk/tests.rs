@@ -33,6 +33,12 @@ fn script_carries_routes_and_credentials() {
     assert!(s.contains("local consumers = 3"));
     assert!(s.contains("\"Basic YzI6cHctMg==\""), "{s}");
     assert!(s.contains("local header_name = \"Authorization\""));
+    let hmac = script(&Case::parse("rl-hmac-auth@2").unwrap());
+    assert!(hmac.contains("local headers = { [\"Date\"] = \""), "{hmac}");
+    assert!(
+        hmac.contains("hmac username=\\\"c1\\\", algorithm=\\\"hmac-sha256\\\""),
+        "{hmac}"
+    );
     let plain = script(&Case::parse("no-plugins").unwrap());
     assert!(plain.contains("local consumers = 0"));
 }
