@@ -46,6 +46,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../migrations/003_jwt.sql"),
         teardown: None,
     },
+    Migration {
+        name: "004_response_ratelimiting",
+        up: include_str!("../migrations/004_response_ratelimiting.sql"),
+        teardown: None,
+    },
 ];
 
 /// The advisory lock key migrations hold (any fixed number; "sluice" in ASCII).

@@ -1,11 +1,12 @@
-//! DB mode's [`ClusterCounters`] for rate-limiting's `policy: cluster`: each proxy worker keeps one
-//! connection of its own (made by the first request that needs it while the others wait for it, driven on
-//! that worker's runtime, made again after it breaks), so counting never crosses threads or waits for a pool.
+//! DB mode's [`ClusterCounters`] for `policy: cluster` (rate-limiting and response-ratelimiting): each proxy
+//! worker keeps one connection of its own (made by the first request that needs it while the others wait for
+//! it, driven on that worker's runtime, made again after it breaks), so counting never crosses threads or
+//! waits for a pool.
 
 use sluice_db::counters::{self, Window};
 use sluice_db::PgSettings;
 use sluice_plugins::counters::{
-    ClusterCounters, CountFuture, Counted, Scope, Window as PluginWindow,
+    AddFuture, ClusterCounters, CountFuture, Counted, CountsFuture, Scope, Window as PluginWindow,
 };
 use std::sync::Arc;
 use tokio_postgres::Client;
@@ -54,45 +55,87 @@ async fn forget() {
     *slot.lock().await = None;
 }
 
+/// Runs `call` on this worker's connection within the database timeout; an error drops the connection, so
+/// the next request connects again.
+async fn run<T, F, Fut>(settings: Arc<PgSettings>, call: F) -> Result<T, String>
+where
+    F: FnOnce(Arc<Client>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+{
+    let count = async {
+        let client = client(&settings).await?;
+        match call(client).await {
+            Ok(done) => Ok(done),
+            Err(e) => {
+                forget().await;
+                Err(e.to_string())
+            }
+        }
+    };
+    match tokio::time::timeout(settings.timeout, count).await {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(e)) => Err(format!("the database: {e}")),
+        Err(_) => Err(format!(
+            "the database did not answer within {} ms",
+            settings.timeout.as_millis()
+        )),
+    }
+}
+
+/// The database's form of the plugin's windows.
+fn db_windows(windows: &[PluginWindow]) -> Vec<Window<'_>> {
+    windows
+        .iter()
+        .map(|w| Window {
+            period: &w.period,
+            start: w.start,
+            limit: w.limit,
+            ttl_secs: w.ttl_secs,
+        })
+        .collect()
+}
+
 impl ClusterCounters for PgCounters {
     fn check_and_count(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountFuture {
-        let settings = self.settings.clone();
-        Box::pin(async move {
-            let count = async {
-                let client = client(&settings).await?;
-                let windows: Vec<Window<'_>> = windows
-                    .iter()
-                    .map(|w| Window {
-                        period: w.period,
-                        start: w.start,
-                        limit: w.limit,
-                        ttl_secs: w.ttl_secs,
-                    })
-                    .collect();
-                let counted = counters::check_and_count(
-                    &client,
-                    &scope.identifier,
-                    scope.service,
-                    scope.route,
-                    &windows,
-                )
-                .await;
-                match counted {
-                    Ok(counted) => Ok(counted),
-                    Err(e) => {
-                        forget().await;
-                        Err(e.to_string())
-                    }
-                }
-            };
-            match tokio::time::timeout(settings.timeout, count).await {
-                Ok(Ok((allowed, counts))) => Ok(Counted { allowed, counts }),
-                Ok(Err(e)) => Err(format!("the database: {e}")),
-                Err(_) => Err(format!(
-                    "the database did not answer within {} ms",
-                    settings.timeout.as_millis()
-                )),
-            }
-        })
+        Box::pin(run(self.settings.clone(), move |client| async move {
+            let (allowed, counts) = counters::check_and_count(
+                &client,
+                &scope.identifier,
+                scope.service,
+                scope.route,
+                &db_windows(&windows),
+            )
+            .await?;
+            Ok(Counted { allowed, counts })
+        }))
+    }
+
+    fn spent(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountsFuture {
+        Box::pin(run(self.settings.clone(), move |client| async move {
+            let windows = db_windows(&windows);
+            counters::spent(
+                &client,
+                &scope.identifier,
+                scope.service,
+                scope.route,
+                &windows,
+            )
+            .await
+        }))
+    }
+
+    fn spend(&self, scope: Scope, windows: Vec<PluginWindow>, by: u64) -> AddFuture {
+        Box::pin(run(self.settings.clone(), move |client| async move {
+            let windows = db_windows(&windows);
+            counters::spend(
+                &client,
+                &scope.identifier,
+                scope.service,
+                scope.route,
+                &windows,
+                by,
+            )
+            .await
+        }))
     }
 }

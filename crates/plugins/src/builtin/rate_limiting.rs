@@ -335,7 +335,7 @@ impl RateLimiting {
             .map(|l| {
                 let (start, end) = window::bounds(l.period, now);
                 Window {
-                    period: l.period.name(),
+                    period: l.period.name().into(),
                     start,
                     limit: l.limit,
                     ttl_secs: (end - start).max(1),
