@@ -297,25 +297,34 @@ impl RateLimiting {
     fn count_batched(
         &self,
         batch: &Arc<Batch>,
-        shared: Shared,
+        shared: &Shared,
         ctx: &mut RequestCtx<'_>,
         now: u64,
     ) -> Flow {
-        let slots = self.slots(ctx, now);
-        let slots: Vec<batch::Slot> = slots[..self.rules.limits.len()]
-            .iter()
-            .map(|(key, start, _)| (*key, *start))
-            .collect();
-        let limits: Vec<u64> = self.rules.limits.iter().map(|l| l.limit).collect();
-        match batch.count(&slots, &limits) {
-            Some((counts, exceeded)) => self.answer(ctx, &counts, exceeded, now),
-            None => self.count_shared(shared, ctx, now, Some((batch.clone(), slots))),
+        let n = self.rules.limits.len();
+        let (mut slots, mut limits, mut counts) = (
+            [(0, 0); PERIODS.len()],
+            [0; PERIODS.len()],
+            [0; PERIODS.len()],
+        );
+        for ((slot, limit), (l, (key, start, _))) in slots
+            .iter_mut()
+            .zip(&mut limits)
+            .zip(self.rules.limits.iter().zip(self.slots(ctx, now)))
+        {
+            (*slot, *limit) = ((key, start), l.limit);
+        }
+        match batch.count(&slots[..n], &limits[..n], &mut counts[..n]) {
+            Some(exceeded) => self.answer(ctx, &counts[..n], exceeded, now),
+            None => {
+                let learn = (batch.clone(), slots[..n].to_vec());
+                self.count_shared(shared.clone(), ctx, now, Some(learn))
+            }
         }
     }
 
     /// `policy: redis` or `cluster`: one atomic check-and-count in the shared store, off the worker's
-    /// thread of control.
-    /// With `learn`, the reply seeds the batch's entries of those slots.
+    /// thread of control. With `learn`, the reply seeds the batch's entries of those slots.
     fn count_shared(
         &self,
         shared: Shared,
@@ -338,17 +347,16 @@ impl RateLimiting {
                     period: l.period.name().into(),
                     start,
                     limit: l.limit,
-                    ttl_secs: (end - start).max(1),
+                    ttl_secs: window::kept_for(end - start),
                 }
             })
             .collect();
         let learn = learn.map(|(batch, slots)| {
-            let known: Vec<Known> = windows
-                .iter()
-                .map(|w| Known {
+            let known: Vec<Known> = (rules.limits.iter().zip(&windows))
+                .map(|(l, w)| Known {
                     key: redis_key(&scope, w),
                     ttl_secs: w.ttl_secs,
-                    end: w.start + w.ttl_secs,
+                    end: window::bounds(l.period, now).1,
                 })
                 .collect();
             (batch, slots, known)
@@ -464,7 +472,7 @@ impl RateLimiting {
         match (&self.shared, &self.batch) {
             (None, _) => self.count_locally(ctx, now),
             (Some(shared), None) => self.count_shared(shared.clone(), ctx, now, None),
-            (Some(shared), Some(batch)) => self.count_batched(batch, shared.clone(), ctx, now),
+            (Some(shared), Some(batch)) => self.count_batched(batch, shared, ctx, now),
         }
     }
 }

@@ -168,7 +168,7 @@ impl ResponseRateLimiting {
             period: format!("{name}_{}", w.period.name()).into(),
             start,
             limit: w.limit as u64,
-            ttl_secs: (end - start).max(1),
+            ttl_secs: window::kept_for(end - start),
         }
     }
 
@@ -342,7 +342,7 @@ impl ResponseRateLimiting {
                                 usage.now,
                             ),
                             limit: w.limit as u64,
-                            ttl_secs: (end - start).max(1),
+                            ttl_secs: window::kept_for(end - start),
                         }
                     })
                     .collect();

@@ -8,23 +8,33 @@
 //! Redis (the exact script of `sync_rate: -1`), and the reply seeds the entry.
 //!
 //! Every `sync_rate` seconds the task (on the background thread of [`crate::logging::runtime`], never on a
-//! proxy worker) sends each live entry's unsent count with one pipelined `INCRBY` per key and takes the reply,
-//! the fleet's total, as the new `others`. A failed sync sends nothing new as sent, so the next one sends it
-//! again (one that timed out after Redis applied it is counted twice: the error is on the strict side). When
-//! the plugin instance is dropped (a reload or a delete), the task syncs once more and ends.
+//! proxy worker) sends each entry's unsent count with one pipelined `INCRBY` per key and takes the reply, the
+//! fleet's total, as the new `others`. An entry that counted nothing for [`IDLE_SYNCS`] syncs in a row is
+//! dropped (so a sync costs what was counted lately, not every identifier ever seen); its next request reads
+//! Redis again, as a new window's does. A failed sync marks nothing as sent, so the next one sends it again (one that timed out
+//! after Redis applied it is counted twice: the error is on the strict side). When the plugin instance is
+//! dropped (a reload or a delete), the task syncs once more and ends; a reload's new instance reads Redis
+//! again, and the old one's last counts reach it within `sync_rate`, as another node's would.
+//!
+//! A request takes the shard lock of each of its windows just long enough to find the entry and add to it, so
+//! a sync that drops an entry under that lock never misses a count added to it.
 //!
 //! Accuracy: one node alone is exact. With several, a node does not see what the others let through since
 //! their last sync and its own last read, so a window can let through the limit plus what the other nodes let
 //! through in the last `2 × sync_rate` seconds (and never more than the limit times the number of nodes).
 
 use super::redis::{self, Target};
+use super::window::PERIODS;
 use crate::counters::Counted;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const SHARDS: usize = 16;
+
+/// Syncs in a row an entry may count nothing before it is dropped.
+pub(super) const IDLE_SYNCS: u32 = 10;
 
 /// A window on this node: (hash of identifier and period, window start).
 pub(super) type Slot = (u64, u64);
@@ -39,11 +49,15 @@ struct Entry {
     admitted: AtomicU64,
     sent: AtomicU64,
     others: AtomicU64,
+    /// Syncs in a row that found nothing to send.
+    idle: AtomicU32,
 }
 
 impl Entry {
-    fn total(&self) -> u64 {
-        self.others.load(Ordering::Acquire) + self.admitted.load(Ordering::Acquire)
+    /// Counts not sent yet (`admitted` read first: a seeding request adds to `sent` before `admitted`).
+    fn unsent(&self) -> u64 {
+        let admitted = self.admitted.load(Ordering::Acquire);
+        admitted.saturating_sub(self.sent.load(Ordering::Acquire))
     }
 }
 
@@ -88,41 +102,39 @@ impl Batch {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts a request in `slots` (limits in `limits`) on this node: the count of each window after it and
-    /// whether one is over its limit (then nothing is counted). None when a window has no entry yet and the
-    /// others have room: the request must be counted on Redis ([`Batch::learn`]).
-    pub(super) fn count(&self, slots: &[Slot], limits: &[u64]) -> Option<(Vec<u64>, bool)> {
-        let entries: Vec<Option<Arc<Entry>>> = slots
-            .iter()
-            .map(|s| self.shard(*s).get(s).cloned())
-            .collect();
-        if entries.iter().any(Option::is_none) {
-            let full = entries
-                .iter()
-                .zip(limits)
-                .any(|(e, l)| e.as_ref().is_some_and(|e| e.total() >= *l));
-            return full.then(|| {
-                let counts = entries
-                    .iter()
-                    .map(|e| e.as_ref().map_or(0, |e| e.total() + 1));
-                (counts.collect(), true)
-            });
+    /// Counts a request in `slots` (limits in `limits`) on this node: `counts` gets each window's count after
+    /// it, and the result is whether one is over its limit (then nothing is counted). None when a window has
+    /// no entry and none is full: the request must be counted on Redis ([`Batch::learn`]).
+    pub(super) fn count(&self, slots: &[Slot], limits: &[u64], counts: &mut [u64]) -> Option<bool> {
+        let mut found: [Option<Arc<Entry>>; PERIODS.len()] = Default::default();
+        for ((slot, entry), count) in slots.iter().zip(&mut found).zip(counts.iter_mut()) {
+            let shard = self.shard(*slot);
+            *entry = shard.get(slot).cloned();
+            if let Some(e) = entry {
+                *count = e.admitted.fetch_add(1, Ordering::AcqRel)
+                    + 1
+                    + e.others.load(Ordering::Acquire);
+            }
         }
-        let entries = entries.into_iter().flatten();
-        let counted: Vec<(Arc<Entry>, u64)> = entries
-            .map(|e| {
-                let admitted = e.admitted.fetch_add(1, Ordering::AcqRel) + 1;
-                let count = e.others.load(Ordering::Acquire) + admitted;
-                (e, count)
-            })
-            .collect();
-        let exceeded = counted.iter().zip(limits).any(|((_, c), l)| c > l);
-        if exceeded {
-            for (e, _) in &counted {
+        let found = &found[..slots.len()];
+        let exceeded = counts.iter().zip(limits).any(|(c, l)| c > l);
+        let missing = found.iter().any(Option::is_none);
+        if exceeded || missing {
+            for e in found.iter().flatten() {
                 e.admitted.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        Some((counted.into_iter().map(|(_, c)| c).collect(), exceeded))
+        match (missing, exceeded) {
+            (true, false) => None,
+            (true, true) => {
+                // Refused on a full window; the windows without an entry show their first count.
+                for (count, e) in counts.iter_mut().zip(found) {
+                    *count = e.as_ref().map_or(1, |_| *count);
+                }
+                Some(true)
+            }
+            (false, exceeded) => Some(exceeded),
+        }
     }
 
     /// Seeds (or updates) the entries of `slots` from a check-and-count on Redis.
@@ -139,6 +151,7 @@ impl Batch {
                         admitted: AtomicU64::new(0),
                         sent: AtomicU64::new(0),
                         others: AtomicU64::new(0),
+                        idle: AtomicU32::new(0),
                     })
                 })
                 .clone();
@@ -152,8 +165,8 @@ impl Batch {
         }
     }
 
-    /// Sends every live entry's unsent count in one pipeline and takes the totals read back; drops the
-    /// entries of ended windows once their counts are sent.
+    /// Sends every entry's unsent count in one pipeline and takes the totals read back; drops the entries of
+    /// ended windows, and those idle for a whole interval, once their counts are sent.
     async fn sync(&self) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -162,13 +175,19 @@ impl Batch {
         for shard in &self.shards {
             let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
             shard.retain(|_, e| {
-                // `admitted` first: a seeding request adds to `sent` before `admitted`.
-                let admitted = e.admitted.load(Ordering::Acquire);
-                let unsent = admitted.saturating_sub(e.sent.load(Ordering::Acquire));
-                if e.end > now || unsent > 0 {
+                let unsent = e.unsent();
+                let idle = match unsent {
+                    0 => e.idle.fetch_add(1, Ordering::AcqRel) + 1,
+                    _ => {
+                        e.idle.store(0, Ordering::Release);
+                        0
+                    }
+                };
+                let keep = e.end > now && idle <= IDLE_SYNCS;
+                if keep || unsent > 0 {
                     batch.push((e.clone(), unsent));
                 }
-                e.end > now
+                keep
             });
         }
         if batch.is_empty() {

@@ -26,7 +26,7 @@ const SLOT: Slot = (1, 0);
 
 /// One request as the plugin counts it: on the node, or on Redis for a window the node has not seen.
 async fn admit(b: &Batch, key: &str, limit: u64, end: u64) -> bool {
-    if let Some((_, exceeded)) = b.count(&[SLOT], &[limit]) {
+    if let Some(exceeded) = b.count(&[SLOT], &[limit], &mut [0]) {
         return !exceeded;
     }
     let window = redis::Window {
@@ -88,4 +88,28 @@ async fn an_ended_window_is_sent_then_dropped() {
     assert_eq!(on_redis(&key).await, 2);
     let live: usize = a.shards.iter().map(|s| s.lock().unwrap().len()).sum();
     assert_eq!(live, 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_idle_window_is_dropped_and_read_from_redis_again() {
+    let key = format!("ratelimit:{}:idle", uuid::Uuid::new_v4());
+    let a = node();
+    assert_eq!(admitted(&a, &key, 10, 3).await, 3);
+    let live = |b: &Batch| {
+        b.shards
+            .iter()
+            .map(|s| s.lock().unwrap().len())
+            .sum::<usize>()
+    };
+    for _ in 0..=IDLE_SYNCS {
+        a.sync().await;
+    }
+    assert_eq!(live(&a), 1, "idle for IDLE_SYNCS syncs: kept");
+    a.sync().await;
+    assert_eq!(live(&a), 0, "idle for one more: dropped");
+    assert_eq!(on_redis(&key).await, 3);
+    // Another node counted meanwhile; the next request reads Redis again and sees it.
+    let _ = redis::add_each(&target(), &[(&key, 60, 6)]).await.unwrap();
+    assert_eq!(admitted(&a, &key, 10, 3).await, 1);
+    assert_eq!(on_redis(&key).await, 10);
 }
