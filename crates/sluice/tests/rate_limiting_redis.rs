@@ -128,11 +128,7 @@ async fn headers_as_kong_sends_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_follows_fault_tolerant_and_the_node_reconnects() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = private_redis::free_port();
     let redis = PrivateRedis::start(port);
     let up = EchoUpstream::start();
     let route = uuid::Uuid::new_v4();

@@ -2,7 +2,7 @@
 //! requests stay off Redis between syncs, and a hung or dead Redis neither blocks requests nor loses the
 //! counts of the outage.
 
-use super::private_redis::PrivateRedis;
+use super::private_redis::{free_port, PrivateRedis};
 use super::{clean, config, redis_on, BIN};
 use redis::AsyncCommands;
 use sluice_testkit::{status_with, EchoUpstream, Gateway};
@@ -108,11 +108,6 @@ fn calls(stats: &str, command: &str) -> u64 {
     line.and_then(|l| l.split("calls=").nth(1))
         .and_then(|v| v.split(',').next())
         .map_or(0, |v| v.parse().unwrap())
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,12 @@ use std::time::Duration;
 /// A private redis-server on `port`, killed on drop.
 pub struct PrivateRedis(pub Child);
 
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
 impl PrivateRedis {
     pub fn start(port: u16) -> PrivateRedis {
         let child = Command::new("redis-server")
