@@ -21,6 +21,11 @@ pub enum CaseKind {
     NoPlugins,
     /// A global rate-limiting plugin whose limit never triggers.
     RateLimiting,
+    /// The same limit with `policy: redis` (127.0.0.1:6379, database 15), one check-and-count on Redis per
+    /// request (`sync_rate: -1`).
+    RlRedis,
+    /// The same with `sync_rate: 0.1`: counted on the node, synced to Redis in batches.
+    RlRedisSync,
     /// Global rate-limiting + key-auth, one key-auth credential per consumer.
     RlKeyAuth,
     /// Global rate-limiting + basic-auth, one basic-auth credential per consumer.
@@ -45,9 +50,11 @@ pub enum CaseKind {
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 10] = [
+    pub const ALL: [CaseKind; 12] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
+        CaseKind::RlRedis,
+        CaseKind::RlRedisSync,
         CaseKind::RlKeyAuth,
         CaseKind::RlBasicAuth,
         CaseKind::RlJwt,
@@ -63,6 +70,8 @@ impl CaseKind {
         match self {
             CaseKind::NoPlugins => "no-plugins",
             CaseKind::RateLimiting => "rate-limiting",
+            CaseKind::RlRedis => "rl-redis",
+            CaseKind::RlRedisSync => "rl-redis-sync",
             CaseKind::RlKeyAuth => "rl-key-auth",
             CaseKind::RlBasicAuth => "rl-basic-auth",
             CaseKind::RlJwt => "rl-jwt",
@@ -94,6 +103,8 @@ impl CaseKind {
             CaseKind::RlHmacAuth => Some(Auth::Hmac),
             CaseKind::NoPlugins
             | CaseKind::RateLimiting
+            | CaseKind::RlRedis
+            | CaseKind::RlRedisSync
             | CaseKind::Prometheus
             | CaseKind::HttpLog
             | CaseKind::ProxyCacheHit => None,

@@ -1,5 +1,7 @@
-//! rate-limiting's `policy: cluster` counters in PostgreSQL (`migrations/001_rate_limiting.sql`): one call
+//! `policy: cluster` counters in PostgreSQL. rate-limiting's (`migrations/001_rate_limiting.sql`): one call
 //! checks every window of a request and counts it in all or none, atomically across nodes.
+//! response-ratelimiting's (`migrations/004_response_ratelimiting.sql`): a read of a request's windows, and
+//! one statement that adds what a response spent to all of them.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_postgres::Client;
@@ -22,11 +24,8 @@ pub async fn check_and_count(
     route: Uuid,
     windows: &[Window<'_>],
 ) -> Result<(bool, Vec<u64>), tokio_postgres::Error> {
-    let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
-    let periods: Vec<&str> = windows.iter().map(|w| w.period).collect();
-    let dates: Vec<SystemTime> = windows.iter().map(|w| at(w.start)).collect();
+    let (periods, dates, ttls) = columns(windows);
     let limits: Vec<i64> = windows.iter().map(|w| w.limit as i64).collect();
-    let ttls: Vec<SystemTime> = windows.iter().map(|w| at(w.start + w.ttl_secs)).collect();
     let row = client
         .query_one(
             "SELECT sluice_rl_check_and_count($1, $2, $3, $4, $5, $6, $7)",
@@ -49,9 +48,72 @@ pub async fn check_and_count(
     ))
 }
 
-/// Deletes the counters of windows that have ended; returns how many.
-pub async fn expire(client: &Client) -> Result<u64, tokio_postgres::Error> {
+/// The windows' `period`, `period_date` and `ttl` columns.
+fn columns<'a>(windows: &[Window<'a>]) -> (Vec<&'a str>, Vec<SystemTime>, Vec<SystemTime>) {
+    let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+    (
+        windows.iter().map(|w| w.period).collect(),
+        windows.iter().map(|w| at(w.start)).collect(),
+        windows.iter().map(|w| at(w.start + w.ttl_secs)).collect(),
+    )
+}
+
+/// response-ratelimiting: each window's count for (`identifier`, `service`, `route`), 0 for none yet.
+pub async fn spent(
+    client: &Client,
+    identifier: &str,
+    service: Uuid,
+    route: Uuid,
+    windows: &[Window<'_>],
+) -> Result<Vec<u64>, tokio_postgres::Error> {
+    let (periods, dates, _) = columns(windows);
+    let rows = client
+        .query(
+            "SELECT coalesce(m.value, 0) FROM unnest($4::text[], $5::timestamptz[]) WITH ORDINALITY
+               AS w(period, period_date, i)
+             LEFT JOIN response_ratelimiting_metrics m ON m.identifier = $1 AND m.service_id = $2
+               AND m.route_id = $3 AND m.period = w.period AND m.period_date = w.period_date
+             ORDER BY w.i",
+            &[&identifier, &service, &route, &periods, &dates],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| r.get::<_, i64>(0).max(0) as u64)
+        .collect())
+}
+
+/// response-ratelimiting: adds `by` to every window of (`identifier`, `service`, `route`) in one statement.
+pub async fn spend(
+    client: &Client,
+    identifier: &str,
+    service: Uuid,
+    route: Uuid,
+    windows: &[Window<'_>],
+    by: u64,
+) -> Result<(), tokio_postgres::Error> {
+    let (periods, dates, ttls) = columns(windows);
     client
-        .execute("DELETE FROM ratelimiting_metrics WHERE ttl < now()", &[])
-        .await
+        .execute(
+            "INSERT INTO response_ratelimiting_metrics AS m
+               (identifier, period, period_date, service_id, route_id, value, ttl)
+             SELECT $1, w.period, w.period_date, $2, $3, $6, w.ttl
+               FROM unnest($4::text[], $5::timestamptz[], $7::timestamptz[]) AS w(period, period_date, ttl)
+             ON CONFLICT (identifier, period, period_date, service_id, route_id)
+             DO UPDATE SET value = coalesce(m.value, 0) + EXCLUDED.value",
+            &[&identifier, &service, &route, &periods, &dates, &(by as i64), &ttls],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Deletes the counters of windows that have ended (both plugins' tables); returns how many.
+pub async fn expire(client: &Client) -> Result<u64, tokio_postgres::Error> {
+    let mut deleted = 0;
+    for table in ["ratelimiting_metrics", "response_ratelimiting_metrics"] {
+        deleted += client
+            .execute(&format!("DELETE FROM {table} WHERE ttl < now()"), &[])
+            .await?;
+    }
+    Ok(deleted)
 }

@@ -51,6 +51,11 @@ pub const MIGRATIONS: &[Migration] = &[
         up: include_str!("../migrations/004_oauth2.sql"),
         teardown: None,
     },
+    Migration {
+        name: "005_response_ratelimiting",
+        up: include_str!("../migrations/005_response_ratelimiting.sql"),
+        teardown: None,
+    },
 ];
 
 /// The advisory lock key migrations hold (any fixed number; "sluice" in ASCII).

@@ -1,12 +1,12 @@
-//! DB mode's [`ClusterCounters`] for rate-limiting's `policy: cluster` (and the connection oauth2's store
-//! uses too, [`on_worker_connection`]): each proxy worker keeps one
-//! connection of its own (made by the first request that needs it while the others wait for it, driven on
-//! that worker's runtime, made again after it breaks), so counting never crosses threads or waits for a pool.
+//! DB mode's [`ClusterCounters`] for `policy: cluster` (rate-limiting and response-ratelimiting), and the
+//! connection oauth2's store uses too ([`on_worker_connection`]): each proxy worker keeps one connection of
+//! its own (made by the first request that needs it while the others wait for it, driven on that worker's
+//! runtime, made again after it breaks), so counting never crosses threads or waits for a pool.
 
 use sluice_db::counters::{self, Window};
 use sluice_db::PgSettings;
 use sluice_plugins::counters::{
-    ClusterCounters, CountFuture, Counted, Scope, Window as PluginWindow,
+    AddFuture, ClusterCounters, CountFuture, Counted, CountsFuture, Scope, Window as PluginWindow,
 };
 use std::sync::Arc;
 use tokio_postgres::Client;
@@ -55,8 +55,8 @@ async fn forget() {
     *slot.lock().await = None;
 }
 
-/// Runs `query` on this worker's connection within the database timeout (rate-limiting's counters and
-/// oauth2's codes and tokens); a failed query drops the connection, so the next call connects again.
+/// Runs `query` on this worker's connection within the database timeout (the counters, and oauth2's codes
+/// and tokens); a failed query drops the connection, so the next call connects again.
 pub(crate) async fn on_worker_connection<T, F, Fut>(
     settings: &PgSettings,
     query: F,
@@ -85,21 +85,44 @@ where
     }
 }
 
+/// The database's form of the plugin's windows.
+fn db_windows(windows: &[PluginWindow]) -> Vec<Window<'_>> {
+    windows
+        .iter()
+        .map(|w| Window {
+            period: &w.period,
+            start: w.start,
+            limit: w.limit,
+            ttl_secs: w.ttl_secs,
+        })
+        .collect()
+}
+
 impl ClusterCounters for PgCounters {
     fn check_and_count(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountFuture {
         let settings = self.settings.clone();
         Box::pin(async move {
-            let (allowed, counts) = on_worker_connection(&settings, |client| async move {
-                let windows: Vec<Window<'_>> = windows
-                    .iter()
-                    .map(|w| Window {
-                        period: w.period,
-                        start: w.start,
-                        limit: w.limit,
-                        ttl_secs: w.ttl_secs,
-                    })
-                    .collect();
-                counters::check_and_count(
+            on_worker_connection(&settings, move |client| async move {
+                let (allowed, counts) = counters::check_and_count(
+                    &client,
+                    &scope.identifier,
+                    scope.service,
+                    scope.route,
+                    &db_windows(&windows),
+                )
+                .await?;
+                Ok(Counted { allowed, counts })
+            })
+            .await
+        })
+    }
+
+    fn spent(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountsFuture {
+        let settings = self.settings.clone();
+        Box::pin(async move {
+            on_worker_connection(&settings, move |client| async move {
+                let windows = db_windows(&windows);
+                counters::spent(
                     &client,
                     &scope.identifier,
                     scope.service,
@@ -108,8 +131,26 @@ impl ClusterCounters for PgCounters {
                 )
                 .await
             })
-            .await?;
-            Ok(Counted { allowed, counts })
+            .await
+        })
+    }
+
+    fn spend(&self, scope: Scope, windows: Vec<PluginWindow>, by: u64) -> AddFuture {
+        let settings = self.settings.clone();
+        Box::pin(async move {
+            on_worker_connection(&settings, move |client| async move {
+                let windows = db_windows(&windows);
+                counters::spend(
+                    &client,
+                    &scope.identifier,
+                    scope.service,
+                    scope.route,
+                    &windows,
+                    by,
+                )
+                .await
+            })
+            .await
         })
     }
 }

@@ -10,6 +10,12 @@ use serde_json::{json, Map, Value};
 /// so the case measures the plugin's bookkeeping and not 429 responses.
 pub const NEVER_LIMIT_PER_SECOND: u64 = 1_000_000_000;
 
+/// Where the `rl-redis` cases count: the local Redis, a database of their own.
+pub const REDIS: (&str, u16, u16) = ("127.0.0.1", 6379, 15);
+
+/// `rl-redis-sync`'s `sync_rate` (seconds).
+pub const REDIS_SYNC_RATE: f64 = 0.1;
+
 /// The status the large case's request-termination plugin answers with.
 pub const LARGE_TERMINATION_STATUS: u16 = 200;
 
@@ -81,6 +87,8 @@ fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
     match kind {
         CaseKind::NoPlugins | CaseKind::Large => vec![],
         CaseKind::RateLimiting => vec![rate_limiting],
+        CaseKind::RlRedis => vec![on_redis(-1.0)],
+        CaseKind::RlRedisSync => vec![on_redis(REDIS_SYNC_RATE)],
         CaseKind::RlKeyAuth => vec![rate_limiting, json!({ "name": "key-auth" })],
         CaseKind::RlBasicAuth => vec![rate_limiting, json!({ "name": "basic-auth" })],
         CaseKind::RlJwt => vec![rate_limiting, json!({ "name": "jwt" })],
@@ -110,6 +118,18 @@ fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
             },
         })],
     }
+}
+
+/// The never-triggering global rate-limiting plugin on Redis ([`REDIS`]) with `sync_rate`.
+fn on_redis(sync_rate: f64) -> Value {
+    let (host, port, database) = REDIS;
+    json!({
+        "name": "rate-limiting",
+        "config": {
+            "second": NEVER_LIMIT_PER_SECOND, "policy": "redis", "sync_rate": sync_rate,
+            "redis": { "host": host, "port": port, "database": database },
+        },
+    })
 }
 
 fn consumer(auth: Auth, i: usize) -> Value {

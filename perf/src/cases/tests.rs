@@ -7,6 +7,8 @@ fn parses_case_specs() {
         ("no-plugins@100", CaseKind::NoPlugins, 100, 0),
         ("no-plugins@100/7", CaseKind::NoPlugins, 100, 0),
         ("rate-limiting@3", CaseKind::RateLimiting, 3, 0),
+        ("rl-redis", CaseKind::RlRedis, 1, 0),
+        ("rl-redis-sync@100", CaseKind::RlRedisSync, 100, 0),
         ("rl-key-auth", CaseKind::RlKeyAuth, 1, 1),
         ("rl-key-auth@100", CaseKind::RlKeyAuth, 100, 100),
         ("rl-basic-auth@100/5", CaseKind::RlBasicAuth, 100, 5),

@@ -59,7 +59,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         ip_restriction::builtin(),
         acl::builtin(),
         rate_limiting::builtin(database),
-        response_ratelimiting::builtin(),
+        response_ratelimiting::builtin(database),
         request_size_limiting::builtin(),
         request_transformer::builtin(),
         response_transformer::builtin(),

@@ -7,11 +7,13 @@
 //!
 //! `policy: redis`: exact across nodes ([`redis`]: one atomic check-and-count per request). When Redis fails
 //! or times out, `fault_tolerant` lets the request through (logged at most every 10 s) or answers Kong's 500.
+//! With `sync_rate > 0` the node counts locally and syncs with Redis in the background ([`batch`]), within a
+//! documented bound.
 //!
 //! `policy: cluster` (DB mode only, as in Kong): the same atomic check-and-count in the database's
-//! `ratelimiting_metrics` table, through the node's [`ClusterCounters`]. `sync_rate` other than -1 (count
-//! locally, sync in batches) is refused at load for now.
+//! `ratelimiting_metrics` table, through the node's [`ClusterCounters`].
 
+mod batch;
 pub(crate) mod config;
 pub(crate) mod redis;
 pub(crate) mod window;
@@ -22,6 +24,7 @@ use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use crate::state::PluginState;
+use batch::{Batch, Known};
 use config::{schema, Config, LimitBy};
 use http::{HeaderName, HeaderValue, StatusCode};
 use std::hash::{Hash, Hasher};
@@ -69,8 +72,16 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         .as_deref()
         .and_then(|h| HeaderName::from_bytes(h.to_ascii_lowercase().as_bytes()).ok());
     let status = StatusCode::from_u16(config.error_code).map_err(|e| e.to_string())?;
+    let mut batch = None;
     let shared = match config.policy.as_str() {
-        "redis" => Some(Shared::Redis(Arc::new(redis::Target::new(&config.redis.config())?))),
+        "redis" => {
+            let target = Arc::new(redis::Target::new(&config.redis.config())?);
+            if config.sync_rate > 0.0 {
+                let every = std::time::Duration::from_secs_f64(config.sync_rate);
+                batch = Some(Batch::start(target.clone(), every)?);
+            }
+            Some(Shared::Redis(target))
+        }
         "cluster" => Some(Shared::Cluster(ctx.state.cluster_counters().ok_or(
             "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
         )?)),
@@ -78,6 +89,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     };
     Ok(register(RateLimiting {
         shared,
+        batch,
         plugin_id: entity.id,
         scope: PluginScope::of(entity),
         rules: Arc::new(Rules {
@@ -121,14 +133,7 @@ impl Shared {
                 let keyed: Vec<redis::Window> = windows
                     .iter()
                     .map(|w| redis::Window {
-                        key: format!(
-                            "ratelimit:{}:{}:{}:{}:{}",
-                            scope.route,
-                            scope.service,
-                            scope.identifier,
-                            w.start * 1000,
-                            w.period
-                        ),
+                        key: redis_key(&scope, w),
                         limit: w.limit,
                         ttl_secs: w.ttl_secs,
                     })
@@ -139,9 +144,23 @@ impl Shared {
     }
 }
 
+/// Kong's Redis key of one window: `ratelimit:<route>:<service>:<identifier>:<window start ms>:<period>`.
+fn redis_key(scope: &Scope, w: &Window) -> String {
+    format!(
+        "ratelimit:{}:{}:{}:{}:{}",
+        scope.route,
+        scope.service,
+        scope.identifier,
+        w.start * 1000,
+        w.period
+    )
+}
+
 struct RateLimiting {
     /// Set for `policy: redis` and `policy: cluster`.
     shared: Option<Shared>,
+    /// Set for `policy: redis` with `sync_rate > 0`: this node's counts, synced in the background.
+    batch: Option<Arc<Batch>>,
     plugin_id: uuid::Uuid,
     scope: PluginScope,
     /// Shared with the Redis path's deferred futures, which outlive the call.
@@ -225,43 +244,94 @@ impl PluginScope {
 }
 
 impl RateLimiting {
-    /// `policy: local`: this node's counters.
-    fn count_locally(&self, ctx: &mut RequestCtx<'_>, now: u64) -> Flow {
+    /// Per configured period (the first `limits.len()`): the hash of (instance, identifier, period) and
+    /// the window's start and end.
+    fn slots(&self, ctx: &RequestCtx<'_>, now: u64) -> [(u64, u64, u64); PERIODS.len()] {
         let mut base = std::hash::DefaultHasher::new();
         self.plugin_id.hash(&mut base);
         self.identifier(ctx).hash(&mut base);
-        // (key, window start) and count of each period, to undo them when one is exceeded (at most one per
-        // period: on the stack).
-        let mut counted = [(0u64, 0u64); PERIODS.len()];
-        let mut counts = [0u64; PERIODS.len()];
-        let mut exceeded = false;
-        for (i, l) in self.rules.limits.iter().enumerate() {
+        let mut slots = [(0u64, 0u64, 0u64); PERIODS.len()];
+        for (slot, l) in slots.iter_mut().zip(&self.rules.limits) {
             let (start, end) = window::bounds(l.period, now);
             let mut h = base.clone();
             l.period.hash(&mut h);
-            let key = h.finish();
-            counts[i] = self.state.increment(key, start, end - start, now);
-            counted[i] = (key, start);
-            exceeded |= counts[i] > l.limit;
+            *slot = (h.finish(), start, end);
         }
-        let n = self.rules.limits.len();
-        if exceeded {
-            for (key, start) in &counted[..n] {
-                self.state.decrement(*key, *start);
-            }
-        }
+        slots
+    }
+
+    /// The answer for the counts after this request: on to the next plugin with the limit headers, or the
+    /// refusal.
+    fn answer(&self, ctx: &mut RequestCtx<'_>, counts: &[u64], exceeded: bool, now: u64) -> Flow {
         match self
             .rules
-            .verdict(&counts[..n], exceeded, now, &mut ctx.response_headers)
+            .verdict(counts, exceeded, now, &mut ctx.response_headers)
         {
             Some(resp) => Flow::Respond(resp),
             None => Flow::Continue,
         }
     }
 
+    /// `policy: local`: this node's counters.
+    fn count_locally(&self, ctx: &mut RequestCtx<'_>, now: u64) -> Flow {
+        let n = self.rules.limits.len();
+        let slots = self.slots(ctx, now);
+        // The count of each period, to undo them when one is exceeded (at most one per period: on the stack).
+        let mut counts = [0u64; PERIODS.len()];
+        let mut exceeded = false;
+        for (i, l) in self.rules.limits.iter().enumerate() {
+            let (key, start, end) = slots[i];
+            counts[i] = self.state.increment(key, start, end - start, now);
+            exceeded |= counts[i] > l.limit;
+        }
+        if exceeded {
+            for (key, start, _) in &slots[..n] {
+                self.state.decrement(*key, *start);
+            }
+        }
+        self.answer(ctx, &counts[..n], exceeded, now)
+    }
+
+    /// `policy: redis` with `sync_rate > 0`: on this node's counts, or on Redis for a window this node has
+    /// not counted in yet.
+    fn count_batched(
+        &self,
+        batch: &Arc<Batch>,
+        shared: &Shared,
+        ctx: &mut RequestCtx<'_>,
+        now: u64,
+    ) -> Flow {
+        let n = self.rules.limits.len();
+        let (mut slots, mut limits, mut counts) = (
+            [(0, 0); PERIODS.len()],
+            [0; PERIODS.len()],
+            [0; PERIODS.len()],
+        );
+        for ((slot, limit), (l, (key, start, _))) in slots
+            .iter_mut()
+            .zip(&mut limits)
+            .zip(self.rules.limits.iter().zip(self.slots(ctx, now)))
+        {
+            (*slot, *limit) = ((key, start), l.limit);
+        }
+        match batch.count(&slots[..n], &limits[..n], &mut counts[..n]) {
+            Some(exceeded) => self.answer(ctx, &counts[..n], exceeded, now),
+            None => {
+                let learn = (batch.clone(), slots[..n].to_vec());
+                self.count_shared(shared.clone(), ctx, now, Some(learn))
+            }
+        }
+    }
+
     /// `policy: redis` or `cluster`: one atomic check-and-count in the shared store, off the worker's
-    /// thread of control.
-    fn count_shared(&self, shared: Shared, ctx: &RequestCtx<'_>, now: u64) -> Flow {
+    /// thread of control. With `learn`, the reply seeds the batch's entries of those slots.
+    fn count_shared(
+        &self,
+        shared: Shared,
+        ctx: &RequestCtx<'_>,
+        now: u64,
+        learn: Option<(Arc<Batch>, Vec<batch::Slot>)>,
+    ) -> Flow {
         let scope = Scope {
             identifier: self.identifier(ctx).to_string(),
             route: self.scope.route,
@@ -274,16 +344,29 @@ impl RateLimiting {
             .map(|l| {
                 let (start, end) = window::bounds(l.period, now);
                 Window {
-                    period: l.period.name(),
+                    period: l.period.name().into(),
                     start,
                     limit: l.limit,
-                    ttl_secs: (end - start).max(1),
+                    ttl_secs: window::kept_for(end - start),
                 }
             })
             .collect();
+        let learn = learn.map(|(batch, slots)| {
+            let known: Vec<Known> = (rules.limits.iter().zip(&windows))
+                .map(|(l, w)| Known {
+                    key: redis_key(&scope, w),
+                    ttl_secs: w.ttl_secs,
+                    end: window::bounds(l.period, now).1,
+                })
+                .collect();
+            (batch, slots, known)
+        });
         Flow::Defer(Box::pin(async move {
             match shared.check_and_count(scope, windows).await {
                 Ok(counted) => {
+                    if let Some((batch, slots, known)) = learn {
+                        batch.learn(&slots, known, &counted);
+                    }
                     let mut headers = http::HeaderMap::new();
                     // A refused request's counts are the full windows; it is the one over the limit.
                     let counts: Vec<u64> = match counted.allowed {
@@ -386,9 +469,10 @@ impl RateLimiting {
             .started_wall
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        match &self.shared {
-            None => self.count_locally(ctx, now),
-            Some(shared) => self.count_shared(shared.clone(), ctx, now),
+        match (&self.shared, &self.batch) {
+            (None, _) => self.count_locally(ctx, now),
+            (Some(shared), None) => self.count_shared(shared.clone(), ctx, now, None),
+            (Some(shared), Some(batch)) => self.count_batched(batch, shared, ctx, now),
         }
     }
 }

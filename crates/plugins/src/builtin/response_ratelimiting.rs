@@ -21,7 +21,10 @@
 //!   pipeline from `log`, off the request; a mixed Kong/Sluice fleet shares them. As in Kong, reading and
 //!   adding are separate steps, so concurrent responses on several nodes can overspend a limit by what they
 //!   spend at once. When Redis fails, `fault_tolerant` lets the request through uncounted (logged at most
-//!   every 10 s) or answers 500.
+//!   every 10 s) or answers 500;
+//! - `cluster` (DB mode only): Kong's `response_ratelimiting_metrics` table (period `<name>_<period>`), read
+//!   and added to in the same two steps through the node's [`ClusterCounters`], which rate-limiting's
+//!   cluster policy uses too; failures as with Redis.
 
 mod config;
 mod rules;
@@ -29,6 +32,7 @@ mod rules;
 use crate::builtin::rate_limiting::redis;
 use crate::builtin::rate_limiting::window::{self, Period, PERIODS};
 use crate::builtin::rate_limiting::{failure_logged, PluginScope};
+use crate::counters::{self, ClusterCounters, Scope};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -41,8 +45,9 @@ use rules::{Limit, Rules, Spent, Usage, Window};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-pub fn builtin() -> Builtin {
-    Builtin::new("response-ratelimiting", 900, schema(), build)
+/// `database`: the node has one (`policy: cluster` is accepted).
+pub fn builtin(database: bool) -> Builtin {
+    Builtin::new("response-ratelimiting", 900, schema(database), build)
 }
 
 fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
@@ -70,8 +75,13 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             windows,
         });
     }
-    let redis = match config.policy.as_str() {
-        "redis" => Some(Arc::new(redis::Target::new(&config.redis.config())?)),
+    let store = match config.policy.as_str() {
+        "redis" => Some(Store::Redis(Arc::new(redis::Target::new(
+            &config.redis.config(),
+        )?))),
+        "cluster" => Some(Store::Cluster(ctx.state.cluster_counters().ok_or(
+            "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
+        )?)),
         _ => None,
     };
     Ok(register(ResponseRateLimiting {
@@ -82,7 +92,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             "credential" => LimitBy::Credential,
             _ => LimitBy::Ip,
         },
-        redis,
+        store,
         fault_tolerant: config.fault_tolerant,
         rules: Arc::new(Rules {
             usage_header: header(config.header_name.clone()).map_err(|e| e.to_string())?,
@@ -99,12 +109,19 @@ struct ResponseRateLimiting {
     /// The instance's route and service, in Kong's Redis keys.
     scope: PluginScope,
     limit_by: LimitBy,
-    /// Set for `policy: redis`.
-    redis: Option<Arc<redis::Target>>,
+    /// Set for `policy: redis` and `policy: cluster`.
+    store: Option<Store>,
     fault_tolerant: bool,
     /// Shared with the Redis path's deferred futures, which outlive the call.
     rules: Arc<Rules>,
     state: Arc<PluginState>,
+}
+
+/// Where `policy: redis` and `policy: cluster` count: counters every node shares.
+#[derive(Clone)]
+enum Store {
+    Redis(Arc<redis::Target>),
+    Cluster(Arc<dyn ClusterCounters>),
 }
 
 /// Kong's `limit_by` for this plugin, decided at build time; each falls back to the client IP.
@@ -135,6 +152,44 @@ impl ResponseRateLimiting {
         )
     }
 
+    /// Whose counters, in the database: the identifier and the instance's route and service.
+    fn cluster_scope(&self, identifier: &str) -> Scope {
+        Scope {
+            identifier: identifier.to_string(),
+            service: self.scope.service,
+            route: self.scope.route,
+        }
+    }
+
+    /// A window's row in the database (Kong's period column is `<name>_<period>`).
+    fn cluster_window(name: &str, w: &Window, now: u64) -> counters::Window {
+        let (start, end) = window::bounds(w.period, now);
+        counters::Window {
+            period: format!("{name}_{}", w.period.name()).into(),
+            start,
+            limit: w.limit as u64,
+            ttl_secs: window::kept_for(end - start),
+        }
+    }
+
+    /// Each window's count in the shared store, in the order of [`Self::windows`].
+    fn read(&self, store: Store, identifier: &str, now: u64) -> counters::CountsFuture {
+        match store {
+            Store::Redis(target) => {
+                let keys: Vec<String> = self
+                    .windows()
+                    .map(|(name, w)| self.redis_key(identifier, name, w.period, now))
+                    .collect();
+                Box::pin(async move { redis::counts(&target, &keys).await })
+            }
+            Store::Cluster(counters) => {
+                let windows = self.windows();
+                let windows = windows.map(|(name, w)| Self::cluster_window(name, w, now));
+                counters.spent(self.cluster_scope(identifier), windows.collect())
+            }
+        }
+    }
+
     /// Every window of every limit, in order: (limit name, window).
     fn windows(&self) -> impl Iterator<Item = (&str, &Window)> {
         let limits = self.rules.limits.iter();
@@ -152,7 +207,7 @@ impl ResponseRateLimiting {
             LimitBy::Ip => None,
         }
         .map_or_else(|| ctx.client_ip.to_string(), |id| id.to_string());
-        let Some(target) = self.redis.clone() else {
+        let Some(store) = self.store.clone() else {
             let remaining = self
                 .windows()
                 .map(|(name, w)| {
@@ -170,14 +225,11 @@ impl ResponseRateLimiting {
             };
             return self.rules.settle(ctx, usage);
         };
-        let keys: Vec<String> = self
-            .windows()
-            .map(|(name, w)| self.redis_key(&identifier, name, w.period, now))
-            .collect();
+        let read = self.read(store, &identifier, now);
         let limits: Vec<i64> = self.windows().map(|(_, w)| w.limit).collect();
         let (rules, fault_tolerant) = (self.rules.clone(), self.fault_tolerant);
         Flow::Defer(Box::pin(async move {
-            match redis::counts(&target, &keys).await {
+            match read.await {
                 Ok(counts) => {
                     let remaining = limits
                         .iter()
@@ -260,7 +312,7 @@ impl ResponseRateLimiting {
             let Ok(by @ 1..) = u64::try_from(*by) else {
                 continue;
             };
-            match &self.redis {
+            match &self.store {
                 None => {
                     for w in &limit.windows {
                         let (start, end) = window::bounds(w.period, usage.now);
@@ -268,33 +320,46 @@ impl ResponseRateLimiting {
                         self.state.add(key, start, end - start, usage.now, by);
                     }
                 }
-                Some(target) => {
-                    let windows: Vec<redis::Window> = limit
-                        .windows
-                        .iter()
-                        .map(|w| {
-                            let (start, end) = window::bounds(w.period, usage.now);
-                            redis::Window {
-                                key: self.redis_key(
-                                    &usage.identifier,
-                                    &limit.name,
-                                    w.period,
-                                    usage.now,
-                                ),
-                                limit: w.limit as u64,
-                                ttl_secs: (end - start).max(1),
-                            }
-                        })
-                        .collect();
-                    let target = target.clone();
-                    tokio::spawn(async move {
-                        if let Err(error) = redis::add(&target, &windows, by).await {
-                            failure_logged(&error);
-                        }
-                    });
-                }
+                Some(store) => self.spend(store, usage, limit, by),
             }
         }
+    }
+
+    /// Adds `by` to every window of `limit` in the shared store, off the request (after the response).
+    fn spend(&self, store: &Store, usage: &Usage, limit: &Limit, by: u64) {
+        let added: counters::AddFuture = match store {
+            Store::Redis(target) => {
+                let windows: Vec<redis::Window> = limit
+                    .windows
+                    .iter()
+                    .map(|w| {
+                        let (start, end) = window::bounds(w.period, usage.now);
+                        redis::Window {
+                            key: self.redis_key(
+                                &usage.identifier,
+                                &limit.name,
+                                w.period,
+                                usage.now,
+                            ),
+                            limit: w.limit as u64,
+                            ttl_secs: window::kept_for(end - start),
+                        }
+                    })
+                    .collect();
+                let target = target.clone();
+                Box::pin(async move { redis::add(&target, &windows, by).await })
+            }
+            Store::Cluster(counters) => {
+                let windows = limit.windows.iter();
+                let windows = windows.map(|w| Self::cluster_window(&limit.name, w, usage.now));
+                counters.spend(self.cluster_scope(&usage.identifier), windows.collect(), by)
+            }
+        };
+        tokio::spawn(async move {
+            if let Err(error) = added.await {
+                failure_logged(&error);
+            }
+        });
     }
 }
 

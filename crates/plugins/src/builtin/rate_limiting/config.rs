@@ -25,6 +25,8 @@ pub(super) struct Config {
     pub(super) error_message: String,
     pub(super) policy: String,
     pub(super) fault_tolerant: bool,
+    /// Seconds between syncs of this node's counts to Redis; -1: count on Redis for every request.
+    pub(super) sync_rate: f64,
     #[serde(flatten)]
     pub(super) redis: RedisFields,
 }
@@ -186,18 +188,25 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
             )));
         }
     }
+    // Kong's rules for `sync_rate`: -1 (count on the shared store for every request), or a batching interval
+    // of at least 0.02 s with the redis policy only.
+    let sync_rate = m["sync_rate"].as_f64().filter(|r| *r != -1.0);
+    match (m["policy"].as_str(), sync_rate) {
+        (_, None) => {}
+        (Some("redis"), Some(r)) if r < 0.02 => errors.push(FieldError::entity(
+            "sync_rate must be greater than 0.02, or -1 to disable",
+        )),
+        (Some("redis"), Some(_)) => {}
+        (_, Some(_)) => errors.push(FieldError::entity(
+            "sync_rate can only be used with the redis policy",
+        )),
+    }
     match m["policy"].as_str() {
         Some("local") | None => {}
         Some("redis") => {
             let host = m["redis"].get("host").filter(|h| !h.is_null());
             if host.is_none() && m["redis_host"].is_null() {
                 errors.push(FieldError::new("redis.host", "required field missing"));
-            }
-            if m["sync_rate"].as_f64().is_some_and(|r| r != -1.0) {
-                errors.push(FieldError::new(
-                    "sync_rate",
-                    "only -1 (count on Redis for every request) is supported by this build",
-                ));
             }
         }
         Some("cluster") if database => {}
@@ -245,3 +254,6 @@ impl LimitBy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

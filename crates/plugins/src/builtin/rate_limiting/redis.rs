@@ -182,17 +182,23 @@ pub async fn counts(target: &Target, keys: &[String]) -> Result<Vec<u64>, String
 
 /// Adds `by` to each window's key, setting its expiry when the key is new, in one pipelined round trip.
 pub async fn add(target: &Target, windows: &[Window], by: u64) -> Result<(), String> {
+    let adds: Vec<(&str, u64, u64)> = windows
+        .iter()
+        .map(|w| (w.key.as_str(), w.ttl_secs, by))
+        .collect();
+    add_each(target, &adds).await.map(drop)
+}
+
+/// Adds to each `(key, time to live in seconds, by)` (the expiry set when the key has none), in one
+/// pipelined round trip; each key's count after it.
+pub async fn add_each(target: &Target, adds: &[(&str, u64, u64)]) -> Result<Vec<u64>, String> {
     call(target, |mut con| async move {
         let mut pipe = redis::pipe();
-        for w in windows {
-            pipe.incr(&w.key, by).ignore();
-            pipe.cmd("EXPIRE")
-                .arg(&w.key)
-                .arg(w.ttl_secs)
-                .arg("NX")
-                .ignore();
+        for (key, ttl_secs, by) in adds {
+            pipe.incr(key, by);
+            pipe.cmd("EXPIRE").arg(key).arg(ttl_secs).arg("NX").ignore();
         }
-        pipe.query_async::<()>(&mut con).await
+        pipe.query_async::<Vec<u64>>(&mut con).await
     })
     .await
 }

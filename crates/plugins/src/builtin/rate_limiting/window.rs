@@ -69,6 +69,14 @@ fn civil_from_days(z: i64) -> (i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m)
 }
 
+/// How long a shared store keeps the counter of a window `len` seconds long, from its first count: the
+/// window plus a grace (5 s, or the window's length up to 60 s), so a request stamped late in the window
+/// that reaches Redis or the database after the window's end still counts in the same counter instead of
+/// starting it again at 1 (a second window kept exactly 1 s let a lagging burst through twice).
+pub fn kept_for(len: u64) -> u64 {
+    len.max(1) + len.clamp(5, 60)
+}
+
 /// `[start, end)` in Unix seconds of the window of `period` containing `now`.
 pub fn bounds(period: Period, now: u64) -> (u64, u64) {
     let fixed = |len: u64| (now - now % len, now - now % len + len);
@@ -108,5 +116,12 @@ mod tests {
         // December rolls over into the next year.
         let dec = 1_734_000_000; // 2024-12-12
         assert_eq!(bounds(Period::Month, dec), (1_733_011_200, 1_735_689_600));
+    }
+
+    #[test]
+    fn counters_outlive_their_window_by_a_grace() {
+        assert_eq!(kept_for(1), 6);
+        assert_eq!(kept_for(60), 120);
+        assert_eq!(kept_for(3600), 3660);
     }
 }

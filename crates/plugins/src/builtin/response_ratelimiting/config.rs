@@ -26,8 +26,9 @@ pub(super) struct Config {
     pub(super) limits: BTreeMap<String, BTreeMap<String, Option<f64>>>,
 }
 
-/// The config schema. Kong's `cluster` policy is refused at load (docs/differences.md).
-pub(super) fn schema() -> Schema {
+/// The config schema; `database`: the node has one, so `policy: cluster` is accepted (refused DB-less, as in
+/// Kong).
+pub(super) fn schema(database: bool) -> Schema {
     let limit = || Field::number().gt(0.0);
     let periods = Schema::new(PERIODS.iter().map(|p| (p.name(), limit())).collect())
         .with_check(check_periods);
@@ -61,7 +62,10 @@ pub(super) fn schema() -> Schema {
         .chain(flat_redis_fields())
         .collect(),
     )
-    .with_check(check_policy)
+    .with_check(match database {
+        true => check_with_database,
+        false => check_without_database,
+    })
 }
 
 /// Kong's rules for one limit: at least one period, and a longer period's limit not below a shorter one's.
@@ -88,9 +92,16 @@ fn check_periods(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     errors.is_empty().then_some(()).ok_or(errors)
 }
 
-/// `local` and `redis` are counted by this build; `cluster` is refused with a reason, never accepted and
-/// then counted locally. `redis` needs a host (the record's or the flat field).
-fn check_policy(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+fn check_with_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    check_policy(m, true)
+}
+
+fn check_without_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    check_policy(m, false)
+}
+
+/// `redis` needs a host (the record's or the flat field); `cluster` needs a database.
+fn check_policy(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> {
     match m["policy"].as_str() {
         Some("local") | None => Ok(()),
         Some("redis") => {
@@ -100,9 +111,10 @@ fn check_policy(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
                 false => Ok(()),
             }
         }
-        Some(other) => Err(vec![FieldError::new(
+        Some("cluster") if database => Ok(()),
+        Some(_) => Err(vec![FieldError::new(
             "policy",
-            format!("policy '{other}' is not supported by this build's response-ratelimiting (use 'local' or 'redis')"),
+            "policy 'cluster' needs a database; this node runs without one (use 'local' or 'redis')",
         )]),
     }
 }
