@@ -1,6 +1,6 @@
 //! `policy: cluster` counters in PostgreSQL. rate-limiting's (`migrations/001_rate_limiting.sql`): one call
 //! checks every window of a request and counts it in all or none, atomically across nodes.
-//! response-ratelimiting's (`migrations/004_response_ratelimiting.sql`): a read of a request's windows, and
+//! response-ratelimiting's (`migrations/005_response_ratelimiting.sql`): a read of a request's windows, and
 //! one statement that adds what a response spent to all of them.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
