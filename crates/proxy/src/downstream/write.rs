@@ -47,11 +47,32 @@ pub fn head(
     let status = parts.status;
     let mut keep = facts.keep_alive;
     let no_body = status.is_informational() || status == StatusCode::NO_CONTENT;
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    // One pass: the fields are written and the three the connection decides on are noted (a hashed lookup
+    // each would cost more than the pass).
+    let (mut has_length, mut has_date, mut has_connection) = (false, false, false);
+    for (name, value) in &parts.headers {
+        if *name == CONTENT_LENGTH {
+            has_length = true;
+            if no_body {
+                continue;
+            }
+        } else if *name == TRANSFER_ENCODING {
+            continue;
+        } else if *name == DATE {
+            has_date = true;
+        } else if *name == CONNECTION {
+            has_connection = true;
+        }
+        field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
     let framing = if no_body || status == StatusCode::NOT_MODIFIED || facts.head_request {
         Framing::None
-    } else if parts.headers.contains_key(CONTENT_LENGTH) {
-        Framing::Length
-    } else if hint.exact().is_some() {
+    } else if has_length || hint.exact().is_some() {
         Framing::Length
     } else if facts.http10 {
         keep = false;
@@ -59,19 +80,7 @@ pub fn head(
     } else {
         Framing::Chunked
     };
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for (name, value) in &parts.headers {
-        let framing_field = *name == TRANSFER_ENCODING || (*name == CONTENT_LENGTH && no_body);
-        if framing_field {
-            continue;
-        }
-        field(out, name.as_str().as_bytes(), value.as_bytes());
-    }
-    if framing == Framing::Length && !parts.headers.contains_key(CONTENT_LENGTH) {
+    if framing == Framing::Length && !has_length {
         let mut n = itoa::Buffer::new();
         field(
             out,
@@ -82,10 +91,10 @@ pub fn head(
     if framing == Framing::Chunked {
         field(out, b"transfer-encoding", b"chunked");
     }
-    if !parts.headers.contains_key(DATE) {
+    if !has_date {
         DATE_VALUE.with(|d| field(out, b"date", d.borrow_mut().now().as_bytes()));
     }
-    if !parts.headers.contains_key(CONNECTION) {
+    if !has_connection {
         match (keep, facts.http10) {
             (false, _) if !status.is_informational() => field(out, b"connection", b"close"),
             (true, true) => field(out, b"connection", b"keep-alive"),
