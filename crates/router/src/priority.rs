@@ -9,6 +9,7 @@
 
 use crate::matcher::{CompiledRoute, PathMatcher};
 use std::cmp::Reverse;
+use std::sync::Arc;
 
 /// Kong's namespace for the ids of split routes.
 const SPLIT_NAMESPACE: uuid::Uuid = uuid::uuid!("7f145bf9-0dce-4f91-98eb-debbce4b9f6b");
@@ -32,7 +33,7 @@ fn group(path: &PathMatcher, regex_priority: i64) -> Group {
 }
 
 /// Candidates `(route index, path index)` sorted best first.
-pub(crate) fn ranked(routes: &[CompiledRoute]) -> Vec<(u32, Option<u32>)> {
+pub(crate) fn ranked(routes: &[Arc<CompiledRoute>]) -> Vec<(u32, Option<u32>)> {
     let mut keyed = Vec::new();
     for (ri, route) in routes.iter().enumerate() {
         let base = (

@@ -182,8 +182,12 @@ impl Loader {
         let hash = config.hash().to_string();
         let parsed = started.elapsed();
         let config = Arc::new(config);
-        let snapshot = Snapshot::compile(config.clone(), &self.registry)
+        // Routes equal to live ones keep their compiled form (the caller holds `loading`: the live
+        // snapshot is the one this config replaces).
+        let live = self.live.load_full();
+        let snapshot = Snapshot::compile_after(config.clone(), &self.registry, Some(&live))
             .map_err(|e| LoadError::Compile(e.to_string()))?;
+        drop(live);
         let compiled = started.elapsed();
         let json = commit(&self.store, &config, &hash)?;
         let committed = started.elapsed();
