@@ -85,6 +85,19 @@ async fn a_write_on_one_node_is_served_by_the_other() {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    // Each change was patched into the config before the live one, or into a copy of the live one:
+    // either way both nodes end up with every route but the deleted one.
+    for gw in [&a, &b] {
+        for i in 1..100 {
+            assert_eq!(status(gw.proxy_url(&format!("/p{i}"))).await, 200, "/p{i}");
+        }
+        let (_, routes) = send_json("GET", &gw.admin_url("/routes?size=1000"), None).await;
+        assert_eq!(
+            routes["data"].as_array().map(Vec::len),
+            Some(99),
+            "{routes}"
+        );
+    }
     took.sort();
     println!(
         "propagation A→B over 100 writes: p50 {:?}, p99 {:?}, max {:?}",
