@@ -128,17 +128,19 @@ impl Snapshot {
             .collect();
         let service_index = |r: &Route| r.service.and_then(|s| by_id.get(&s.id).copied());
         let mut reused = reuse::Reuse::new(previous);
-        let inputs: Vec<RouteInput> = config
-            .routes
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| service_index(r).is_none_or(|s| config.services[s].enabled))
-            .filter(|(_, r)| !crate::stream::is_http_less(r))
-            .map(|(i, r)| match reused.route(i, r) {
-                Some(compiled) => RouteInput::Compiled(i, compiled),
-                None => RouteInput::Spec(route_spec(i, r)),
-            })
-            .collect();
+        let mut inputs: Vec<RouteInput> = Vec::with_capacity(config.routes.len());
+        inputs.extend(
+            config
+                .routes
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| service_index(r).is_none_or(|s| config.services[s].enabled))
+                .filter(|(_, r)| !crate::stream::is_http_less(r))
+                .map(|(i, r)| match reused.route(i, r) {
+                    Some(compiled) => RouteInput::Compiled(i, compiled),
+                    None => RouteInput::Spec(route_spec(i, r)),
+                }),
+        );
         let mut errors = Vec::new();
         let router = Router::build_from(inputs, previous.map(|p| &p.router)).map_err(|errs| {
             errs.into_iter()

@@ -17,6 +17,7 @@
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -66,6 +67,28 @@ pub enum RouteInput {
     Compiled(usize, Compiled),
 }
 
+/// The ranks of the candidates of one prefix: nearly always one, kept without an allocation of its own.
+enum Ranks {
+    One(u32),
+    Many(Vec<u32>),
+}
+
+impl Ranks {
+    fn push(&mut self, rank: u32) {
+        match self {
+            Ranks::One(first) => *self = Ranks::Many(vec![*first, rank]),
+            Ranks::Many(ranks) => ranks.push(rank),
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Ranks::One(rank) => std::slice::from_ref(rank),
+            Ranks::Many(ranks) => ranks,
+        }
+    }
+}
+
 /// A route that could not be compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildError {
@@ -107,7 +130,7 @@ pub struct Router {
     /// (route index, path index or None) in rank order: index = rank.
     candidates: Vec<(u32, Option<u32>)>,
     /// Plain prefix text → ranks of candidates with that prefix, ascending.
-    prefixes: HashMap<Arc<str>, Vec<u32>>,
+    prefixes: HashMap<Arc<str>, Ranks>,
     /// Distinct prefix lengths, ascending.
     prefix_lengths: Vec<usize>,
     /// Ranks of candidates without a plain prefix path, ascending, with their slot in `regex_set` for regex
@@ -157,15 +180,17 @@ impl Router {
             return Err(errors);
         }
         let candidates = priority::ranked(&routes);
-        let mut prefixes: HashMap<Arc<str>, Vec<u32>> = HashMap::with_capacity(routes.len());
+        let mut prefixes: HashMap<Arc<str>, Ranks> = HashMap::with_capacity(routes.len());
         let mut scanned = Vec::new();
         let mut patterns = Vec::new();
         for (rank, (route, path)) in candidates.iter().enumerate() {
             match path.map(|p| &routes[*route as usize].paths[p as usize]) {
-                Some(PathMatcher::Prefix(prefix)) => prefixes
-                    .entry(prefix.clone())
-                    .or_default()
-                    .push(rank as u32),
+                Some(PathMatcher::Prefix(prefix)) => match prefixes.entry(prefix.clone()) {
+                    Entry::Occupied(mut e) => e.get_mut().push(rank as u32),
+                    Entry::Vacant(e) => {
+                        e.insert(Ranks::One(rank as u32));
+                    }
+                },
                 Some(PathMatcher::Regex(re)) => {
                     scanned.push((rank as u32, Some(patterns.len())));
                     patterns.push(re.as_str().to_string());
@@ -200,7 +225,11 @@ impl Router {
     /// The compiled route the caller gave index `id`, for [`Router::build_from`]; None when there is
     /// none (or the indexes were not given in ascending order).
     pub fn compiled(&self, id: usize) -> Option<Compiled> {
-        let at = self.ids.binary_search(&id).ok()?;
+        // Usually every route of the caller is in the router, and the index is the position.
+        let at = match self.ids.get(id) {
+            Some(&at_id) if at_id == id => id,
+            _ => self.ids.binary_search(&id).ok()?,
+        };
         Some(Compiled(self.routes[at].clone()))
     }
 
@@ -231,7 +260,7 @@ impl Router {
             let Some(ranks) = self.prefixes.get(prefix) else {
                 continue;
             };
-            for &rank in ranks {
+            for &rank in ranks.as_slice() {
                 if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                     break;
                 }
