@@ -9,12 +9,14 @@
 //!   config version and notifies every node; constraint violations become Kong's DAO errors ([`errors`]).
 //! - [`read`]: the whole config at a version, and the entities changed since a version.
 //! - [`follow`]: a connection that `LISTEN`s for new versions and reconnects when it drops.
+//! - [`health`]: target health set by hand, broadcast to every node.
 //!
 //! The schema's reasons are in `migrations/000_base.sql` and `docs/db-mode.md`.
 
 pub mod counters;
 pub mod errors;
 pub mod follow;
+pub mod health;
 pub mod import;
 pub mod migrations;
 pub mod oauth2;

@@ -87,11 +87,19 @@ pub async fn since(client: &mut Client, after: u64) -> Result<Since, DbError> {
     if version < after {
         return Ok(Since::TooOld); // the database was reset or replaced
     }
+    if version == after {
+        // Nothing new (a poll, or a notification already covered by an earlier read).
+        tx.commit().await?;
+        return Ok(Since::Changes {
+            version: version as u64,
+            changes: Vec::new(),
+        });
+    }
     let oldest: Option<i64> = tx
         .query_one("SELECT min(version) FROM sluice_changes", &[])
         .await?
         .get(0);
-    if version > after && oldest.is_none_or(|o| o > after + 1) {
+    if oldest.is_none_or(|o| o > after + 1) {
         return Ok(Since::TooOld);
     }
     let changed = tx

@@ -197,7 +197,9 @@ impl<'i, 'c> ScopeIndex<'i, 'c> {
     /// Every instance that may apply to `route` (None: requests that matched no route), in config order.
     fn candidates(&self, route: Option<&Route>) -> Vec<&'i Instance<'c>> {
         let mut out: Vec<&'i Instance<'c>> = Vec::new();
-        if let Some(r) = route {
+        // (No scoped instance at all, the usual case on a large config: no lookups per route.)
+        let scoped = !self.by_route.is_empty() || !self.by_service.is_empty();
+        if let Some(r) = route.filter(|_| scoped) {
             out.extend(self.by_route.get(&r.id).into_iter().flatten());
             if let Some(s) = r.service {
                 out.extend(self.by_service.get(&s.id).into_iter().flatten());

@@ -9,10 +9,17 @@
 //! regex route with captures matches or the path has escapes of non-ASCII bytes ([`path`]: decoded as Kong
 //! does; a path that is then not UTF-8 matches nothing).
 //!
+//! A config change rebuilds the router, but not every route: [`Router::build_from`] takes the compiled
+//! routes of an earlier router for the routes the caller knows are unchanged ([`Router::compiled`]), and
+//! compiles only the others; the indexes above are rebuilt (they are cheap: no regex is compiled again
+//! unless the set of regex paths changed).
+//!
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 mod host;
 mod matcher;
@@ -46,6 +53,40 @@ pub struct RouteSpec {
     /// The route's id (`Uuid::as_u128`): between routes of equal priority the larger id wins, as in Kong's
     /// matching engine (creation time plays no part in `traditional_compatible`).
     pub uuid: u128,
+}
+
+/// A route compiled by a [`Router`], to be reused by a later one ([`Router::build_from`]) when the
+/// caller's route did not change.
+#[derive(Clone)]
+pub struct Compiled(Arc<CompiledRoute>);
+
+/// One route for [`Router::build_from`]: to compile, or compiled by an earlier router.
+pub enum RouteInput {
+    Spec(RouteSpec),
+    /// The caller's index (as [`RouteSpec::id`]) and the route compiled earlier from an equal spec.
+    Compiled(usize, Compiled),
+}
+
+/// The ranks of the candidates of one prefix: nearly always one, kept without an allocation of its own.
+enum Ranks {
+    One(u32),
+    Many(Vec<u32>),
+}
+
+impl Ranks {
+    fn push(&mut self, rank: u32) {
+        match self {
+            Ranks::One(first) => *self = Ranks::Many(vec![*first, rank]),
+            Ranks::Many(ranks) => ranks.push(rank),
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Ranks::One(rank) => std::slice::from_ref(rank),
+            Ranks::Many(ranks) => ranks,
+        }
+    }
 }
 
 /// A route that could not be compiled.
@@ -83,11 +124,13 @@ pub struct Match {
 
 /// The compiled, immutable router of one config snapshot.
 pub struct Router {
-    routes: Vec<CompiledRoute>,
+    routes: Vec<Arc<CompiledRoute>>,
+    /// The caller's index of each route (as given; ascending when the caller gave them so).
+    ids: Vec<usize>,
     /// (route index, path index or None) in rank order: index = rank.
     candidates: Vec<(u32, Option<u32>)>,
     /// Plain prefix text → ranks of candidates with that prefix, ascending.
-    prefixes: HashMap<Box<str>, Vec<u32>>,
+    prefixes: HashMap<Arc<str>, Ranks>,
     /// Distinct prefix lengths, ascending.
     prefix_lengths: Vec<usize>,
     /// Ranks of candidates without a plain prefix path, ascending, with their slot in `regex_set` for regex
@@ -95,35 +138,59 @@ pub struct Router {
     scanned: Vec<(u32, Option<usize>)>,
     /// Every regex path at once: one pass over the path tells which regex candidates can match at all.
     regex_set: regex::RegexSet,
+    /// The patterns of `regex_set`, in order: a later router with the same ones reuses the set.
+    patterns: Vec<String>,
 }
 
 impl Router {
     /// Compiles the routes; every invalid regex is reported.
     pub fn build(specs: Vec<RouteSpec>) -> Result<Router, Vec<BuildError>> {
+        Router::build_from(specs.into_iter().map(RouteInput::Spec).collect(), None)
+    }
+
+    /// Builds a router from routes to compile and routes compiled earlier (by `previous` or another
+    /// router); only the former are compiled. The regex set of `previous` is reused when the regex paths
+    /// are the same. Every invalid regex is reported.
+    pub fn build_from(
+        inputs: Vec<RouteInput>,
+        previous: Option<&Router>,
+    ) -> Result<Router, Vec<BuildError>> {
         let mut errors = Vec::new();
-        let mut routes = Vec::with_capacity(specs.len());
-        for spec in &specs {
-            match CompiledRoute::compile(spec) {
-                Ok(r) => routes.push(r),
-                Err(e) => errors.extend(e.into_iter().map(|message| BuildError {
-                    route: spec.id,
-                    message,
-                })),
+        let mut routes = Vec::with_capacity(inputs.len());
+        let mut ids = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            match input {
+                RouteInput::Compiled(id, Compiled(route)) => {
+                    routes.push(route);
+                    ids.push(id);
+                }
+                RouteInput::Spec(spec) => match CompiledRoute::compile(&spec) {
+                    Ok(r) => {
+                        routes.push(Arc::new(r));
+                        ids.push(spec.id);
+                    }
+                    Err(e) => errors.extend(e.into_iter().map(|message| BuildError {
+                        route: spec.id,
+                        message,
+                    })),
+                },
             }
         }
         if !errors.is_empty() {
             return Err(errors);
         }
         let candidates = priority::ranked(&routes);
-        let mut prefixes: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+        let mut prefixes: HashMap<Arc<str>, Ranks> = HashMap::with_capacity(routes.len());
         let mut scanned = Vec::new();
         let mut patterns = Vec::new();
         for (rank, (route, path)) in candidates.iter().enumerate() {
             match path.map(|p| &routes[*route as usize].paths[p as usize]) {
-                Some(PathMatcher::Prefix(prefix)) => prefixes
-                    .entry(prefix.as_str().into())
-                    .or_default()
-                    .push(rank as u32),
+                Some(PathMatcher::Prefix(prefix)) => match prefixes.entry(prefix.clone()) {
+                    Entry::Occupied(mut e) => e.get_mut().push(rank as u32),
+                    Entry::Vacant(e) => {
+                        e.insert(Ranks::One(rank as u32));
+                    }
+                },
                 Some(PathMatcher::Regex(re)) => {
                     scanned.push((rank as u32, Some(patterns.len())));
                     patterns.push(re.as_str().to_string());
@@ -131,23 +198,39 @@ impl Router {
                 None => scanned.push((rank as u32, None)),
             }
         }
-        let regex_set = regex::RegexSet::new(&patterns).map_err(|e| {
-            vec![BuildError {
-                route: usize::MAX,
-                message: format!("regex paths do not compile together: {e}"),
-            }]
-        })?;
+        let regex_set = match previous {
+            Some(p) if p.patterns == patterns => p.regex_set.clone(),
+            _ => regex::RegexSet::new(&patterns).map_err(|e| {
+                vec![BuildError {
+                    route: usize::MAX,
+                    message: format!("regex paths do not compile together: {e}"),
+                }]
+            })?,
+        };
         let mut prefix_lengths: Vec<usize> = prefixes.keys().map(|k| k.len()).collect();
         prefix_lengths.sort_unstable();
         prefix_lengths.dedup();
         Ok(Router {
             routes,
+            ids,
             candidates,
             prefixes,
             prefix_lengths,
             scanned,
             regex_set,
+            patterns,
         })
+    }
+
+    /// The compiled route the caller gave index `id`, for [`Router::build_from`]; None when there is
+    /// none (or the indexes were not given in ascending order).
+    pub fn compiled(&self, id: usize) -> Option<Compiled> {
+        // Usually every route of the caller is in the router, and the index is the position.
+        let at = match self.ids.get(id) {
+            Some(&at_id) if at_id == id => id,
+            _ => self.ids.binary_search(&id).ok()?,
+        };
+        Some(Compiled(self.routes[at].clone()))
     }
 
     pub fn len(&self) -> usize {
@@ -177,7 +260,7 @@ impl Router {
             let Some(ranks) = self.prefixes.get(prefix) else {
                 continue;
             };
-            for &rank in ranks {
+            for &rank in ranks.as_slice() {
                 if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                     break;
                 }
@@ -236,7 +319,7 @@ impl Router {
             }
         };
         Some(Match {
-            id: route.id,
+            id: self.ids[route_index as usize],
             matched_path,
             captures,
         })

@@ -49,12 +49,13 @@ pub(crate) enum ValueMatcher {
 }
 
 pub(crate) enum PathMatcher {
-    Prefix(String),
+    /// Shared with the router's prefix index (no copy per router build).
+    Prefix(std::sync::Arc<str>),
     Regex(Regex),
 }
 
+/// One route compiled; it does not know the caller's index, so a later router can reuse it unchanged.
 pub(crate) struct CompiledRoute {
-    pub id: usize,
     pub methods: Vec<String>,
     pub hosts: Vec<HostMatcher>,
     pub headers: Vec<(http::HeaderName, Vec<ValueMatcher>)>,
@@ -74,7 +75,7 @@ impl CompiledRoute {
                     Ok(r) => paths.push(PathMatcher::Regex(r)),
                     Err(e) => errors.push(format!("invalid regex path '{p}': {e}")),
                 },
-                None => paths.push(PathMatcher::Prefix(p.clone())),
+                None => paths.push(PathMatcher::Prefix(p.as_str().into())),
             }
         }
         let mut headers = Vec::new();
@@ -100,7 +101,6 @@ impl CompiledRoute {
             return Err(errors);
         }
         Ok(CompiledRoute {
-            id: spec.id,
             methods: spec.methods.clone(),
             hosts: spec.hosts.iter().map(|h| HostMatcher::new(h)).collect(),
             headers,
@@ -159,7 +159,7 @@ impl PathMatcher {
     /// The matched length at the start of `path`, and captures for regexes.
     pub fn matches(&self, path: &str) -> Option<(usize, Option<Captures>)> {
         match self {
-            PathMatcher::Prefix(p) => path.starts_with(p.as_str()).then_some((p.len(), None)),
+            PathMatcher::Prefix(p) => path.starts_with(&**p).then_some((p.len(), None)),
             PathMatcher::Regex(re) => {
                 let caps = re.captures(path)?;
                 let len = caps.get(0).map_or(0, |m| m.end());

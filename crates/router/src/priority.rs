@@ -9,6 +9,7 @@
 
 use crate::matcher::{CompiledRoute, PathMatcher};
 use std::cmp::Reverse;
+use std::sync::Arc;
 
 /// Kong's namespace for the ids of split routes.
 const SPLIT_NAMESPACE: uuid::Uuid = uuid::uuid!("7f145bf9-0dce-4f91-98eb-debbce4b9f6b");
@@ -32,8 +33,8 @@ fn group(path: &PathMatcher, regex_priority: i64) -> Group {
 }
 
 /// Candidates `(route index, path index)` sorted best first.
-pub(crate) fn ranked(routes: &[CompiledRoute]) -> Vec<(u32, Option<u32>)> {
-    let mut keyed = Vec::new();
+pub(crate) fn ranked(routes: &[Arc<CompiledRoute>]) -> Vec<(u32, Option<u32>)> {
+    let mut keyed = Vec::with_capacity(routes.len());
     for (ri, route) in routes.iter().enumerate() {
         let base = (
             route.field_count(),
@@ -62,8 +63,9 @@ pub(crate) fn ranked(routes: &[CompiledRoute]) -> Vec<(u32, Option<u32>)> {
             keyed.push((Reverse((base, g, uuid)), (ri as u32, Some(pi as u32))));
         }
     }
-    // Stable: the paths of one group keep their order (the first that matches is the one reported).
-    keyed.sort_by_key(|k| k.0);
+    // The paths of one group keep their order (the first that matches is the one reported): ties are
+    // broken by (route, path) index, as a stable sort would, without its scratch buffer.
+    keyed.sort_unstable_by_key(|k| (k.0, k.1));
     keyed.into_iter().map(|(_, c)| c).collect()
 }
 

@@ -322,7 +322,11 @@ fn empty_router_and_bad_regexes() {
 }
 
 /// The linear reference: the best candidate by the same rules, computed without any index.
-fn reference(routes: &[matcher::CompiledRoute], path: &str, host: &str) -> Option<usize> {
+fn reference(
+    routes: &[std::sync::Arc<matcher::CompiledRoute>],
+    path: &str,
+    host: &str,
+) -> Option<usize> {
     let h = HeaderMap::new();
     let req = RequestParts {
         method: "GET",
@@ -337,7 +341,7 @@ fn reference(routes: &[matcher::CompiledRoute], path: &str, host: &str) -> Optio
     priority::ranked(routes).into_iter().find_map(|(ri, pi)| {
         let r = &routes[ri as usize];
         let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
-        (r.matches_non_path(&input) && path_ok).then_some(r.id)
+        (r.matches_non_path(&input) && path_ok).then_some(ri as usize)
     })
 }
 
@@ -379,7 +383,7 @@ fn indexed_router_agrees_with_linear_reference() {
         }
         let compiled: Vec<_> = specs
             .iter()
-            .map(|s| matcher::CompiledRoute::compile(s).unwrap())
+            .map(|s| std::sync::Arc::new(matcher::CompiledRoute::compile(s).unwrap()))
             .collect();
         let router = Router::build(specs).unwrap();
         for _ in 0..60 {
@@ -396,6 +400,40 @@ fn indexed_router_agrees_with_linear_reference() {
             );
         }
     }
+}
+
+/// A router built from routes compiled by an earlier one (their indexes shifted, as after a delete) and
+/// one new route matches as a fresh build of the same routes would.
+#[test]
+fn a_router_reusing_compiled_routes_matches_as_a_fresh_one() {
+    let first = Router::build(vec![
+        paths(0, &["/a"]),
+        paths(1, &["~/b/\\d+$"]),
+        paths(2, &["/a/b"]),
+    ])
+    .unwrap();
+    let inputs = vec![
+        RouteInput::Compiled(0, first.compiled(1).unwrap()),
+        RouteInput::Compiled(1, first.compiled(2).unwrap()),
+        RouteInput::Spec(paths(2, &["/c"])),
+    ];
+    let next = Router::build_from(inputs, Some(&first)).unwrap();
+    let fresh = Router::build(vec![
+        paths(0, &["~/b/\\d+$"]),
+        paths(1, &["/a/b"]),
+        paths(2, &["/c"]),
+    ])
+    .unwrap();
+    for (path, want) in [
+        ("/b/12", Some(0)),
+        ("/a/b/c", Some(1)),
+        ("/c", Some(2)),
+        ("/a", None),
+    ] {
+        assert_eq!(find(&next, "GET", "x", path, &[]), want, "{path}");
+        assert_eq!(find(&fresh, "GET", "x", path, &[]), want, "{path}");
+    }
+    assert!(first.compiled(3).is_none());
 }
 
 mod kong;

@@ -76,10 +76,15 @@ impl Control for NodeControl {
     }
 
     fn set_target_health(&self, upstream: &str, target: &str, healthy: bool) -> bool {
-        self.loader
+        let found = self
+            .loader
             .snapshot()
             .load()
-            .set_target_health(upstream, target, healthy)
+            .set_target_health(upstream, target, healthy);
+        if let (true, Some(db)) = (found, &self.db) {
+            db.broadcast_health(upstream, target, healthy);
+        }
+        found
     }
 
     fn is_ready(&self) -> bool {

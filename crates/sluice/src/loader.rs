@@ -155,7 +155,10 @@ impl Loader {
     /// `changes` are the entities that differ from the live config (None: `config` may differ anywhere,
     /// and the store is rewritten whole); only they are written to the store.
     pub fn apply(&self, config: Config, changes: Option<&[EntityChange]>) -> Result<(), LoadError> {
-        let _purge = crate::alloc::EagerPurge::start();
+        // A few changed entities free little (the unchanged routes' compiled forms are reused): purging
+        // eagerly for 2 s after each would keep the proxy workers purging and faulting pages back in
+        // all the time under a stream of writes. Only a whole config is worth it.
+        let _purge = changes.is_none().then(crate::alloc::EagerPurge::start);
         let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
         let result = match changes {
             None => self.go_live(config, Instant::now(), commit),
@@ -182,8 +185,12 @@ impl Loader {
         let hash = config.hash().to_string();
         let parsed = started.elapsed();
         let config = Arc::new(config);
-        let snapshot = Snapshot::compile(config.clone(), &self.registry)
+        // Routes equal to live ones keep their compiled form (the caller holds `loading`: the live
+        // snapshot is the one this config replaces).
+        let live = self.live.load_full();
+        let snapshot = Snapshot::compile_after(config.clone(), &self.registry, Some(&live))
             .map_err(|e| LoadError::Compile(e.to_string()))?;
+        drop(live);
         let compiled = started.elapsed();
         let json = commit(&self.store, &config, &hash)?;
         let committed = started.elapsed();

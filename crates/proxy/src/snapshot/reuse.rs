@@ -1,0 +1,45 @@
+//! What a snapshot compile takes from the live snapshot (run on every reload, on the loader's thread):
+//! the compiled router route of each route that is equal, field for field, to a route of the live
+//! config. Routes usually keep their place in `config.routes` (a change replaces one in place or
+//! appends one), so each is first compared with the live route at its own index; the id → index map of
+//! the live config is built only when that misses (a route was deleted or the order changed).
+
+use super::Snapshot;
+use sluice_model::Route;
+use sluice_router::Compiled;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// The live snapshot's routes, looked up by the next config's routes.
+pub(super) struct Reuse<'p> {
+    previous: Option<&'p Snapshot>,
+    /// The live config's route index by id, built on the first lookup that needs it.
+    by_id: Option<HashMap<Uuid, usize>>,
+}
+
+impl<'p> Reuse<'p> {
+    pub fn new(previous: Option<&'p Snapshot>) -> Reuse<'p> {
+        Reuse {
+            previous,
+            by_id: None,
+        }
+    }
+
+    /// The compiled router route of the live route equal to `route` (`config.routes[index]` of the new
+    /// config); None when there is no such route (new or changed) or it was not in the live router.
+    pub fn route(&mut self, index: usize, route: &Route) -> Option<Compiled> {
+        let previous = self.previous?;
+        let live = &previous.config.routes;
+        let at = match live.get(index) {
+            Some(r) if r.id == route.id => index,
+            _ => *self
+                .by_id
+                .get_or_insert_with(|| live.iter().enumerate().map(|(i, r)| (r.id, i)).collect())
+                .get(&route.id)?,
+        };
+        if live[at] != *route {
+            return None;
+        }
+        previous.router.compiled(at)
+    }
+}
