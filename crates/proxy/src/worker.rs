@@ -286,7 +286,9 @@ impl Accepted {
             move |io| serve_h2(io, builder, graceful, info, shared, state)
         };
         let served = match h2 {
-            true => watchdog::guard(h2_conn(Rewind::plain(io)), state, limits).await,
+            // Boxed: hyper's h2 connection state is large, and an HTTP/1.1 connection's future would
+            // otherwise be sized for it.
+            true => watchdog::guard(Box::pin(h2_conn(Rewind::plain(io))), state, limits).await,
             false => {
                 let conn = Conn {
                     info,

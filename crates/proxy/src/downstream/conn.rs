@@ -74,7 +74,9 @@ impl Conn {
                 }
                 Next::Refused(e) => return refuse(&mut io, e).await,
             };
-            let keep = match self.exchange(*head, &mut io, &mut buf).await {
+            // Boxed per request (one allocation): the request's state (the driver's future, the writer)
+            // is freed when it ends instead of sizing the connection's future for good.
+            let keep = match Box::pin(self.exchange(*head, &mut io, &mut buf)).await {
                 Ended::Keep => true,
                 Ended::Close => false,
                 Ended::Upgraded(handover) => {
