@@ -363,9 +363,14 @@ impl RateLimiting {
         });
         Flow::Defer(Box::pin(async move {
             match shared.check_and_count(scope, windows).await {
-                Ok(counted) => {
+                Ok(mut counted) => {
                     if let Some((batch, slots, known)) = learn {
-                        batch.learn(&slots, known, &counted);
+                        let limits: Vec<u64> = rules.limits.iter().map(|l| l.limit).collect();
+                        if !batch.learn(&slots, known, &counted, &limits) {
+                            // Refused by this node's own counts: its windows are full.
+                            counted.allowed = false;
+                            counted.counts = limits;
+                        }
                     }
                     let mut headers = http::HeaderMap::new();
                     // A refused request's counts are the full windows; it is the one over the limit.

@@ -137,13 +137,28 @@ impl Batch {
         }
     }
 
-    /// Seeds (or updates) the entries of `slots` from a check-and-count on Redis.
-    pub(super) fn learn(&self, slots: &[Slot], known: Vec<Known>, counted: &Counted) {
-        for ((slot, known), count) in slots.iter().zip(known).zip(&counted.counts) {
+    /// Seeds (or updates) the entries of `slots` from a check-and-count on Redis, and says whether the
+    /// request still passes. It may not: a request that found no entry went to Redis while another request of
+    /// this node seeded one and the node went on admitting locally (counts Redis has not seen yet); passing it
+    /// too would let this node alone go over the limit. Such a request stays counted (on Redis and here), on
+    /// the strict side.
+    pub(super) fn learn(
+        &self,
+        slots: &[Slot],
+        known: Vec<Known>,
+        counted: &Counted,
+        limits: &[u64],
+    ) -> bool {
+        let mut allowed = counted.allowed;
+        for (((slot, known), count), limit) in
+            slots.iter().zip(known).zip(&counted.counts).zip(limits)
+        {
+            let mut seeded = false;
             let entry = self
                 .shard(*slot)
                 .entry(*slot)
                 .or_insert_with(|| {
+                    seeded = true;
                     Arc::new(Entry {
                         key: known.key,
                         ttl_secs: known.ttl_secs,
@@ -158,11 +173,15 @@ impl Batch {
             if counted.allowed {
                 // `sent` first: a sync in between sees nothing unsent rather than this request twice.
                 entry.sent.fetch_add(1, Ordering::AcqRel);
-                entry.admitted.fetch_add(1, Ordering::AcqRel);
+                let before = entry.admitted.fetch_add(1, Ordering::AcqRel);
+                if !seeded && before + 1 + entry.others.load(Ordering::Acquire) > *limit {
+                    allowed = false;
+                }
             }
             let others = count.saturating_sub(entry.sent.load(Ordering::Acquire));
             entry.others.fetch_max(others, Ordering::AcqRel);
         }
+        allowed
     }
 
     /// Sends every entry's unsent count in one pipeline and takes the totals read back; drops the entries of

@@ -40,8 +40,7 @@ async fn admit(b: &Batch, key: &str, limit: u64, end: u64) -> bool {
         ttl_secs: 60,
         end,
     };
-    b.learn(&[SLOT], vec![known], &counted);
-    counted.allowed
+    b.learn(&[SLOT], vec![known], &counted, &[limit])
 }
 
 async fn on_redis(key: &str) -> u64 {
