@@ -23,7 +23,7 @@ mod write;
 
 pub use body::ClientBody;
 pub use conn::Conn;
-pub use handover::{Io, OwnUpgrade, Rewind};
+pub use handover::{Handed, Io, OwnUpgrade};
 
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -43,6 +43,7 @@ mod path;
 mod phases;
 mod realip;
 mod respond;
+mod rewind;
 mod server;
 mod settings;
 mod shared;

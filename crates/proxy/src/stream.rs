@@ -24,7 +24,7 @@ mod client_hello;
 mod compiled;
 mod connect;
 mod listen;
-mod rewind;
+
 mod tcp;
 mod udp;
 

@@ -17,9 +17,7 @@
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
 //! is a 502.
 
-use crate::downstream::ClientBody;
-use crate::downstream::Io;
-use crate::downstream::{OwnUpgrade, Rewind};
+use crate::downstream::{ClientBody, Handed, Io, OwnUpgrade};
 use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
@@ -124,7 +122,7 @@ pub struct Client {
 
 /// Where the client's side of the tunnel comes from once the 101 (or h2's 200) is written.
 enum Handle {
-    H1(oneshot::Receiver<Rewind>),
+    H1(oneshot::Receiver<Handed>),
     H2(OnUpgrade),
 }
 

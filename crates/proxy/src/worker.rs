@@ -2,7 +2,7 @@
 //! accepted, and its upstream pool. Nothing here is shared with other workers except the snapshot handle
 //! and the counters.
 
-use crate::downstream::{ClientBody, Conn, Rewind, Transport};
+use crate::downstream::{ClientBody, Conn, Handed, Transport};
 use crate::exchange::ConnInfo;
 use crate::handler;
 use crate::shared::Shared;
@@ -288,7 +288,14 @@ impl Accepted {
         let served = match h2 {
             // Boxed: hyper's h2 connection state is large, and an HTTP/1.1 connection's future would
             // otherwise be sized for it.
-            true => watchdog::guard(Box::pin(h2_conn(Rewind::plain(io))), state, limits).await,
+            true => {
+                watchdog::guard(
+                    Box::pin(h2_conn(Handed::new(bytes::Bytes::new(), Box::new(io)))),
+                    state,
+                    limits,
+                )
+                .await
+            }
             false => {
                 let conn = Conn {
                     info,
@@ -308,7 +315,7 @@ impl Accepted {
 
 /// An h2 connection, served by hyper until it closes (the worker's graceful shutdown drains it).
 async fn serve_h2(
-    io: Rewind,
+    io: Handed,
     builder: Arc<http2::Builder<TokioExecutor>>,
     graceful: Watcher,
     info: Arc<ConnInfo>,

@@ -19,7 +19,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Bytes read from the upstream per read call, at most (the buffer grows by this much when it is short).
@@ -220,11 +220,21 @@ impl Conn {
 
     /// Reads what is available into the buffer (for the body, which hyper polls).
     pub fn poll_read_more(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        reserve(&mut self.buf);
-        // The future holds no state of its own: polling a fresh one each time loses nothing.
-        let read = std::pin::pin!(self.stream.read_buf(&mut self.buf));
-        read.poll(cx)
+        poll_read_into(cx, &mut self.stream, &mut self.buf)
     }
+}
+
+/// One read from `io` into `buf`'s spare room, made first when short: the connection's read step, for the
+/// upstream's connections and the client's alike.
+pub fn poll_read_into<IO: AsyncRead + Unpin>(
+    cx: &mut Context<'_>,
+    io: &mut IO,
+    buf: &mut BytesMut,
+) -> Poll<io::Result<usize>> {
+    reserve(buf);
+    // The future holds no state of its own: polling a fresh one each time loses nothing.
+    let read = std::pin::pin!(io.read_buf(buf));
+    read.poll(cx)
 }
 
 fn reserve(buf: &mut BytesMut) {

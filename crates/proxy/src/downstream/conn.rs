@@ -7,8 +7,8 @@
 //! handed to the upgrade). The header and keep-alive timeouts are the watchdog's: it drops this future.
 
 use super::body::{ClientBody, Slot};
-use super::feed::{read_more, Fed, Feeder};
-use super::handover::{OwnUpgrade, Rewind};
+use super::feed::{Fed, Feeder};
+use super::handover::{Handed, OwnUpgrade};
 use super::write::{self, Facts, Writer};
 use super::Transport;
 use crate::exchange::ConnInfo;
@@ -19,6 +19,7 @@ use crate::watchdog::ConnState;
 use bytes::BytesMut;
 use http::{Method, Request, StatusCode, Version};
 use sluice_h1::{parse_request, BodyDecoder, RequestError, RequestFraming, RequestHead};
+use sluice_upstream::conn::poll_read_into;
 use std::future::{poll_fn, Future};
 use std::sync::Arc;
 use std::task::Poll;
@@ -37,9 +38,11 @@ pub struct Conn {
     pub stop: watch::Receiver<Option<Duration>>,
 }
 
-/// What reading the next head gave.
+/// What reading the next head gave. Not boxed: it is moved once per request, and a box would be an
+/// allocation per request.
+#[allow(clippy::large_enum_variant)]
 enum Next {
-    Request(Box<RequestHead>),
+    Request(RequestHead),
     /// The client closed, went silent past what the loop waits for, or the worker stops.
     Closed,
     Refused(RequestError),
@@ -56,7 +59,7 @@ impl Conn {
     pub async fn serve<IO, H, F>(mut self, mut io: IO, h2: H)
     where
         IO: Transport,
-        H: FnOnce(Rewind) -> F,
+        H: FnOnce(Handed) -> F,
         F: Future<Output = ()>,
     {
         let mut buf = BytesMut::new();
@@ -64,27 +67,16 @@ impl Conn {
             let head = match self.next_head(&mut io, &mut buf).await {
                 Next::Request(head) => head,
                 Next::Closed => return,
-                Next::H2 => {
-                    let ahead = buf.split().freeze();
-                    return h2(Rewind {
-                        ahead,
-                        io: Box::new(io),
-                    })
-                    .await;
-                }
+                Next::H2 => return h2(Handed::new(buf.split(), Box::new(io))).await,
                 Next::Refused(e) => return refuse(&mut io, e).await,
             };
             // Boxed per request (one allocation): the request's state (the driver's future, the writer)
             // is freed when it ends instead of sizing the connection's future for good.
-            let keep = match Box::pin(self.exchange(*head, &mut io, &mut buf)).await {
+            let keep = match Box::pin(self.exchange(head, &mut io, &mut buf)).await {
                 Ended::Keep => true,
                 Ended::Close => false,
                 Ended::Upgraded(handover) => {
-                    let ahead = buf.split().freeze();
-                    let _ = handover.send(Rewind {
-                        ahead,
-                        io: Box::new(io),
-                    });
+                    let _ = handover.send(Handed::new(buf.split(), Box::new(io)));
                     return;
                 }
             };
@@ -107,7 +99,7 @@ impl Conn {
                     }
                 } else {
                     match parse_request(buf, self.shared.settings.head_limits) {
-                        Ok(Some(head)) => return Next::Request(Box::new(head)),
+                        Ok(Some(head)) => return Next::Request(head),
                         Ok(None) => {}
                         Err(e) => return Next::Refused(e),
                     }
@@ -119,7 +111,7 @@ impl Conn {
                 buf.reserve(FIRST_READ);
             }
             // A read now: under load the next head is often there already.
-            let read = poll_fn(|cx| Poll::Ready(read_more(cx, io, buf))).await;
+            let read = poll_fn(|cx| Poll::Ready(poll_read_into(cx, io, buf))).await;
             match read {
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Next::Closed,
                 Poll::Ready(Ok(_)) => continue,
@@ -241,7 +233,7 @@ enum Ended {
     Keep,
     Close,
     /// A 101: the connection goes to the upgrade's taker.
-    Upgraded(oneshot::Sender<Rewind>),
+    Upgraded(oneshot::Sender<Handed>),
 }
 
 /// The request body: none, whole from the buffer, or fed by the connection task.
@@ -275,8 +267,7 @@ fn body(
 async fn refuse<IO: Transport>(io: &mut IO, e: RequestError) {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut out = Vec::with_capacity(160);
-    let parts = http::Response::new(()).into_parts().0;
-    let mut parts = parts;
+    let (mut parts, ()) = http::Response::new(()).into_parts();
     parts.status = status;
     let facts = Facts {
         head_request: false,

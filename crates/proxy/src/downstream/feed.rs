@@ -6,15 +6,12 @@
 use super::body::{Slot, Want};
 use bytes::BytesMut;
 use sluice_h1::{BodyDecoder, Decoded};
-use std::future::Future;
-use std::io;
+use sluice_upstream::conn::poll_read_into;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-/// What a body read takes from the socket at a time.
-const READ_CHUNK: usize = 16 * 1024;
 /// The most of an unread body the connection reads and throws away to stay reusable (nginx's lingering
 /// discard); a longer rest closes the connection instead.
 pub const DRAIN_LIMIT: u64 = 64 * 1024;
@@ -94,7 +91,7 @@ impl Feeder {
                             self.slot.put(None, true);
                             self.state = Fed::Done;
                         }
-                        Ok(Decoded::NeedMore) => match read_more(cx, io, buf) {
+                        Ok(Decoded::NeedMore) => match poll_read_into(cx, io, buf) {
                             Poll::Pending => return Poll::Pending,
                             Poll::Ready(Ok(0)) => {
                                 self.fail("the client closed before the body ended")
@@ -157,7 +154,7 @@ impl Feeder {
                     self.state = Fed::Done;
                     return Poll::Ready(true);
                 }
-                Ok(Decoded::NeedMore) => match read_more(cx, io, buf) {
+                Ok(Decoded::NeedMore) => match poll_read_into(cx, io, buf) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok(n)) if n > 0 => {}
                     Poll::Ready(_) => return Poll::Ready(false),
@@ -166,18 +163,4 @@ impl Feeder {
             }
         }
     }
-}
-
-/// One read into `buf`'s spare room (made when short).
-pub fn read_more<IO: AsyncRead + Unpin>(
-    cx: &mut Context<'_>,
-    io: &mut IO,
-    buf: &mut BytesMut,
-) -> Poll<io::Result<usize>> {
-    if buf.capacity() - buf.len() < 1024 {
-        buf.reserve(READ_CHUNK);
-    }
-    // The future holds no state of its own: polling a fresh one each time loses nothing.
-    let read = std::pin::pin!(io.read_buf(buf));
-    read.poll(cx)
 }

@@ -3,7 +3,7 @@
 
 use super::client_hello::{self, Hello};
 use super::connect::{self, Kind, Opened};
-use super::rewind::Rewind;
+use crate::rewind::Rewind;
 use crate::shared::Shared;
 use crate::snapshot::{ServiceInfo, Snapshot};
 use sluice_router::stream::{StreamParts, StreamProtocols};
