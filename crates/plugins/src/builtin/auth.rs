@@ -130,3 +130,17 @@ pub fn unauthorized(message: &str, scheme: &str, realm: &str) -> PluginResponse 
         &format!("{scheme} realm=\"{realm}\""),
     )
 }
+
+/// The first cookie named `name` (compared case-insensitively, as nginx's `$cookie_` variables) in the
+/// request's `Cookie` headers.
+pub fn cookie<'h>(headers: &'h http::HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+}

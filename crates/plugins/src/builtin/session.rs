@@ -16,6 +16,7 @@ mod schema;
 mod state;
 
 use super::auth;
+use super::transform::form;
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -220,43 +221,22 @@ impl Logout {
         if self
             .query_arg
             .as_deref()
-            .is_some_and(|arg| form_has(query, arg))
+            .is_some_and(|arg| form::parse(query).contains_key(arg))
         {
             return true;
         }
-        let (Some(arg), Some(body)) = (&self.post_arg, &ctx.body) else {
+        let (Some(arg), Some(_)) = (&self.post_arg, &ctx.body) else {
             return false;
         };
         if !matches!(method, "POST" | "PUT" | "PATCH" | "DELETE") {
             return false;
         }
-        let content_type = ctx
-            .request
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if content_type.starts_with("application/x-www-form-urlencoded") {
-            return form_has(&String::from_utf8_lossy(body), arg);
-        }
-        if content_type.contains("json") {
-            let value: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-            return !matches!(
-                value.get(arg),
-                None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false))
-            );
-        }
-        false
+        // A form argument counts with or without a value; a JSON one unless it is null or false.
+        !matches!(
+            form::body_args(ctx).get(arg),
+            None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false))
+        )
     }
-}
-
-/// A form (query string or urlencoded body) has the argument `name` (with or without a value).
-fn form_has(form: &str, name: &str) -> bool {
-    form.split('&').any(|pair| {
-        let key = pair.split_once('=').map_or(pair, |(k, _)| k);
-        percent_encoding::percent_decode_str(&key.replace('+', " ")).decode_utf8_lossy() == name
-    })
 }
 
 /// This plugin's phases: each handler is registered here, next to where it is implemented.

@@ -57,20 +57,6 @@ pub fn bearer(value: &[u8]) -> Option<&[u8]> {
     })
 }
 
-/// The first cookie named `name` (compared case-insensitively, as nginx's `$cookie_` variables) in the
-/// request's `Cookie` headers.
-fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-}
-
 /// The tokens in a request.
 pub fn tokens(
     query: Option<&str>,
@@ -92,7 +78,7 @@ pub fn tokens(
         }
     }
     for name in cookies {
-        if let Some(v) = cookie(headers, name) {
+        if let Some(v) = super::super::auth::cookie(headers, name) {
             set.add(Found::Text(v.to_string()));
         }
     }

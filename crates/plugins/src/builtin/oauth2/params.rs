@@ -21,7 +21,7 @@ impl Params {
             *method,
             http::Method::POST | http::Method::PUT | http::Method::PATCH
         ) {
-            params.extend(body_args(ctx));
+            params.extend(form::body_args(ctx));
         }
         Params(params)
     }
@@ -40,29 +40,6 @@ impl Params {
     pub fn filled(&self, name: &str) -> Option<&str> {
         self.text(name).filter(|v| !v.trim().is_empty())
     }
-}
-
-/// A body's arguments: urlencoded or a JSON object (Kong's `kong.request.get_body`; multipart is not read).
-fn body_args(ctx: &RequestCtx<'_>) -> Map<String, Value> {
-    let Some(body) = ctx.body.as_ref() else {
-        return Map::new();
-    };
-    let content_type = ctx
-        .request
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if content_type.contains("application/x-www-form-urlencoded") {
-        return form::parse(&String::from_utf8_lossy(body));
-    }
-    if content_type.contains("json") {
-        if let Ok(Value::Object(m)) = serde_json::from_slice(body) {
-            return m;
-        }
-    }
-    Map::new()
 }
 
 /// A client's `client_id` and `client_secret`: both parameters, else a `Basic` value of the auth header

@@ -12,19 +12,6 @@ const EXPIRED: &str = "; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0";
 /// The longest `Max-Age` browsers keep (400 days), lua-resty-session's cap for `remember` cookies.
 const MAX_TTL: u64 = 34_560_000;
 
-/// The value of the first cookie named `name` (case-insensitively, as nginx's `$cookie_*`).
-pub(super) fn find<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-}
-
 /// How many cookies a payload of `data_size` base64 characters takes under `name`.
 pub(super) fn chunks(name: &str, data_size: usize) -> Result<usize, &'static str> {
     let limit = MAX_COOKIES * MAX_COOKIE_SIZE;
@@ -59,7 +46,8 @@ pub(super) fn payload(
     let n = chunks(name, data_size)?;
     let mut payload = first.get(HEADER_ENCODED_SIZE..).unwrap_or("").to_string();
     for i in 2..=n {
-        let chunk = find(headers, &format!("{name}{i}")).ok_or("missing session cookie chunk")?;
+        let chunk = super::super::auth::cookie(headers, &format!("{name}{i}"))
+            .ok_or("missing session cookie chunk")?;
         payload.push_str(chunk);
     }
     Ok(payload)

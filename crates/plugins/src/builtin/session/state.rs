@@ -88,7 +88,7 @@ impl Settings {
         now: u64,
     ) -> Result<(Meta, Vec<u8>), &'static str> {
         let (name, t) = self.cookie(remember);
-        let first = cookies::find(headers, name).ok_or(NO_COOKIE)?;
+        let first = super::super::auth::cookie(headers, name).ok_or(NO_COOKIE)?;
         let header = Header::decode(first)?;
         let absolute = now as f64 - header.creation() as f64;
         if absolute > MAX_ROLLING_OFFSET as f64 {

@@ -68,3 +68,26 @@ pub fn encode(params: &Map<String, Value>) -> String {
     }
     out
 }
+
+/// A body's arguments: urlencoded or a JSON object (Kong's `kong.request.get_body`; multipart is not read).
+pub fn body_args(ctx: &crate::ctx::RequestCtx<'_>) -> Map<String, Value> {
+    let Some(body) = ctx.body.as_ref() else {
+        return Map::new();
+    };
+    let content_type = ctx
+        .request
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.contains("application/x-www-form-urlencoded") {
+        return parse(&String::from_utf8_lossy(body));
+    }
+    if content_type.contains("json") {
+        if let Ok(Value::Object(m)) = serde_json::from_slice(body) {
+            return m;
+        }
+    }
+    Map::new()
+}

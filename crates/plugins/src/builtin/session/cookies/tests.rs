@@ -39,7 +39,7 @@ fn a_split_payload_joins_again() {
         }
     }
     request.insert("cookie", cookie.join("; ").parse().unwrap());
-    let first = find(&request, "s").unwrap();
+    let first = crate::builtin::auth::cookie(&request, "s").unwrap();
     assert_eq!(payload(&request, "s", first, 10_000).unwrap(), data);
 }
 
