@@ -16,8 +16,9 @@
 //! dropped (a reload or a delete), the task syncs once more and ends; a reload's new instance reads Redis
 //! again, and the old one's last counts reach it within `sync_rate`, as another node's would.
 //!
-//! A request takes the shard lock of each of its windows just long enough to find the entry and add to it, so
-//! a sync that drops an entry under that lock never misses a count added to it.
+//! A request takes the shard's read lock of each of its windows just long enough to find the entry and add to
+//! it (the node's workers share it), so a sync that drops an entry under the write lock never misses a count
+//! added to it.
 //!
 //! Accuracy: one node alone is exact. With several, a node does not see what the others let through since
 //! their last sync and its own last read, so a window can let through the limit plus what the other nodes let
@@ -28,7 +29,7 @@ use super::window::PERIODS;
 use crate::counters::Counted;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 const SHARDS: usize = 16;
@@ -64,7 +65,8 @@ impl Entry {
 /// The counters of one plugin instance, shared by the node's workers and its sync task.
 pub(super) struct Batch {
     target: Arc<Target>,
-    shards: [Mutex<HashMap<Slot, Arc<Entry>>>; SHARDS],
+    /// Read-locked by requests (every worker of the node at once), write-locked to add or drop an entry.
+    shards: [RwLock<HashMap<Slot, Arc<Entry>>>; SHARDS],
 }
 
 /// A request's windows as Redis knows them: each key, its time to live and its window's end.
@@ -79,7 +81,7 @@ impl Batch {
     pub(super) fn start(target: Arc<Target>, every: Duration) -> Result<Arc<Batch>, String> {
         let batch = Arc::new(Batch {
             target,
-            shards: std::array::from_fn(|_| Mutex::default()),
+            shards: std::array::from_fn(|_| RwLock::default()),
         });
         let synced = batch.clone();
         crate::logging::runtime::handle()?.spawn(async move {
@@ -96,10 +98,8 @@ impl Batch {
         Ok(batch)
     }
 
-    fn shard(&self, slot: Slot) -> std::sync::MutexGuard<'_, HashMap<Slot, Arc<Entry>>> {
-        self.shards[(slot.0 as usize) % SHARDS]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    fn shard(&self, slot: Slot) -> &RwLock<HashMap<Slot, Arc<Entry>>> {
+        &self.shards[(slot.0 as usize) % SHARDS]
     }
 
     /// Counts a request in `slots` (limits in `limits`) on this node: `counts` gets each window's count after
@@ -108,7 +108,7 @@ impl Batch {
     pub(super) fn count(&self, slots: &[Slot], limits: &[u64], counts: &mut [u64]) -> Option<bool> {
         let mut found: [Option<Arc<Entry>>; PERIODS.len()] = Default::default();
         for ((slot, entry), count) in slots.iter().zip(&mut found).zip(counts.iter_mut()) {
-            let shard = self.shard(*slot);
+            let shard = self.shard(*slot).read().unwrap_or_else(|p| p.into_inner());
             *entry = shard.get(slot).cloned();
             if let Some(e) = entry {
                 *count = e.admitted.fetch_add(1, Ordering::AcqRel)
@@ -156,6 +156,8 @@ impl Batch {
             let mut seeded = false;
             let entry = self
                 .shard(*slot)
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
                 .entry(*slot)
                 .or_insert_with(|| {
                     seeded = true;
@@ -192,7 +194,7 @@ impl Batch {
             .map_or(0, |d| d.as_secs());
         let mut batch: Vec<(Arc<Entry>, u64)> = Vec::new();
         for shard in &self.shards {
-            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            let mut shard = shard.write().unwrap_or_else(|p| p.into_inner());
             shard.retain(|_, e| {
                 let unsent = e.unsent();
                 let idle = match unsent {

@@ -85,7 +85,7 @@ async fn an_ended_window_is_sent_then_dropped() {
     assert!(admit(&a, &key, 10, ended).await);
     a.sync().await;
     assert_eq!(on_redis(&key).await, 2);
-    let live: usize = a.shards.iter().map(|s| s.lock().unwrap().len()).sum();
+    let live: usize = a.shards.iter().map(|s| s.read().unwrap().len()).sum();
     assert_eq!(live, 0);
 }
 
@@ -97,7 +97,7 @@ async fn an_idle_window_is_dropped_and_read_from_redis_again() {
     let live = |b: &Batch| {
         b.shards
             .iter()
-            .map(|s| s.lock().unwrap().len())
+            .map(|s| s.read().unwrap().len())
             .sum::<usize>()
     };
     for _ in 0..=IDLE_SYNCS {
