@@ -48,10 +48,10 @@ async fn until_served(url: String, limit: Duration) -> Option<Duration> {
     None
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_on_one_node_is_served_by_the_other() {
-    let db = TestDb::bootstrapped(BIN, "prop");
-    // B logs each notified, applied and read version (shown if a route never reaches it).
+/// Two nodes on a database of their own, and a service `e` written on A. B logs each notified, applied and
+/// read version (shown if a route never reaches it).
+async fn two_nodes_with_a_service(name: &str) -> (TestDb, Gateway, Gateway, EchoUpstream) {
+    let db = TestDb::bootstrapped(BIN, name);
     let a = db.gateway(BIN, None).start();
     let b = db
         .gateway(BIN, None)
@@ -66,6 +66,12 @@ async fn a_write_on_one_node_is_served_by_the_other() {
     )
     .await;
     assert_eq!(s, 201);
+    (db, a, b, echo)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_one_node_is_served_by_the_other() {
+    let (_db, a, b, _echo) = two_nodes_with_a_service("prop").await;
     let mut took = Vec::new();
     for i in 0..100 {
         let body = json!({"name": format!("r{i}"), "paths": [format!("/p{i}")]});
@@ -110,21 +116,7 @@ async fn a_write_on_one_node_is_served_by_the_other() {
 /// version, found it already applied, and dropped the newer ones queued behind it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_writes_all_reach_the_other_node() {
-    let db = TestDb::bootstrapped(BIN, "burst");
-    let a = db.gateway(BIN, None).start();
-    let b = db
-        .gateway(BIN, None)
-        .env("SLUICE_LOG_LEVEL", "debug")
-        .start();
-    let echo = EchoUpstream::start();
-    let url = format!("http://{}", echo.addr());
-    let (s, _) = send_json(
-        "POST",
-        &a.admin_url("/services"),
-        Some(json!({"name": "e", "url": url})),
-    )
-    .await;
-    assert_eq!(s, 201);
+    let (_db, a, b, _echo) = two_nodes_with_a_service("burst").await;
     for round in 0..5 {
         let writes = (0..12).map(|i| {
             let url = a.admin_url("/services/e/routes");
