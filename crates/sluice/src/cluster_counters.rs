@@ -8,6 +8,8 @@ use sluice_db::PgSettings;
 use sluice_plugins::counters::{
     AddFuture, ClusterCounters, CountFuture, Counted, CountsFuture, Scope, Window as PluginWindow,
 };
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio_postgres::Client;
 
@@ -98,59 +100,44 @@ fn db_windows(windows: &[PluginWindow]) -> Vec<Window<'_>> {
         .collect()
 }
 
+impl PgCounters {
+    /// One counters query for a request, boxed for the plugin: on this worker's connection, within the
+    /// database timeout.
+    fn query<T, F, Fut>(&self, query: F) -> Pin<Box<dyn Future<Output = Result<T, String>> + Send>>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Client>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>> + Send,
+    {
+        let settings = self.settings.clone();
+        Box::pin(async move { on_worker_connection(&settings, query).await })
+    }
+}
+
 impl ClusterCounters for PgCounters {
     fn check_and_count(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountFuture {
-        let settings = self.settings.clone();
-        Box::pin(async move {
-            on_worker_connection(&settings, move |client| async move {
-                let (allowed, counts) = counters::check_and_count(
-                    &client,
-                    &scope.identifier,
-                    scope.service,
-                    scope.route,
-                    &db_windows(&windows),
-                )
-                .await?;
-                Ok(Counted { allowed, counts })
-            })
-            .await
+        self.query(move |client| async move {
+            let windows = db_windows(&windows);
+            let (id, service, route) = (&scope.identifier, scope.service, scope.route);
+            let (allowed, counts) =
+                counters::check_and_count(&client, id, service, route, &windows).await?;
+            Ok(Counted { allowed, counts })
         })
     }
 
     fn spent(&self, scope: Scope, windows: Vec<PluginWindow>) -> CountsFuture {
-        let settings = self.settings.clone();
-        Box::pin(async move {
-            on_worker_connection(&settings, move |client| async move {
-                let windows = db_windows(&windows);
-                counters::spent(
-                    &client,
-                    &scope.identifier,
-                    scope.service,
-                    scope.route,
-                    &windows,
-                )
-                .await
-            })
-            .await
+        self.query(move |client| async move {
+            let windows = db_windows(&windows);
+            let (id, service, route) = (&scope.identifier, scope.service, scope.route);
+            counters::spent(&client, id, service, route, &windows).await
         })
     }
 
     fn spend(&self, scope: Scope, windows: Vec<PluginWindow>, by: u64) -> AddFuture {
-        let settings = self.settings.clone();
-        Box::pin(async move {
-            on_worker_connection(&settings, move |client| async move {
-                let windows = db_windows(&windows);
-                counters::spend(
-                    &client,
-                    &scope.identifier,
-                    scope.service,
-                    scope.route,
-                    &windows,
-                    by,
-                )
-                .await
-            })
-            .await
+        self.query(move |client| async move {
+            let windows = db_windows(&windows);
+            let (id, service, route) = (&scope.identifier, scope.service, scope.route);
+            counters::spend(&client, id, service, route, &windows, by).await
         })
     }
 }
