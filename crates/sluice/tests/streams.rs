@@ -45,6 +45,18 @@ async fn connect(from: &str, to: SocketAddr) -> TcpStream {
     socket.connect(to).await.unwrap()
 }
 
+/// A free port that the kernel never hands out as an ephemeral source port, for the route that
+/// matches on a source port: a `free_tcp_port()` there could be given again to another test
+/// connection's `bind(ip:0)`, which would then match that route too (a CI run saw exactly that).
+fn port_below_the_ephemeral_range() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+    let low: u16 = range.split_whitespace().next().unwrap().parse().unwrap();
+    (low.saturating_sub(2000)..low)
+        .rev()
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port below the ephemeral range")
+}
+
 /// Sends one line and reads the answer line; None when the gateway closed the connection instead.
 async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, line: &str) -> Option<String> {
     stream
@@ -75,7 +87,7 @@ async fn tcp_routes_match_sources_and_destinations_with_kongs_priority() {
     ];
     let echoes: Vec<TcpLineEcho> = names.iter().map(|n| TcpLineEcho::start(n)).collect();
     let (a, b, c) = (free_tcp_port(), free_tcp_port(), free_tcp_port());
-    let src_port = free_tcp_port();
+    let src_port = port_below_the_ephemeral_range();
     let route = |field: &str, v: Value| json!([{"protocols": ["tcp"], field: v}]);
     let config = json!({
         "_format_version": "3.0",
