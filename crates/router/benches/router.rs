@@ -1,29 +1,12 @@
 //! Router build and match times for 10 and 10,000 routes (hit at start, middle, end; a miss; a regex).
 
+#[path = "../examples/common/routes.rs"]
+mod routes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use http::HeaderMap;
-use sluice_router::{RequestParts, RouteSpec, Router};
+use routes::routes;
+use sluice_router::{RequestParts, Router};
 use std::hint::black_box;
-
-fn routes(n: usize) -> Vec<RouteSpec> {
-    (0..n)
-        .map(|i| RouteSpec {
-            id: i,
-            uuid: i as u128,
-            paths: vec![if i % 100 == 99 {
-                format!("~/re{i}/(?<id>\\d+)$")
-            } else {
-                format!("/r{i}")
-            }],
-            hosts: if i % 10 == 0 {
-                vec![format!("h{i}.example.com")]
-            } else {
-                vec![]
-            },
-            ..Default::default()
-        })
-        .collect()
-}
 
 fn bench(c: &mut Criterion) {
     let headers = HeaderMap::new();

@@ -17,6 +17,7 @@
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
 
+use rustc_hash::FxBuildHasher;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -129,8 +130,10 @@ pub struct Router {
     ids: Vec<usize>,
     /// (route index, path index or None) in rank order: index = rank.
     candidates: Vec<(u32, Option<u32>)>,
-    /// Plain prefix text → ranks of candidates with that prefix, ascending.
-    prefixes: HashMap<Arc<str>, Ranks>,
+    /// Plain prefix text → ranks of candidates with that prefix, ascending. Hashed with FxHash: SipHash
+    /// was a quarter of a match's instructions, and the keys come from the config, so a request can only
+    /// look up, never shape the table.
+    prefixes: HashMap<Arc<str>, Ranks, FxBuildHasher>,
     /// Distinct prefix lengths, ascending.
     prefix_lengths: Vec<usize>,
     /// Ranks of candidates without a plain prefix path, ascending, with their slot in `regex_set` for regex
@@ -180,7 +183,8 @@ impl Router {
             return Err(errors);
         }
         let candidates = priority::ranked(&routes);
-        let mut prefixes: HashMap<Arc<str>, Ranks> = HashMap::with_capacity(routes.len());
+        let mut prefixes: HashMap<Arc<str>, Ranks, FxBuildHasher> =
+            HashMap::with_capacity_and_hasher(routes.len(), FxBuildHasher);
         let mut scanned = Vec::new();
         let mut patterns = Vec::new();
         for (rank, (route, path)) in candidates.iter().enumerate() {
@@ -294,6 +298,7 @@ impl Router {
         best.map(|(_, m)| m)
     }
 
+    #[inline]
     fn try_candidate(&self, rank: u32, input: &Input<'_>) -> Option<Match> {
         let (route_index, path_index) = self.candidates[rank as usize];
         let route = &self.routes[route_index as usize];
