@@ -124,7 +124,10 @@ impl GrpcWeb {
         let text = HeaderValue::from_static("application/grpc-web-text+proto");
         headers.insert(CONTENT_TYPE, text);
         headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, self.allow_origin.clone());
-        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("POST"));
+        headers.insert(
+            ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("POST"),
+        );
         let allowed = HeaderValue::from_static("content-type,x-grpc-web,x-user-agent");
         headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, allowed);
         PluginResponse {
@@ -136,7 +139,8 @@ impl GrpcWeb {
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let origin = self.allow_origin.clone();
-        ctx.response_headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        ctx.response_headers
+            .insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         if ctx.request.method == Method::OPTIONS {
             return Flow::Respond(self.preflight());
         }
@@ -145,8 +149,8 @@ impl GrpcWeb {
                 ctx.request.uri = with_path(&ctx.request.uri, &path);
             }
         }
-        let translated = Mode::of(ctx.request.headers.get(CONTENT_TYPE), self.has_proto)
-            .and_then(|mode| {
+        let translated =
+            Mode::of(ctx.request.headers.get(CONTENT_TYPE), self.has_proto).and_then(|mode| {
                 let body = mode.upstream(ctx.body.take().unwrap_or_default())?;
                 Ok((mode, body))
             });
@@ -186,7 +190,9 @@ impl GrpcWeb {
                 call.head_status.insert(name, v.clone());
             }
         }
-        response.headers.insert(CONTENT_TYPE, call.mode.mime.clone());
+        response
+            .headers
+            .insert(CONTENT_TYPE, call.mode.mime.clone());
     }
 
     fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool) {

@@ -30,7 +30,9 @@ pub enum Refused {
 impl Refused {
     pub fn message(&self) -> &'static str {
         match self {
-            Refused::NeedsProto => "transcoding requests require a .proto file defining the service",
+            Refused::NeedsProto => {
+                "transcoding requests require a .proto file defining the service"
+            }
             Refused::JsonTranscoding => "grpc-web JSON transcoding is not supported by Sluice",
             Refused::BadBase64 => "invalid base64 in the grpc-web-text request body",
         }
@@ -40,7 +42,9 @@ impl Refused {
 impl Mode {
     /// The mode for a request's `Content-Type`; `has_proto` tells whether the config names a `.proto`.
     pub fn of(content_type: Option<&HeaderValue>, has_proto: bool) -> Result<Mode, Refused> {
-        let mime = content_type.cloned().unwrap_or(HeaderValue::from_static(""));
+        let mime = content_type
+            .cloned()
+            .unwrap_or(HeaderValue::from_static(""));
         let text = match mime.as_bytes() {
             b"application/grpc-web" | b"application/grpc-web+proto" => false,
             b"application/grpc-web-text" | b"application/grpc-web-text+proto" => true,

@@ -112,11 +112,18 @@ fn a_text_call_is_translated_both_ways() {
     assert_eq!(h["te"], "trailers");
     assert_eq!(h["content-length"], "11");
     assert_eq!(ctx.request.uri, "/pkg.S/M?a=1");
-    assert_eq!(ctx.response_headers["access-control-allow-origin"], "https://app.test");
-    assert_eq!(ctx.body.as_deref(), Some(&STANDARD.decode(REQUEST_TEXT).unwrap()[..]));
+    assert_eq!(
+        ctx.response_headers["access-control-allow-origin"],
+        "https://app.test"
+    );
+    assert_eq!(
+        ctx.body.as_deref(),
+        Some(&STANDARD.decode(REQUEST_TEXT).unwrap()[..])
+    );
 
     let mut resp = http::Response::new(()).into_parts().0;
-    resp.headers.insert("content-type", HeaderValue::from_static("application/grpc"));
+    resp.headers
+        .insert("content-type", HeaderValue::from_static("application/grpc"));
     chain.header_filter(&mut ctx, &mut resp);
     assert_eq!(resp.headers["content-type"], "application/grpc-web-text");
     let mut chunk = Bytes::from(STANDARD.decode(RESPONSE_TEXT).unwrap());
@@ -125,7 +132,10 @@ fn a_text_call_is_translated_both_ways() {
     // The relay hands the upstream's trailers over before the last call.
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    ctx.plugin_data.get::<CarriedTrailers>().unwrap().carry(trailers);
+    ctx.plugin_data
+        .get::<CarriedTrailers>()
+        .unwrap()
+        .carry(trailers);
     let mut last = Bytes::new();
     chain.body_filter(&mut ctx, &mut last, true);
     assert_eq!(last, TRAILER_TEXT);
@@ -135,14 +145,23 @@ fn a_text_call_is_translated_both_ways() {
 fn a_trailers_only_error_ends_the_body_with_its_status() {
     let (_, compiled) = compile(CONFIG);
     let chain = compiled.route_chain(0);
-    let head = request("POST", "/prefix/pkg.S/M", &[("content-type", "application/grpc-web")]);
+    let head = request(
+        "POST",
+        "/prefix/pkg.S/M",
+        &[("content-type", "application/grpc-web")],
+    );
     let mut ctx = RequestCtx::detached(head, compiled.credentials());
     ctx.body = Some(Bytes::from_static(b"\0\0\0\0\0"));
     assert!(block_on(chain.access(&mut ctx)).is_none());
-    assert_eq!(ctx.request.uri, "/prefix/pkg.S/M", "no path lent: unchanged");
+    assert_eq!(
+        ctx.request.uri, "/prefix/pkg.S/M",
+        "no path lent: unchanged"
+    );
     let mut resp = http::Response::new(()).into_parts().0;
-    resp.headers.insert("grpc-status", HeaderValue::from_static("5"));
-    resp.headers.insert("grpc-message", HeaderValue::from_static("nope"));
+    resp.headers
+        .insert("grpc-status", HeaderValue::from_static("5"));
+    resp.headers
+        .insert("grpc-message", HeaderValue::from_static("nope"));
     chain.header_filter(&mut ctx, &mut resp);
     let mut last = Bytes::new();
     chain.body_filter(&mut ctx, &mut last, true);
@@ -161,6 +180,9 @@ fn json_and_bad_base64_are_refused() {
         let mut ctx = RequestCtx::detached(head, compiled.credentials());
         ctx.body = Some(Bytes::from(body));
         let resp = block_on(chain.access(&mut ctx)).expect("refused");
-        assert_eq!((resp.status.as_u16(), &resp.body[..]), (400, message.message().as_bytes()));
+        assert_eq!(
+            (resp.status.as_u16(), &resp.body[..]),
+            (400, message.message().as_bytes())
+        );
     }
 }
