@@ -4,11 +4,11 @@
 //! frames, then the trailer frame with its status), with Kong's exact trailer bytes. Covered: unary calls
 //! in both modes, server streaming, the upstream's error status and the gateway's, `pass_stripped_path`,
 //! Kong's CORS preflight and headers, a JSON request refused, and an h2 client that gets the status in
-//! the body rather than as HTTP trailers.
+//! the body rather than as HTTP trailers. tonic-web's grpc-web client is a second, independent client.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use sluice_testkit::{closed_port, Gateway, GrpcUpstream};
+use sluice_testkit::{closed_port, Code, Gateway, GrpcRequest, GrpcUpstream, Msg};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 const BINARY: &str = "application/grpc-web+proto";
@@ -327,4 +327,39 @@ async fn an_h2_client_gets_the_status_in_the_body_only() {
     let (messages, trailer) = frames(&bytes);
     assert_eq!(messages, [("over h2".to_string(), 0)]);
     assert_eq!(trailer, OK);
+}
+
+/// tonic-web's client (binary mode over HTTP/1.1, hyper's client underneath) reads the messages and the
+/// statuses the gateway puts in the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tonic_webs_client_calls_through_the_gateway() {
+    type Codec = tonic_prost::ProstCodec<Msg, Msg>;
+    let s = setup();
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    let web = tonic_web::GrpcWebClientService::new(http);
+    let origin = format!("http://127.0.0.1:{}", s.gw.proxy_port());
+    let mut grpc = tonic::client::Grpc::with_origin(web, origin.parse().unwrap());
+    let path = |method: &str| format!("/sluice.test.Echo/{method}").parse().unwrap();
+
+    grpc.ready().await.unwrap();
+    let req = GrpcRequest::new(Msg::text("from tonic-web"));
+    let resp = grpc.unary(req, path("Unary"), Codec::default()).await;
+    assert_eq!(resp.unwrap().into_inner().text, "from tonic-web");
+
+    grpc.ready().await.unwrap();
+    let req = GrpcRequest::new(Msg::text("fail"));
+    let err = grpc.unary(req, path("Unary"), Codec::default()).await;
+    let err = err.unwrap_err();
+    assert_eq!((err.code(), err.message()), (Code::NotFound, "nope"));
+
+    grpc.ready().await.unwrap();
+    let req = GrpcRequest::new(Msg::text("3"));
+    let resp = grpc.server_streaming(req, path("ServerStream"), Codec::default());
+    let mut stream = resp.await.unwrap().into_inner();
+    let mut texts = Vec::new();
+    while let Some(m) = stream.message().await.unwrap() {
+        texts.push(m.text);
+    }
+    assert_eq!(texts, ["0", "1", "2"]);
 }
