@@ -3,7 +3,7 @@
 //! grpc-web side: it frames and base64-encodes the requests and takes the responses apart by hand (data
 //! frames, then the trailer frame with its status), with Kong's exact trailer bytes. Covered: unary calls
 //! in both modes, server streaming, the upstream's error status and the gateway's, `pass_stripped_path`,
-//! Kong's CORS preflight and headers, a JSON request refused, and an h2 client that gets the status in
+//! Kong's CORS preflight and headers, JSON transcoded with a `.proto` (refused without one), and an h2 client that gets the status in
 //! the body rather than as HTTP trailers. tonic-web's grpc-web client is a second, independent client.
 
 use base64::engine::general_purpose::STANDARD;
@@ -15,8 +15,8 @@ const BINARY: &str = "application/grpc-web+proto";
 const TEXT: &str = "application/grpc-web-text";
 
 /// `/` and `/kept` keep the client's path upstream (as Kong's `grpc_pass` does), `/prefix` passes the
-/// stripped one, `/down` goes to a closed port.
-fn config(up: u16) -> String {
+/// stripped one, `/json` too and transcodes JSON with `proto`, `/down` goes to a closed port.
+fn config(up: u16, proto: &str) -> String {
     format!(
         r#"_format_version: "3.0"
 services:
@@ -30,6 +30,9 @@ services:
     plugins:
     - name: grpc-web
       config: {{pass_stripped_path: true, allow_origin_header: "https://app.test"}}
+  - name: json
+    paths: [/json]
+    plugins: [{{name: grpc-web, config: {{pass_stripped_path: true, proto: {proto:?}}}}}]
 - name: down
   url: grpc://127.0.0.1:{closed}
   retries: 0
@@ -39,19 +42,37 @@ services:
     )
 }
 
+/// The testkit's service as a `.proto`, for JSON transcoding.
+const ECHO_PROTO: &str = r#"syntax = "proto3";
+package sluice.test;
+message Msg { string text = 1; bytes payload = 2; }
+service Echo {
+  rpc Unary(Msg) returns (Msg);
+  rpc ServerStream(Msg) returns (stream Msg);
+}
+"#;
+
 struct Setup {
+    _proto: tempfile::TempDir,
     _up: GrpcUpstream,
     gw: Gateway,
     http: reqwest::Client,
 }
 
 fn setup() -> Setup {
+    let proto = tempfile::tempdir().unwrap();
+    let file = proto.path().join("echo.proto");
+    std::fs::write(&file, ECHO_PROTO).unwrap();
     let up = GrpcUpstream::start();
-    let gw = Gateway::builder(BIN)
-        .config_yaml(&config(up.port()))
-        .start();
+    let yaml = config(up.port(), file.to_str().unwrap());
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    Setup { _up: up, gw, http }
+    Setup {
+        _proto: proto,
+        _up: up,
+        gw,
+        http,
+    }
 }
 
 /// What a grpc-web call came back with.
@@ -274,7 +295,54 @@ async fn preflights_are_answered_by_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn json_requests_are_refused_without_transcoding() {
+async fn json_is_transcoded_with_the_proto() {
+    let s = setup();
+    let port = s.gw.proxy_port();
+    let post = |path: &str, mime: &str, body: Vec<u8>| {
+        let url = format!("http://127.0.0.1:{port}/json/sluice.test.Echo/{path}");
+        s.http
+            .post(url)
+            .header("content-type", mime)
+            .body(body)
+            .send()
+    };
+    // Bare JSON each way: the payload's bytes in base64, as proto3's JSON has them.
+    let resp = post(
+        "Unary",
+        "application/json",
+        br#"{"text":"hi","payload":"BwcH"}"#.to_vec(),
+    );
+    let resp = resp.await.unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let body = resp.text().await.unwrap();
+    assert_eq!(body, r#"{"text":"hi","payload":"BwcH"}"#);
+    // Framed JSON in text mode: each message a data frame, then the trailer frame.
+    let request = STANDARD.encode(frame(0, br#"{"text":"2"}"#));
+    let resp = post(
+        "ServerStream",
+        "application/grpc-web-text+json",
+        request.into_bytes(),
+    );
+    let raw = resp.await.unwrap().bytes().await.unwrap();
+    let body = unbase64(&raw);
+    let (a, rest) = body.split_at(5 + 12);
+    let (b, trailer) = rest.split_at(5 + 12);
+    assert_eq!(
+        (&a[5..], &b[5..]),
+        (&br#"{"text":"0"}"#[..], &br#"{"text":"1"}"#[..])
+    );
+    assert_eq!(trailer, frame(0x80, OK.as_bytes()));
+    // A method the proto does not have: Kong's 400.
+    let resp = post("Nope", "application/json", b"{}".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let unknown = r#"Unknown path "/sluice.test.Echo/Nope""#;
+    assert_eq!(resp.text().await.unwrap(), unknown);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_requests_are_refused_without_a_proto() {
     let s = setup();
     let url = format!(
         "http://127.0.0.1:{}/sluice.test.Echo/Unary",

@@ -14,10 +14,13 @@
 //!   send as trailers ([`CarriedTrailers`]), or from a trailers-only head (the upstream's error, or the
 //!   gateway's), else `0`.
 //!
-//! Not done: Kong's JSON transcoding (`application/grpc-web+json`, `application/json`, with `proto`):
-//! such a request gets 400 (Kong's own 400 when no `proto` is configured).
+//! JSON messages (`application/grpc-web(-text)+json`, or one bare message each way with
+//! `application/json`) are transcoded with the types of the method the path names, from the `.proto`
+//! file `proto` names, compiled when the plugin is built (a file that does not compile is a config
+//! error; Kong finds out at the first request). Without `proto` they get Kong's 400.
 
 mod codec;
+mod proto;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +35,7 @@ use http::header::{
     CONTENT_LENGTH, CONTENT_TYPE, TE,
 };
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use proto::Methods;
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
 use std::sync::{Arc, OnceLock};
@@ -39,7 +43,7 @@ use std::sync::{Arc, OnceLock};
 /// The plugin's config, after schema validation.
 #[derive(Debug, Deserialize)]
 struct Config {
-    /// A `.proto` file for JSON transcoding (accepted; JSON requests are refused, see the module doc).
+    /// A `.proto` file (path on the node) whose methods' types JSON requests are transcoded with.
     proto: Option<String>,
     /// Send the path as the upstream would get it over HTTP (route's `strip_path`, service's `path`).
     pass_stripped_path: Option<bool>,
@@ -63,11 +67,12 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
     let config: Config = typed_config(entity)?;
     let allow_origin = HeaderValue::from_str(&config.allow_origin_header)
         .map_err(|_| "allow_origin_header is not a valid header value".to_string())?;
+    let methods = config.proto.as_deref().map(Methods::load).transpose()?;
     Ok(Registered::new(
         "grpc-web",
         GrpcWeb {
             allow_origin,
-            has_proto: config.proto.is_some(),
+            methods,
             pass_stripped_path: config.pass_stripped_path == Some(true),
         },
     )
@@ -113,7 +118,8 @@ struct Call {
 
 struct GrpcWeb {
     allow_origin: HeaderValue,
-    has_proto: bool,
+    /// The `proto`'s methods (JSON transcoding).
+    methods: Option<Arc<Methods>>,
     pass_stripped_path: bool,
 }
 
@@ -149,11 +155,12 @@ impl GrpcWeb {
                 ctx.request.uri = with_path(&ctx.request.uri, &path);
             }
         }
-        let translated =
-            Mode::of(ctx.request.headers.get(CONTENT_TYPE), self.has_proto).and_then(|mode| {
-                let body = mode.upstream(ctx.body.take().unwrap_or_default())?;
-                Ok((mode, body))
-            });
+        let content_type = ctx.request.headers.get(CONTENT_TYPE);
+        let methods = self.methods.as_deref();
+        let translated = Mode::of(content_type, methods, ctx.request.uri.path()).and_then(|mode| {
+            let body = mode.upstream(ctx.body.take().unwrap_or_default())?;
+            Ok((mode, body))
+        });
         let (mode, body) = match translated {
             Ok(done) => done,
             Err(refused) => {
@@ -161,7 +168,7 @@ impl GrpcWeb {
                 return Flow::Respond(PluginResponse {
                     status: StatusCode::BAD_REQUEST,
                     headers: HeaderMap::new(),
-                    body: Bytes::from_static(refused.message().as_bytes()),
+                    body: Bytes::from(refused.message().to_string()),
                 });
             }
         };
@@ -196,7 +203,7 @@ impl GrpcWeb {
     }
 
     fn body_filter(&self, ctx: &mut RequestCtx<'_>, chunk: &mut Bytes, eof: bool) {
-        let Some(call) = ctx.plugin_data.get::<Call>() else {
+        let Some(call) = ctx.plugin_data.get_mut::<Call>() else {
             return;
         };
         let piece = call.mode.downstream(std::mem::take(chunk));

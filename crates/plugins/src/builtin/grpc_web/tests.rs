@@ -16,7 +16,8 @@ const RESPONSE_TEXT: &str = "AAAAAAwKCmhlbGxvIGhleWE=";
 const TRAILER_TEXT: &str = "gAAAAB5ncnBjLXN0YXR1czowDQpncnBjLW1lc3NhZ2U6DQo=";
 
 fn mode(content_type: &str) -> Result<Mode, Refused> {
-    Mode::of(Some(&HeaderValue::from_str(content_type).unwrap()), false)
+    let value = HeaderValue::from_str(content_type).unwrap();
+    Mode::of(Some(&value), None, "/hello.HelloService/SayHello")
 }
 
 #[test]
@@ -25,16 +26,17 @@ fn content_types_pick_the_mode_as_kongs_table() {
     assert!(!mode("application/grpc-web+proto").unwrap().text);
     assert!(mode("application/grpc-web-text").unwrap().text);
     assert!(mode("application/grpc-web-text+proto").unwrap().text);
-    assert_eq!(mode("application/grpc-web+json"), Err(Refused::NeedsProto));
-    assert_eq!(mode("application/json"), Err(Refused::NeedsProto));
-    assert_eq!(Mode::of(None, false), Err(Refused::NeedsProto));
-    let json = HeaderValue::from_static("application/grpc-web-text+json");
-    assert_eq!(Mode::of(Some(&json), true), Err(Refused::JsonTranscoding));
+    assert_eq!(
+        mode("application/grpc-web+json").err(),
+        Some(Refused::NeedsProto)
+    );
+    assert_eq!(mode("application/json").err(), Some(Refused::NeedsProto));
+    assert_eq!(Mode::of(None, None, "/").err(), Some(Refused::NeedsProto));
 }
 
 #[test]
 fn text_mode_matches_kongs_bytes() {
-    let text = mode("application/grpc-web-text").unwrap();
+    let mut text = mode("application/grpc-web-text").unwrap();
     let up = text.upstream(Bytes::from_static(REQUEST_TEXT.as_bytes()));
     assert_eq!(up.unwrap(), STANDARD.decode(REQUEST_TEXT).unwrap());
     let message = Bytes::from(STANDARD.decode(RESPONSE_TEXT).unwrap());
@@ -52,7 +54,7 @@ fn text_bodies_may_be_padded_pieces() {
     let decoded = text.upstream(Bytes::from(two)).unwrap();
     assert_eq!(decoded, &b"abcde"[..]);
     let bad = text.upstream(Bytes::from_static(b"AAA*"));
-    assert_eq!(bad, Err(Refused::BadBase64));
+    assert_eq!(bad.err(), Some(Refused::BadBase64));
 }
 
 #[test]
@@ -184,5 +186,101 @@ fn json_and_bad_base64_are_refused() {
             (resp.status.as_u16(), &resp.body[..]),
             (400, message.message().as_bytes())
         );
+    }
+}
+
+/// Kong's `hello.proto`.
+const HELLO_PROTO: &str = r#"syntax = "proto3";
+package hello;
+service HelloService { rpc SayHello(HelloRequest) returns (HelloResponse); }
+message HelloRequest { string greeting = 1; }
+message HelloResponse { string reply = 1; }
+"#;
+
+/// A `proto` file in a temporary folder, and a config whose route uses it.
+fn proto_config() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hello.proto");
+    std::fs::write(&file, HELLO_PROTO).unwrap();
+    let config = CONFIG.replace(
+        "config: {pass_stripped_path: true,",
+        &format!("config: {{proto: {:?},", file.to_str().unwrap()),
+    );
+    (dir, config)
+}
+
+/// A JSON call through the chain: what the upstream gets, and what the client gets for Kong's answer.
+fn json_call(content_type: &str, body: Vec<u8>) -> (Bytes, Bytes) {
+    let (_dir, config) = proto_config();
+    let (_, compiled) = compile(&config);
+    let chain = compiled.route_chain(0);
+    let path = "/hello.HelloService/SayHello";
+    let head = request("POST", path, &[("content-type", content_type)]);
+    let mut ctx = RequestCtx::detached(head, compiled.credentials());
+    ctx.body = Some(Bytes::from(body));
+    assert!(block_on(chain.access(&mut ctx)).is_none());
+    let upstream = ctx.body.clone().unwrap();
+    let mut resp = http::Response::new(()).into_parts().0;
+    chain.header_filter(&mut ctx, &mut resp);
+    assert_eq!(resp.headers["content-type"], content_type);
+    // The answer comes in two pieces, split inside the message.
+    let answer = STANDARD.decode(RESPONSE_TEXT).unwrap();
+    let mut out = Vec::new();
+    for (piece, eof) in [
+        (&answer[..7], false),
+        (&answer[7..], false),
+        (&[][..], true),
+    ] {
+        let mut chunk = Bytes::copy_from_slice(piece);
+        chain.body_filter(&mut ctx, &mut chunk, eof);
+        out.extend_from_slice(&chunk);
+    }
+    (upstream, Bytes::from(out))
+}
+
+fn framed(flag: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![flag];
+    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    out.extend_from_slice(bytes);
+    out
+}
+
+#[test]
+fn json_is_transcoded_with_the_proto_as_kongs_spec() {
+    let request = STANDARD.decode(REQUEST_TEXT).unwrap();
+    let greeting = br#"{"greeting":"heya"}"#;
+    let reply = br#"{"reply":"hello heya"}"#;
+    let trailer = STANDARD.decode(TRAILER_TEXT).unwrap();
+    let (up, down) = json_call("application/grpc-web+json", framed(0, greeting));
+    assert_eq!(up, request);
+    assert_eq!(down, [framed(0, reply), trailer].concat());
+    // Bare JSON each way, no trailer frame.
+    let (up, down) = json_call("application/json", greeting.to_vec());
+    assert_eq!(
+        (up, down),
+        (Bytes::from(request), Bytes::from_static(reply))
+    );
+}
+
+#[test]
+fn json_to_an_unknown_method_or_invalid_json_is_refused() {
+    let (_dir, config) = proto_config();
+    let (_, compiled) = compile(&config);
+    let chain = compiled.route_chain(0);
+    for (path, body, message) in [
+        (
+            "/hello.HelloService/Nope",
+            "{}",
+            r#"Unknown path "/hello.HelloService/Nope""#,
+        ),
+        ("/hello.HelloService/SayHello", "{", "invalid JSON request"),
+    ] {
+        let head = request("POST", path, &[("content-type", "application/json")]);
+        let mut ctx = RequestCtx::detached(head, compiled.credentials());
+        ctx.body = Some(Bytes::from(body));
+        let resp = block_on(chain.access(&mut ctx)).expect("refused");
+        assert_eq!(resp.status, 400);
+        let text = String::from_utf8(resp.body.to_vec()).unwrap();
+        assert!(text.starts_with(message), "{text}");
     }
 }
