@@ -16,8 +16,8 @@
 //!
 //! JSON messages (`application/grpc-web(-text)+json`, or one bare message each way with
 //! `application/json`) are transcoded with the types of the method the path names, from the `.proto`
-//! file `proto` names, compiled when the plugin is built (a file that does not compile is a config
-//! error; Kong finds out at the first request). Without `proto` they get Kong's 400.
+//! file `proto` names, compiled when the plugin is built (a file that does not compile is logged then, and
+//! its JSON requests get 500, as Kong's fail). Without `proto` they get Kong's 400.
 
 mod codec;
 mod proto;
@@ -67,7 +67,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
     let config: Config = typed_config(entity)?;
     let allow_origin = HeaderValue::from_str(&config.allow_origin_header)
         .map_err(|_| "allow_origin_header is not a valid header value".to_string())?;
-    let methods = config.proto.as_deref().map(Methods::load).transpose()?;
+    let methods = config.proto.as_deref().map(Methods::load);
     Ok(Registered::new(
         "grpc-web",
         GrpcWeb {
@@ -165,11 +165,7 @@ impl GrpcWeb {
             Ok(done) => done,
             Err(refused) => {
                 tracing::error!("grpc-web: {}", refused.message());
-                return Flow::Respond(PluginResponse {
-                    status: StatusCode::BAD_REQUEST,
-                    headers: HeaderMap::new(),
-                    body: Bytes::from(refused.message().to_string()),
-                });
+                return Flow::Respond(refused.answer());
             }
         };
         let headers = &mut ctx.request.headers;

@@ -3,10 +3,12 @@
 //! with the `proto`'s types, and the trailer frame (flag `0x80`) that carries the call's status in the
 //! response body.
 
-use super::proto::{Methods, Types};
+use super::proto::{Methods, Missing, Types};
+use crate::response::PluginResponse;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
+use http::StatusCode;
 use http::{HeaderMap, HeaderValue};
 
 /// How a grpc-web request is encoded, from its `Content-Type` (Kong's table, exact values only).
@@ -39,6 +41,8 @@ pub enum Refused {
     BadBase64,
     /// A JSON request that cannot be transcoded (unknown method, invalid JSON, unknown `Content-Type`).
     Invalid(String),
+    /// A JSON request while the `.proto` does not compile: Kong's 500.
+    Broken,
 }
 
 impl Refused {
@@ -49,6 +53,20 @@ impl Refused {
             }
             Refused::BadBase64 => "invalid base64 in the grpc-web-text request body",
             Refused::Invalid(message) => message,
+            Refused::Broken => "An unexpected error occurred",
+        }
+    }
+
+    /// The client's answer: the message as the body (Kong's `kong.response.exit(400, err)`), or Kong's
+    /// 500 for an error of the gateway's.
+    pub fn answer(&self) -> PluginResponse {
+        if *self == Refused::Broken {
+            return PluginResponse::message(StatusCode::INTERNAL_SERVER_ERROR, self.message());
+        }
+        PluginResponse {
+            status: StatusCode::BAD_REQUEST,
+            headers: HeaderMap::new(),
+            body: Bytes::from(self.message().to_string()),
         }
     }
 }
@@ -81,7 +99,10 @@ impl Mode {
             (false, _) => None,
             (true, None) => return Err(Refused::NeedsProto),
             (true, Some(methods)) => Some(Json {
-                types: methods.types(path).map_err(Refused::Invalid)?,
+                types: methods.types(path).map_err(|missing| match missing {
+                    Missing::Unknown(message) => Refused::Invalid(message),
+                    Missing::Broken => Refused::Broken,
+                })?,
                 pending: BytesMut::new(),
             }),
         };

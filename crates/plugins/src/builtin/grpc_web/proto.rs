@@ -17,12 +17,29 @@ pub struct Types {
     pub output: MessageDescriptor,
 }
 
-/// The methods of a `.proto` file (and what it imports), by gRPC path.
-pub struct Methods(HashMap<String, Types>);
+/// The methods of a `.proto` file (and what it imports), by gRPC path; or why the file could not be
+/// compiled, which fails JSON requests only, as in Kong (binary and text calls need no `.proto`).
+pub struct Methods(Result<HashMap<String, Types>, String>);
+
+/// Why a method has no types.
+pub enum Missing {
+    /// Kong's `Unknown path "..."`.
+    Unknown(String),
+    /// The `.proto` did not compile (logged when the plugin was built).
+    Broken,
+}
 
 impl Methods {
-    /// Compiles `file`; the error says why it cannot be used.
-    pub fn load(file: &str) -> Result<Arc<Methods>, String> {
+    /// Compiles `file`; a failure is logged and kept for JSON requests.
+    pub fn load(file: &str) -> Arc<Methods> {
+        let methods = Methods::compile(file);
+        if let Err(e) = &methods {
+            tracing::error!("grpc-web: {e}; JSON requests to this plugin will fail");
+        }
+        Arc::new(Methods(methods))
+    }
+
+    fn compile(file: &str) -> Result<HashMap<String, Types>, String> {
         let path = Path::new(file);
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         let pool = protox::Compiler::new([dir.unwrap_or(Path::new("."))])
@@ -42,15 +59,16 @@ impl Methods {
                 methods.insert(key, types);
             }
         }
-        Ok(Arc::new(Methods(methods)))
+        Ok(methods)
     }
 
-    /// The types of the method at `path` (Kong's `Unknown path "..."` otherwise).
-    pub fn types(&self, path: &str) -> Result<Types, String> {
-        self.0
+    /// The types of the method at `path`.
+    pub fn types(&self, path: &str) -> Result<Types, Missing> {
+        let methods = self.0.as_ref().map_err(|_| Missing::Broken)?;
+        methods
             .get(path)
             .cloned()
-            .ok_or_else(|| format!("Unknown path {path:?}"))
+            .ok_or_else(|| Missing::Unknown(format!("Unknown path {path:?}")))
     }
 }
 

@@ -263,6 +263,24 @@ fn json_is_transcoded_with_the_proto_as_kongs_spec() {
 }
 
 #[test]
+fn a_proto_that_does_not_compile_fails_json_requests_only() {
+    let config = CONFIG.replace("pass_stripped_path: true", "proto: /nonexistent/x.proto");
+    let (_, compiled) = compile(&config);
+    let chain = compiled.route_chain(0);
+    for (content_type, status) in [("application/json", 500), ("application/grpc-web", 0)] {
+        let head = request(
+            "POST",
+            "/hello.HelloService/SayHello",
+            &[("content-type", content_type)],
+        );
+        let mut ctx = RequestCtx::detached(head, compiled.credentials());
+        ctx.body = Some(Bytes::from_static(b"\0\0\0\0\0"));
+        let answer = block_on(chain.access(&mut ctx)).map(|r| r.status.as_u16());
+        assert_eq!(answer.unwrap_or(0), status, "{content_type}");
+    }
+}
+
+#[test]
 fn json_to_an_unknown_method_or_invalid_json_is_refused() {
     let (_dir, config) = proto_config();
     let (_, compiled) = compile(&config);
