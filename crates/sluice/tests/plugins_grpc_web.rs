@@ -8,15 +8,16 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use sluice_testkit::{closed_port, Code, Gateway, GrpcRequest, GrpcUpstream, Msg};
+use sluice_testkit::{closed_port, Code, EchoUpstream, Gateway, GrpcRequest, GrpcUpstream, Msg};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 const BINARY: &str = "application/grpc-web+proto";
 const TEXT: &str = "application/grpc-web-text";
 
 /// `/` and `/kept` keep the client's path upstream (as Kong's `grpc_pass` does), `/prefix` passes the
-/// stripped one, `/json` too and transcodes JSON with `proto`, `/down` goes to a closed port.
-fn config(up: u16, proto: &str) -> String {
+/// stripped one, `/json` too and transcodes JSON with `proto`, `/down` goes to a closed port, `/http` to
+/// an HTTP/1.1 echo service (as in Kong's own tests).
+fn config(up: u16, proto: &str, echo: u16) -> String {
     format!(
         r#"_format_version: "3.0"
 services:
@@ -37,6 +38,9 @@ services:
   url: grpc://127.0.0.1:{closed}
   retries: 0
   routes: [{{name: down, paths: [/down], plugins: [{{name: grpc-web}}]}}]
+- name: http
+  url: http://127.0.0.1:{echo}
+  routes: [{{name: http, paths: [/http], plugins: [{{name: grpc-web}}]}}]
 "#,
         closed = closed_port()
     )
@@ -55,6 +59,7 @@ service Echo {
 struct Setup {
     _proto: tempfile::TempDir,
     _up: GrpcUpstream,
+    _echo: EchoUpstream,
     gw: Gateway,
     http: reqwest::Client,
 }
@@ -63,13 +68,14 @@ fn setup() -> Setup {
     let proto = tempfile::tempdir().unwrap();
     let file = proto.path().join("echo.proto");
     std::fs::write(&file, ECHO_PROTO).unwrap();
-    let up = GrpcUpstream::start();
-    let yaml = config(up.port(), file.to_str().unwrap());
+    let (up, echo) = (GrpcUpstream::start(), EchoUpstream::start());
+    let yaml = config(up.port(), file.to_str().unwrap(), echo.port());
     let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     Setup {
         _proto: proto,
         _up: up,
+        _echo: echo,
         gw,
         http,
     }
@@ -430,4 +436,33 @@ async fn tonic_webs_client_calls_through_the_gateway() {
         texts.push(m.text);
     }
     assert_eq!(texts, ["0", "1", "2"]);
+}
+
+/// On a route whose service speaks HTTP/1.1 the request is translated too (Kong's own tests use such a
+/// service): `TE: trailers` whatever the client sent, `application/grpc`, the body decoded; the answer
+/// ends with the trailer frame.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_service_gets_the_translated_request() {
+    let s = setup();
+    let url = format!("http://127.0.0.1:{}/http/x.Y/Z", s.gw.proxy_port());
+    let framed = frame(0, &message("hi", 0));
+    let resp = s
+        .http
+        .post(url)
+        .header("content-type", TEXT)
+        .header("te", "chunked")
+        .body(STANDARD.encode(&framed))
+        .send()
+        .await
+        .unwrap();
+    let body = unbase64(&resp.bytes().await.unwrap());
+    let trailer = frame(0x80, OK.as_bytes());
+    let echoed = body
+        .strip_suffix(&trailer[..])
+        .expect("ends with the trailer frame");
+    let echoed: serde_json::Value = serde_json::from_slice(echoed).unwrap();
+    assert_eq!(echoed["headers"]["te"], "trailers");
+    assert_eq!(echoed["headers"]["content-type"], "application/grpc");
+    assert_eq!(echoed["body_len"], framed.len());
+    assert_eq!(echoed["path"], "/x.Y/Z");
 }
