@@ -12,6 +12,12 @@
 //!
 //! Errors on the way (no service, no target, connect failure, timeout) are the gateway's errors, which
 //! [`crate::error`] words as gRPC statuses for gRPC requests.
+//!
+//! The `grpc-web` plugin turns an HTTP/1.1 (or h2) grpc-web request on such a route into a gRPC call in
+//! `access`, through two hooks in [`sluice_plugins::RequestCtx::plugin_data`]: the path the upstream would
+//! get over HTTP (`UpstreamPath`, for `pass_stripped_path`), lent before `access` on routes with plugins,
+//! and `CarriedTrailers`, which a plugin puts there to get the upstream's trailers before its last
+//! `body_filter` call instead of the client getting them as trailers ([`relay`]).
 
 mod relay;
 mod send;
