@@ -12,6 +12,12 @@
 //!
 //! Errors on the way (no service, no target, connect failure, timeout) are the gateway's errors, which
 //! [`crate::error`] words as gRPC statuses for gRPC requests.
+//!
+//! The `grpc-web` plugin turns an HTTP/1.1 (or h2) grpc-web request on such a route into a gRPC call in
+//! `access`, through two hooks in [`sluice_plugins::RequestCtx::plugin_data`]: the path the upstream would
+//! get over HTTP (`UpstreamPath`, for `pass_stripped_path`), lent before `access` on routes with plugins,
+//! and `CarriedTrailers`, which a plugin puts there to get the upstream's trailers before its last
+//! `body_filter` call instead of the client getting them as trailers ([`relay`]).
 
 mod relay;
 mod send;
@@ -21,12 +27,15 @@ use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
+use crate::path;
 use crate::phases::{self, Outcome};
+use crate::snapshot::Snapshot;
 use crate::upgrade::{detach, Opened, Started};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, StatusCode, Version};
 use sluice_model::{Route, Service};
-use sluice_plugins::PluginResponse;
+use sluice_plugins::builtin::grpc_web::UpstreamPath;
+use sluice_plugins::{PluginResponse, RequestCtx};
 use tokio::sync::oneshot;
 
 /// What makes a route gRPC's, compiled once per route.
@@ -83,6 +92,9 @@ async fn run(
     let captures = routed.found.captures.take();
     let mut opened = Opened::new(parts, &routed, snap, &x, captures.as_ref());
     let (chain, ctx) = (opened.chain, &mut opened.ctx);
+    if !chain.is_empty() {
+        lend_upstream_path(ctx, &routed, snap);
+    }
     let outcome = match refused {
         Some(answer) => Outcome::Plugin(answer),
         None => match phases::access(ctx, chain, body).await {
@@ -105,6 +117,26 @@ async fn run(
         },
     };
     opened.answer(outcome, &x, snap, head_tx).await;
+}
+
+/// The hook for `grpc-web`'s `pass_stripped_path`: the path the upstream would get over HTTP (`strip_path`,
+/// the service's `path`), which a gRPC call does not get otherwise (`grpc_pass` sends the client's path).
+/// Lent only to routes with plugins; one string per call.
+fn lend_upstream_path(ctx: &mut RequestCtx<'_>, routed: &Routed, snap: &Snapshot) {
+    let Some(info) = snap.routes.get(routed.found.id) else {
+        return;
+    };
+    let service_path = info
+        .service
+        .and_then(|s| snap.services.get(s))
+        .and_then(|s| s.path.as_deref());
+    let path = routed
+        .normalized
+        .as_deref()
+        .unwrap_or(ctx.request.uri.path());
+    let joined = path::upstream_path(service_path, path, routed.strip, info.path_handling_v1);
+    let escaped = path::escape(&joined).into_owned();
+    ctx.plugin_data.insert(UpstreamPath(escaped));
 }
 
 /// Kong's checks of a request on a gRPC route, before the plugins: its answer when it is refused.

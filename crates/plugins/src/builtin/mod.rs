@@ -10,6 +10,7 @@ pub mod correlation_id;
 pub mod cors;
 pub mod datadog;
 pub mod file_log;
+pub mod grpc_web;
 pub mod hmac_auth;
 pub mod http_log;
 pub mod ip_restriction;
@@ -65,6 +66,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         response_transformer::builtin(),
         redirect::builtin(),
         request_termination::builtin(),
+        grpc_web::builtin(),
         prometheus::builtin(),
         proxy_cache::builtin(),
         http_log::builtin(),

@@ -12,6 +12,7 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use sluice_metrics::Source;
+use sluice_plugins::builtin::grpc_web::CarriedTrailers;
 use sluice_plugins::{PluginChain, RequestCtx};
 use sluice_upstream::body::{box_err, BoxError, ChannelBody};
 use std::future::Future;
@@ -60,7 +61,11 @@ impl Call<'_> {
         let (tx, channel) = ChannelBody::channel();
         let response = Response::from_parts(head, channel.boxed());
         phases::hand_over(head_tx, (response, count), snap);
-        let body = Gapped::new(body, read_timeout);
+        // A plugin that carries the trailers in the body (grpc-web) gets them before its last call.
+        let carried = filtering
+            .then(|| self.ctx.plugin_data.get::<CarriedTrailers>().cloned())
+            .flatten();
+        let body = Gapped::new(body, read_timeout, carried);
         let bytes = phases::pump(body, tx, chain, &mut self.ctx, filtering).await;
         drop(inflight);
         if chain.has_log() {
@@ -77,17 +82,23 @@ impl Call<'_> {
 }
 
 /// The upstream's body, failing when it is silent for longer than `gap` between two frames (nginx's
-/// `grpc_read_timeout`).
+/// `grpc_read_timeout`). Its trailers go to `carried` instead of the client when a plugin asked for them.
 struct Gapped {
     inner: Incoming,
     gap: Duration,
     timer: Pin<Box<Sleep>>,
+    carried: Option<CarriedTrailers>,
 }
 
 impl Gapped {
-    fn new(inner: Incoming, gap: Duration) -> Gapped {
+    fn new(inner: Incoming, gap: Duration, carried: Option<CarriedTrailers>) -> Gapped {
         let timer = Box::pin(tokio::time::sleep(gap));
-        Gapped { inner, gap, timer }
+        Gapped {
+            inner,
+            gap,
+            timer,
+            carried,
+        }
     }
 }
 
@@ -115,6 +126,13 @@ impl Body for Gapped {
             Poll::Ready(frame) => {
                 let next = Instant::now() + this.gap;
                 this.timer.as_mut().reset(next);
+                let frame = match (frame, &this.carried) {
+                    (Some(Ok(f)), Some(carried)) if f.is_trailers() => {
+                        carried.carry(f.into_trailers().unwrap_or_default());
+                        return Poll::Ready(None);
+                    }
+                    (frame, _) => frame,
+                };
                 Poll::Ready(frame.map(|f| f.map_err(box_err)))
             }
             Poll::Pending => match this.timer.as_mut().poll(cx) {
