@@ -98,7 +98,10 @@ fn is_kong_413(answer: &str) -> bool {
 async fn an_oversized_body_is_refused_before_it_is_read() {
     let s = start_with(TestNode::new(), ServeLimits::default()).await;
     // POST /config over 64 MiB; any other body (here a schema validation) over Kong's 10 MiB.
-    for (path, length) in [("/config", 1_000_000_000), ("/schemas/services/validate", 11 << 20)] {
+    for (path, length) in [
+        ("/config", 1_000_000_000),
+        ("/schemas/services/validate", 11 << 20),
+    ] {
         let mut stream = connect(&s.admin_url("")).await;
         let head = format!(
             "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
@@ -136,7 +139,11 @@ async fn a_streamed_body_is_cut_off_where_it_crosses_the_limit() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     writer.abort();
     let sent = sent.load(Ordering::Relaxed);
-    assert!(sent >= 63 << 20 && sent < 128 << 20, "{} MiB sent", sent >> 20);
+    assert!(
+        sent >= 63 << 20 && sent < 128 << 20,
+        "{} MiB sent",
+        sent >> 20
+    );
 }
 
 #[tokio::test]
@@ -149,7 +156,9 @@ async fn deep_nesting_and_expanding_aliases_are_refused_with_a_clear_error() {
     );
     let deep_flow = format!("_format_version: \"3.0\"\nx: {}", "{a: ".repeat(100_000));
     let deep_block: String = (0..200).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
-    let mut laughs = String::from("_format_version: \"3.0\"\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    let mut laughs = String::from(
+        "_format_version: \"3.0\"\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
     for i in 1..10 {
         let alias = format!("*l{}, ", i - 1).repeat(9);
         laughs.push_str(&format!("l{i}: &l{i} [{}]\n", alias.trim_end_matches(", ")));
@@ -170,7 +179,8 @@ async fn deep_nesting_and_expanding_aliases_are_refused_with_a_clear_error() {
         assert_eq!(status, 400, "{answer}");
         let error = answer["fields"]["error"].as_str().unwrap_or_default();
         assert!(
-            error.starts_with("failed parsing declarative configuration: ") && error.contains(reason),
+            error.starts_with("failed parsing declarative configuration: ")
+                && error.contains(reason),
             "{answer}"
         );
     }

@@ -95,7 +95,9 @@ async fn handle(
         Endpoint::Endpoints => Ok(schemas::endpoints()),
         Endpoint::Schema(name) => schemas::entity(name),
         Endpoint::PluginSchema(name) => schemas::plugin(control, name),
-        Endpoint::Validate(name) => schemas::validate(control, name, &read_body(body, MAX_BODY).await?),
+        Endpoint::Validate(name) => {
+            schemas::validate(control, name, &read_body(body, MAX_BODY).await?)
+        }
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
         Endpoint::ProxyCache(plugin, key) => proxy_cache::serve(control, method, plugin, key),
