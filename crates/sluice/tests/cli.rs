@@ -191,15 +191,24 @@ fn config_check_refuses_deep_yaml_nesting_at_once() {
 #[test]
 fn config_check_refuses_deep_and_expanding_documents() {
     let dir = tempfile::tempdir().unwrap();
-    let mut laughs = String::from("_format_version: \"3.0\"\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    let mut laughs = String::from(
+        "_format_version: \"3.0\"\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
     for i in 1..10 {
         let aliases = format!("*l{}, ", i - 1).repeat(9);
-        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", aliases.trim_end_matches(", ")));
+        laughs.push_str(&format!(
+            "l{i}: &l{i} [{}]\n",
+            aliases.trim_end_matches(", ")
+        ));
     }
     let cases = [
         (
             "deep.json",
-            format!("{{\"_format_version\": \"3.0\", \"x\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000)),
+            format!(
+                "{{\"_format_version\": \"3.0\", \"x\": {}{}}}",
+                "[".repeat(100_000),
+                "]".repeat(100_000)
+            ),
             "nested deeper than 100",
         ),
         (
@@ -210,7 +219,10 @@ fn config_check_refuses_deep_and_expanding_documents() {
         ("laughs.yml", laughs, "too much memory"),
         (
             "zeros.json",
-            format!("{{\"_format_version\": \"3.0\", \"x\": [{}0]}}", "0,".repeat(2_000_000)),
+            format!(
+                "{{\"_format_version\": \"3.0\", \"x\": [{}0]}}",
+                "0,".repeat(2_000_000)
+            ),
             "too much memory",
         ),
     ];

@@ -1,13 +1,16 @@
 //! YAML text → a document, built from the parser's events one at a time.
 //!
 //! serde_yaml (archived) kept every event of a document in memory before building anything, about 130
-//! bytes per event: an 8 MB YAML sequence took 455 MB. saphyr-parser (pure Rust, maintained, YAML 1.2)
-//! hands its events over as it scans, so only the document itself is held, under the [`Budget`], and
-//! an alias is charged for the copy it makes. Scalars mean what they meant through serde_yaml
-//! ([`scalar::resolve`]), so every document reads as before.
+//! bytes per event: an 8 MB YAML sequence took 455 MB. libyaml-safer, a maintained port of the same
+//! libyaml to safe Rust, hands its events over as it scans, so only the document itself is held, under
+//! the [`Budget`], and an alias is charged for the copy it makes. The events are libyaml's, and scalars
+//! mean what they meant through serde_yaml ([`scalar::resolve`]), so every document reads as before.
+//!
+//! (saphyr-parser was tried first: it keeps every token of a flow collection that could be a mapping
+//! key until the collection ends, 270 bytes of memory per byte of `[0,0,...]`.)
 
 use super::bounded::{too_deep, Array, Budget, Object, MAX_DEPTH};
-use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
+use libyaml_safer::{Event, EventData, Parser, ScalarStyle};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -24,16 +27,18 @@ pub fn read(text: &str, budget: &Budget) -> Result<Value, String> {
         anchors: HashMap::new(),
         root: None,
     };
-    for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| e.to_string())?;
-        builder.event(event).map_err(|e| at(e, span))?;
+    let mut input = text.as_bytes();
+    let mut parser = Parser::new();
+    parser.set_input_string(&mut input);
+    for event in parser {
+        let Event {
+            data, start_mark, ..
+        } = event.map_err(|e| e.to_string())?;
+        builder
+            .event(data)
+            .map_err(|e| format!("{e} at {start_mark}"))?;
     }
     Ok(builder.root.unwrap_or(Value::Null))
-}
-
-fn at(message: String, span: Span) -> String {
-    let (line, column) = (span.start.line(), span.start.col() + 1);
-    format!("{message} at line {line} column {column}")
 }
 
 /// A node an anchor names, for its aliases.
@@ -56,7 +61,7 @@ enum Anchored {
 /// deep the nodes in it go.
 struct Open {
     node: Node,
-    anchor: usize,
+    anchor: Option<String>,
     left_at_start: usize,
     depth: usize,
 }
@@ -70,27 +75,32 @@ enum Node {
 struct Builder<'b> {
     budget: &'b Budget,
     open: Vec<Open>,
-    anchors: HashMap<usize, Anchored>,
+    anchors: HashMap<String, Anchored>,
     root: Option<Value>,
 }
 
 impl Builder<'_> {
-    fn event(&mut self, event: Event<'_>) -> Result<(), String> {
+    fn event(&mut self, event: EventData) -> Result<(), String> {
         match event {
-            Event::Scalar(text, style, anchor, tag) => {
+            EventData::Scalar {
+                anchor,
+                tag,
+                value,
+                style,
+                ..
+            } => {
                 let plain = style == ScalarStyle::Plain;
-                let tag = tag.map(full_tag);
-                if anchor != 0 {
+                if let Some(anchor) = anchor {
                     let stored = Anchored::Scalar {
-                        text: self.budget.string(&text)?,
+                        text: self.budget.string(&value)?,
                         plain,
                         tag: tag.clone(),
                     };
                     self.anchors.insert(anchor, stored);
                 }
-                self.scalar(text, plain, tag.as_deref())
+                self.scalar(Cow::Owned(value), plain, tag.as_deref())
             }
-            Event::Alias(id) => match self.anchors.get(&id) {
+            EventData::Alias { anchor } => match self.anchors.get(&anchor) {
                 Some(Anchored::Scalar { text, plain, tag }) => {
                     let (text, plain, tag) = (text.clone(), *plain, tag.clone());
                     self.scalar(Cow::Owned(text), plain, tag.as_deref())
@@ -103,16 +113,16 @@ impl Builder<'_> {
                     self.budget.charge(cost)?;
                     self.close(value, depth)
                 }
-                None => Err("an alias to a node that is not complete yet".into()),
+                None => Err(format!("unknown anchor {anchor:?}")),
             },
-            Event::SequenceStart(anchor, tag) => {
+            EventData::SequenceStart { anchor, tag, .. } => {
                 self.start(Node::Array(Array::default()), anchor, tag)
             }
-            Event::MappingStart(anchor, tag) => {
+            EventData::MappingStart { anchor, tag, .. } => {
                 self.start(Node::Object(Object::default(), None), anchor, tag)
             }
-            Event::SequenceEnd | Event::MappingEnd => self.end(),
-            Event::DocumentStart(_) if self.root.is_some() => Err(
+            EventData::SequenceEnd | EventData::MappingEnd => self.end(),
+            EventData::DocumentStart { .. } if self.root.is_some() => Err(
                 "deserializing from YAML containing more than one document is not supported".into(),
             ),
             _ => Ok(()),
@@ -139,10 +149,10 @@ impl Builder<'_> {
     fn start(
         &mut self,
         node: Node,
-        anchor: usize,
-        tag: Option<Cow<'_, Tag>>,
+        anchor: Option<String>,
+        tag: Option<String>,
     ) -> Result<(), String> {
-        if tag.is_some_and(|t| full_tag(t).starts_with('!')) {
+        if tag.is_some_and(|t| t.starts_with('!')) {
             return Err("invalid type: enum, expected any valid JSON value".into());
         }
         if let Some(Open {
@@ -179,16 +189,16 @@ impl Builder<'_> {
             Node::Object(object, _) => object.finish(self.budget)?,
         };
         let depth = open.depth + 1;
-        if open.anchor != 0 {
+        if let Some(anchor) = open.anchor {
             // The anchor keeps a copy of its own.
-            let cost = open.left_at_start - self.budget.left();
+            let cost = open.left_at_start.saturating_sub(self.budget.left());
             self.budget.charge(cost)?;
             let stored = Anchored::Node {
                 value: value.clone(),
                 cost,
                 depth,
             };
-            self.anchors.insert(open.anchor, stored);
+            self.anchors.insert(anchor, stored);
         }
         self.close(value, depth)
     }
@@ -210,9 +220,4 @@ impl Builder<'_> {
         }
         Ok(())
     }
-}
-
-/// A tag as libyaml spelled it: `!local`, or the core schema's `tag:yaml.org,2002:int`.
-fn full_tag(tag: Cow<'_, Tag>) -> String {
-    format!("{}{}", tag.handle, tag.suffix)
 }

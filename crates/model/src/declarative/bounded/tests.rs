@@ -49,7 +49,7 @@ fn nesting_deeper_than_the_limit_is_refused() {
 fn a_document_over_its_budget_is_refused() {
     let zeros = format!("[{}0]", "0,".repeat(9_999));
     let singles = format!("[{}[0]]", "[0],".repeat(9_999));
-    let strings = format!("{{\"{}\": \"{}\"}}", "k".repeat(30_000), "v".repeat(30_000));
+    let strings = format!("{{\"k\": \"{}\"}}", "v".repeat(60_000));
     for (text, enough) in [
         (&zeros, 1_400_000),
         (&singles, 2_400_000),

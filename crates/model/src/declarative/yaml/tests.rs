@@ -64,25 +64,13 @@ fn keys_anchors_and_documents_read_as_serde_yaml_read_them() {
         "- a\n- b\n",
         "a: [1, 2\n",
         "a: b: c\n",
+        "\ta: 1\n",
+        "d: [x, |\n    y\n  ]\n",
+        "a: &x 1\nb: *y\n",
+        "a: &x [1, *x]\n",
         "a:\n  - 1\n - 2\n",
     ] {
         same_as_before(text);
-    }
-}
-
-/// Where saphyr-parser reads text that libyaml refused: both are outside YAML's grammar, and Kong's
-/// own files never hold them.
-#[test]
-fn what_libyaml_refused_and_saphyr_reads() {
-    for (text, reading) in [
-        ("\ta: 1\n", serde_json::json!({"a": 1})),
-        (
-            "d: [x, |\n    y\n  ]\n",
-            serde_json::json!({"d": ["x", "| y"]}),
-        ),
-    ] {
-        assert!(before(text).is_none(), "{text}");
-        assert_eq!(now(text), Ok(reading), "{text}");
     }
 }
 
