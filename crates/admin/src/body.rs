@@ -1,4 +1,4 @@
-//! Reading the declarative document out of a `POST /config` body.
+//! Reading the declarative document out of a `POST /config` body, and the JSON object out of a write's.
 //!
 //! Kong accepts the config as the raw body (JSON or YAML, whatever the content type says: it tries JSON, then
 //! YAML), as a form field `config` (urlencoded or multipart, e.g. `curl -F config=@kong.yml`), or as a JSON
@@ -6,8 +6,8 @@
 
 use crate::errors::ApiError;
 use crate::query;
-use serde_json::Value;
-use sluice_model::declarative::to_document;
+use serde_json::{Map, Value};
+use sluice_model::declarative::{json_document, to_document};
 
 /// Kong's answer to an empty `POST /config`.
 const NO_CONFIG: &str = "expected a declarative configuration";
@@ -35,6 +35,15 @@ pub fn declarative_doc(content_type: &str, body: &[u8]) -> Result<Value, ApiErro
         Some(Value::String(inner)) => parse_text(inner),
         Some(inner @ Value::Object(_)) => Ok(inner.clone()),
         _ => Ok(doc),
+    }
+}
+
+/// An entity write's (or a schema validation's) JSON body: an object, read under the document's memory
+/// budget and depth limit.
+pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match std::str::from_utf8(body).map(json_document) {
+        Ok(Ok(Value::Object(m))) => Ok(m),
+        _ => Err(ApiError::BadRequest("Cannot parse JSON body".into())),
     }
 }
 

@@ -1,12 +1,15 @@
 //! What a client can hold on the admin and status listeners (issue 17, defects 5 and 7): a request head
 //! must arrive within the header timeout (also after a keep-alive response), a body over the limit is
-//! refused from its `Content-Length` before it is read, and only one `POST /config` is read and parsed at a
-//! time.
+//! refused from its `Content-Length` before it is read and cut off while it streams without one, only one
+//! `POST /config` is read and parsed at a time, and a document nested too deep or expanding too much is
+//! refused with a clear error.
 
 mod common;
 
 use common::{start_with, TestNode};
 use sluice_admin::ServeLimits;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -76,22 +79,111 @@ async fn silent_trickling_and_idle_clients_are_closed_on_both_listeners() {
     }
 }
 
+/// Reads one response head and as much body as came with it (up to 4 KB), within 30 s.
+async fn answer(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf))
+        .await
+        .expect("answered")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n]).into()
+}
+
+/// Kong's 413 (its error handler's wording), as JSON.
+fn is_kong_413(answer: &str) -> bool {
+    answer.starts_with("HTTP/1.1 413") && answer.ends_with("{\"message\":\"Payload too large\"}")
+}
+
 #[tokio::test]
 async fn an_oversized_body_is_refused_before_it_is_read() {
     let s = start_with(TestNode::new(), ServeLimits::default()).await;
-    let mut stream = connect(&s.admin_url("")).await;
-    let head = "POST /config HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
-                Content-Length: 1000000000\r\n\r\n";
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(b"{\"_format_version\"").await.unwrap();
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
-        .await
-        .expect("answered without the body")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&buf[..n]);
-    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
-    assert!(answer.contains("request body too large"), "{answer}");
+    // POST /config over 64 MiB; any other body (here a schema validation) over Kong's 10 MiB.
+    for (path, length) in [
+        ("/config", 1_000_000_000),
+        ("/schemas/services/validate", 11 << 20),
+    ] {
+        let mut stream = connect(&s.admin_url("")).await;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {length}\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(b"{\"_format_version\"").await.unwrap();
+        let answer = answer(&mut stream).await;
+        assert!(is_kong_413(&answer), "{path}: {answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_body_is_cut_off_where_it_crosses_the_limit() {
+    let s = start_with(TestNode::new(), ServeLimits::default()).await;
+    let (mut read, mut write) = connect(&s.admin_url("")).await.into_split();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counted = sent.clone();
+    // 200 MiB in chunks of 1 MiB, with no Content-Length to refuse it by.
+    let writer = tokio::spawn(async move {
+        let head = "POST /config HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                    Transfer-Encoding: chunked\r\n\r\n";
+        write.write_all(head.as_bytes()).await?;
+        let chunk = format!("100000\r\n{}\r\n", " ".repeat(1 << 20));
+        for _ in 0..200 {
+            write.write_all(chunk.as_bytes()).await?;
+            counted.fetch_add(1 << 20, Ordering::Relaxed);
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let answer = answer(&mut read).await;
+    assert!(is_kong_413(&answer), "{answer}");
+    // The server stopped reading at the limit: what the writer got out is the limit and what the
+    // sockets' buffers hold, never the whole body.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    writer.abort();
+    let sent = sent.load(Ordering::Relaxed);
+    assert!(
+        (63 << 20..128 << 20).contains(&sent),
+        "{} MiB sent",
+        sent >> 20
+    );
+}
+
+#[tokio::test]
+async fn deep_nesting_and_expanding_aliases_are_refused_with_a_clear_error() {
+    let s = start_with(TestNode::new(), ServeLimits::default()).await;
+    let deep_json = format!(
+        "{{\"_format_version\": \"3.0\", \"x\": {}{}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let deep_flow = format!("_format_version: \"3.0\"\nx: {}", "{a: ".repeat(100_000));
+    let deep_block: String = (0..200).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
+    let mut laughs = String::from(
+        "_format_version: \"3.0\"\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..10 {
+        let alias = format!("*l{}, ", i - 1).repeat(9);
+        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", alias.trim_end_matches(", ")));
+    }
+    for (body, reason) in [
+        (deep_json, "nested deeper than 100"),
+        (deep_flow, "nested deeper than 100"),
+        (deep_block, "nested deeper than 100"),
+        (laughs, "too much memory"),
+    ] {
+        let (status, answer) = common::send(
+            common::client()
+                .post(s.admin_url("/config"))
+                .header("content-type", "application/x-yaml")
+                .body(body),
+        )
+        .await;
+        assert_eq!(status, 400, "{answer}");
+        let error = answer["fields"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("failed parsing declarative configuration: ")
+                && error.contains(reason),
+            "{answer}"
+        );
+    }
 }
 
 #[tokio::test]

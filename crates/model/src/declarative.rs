@@ -11,9 +11,11 @@ use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
 use serde_json::Value;
 
+mod bounded;
 mod build;
 mod collect;
 mod export;
+mod json;
 pub mod kinds;
 mod legacy;
 mod one;
@@ -21,6 +23,7 @@ pub mod schemas;
 #[cfg(test)]
 mod tests;
 mod typed;
+mod yaml;
 mod yaml_bounds;
 
 pub use export::{export, export_yaml, for_each_entity};
@@ -30,19 +33,29 @@ pub use typed::{
 };
 
 /// Reads YAML or JSON text into a document. YAML is a superset of JSON, but JSON is parsed directly when it
-/// looks like JSON, for speed on large `POST /config` bodies.
+/// looks like JSON, for speed on large `POST /config` bodies. Either way the document may take only a
+/// small multiple of the text's size in memory and nest at most 100 deep (see `bounded`).
 pub fn to_document(text: &str) -> Result<Value, String> {
+    let failed =
+        |e: &dyn std::fmt::Display| format!("failed parsing declarative configuration: {e}");
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
-        // Kong reads a body as YAML too: JSON that is not strict JSON (a trailing comma) is YAML's.
-        if let Ok(doc) = serde_json::from_str(trimmed) {
-            return Ok(doc);
+        match json_document(trimmed) {
+            Ok(doc) => return Ok(doc),
+            // Too deep or too big: reading it as YAML would be no cheaper.
+            Err(e) if e.classify() == serde_json::error::Category::Data => return Err(failed(&e)),
+            // Kong reads a body as YAML too: JSON that is not strict JSON (a trailing comma) is YAML's.
+            Err(_) => {}
         }
     }
     yaml_bounds::check_flow_depth(text)?;
-    let doc: Value = serde_yaml::from_str(text)
-        .map_err(|e| format!("failed parsing declarative configuration: {e}"))?;
-    Ok(doc)
+    yaml::read(text, &bounded::Budget::of(text)).map_err(|e| failed(&e))
+}
+
+/// Strict JSON text → a document, under the memory budget and depth limit of [`to_document`]. For
+/// JSON request bodies (Admin API writes) as much as for declarative files.
+pub fn json_document(text: &str) -> Result<Value, serde_json::Error> {
+    json::read(text, &bounded::Budget::of(text))
 }
 
 /// Parses and validates a declarative config given as YAML or JSON text.

@@ -180,7 +180,64 @@ fn config_check_refuses_deep_yaml_nesting_at_once() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert!(
-        err.contains("line 2: flow collections nested deeper than 128"),
+        err.contains("line 2: flow collections nested deeper than 100"),
         "{err}"
     );
+}
+
+/// `config check` refuses what would take unbounded depth or memory, with the reason (issue 17 defect 7):
+/// deep JSON, deep block YAML, aliases that expand a small file into gigabytes, and a long run of tiny
+/// values.
+#[test]
+fn config_check_refuses_deep_and_expanding_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut laughs = String::from(
+        "_format_version: \"3.0\"\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..10 {
+        let aliases = format!("*l{}, ", i - 1).repeat(9);
+        laughs.push_str(&format!(
+            "l{i}: &l{i} [{}]\n",
+            aliases.trim_end_matches(", ")
+        ));
+    }
+    let cases = [
+        (
+            "deep.json",
+            format!(
+                "{{\"_format_version\": \"3.0\", \"x\": {}{}}}",
+                "[".repeat(100_000),
+                "]".repeat(100_000)
+            ),
+            "nested deeper than 100",
+        ),
+        (
+            "deep.yml",
+            (0..150).map(|i| format!("{}a:\n", " ".repeat(i))).collect(),
+            "nested deeper than 100",
+        ),
+        ("laughs.yml", laughs, "too much memory"),
+        (
+            "zeros.json",
+            format!(
+                "{{\"_format_version\": \"3.0\", \"x\": [{}0]}}",
+                "0,".repeat(2_000_000)
+            ),
+            "too much memory",
+        ),
+    ];
+    for (name, text, reason) in cases {
+        let file = write(&dir, name, &text);
+        let out = sluice()
+            .args(["config", "check"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(
+            stderr.contains("failed parsing declarative configuration") && stderr.contains(reason),
+            "{name}: {stderr}"
+        );
+    }
 }

@@ -22,8 +22,12 @@ use http::{request::Parts, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-/// Largest accepted request body: a config of 10,000 routes is about 5 MB.
-const MAX_BODY: usize = 64 << 20;
+/// Largest accepted `POST /config` body: a config of 10,000 routes is about 5 MB.
+const MAX_CONFIG_BODY: usize = 64 << 20;
+
+/// Largest accepted body of any other request (an entity write, a schema validation): Kong's
+/// `nginx_admin_client_max_body_size` default, 10m.
+const MAX_BODY: usize = 10 << 20;
 
 /// Admits one `POST /config` at a time per listener, from reading its body through parsing and loading:
 /// a body and its parsed document can take many times the body's size, so concurrent loads are refused
@@ -91,7 +95,9 @@ async fn handle(
         Endpoint::Endpoints => Ok(schemas::endpoints()),
         Endpoint::Schema(name) => schemas::entity(name),
         Endpoint::PluginSchema(name) => schemas::plugin(control, name),
-        Endpoint::Validate(name) => schemas::validate(control, name, &read_body(body).await?),
+        Endpoint::Validate(name) => {
+            schemas::validate(control, name, &read_body(body, MAX_BODY).await?)
+        }
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
         Endpoint::ProxyCache(plugin, key) => proxy_cache::serve(control, method, plugin, key),
@@ -105,7 +111,7 @@ async fn handle(
         )),
         Endpoint::Config => {
             let _admitted = gate.try_enter()?;
-            let body = read_body(body).await?;
+            let body = read_body(body, MAX_CONFIG_BODY).await?;
             config::post(control, q, content_type(parts), body).await
         }
         Endpoint::List(scope) if read => entities::list(&control.config(), &scope, base, q),
@@ -152,7 +158,7 @@ fn content_type(parts: &Parts) -> &str {
 async fn write_body(parts: &Parts, body: Incoming) -> Result<writes::Body<'_>, ApiError> {
     Ok(writes::Body {
         content_type: content_type(parts),
-        bytes: read_body(body).await?,
+        bytes: read_body(body, MAX_BODY).await?,
     })
 }
 
@@ -174,19 +180,18 @@ fn options(endpoint: &Endpoint<'_>, parts: &Parts) -> Reply {
     resp
 }
 
-/// The whole request body, up to [`MAX_BODY`]: a `Content-Length` over it is refused before a byte is
-/// read, and a chunked body is counted as it streams.
-async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+/// The whole request body, up to `limit` bytes: a `Content-Length` over it is refused before a byte is
+/// read, and a body without one (chunked, h2) is counted as it streams and cut off where it crosses it.
+/// Both get Kong's 413.
+async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
     let too_large = || {
-        ApiError::TooLarge(format!(
-            "request body too large (the limit is {} MB)",
-            MAX_BODY >> 20
-        ))
+        tracing::info!(limit, "admin request body over the limit refused");
+        ApiError::TooLarge("Payload too large".into())
     };
-    if http_body::Body::size_hint(&body).lower() > MAX_BODY as u64 {
+    if http_body::Body::size_hint(&body).lower() > limit as u64 {
         return Err(too_large());
     }
-    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+    match http_body_util::Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Err(e) => Err(ApiError::BadRequest(format!(

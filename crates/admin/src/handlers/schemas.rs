@@ -50,10 +50,7 @@ pub fn plugin(control: &dyn Control, name: &str) -> Result<Reply, ApiError> {
 pub fn validate(control: &dyn Control, name: &str, body: &[u8]) -> Result<Reply, ApiError> {
     let kind = Kind::from_key(name).ok_or_else(|| no_schema(name))?;
     let registry = control.registry().ok_or(ApiError::NotFound)?;
-    let body = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => m,
-        _ => return Err(ApiError::BadRequest("Cannot parse JSON body".into())),
-    };
+    let body = crate::body::json_object(body)?;
     let id = body
         .get("id")
         .and_then(Value::as_str)

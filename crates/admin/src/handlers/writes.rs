@@ -123,10 +123,7 @@ fn object(
     }
     let ct = body.content_type.to_ascii_lowercase();
     if !ct.starts_with("application/x-www-form-urlencoded") {
-        return match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Object(m)) => Ok(m),
-            _ => Err(ApiError::BadRequest("Cannot parse JSON body".into())),
-        };
+        return crate::body::json_object(bytes);
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| ApiError::BadRequest("the form body is not UTF-8".into()))?;

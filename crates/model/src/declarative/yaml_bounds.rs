@@ -2,15 +2,16 @@
 //! parser sees the text.
 //!
 //! libyaml (behind serde_yaml) handles deep flow nesting in quadratic time: 80 KB of `{a: ` took 6.6 s, and
-//! 400 KB never finished while the client that sent it was long gone. serde_yaml refuses anything deeper than
-//! its recursion limit (128) anyway, but only after that work; this scan refuses it first, in one pass.
+//! 400 KB never finished while the client that sent it was long gone. The document builder refuses
+//! anything deeper than its limit ([`MAX_FLOW_DEPTH`]) anyway, but only after that work; this scan
+//! refuses it first, in one pass.
 //!
 //! Only brackets where a flow collection can start are counted: after `:`, `-`, `?`, `,`, `[`, `{` or at the
 //! start of a line, and at the start of a token. So a bracket inside a plain scalar (`path: /a[b`) or a quoted
 //! one (`"x{y"`) is not, and comments are skipped.
 
-/// The deepest flow nesting accepted (serde_yaml's own recursion limit).
-pub const MAX_FLOW_DEPTH: usize = 128;
+/// The deepest flow nesting accepted: the document's own limit, so deeper text never reaches libyaml.
+pub const MAX_FLOW_DEPTH: usize = super::bounded::MAX_DEPTH;
 
 /// Refuses `text` when its flow collections nest deeper than [`MAX_FLOW_DEPTH`], naming the line.
 pub fn check_flow_depth(text: &str) -> Result<(), String> {
