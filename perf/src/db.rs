@@ -12,10 +12,10 @@
 //! The databases are created with `psql` under unique names and dropped at the end, on errors too, and
 //! on Ctrl-C (through [`crate::interrupt`]).
 
-mod http;
+pub(crate) mod http;
 mod measure;
 mod pg;
-mod report;
+pub(crate) mod report;
 
 use crate::cases::{Case, CaseKind};
 use crate::driver::{local::Local, Driver};
