@@ -1,5 +1,6 @@
 //! `sluice-perf cluster`: hybrid mode's delta figures (issue 19, point 4), each next to its goal. A control
-//! plane (DB-less) serves the 10,000-route config (`--case`, default `large`); a data plane connects to it
+//! plane (DB-less) serves the 10,000-route config (`--case`, default `no-plugins@10000`, as `sluice-perf db`
+//! uses); a data plane connects to it
 //! through a counting TCP relay, so the bytes are the wire's (TLS records, WebSocket frames, gzip):
 //! 1. full sync to a fresh DP: DP spawn → its `/status/ready` answers 200 (it serves the CP's config),
 //!    with the bytes that took, and the DP's own load time from its log (goal ≤ 1 s);
@@ -19,8 +20,8 @@ use crate::db::report::{percentile, spread_ms};
 use crate::driver::{local::Local, Driver};
 use crate::procfs;
 use crate::progress;
+use crate::target;
 use crate::target::process::{self, free_addr, Launch};
-use crate::target::{self, Target};
 use anyhow::{ensure, Context, Result};
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -36,8 +37,9 @@ pub struct ClusterArgs {
     /// The sluice to measure: `bin:PATH` or `git:REF`.
     #[arg(long, default_value = "bin:target/release/sluice")]
     pub target: String,
-    /// The config: a case name, `name@routes` (e.g. `no-plugins@10000`).
-    #[arg(long, default_value = "large")]
+    /// The config: a case name or `name@routes` (`large`: key-auth and request-termination on every
+    /// route and 10,000 consumers).
+    #[arg(long, default_value = "no-plugins@10000")]
     pub case: String,
     /// One-route changes timed.
     #[arg(long, default_value_t = 100)]
@@ -55,17 +57,7 @@ pub struct ClusterArgs {
 
 /// Runs the measurement and returns the Markdown report (also written to `out/cluster.md`).
 pub fn run(args: &ClusterArgs) -> Result<String> {
-    std::fs::create_dir_all(&args.out)?;
-    let out = args.out.canonicalize()?;
-    let resolved = target::resolve(
-        &Target::parse(&args.target)?,
-        Path::new("."),
-        &out.join("builds"),
-    )?;
-    let bin = resolved
-        .bin
-        .clone()
-        .context("cluster needs a sluice target")?;
+    let (out, bin) = target::sluice_in(&args.out, &args.target, "cluster")?;
     let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
     let upstream = driver.start_upstream(2)?;
     let case = Case::parse(&args.case)?;
@@ -113,7 +105,8 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let (cp_cpu, dp_cpu) = (cpu(cp.pid()), cpu(dp.pid()));
     for n in 0..args.changes {
         let i = (n * 7919) % routes;
-        let path = format!("/r{i}-change{n}");
+        // Not under `/r`: a route's path is a prefix, and `/r1` would route `/r1-anything` at once.
+        let path = format!("/changed/{n}/r{i}");
         doc["services"][0]["routes"][i]["paths"] = Value::from(vec![path.clone()]);
         let before = relay.to_dp.load(Ordering::Relaxed);
         let reply = http::request(admin, "POST", "/config", Some(&doc))?;
@@ -255,7 +248,8 @@ fn last_load_ms(log: &Path) -> Option<f64> {
         .lines()
         .rev()
         .find(|l| l.contains("configuration loaded"))?;
-    line.split("total_ms=")
+    crate::reload::strip_ansi(line)
+        .split("total_ms=")
         .nth(1)?
         .split_whitespace()
         .next()?

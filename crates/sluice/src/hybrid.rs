@@ -19,6 +19,8 @@ pub mod dp;
 mod dp_delta;
 pub mod mtls;
 mod push;
+#[cfg(test)]
+mod testing;
 
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;

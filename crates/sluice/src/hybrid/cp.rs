@@ -159,7 +159,7 @@ impl Link {
         self.record(&plane);
         tracing::info!(id = %plane.id, peer = %self.peer, version = %plane.version, "data plane connected");
         let dp_plugins = compat::plugin_map(&hello.plugins);
-        let mut sync = Sent {
+        let mut sent = Sent {
             deltas: hello.offers_deltas(),
             held: None,
         };
@@ -174,12 +174,12 @@ impl Link {
                 let dp = &dp_plugins;
                 match compat::check_configuration(&self.plugins, &current.configured, dp, None) {
                     Ok(()) => {
-                        let (pushes, mut sent) = (self.pushes.clone(), sync);
+                        let (pushes, mut state) = (self.pushes.clone(), sent);
                         let frames = tokio::task::spawn_blocking(move || {
-                            (sent.frames(&pushes, &current), sent)
+                            (state.frames(&pushes, &current), state)
                         });
                         let (frames, after) = frames.await?;
-                        sync = after;
+                        sent = after;
                         for frame in frames {
                             ws.send(Message::Binary(frame)).await?;
                         }
@@ -208,8 +208,8 @@ impl Link {
                         Some(Ok(Message::Close(_))) | None => return Ok(()),
                         Some(Ok(Message::Pong(_))) => plane.last_seen = now(),
                         // Only a DP that offered deltas may send more than pings (Kong's CP drops others).
-                        Some(Ok(Message::Binary(data))) if sync.deltas => {
-                            push = sync.read(&plane.id, &data)?;
+                        Some(Ok(Message::Binary(data))) if sent.deltas => {
+                            push = sent.read(&plane.id, &data)?;
                         }
                         Some(Ok(other)) => anyhow::bail!("unexpected frame from the data plane: {other:?}"),
                         Some(Err(e)) => return Err(e.into()),

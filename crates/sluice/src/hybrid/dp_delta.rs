@@ -5,9 +5,10 @@
 //! ([`Loader::apply`]). Never a full rebuild per change.
 //!
 //! Before it goes live the patched config's Kong hash must equal the one the CP sent: a config that differs
-//! from the CP's never serves. A delta that does not follow the version held (a gap), that cannot be read,
-//! or whose result hashes otherwise makes the DP ask for the whole config, once: the deltas that arrive
-//! until it comes are dropped.
+//! from the CP's never serves. A delta that does not follow the version held (a gap), whose entities cannot
+//! be read, or whose result does not have the CP's hash makes the DP ask for the whole config, once: the
+//! deltas that arrive until it comes are dropped. (A frame that is not even JSON ends the link, as any bad
+//! frame does; the reconnect brings the whole config.)
 
 use crate::dbnode::spare::{self, Spare};
 use crate::loader::{EntityChange, Loader};

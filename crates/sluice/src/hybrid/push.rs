@@ -164,3 +164,6 @@ fn unix_seconds() -> f64 {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| (d.as_millis() as f64) / 1000.0)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,18 +1,6 @@
 use super::*;
+use crate::hybrid::testing::parsed as config;
 use sluice_model::declarative;
-
-/// A service with these routes (fixed timestamps: a parse stamps entities without them with its time).
-fn config(routes: &[(&str, &str)]) -> Config {
-    let mut yaml = String::from(
-        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://127.0.0.1:9\n  created_at: 1\n  updated_at: 1\n  routes:\n",
-    );
-    for (name, path) in routes {
-        yaml.push_str(&format!(
-            "  - {{name: {name}, paths: [{path}], created_at: 1, updated_at: 1}}\n"
-        ));
-    }
-    declarative::parse(&yaml, &sluice_plugins::Registry::builtin()).unwrap()
-}
 
 /// `(kind, op)` of each change, with the route's name for upserts.
 fn summary(changes: &[Change]) -> Vec<String> {
@@ -49,20 +37,21 @@ fn patched(old: &Config, changes: &[Change]) -> Config {
 
 #[test]
 fn an_unchanged_config_has_no_changes() {
-    let a = config(&[("a", "/a"), ("b", "/b")]);
+    let a = config(&["/a", "/b"]);
     assert_eq!(diff(&a, &a.clone()), Some(Vec::new()));
 }
 
 #[test]
 fn a_changed_an_added_and_a_deleted_route_patch_into_the_new_config() {
-    let old = config(&[("a", "/a"), ("b", "/b"), ("c", "/c")]);
-    let new = config(&[("a", "/a"), ("c", "/c2"), ("d", "/d")]);
+    let old = config(&["/a", "/b", "/c"]);
+    let mut new = config(&["/a", "/c", "/d"]);
+    new.routes[1].paths = Some(vec!["/c2".into()]);
     let changes = diff(&old, &new).unwrap();
     assert_eq!(
         summary(&changes),
         [
-            "routes upsert \"c\"",
-            "routes upsert \"d\"",
+            "routes upsert \"rc\"",
+            "routes upsert \"rd\"",
             "routes delete"
         ]
     );
@@ -73,10 +62,7 @@ fn a_changed_an_added_and_a_deleted_route_patch_into_the_new_config() {
 
 #[test]
 fn a_reordered_or_inserted_route_needs_the_whole_config() {
-    let old = config(&[("a", "/a"), ("b", "/b")]);
-    assert_eq!(diff(&old, &config(&[("b", "/b"), ("a", "/a")])), None);
-    assert_eq!(
-        diff(&old, &config(&[("a", "/a"), ("x", "/x"), ("b", "/b")])),
-        None
-    );
+    let old = config(&["/a", "/b"]);
+    assert_eq!(diff(&old, &config(&["/b", "/a"])), None);
+    assert_eq!(diff(&old, &config(&["/a", "/x", "/b"])), None);
 }

@@ -1,24 +1,6 @@
 use super::*;
+use crate::hybrid::testing::{live_paths, loader, parsed};
 use sluice_cluster::hash::config_hashes;
-use sluice_model::Config;
-
-/// A config of routes under one service, with fixed timestamps (a parse would stamp the load time).
-fn doc(paths: &[&str]) -> serde_json::Value {
-    let mut yaml = String::from(
-        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://127.0.0.1:9\n  created_at: 1\n  updated_at: 1\n  routes:\n",
-    );
-    for p in paths {
-        yaml.push_str(&format!(
-            "  - {{name: r{}, paths: [{p}], created_at: 1, updated_at: 1}}\n",
-            &p[1..]
-        ));
-    }
-    declarative::to_document(&yaml).unwrap()
-}
-
-fn parsed(paths: &[&str]) -> Config {
-    declarative::parse_value(doc(paths), &sluice_plugins::Registry::builtin()).unwrap()
-}
 
 /// The delta a CP sends from `old` (version `base`) to `new` (`version`).
 fn delta(base: u64, version: u64, old: &[&str], new: &[&str]) -> Delta {
@@ -31,26 +13,6 @@ fn delta(base: u64, version: u64, old: &[&str], new: &[&str]) -> Delta {
         hashes,
         changes: crate::hybrid::diff::diff(&parsed(old), &new).unwrap(),
     }
-}
-
-/// A loader over a store in `dir`, serving `paths`.
-fn loader(dir: &std::path::Path, paths: &[&str]) -> Arc<Loader> {
-    let store = sluice_store::Store::open(dir, 64 << 20).unwrap();
-    let loader = Arc::new(Loader::new(
-        Arc::new(sluice_plugins::Registry::builtin()),
-        store,
-    ));
-    assert!(loader.load_doc(doc(paths), false, true).is_ok());
-    loader
-}
-
-fn live_paths(loader: &Loader) -> Vec<String> {
-    let snapshot = loader.snapshot().load_full();
-    let routes = &snapshot.config().routes;
-    routes
-        .iter()
-        .flat_map(|r| r.paths.clone().unwrap_or_default())
-        .collect()
 }
 
 #[tokio::test]
