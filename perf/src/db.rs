@@ -12,16 +12,16 @@
 //! The databases are created with `psql` under unique names and dropped at the end, on errors too, and
 //! on Ctrl-C (through [`crate::interrupt`]).
 
-mod http;
+pub(crate) mod http;
 mod measure;
 mod pg;
-mod report;
+pub(crate) mod report;
 
 use crate::cases::{Case, CaseKind};
 use crate::driver::{local::Local, Driver};
 use crate::procfs;
+use crate::target;
 use crate::target::process::{self, free_addr, Launch, Running};
-use crate::target::{self, Target};
 use crate::{progress, runner};
 use anyhow::{ensure, Context, Result};
 use measure::{cpu_per_change, load_with_writes, propagation};
@@ -98,14 +98,7 @@ pub fn run(args: &DbArgs) -> Result<String> {
     procfs::parse_cpu_list(&writer_cpus)
         .with_context(|| format!("bad CPU list `{writer_cpus}`"))?;
     let args = &args;
-    std::fs::create_dir_all(&args.out)?;
-    let out = args.out.canonicalize()?;
-    let resolved = target::resolve(
-        &Target::parse(&args.target)?,
-        Path::new("."),
-        &out.join("builds"),
-    )?;
-    let bin = resolved.bin.context("db needs a sluice target")?;
+    let (out, bin) = target::sluice_in(&args.out, &args.target, "db")?;
     let server = pg::Server {
         host: args.pg_host.clone(),
         port: args.pg_port,

@@ -6,9 +6,10 @@
 //! pins them to CPUs, loads them with `wrk` or `oha` ([`loadgen`]), repeats runs interleaved
 //! ([`runner`]), applies Kong's release gates ([`stats::gates`], [`compare`]) and renders
 //! Markdown/SVG reports ([`report`]). [`reload`] and [`db`] measure the config store and DB mode
-//! against their goals; [`conns`] measures the memory an idle connection costs. `docs/perf.md` explains the method.
+//! against their goals; [`conns`] measures the memory an idle connection costs; [`cluster`] measures hybrid mode's deltas. `docs/perf.md` explains the method.
 
 pub mod cases;
+pub mod cluster;
 pub mod compare;
 pub mod conns;
 pub mod db;

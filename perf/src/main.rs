@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 use sluice_perf::cases::{config, Case, CaseKind};
 use sluice_perf::target::Target;
-use sluice_perf::{compare, conns, db, flamegraph, reload, report, runner, upstream};
+use sluice_perf::{cluster, compare, conns, db, flamegraph, reload, report, runner, upstream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -80,6 +80,10 @@ enum Cmd {
     /// routes, RPS and failed requests while another node writes, write latency under load — each
     /// next to its goal, on a database of its own that is dropped at the end.
     Db(db::DbArgs),
+    /// Hybrid mode: a full sync of the 10,000-route config to a fresh data plane, and per one-route
+    /// change the bytes on the wire to the data plane and the time until it routes the change — each
+    /// next to its goal.
+    Cluster(cluster::ClusterArgs),
     /// Memory per idle connection (plain, TLS, h2) for each target, and the loaded p99 with and
     /// without the idle connections held.
     Conns(conns::ConnsArgs),
@@ -156,6 +160,7 @@ fn real_main() -> Result<ExitCode> {
         Cmd::Flamegraph(args) => flamegraph::run(&args)?,
         Cmd::Reload(args) => println!("{}", reload::run(&args)?),
         Cmd::Db(args) => println!("{}", db::run(&args)?),
+        Cmd::Cluster(args) => println!("{}", cluster::run(&args)?),
         Cmd::Conns(args) => println!("{}", conns::run(&args)?),
         Cmd::Report { dir } => {
             let results = report::rerender(&dir)?;

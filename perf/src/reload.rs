@@ -13,8 +13,8 @@ use crate::driver::{local::Local, Driver};
 use crate::loadgen::LoadSpec;
 use crate::procfs;
 use crate::results::LoadResult;
+use crate::target;
 use crate::target::process::{self, free_addr, Launch, Running};
-use crate::target::{self, Target};
 use crate::{progress, runner};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -71,17 +71,7 @@ struct Posted {
 
 /// Runs the benchmark and returns the Markdown report (also written to `out/reload.md`).
 pub fn run(args: &ReloadArgs) -> Result<String> {
-    std::fs::create_dir_all(&args.out)?;
-    let out = args.out.canonicalize()?;
-    let resolved = target::resolve(
-        &Target::parse(&args.target)?,
-        Path::new("."),
-        &out.join("builds"),
-    )?;
-    let bin = resolved
-        .bin
-        .clone()
-        .context("reload needs a sluice target")?;
+    let (out, bin) = target::sluice_in(&args.out, &args.target, "reload")?;
     let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
     let upstream = driver.start_upstream(2)?;
     let case = Case::new(CaseKind::Large, Some(args.routes), None);
@@ -311,7 +301,7 @@ pub(crate) fn load_split(log: &Path) -> String {
         .join(", ")
 }
 
-fn strip_ansi(s: &str) -> String {
+pub(crate) fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {

@@ -62,6 +62,19 @@ pub struct Resolved {
     pub bin: Option<PathBuf>,
 }
 
+/// What a command that measures one sluice does first: makes its output directory `out` and resolves
+/// `target` (a `git:` ref is built under `out/builds`). The directory, canonical, and the binary; `what`
+/// names the command when the target is not a sluice.
+pub fn sluice_in(out: &Path, target: &str, what: &str) -> Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(out)?;
+    let out = out.canonicalize()?;
+    let resolved = resolve(&Target::parse(target)?, Path::new("."), &out.join("builds"))?;
+    let bin = resolved
+        .bin
+        .with_context(|| format!("{what} needs a sluice target"))?;
+    Ok((out, bin))
+}
+
 /// Resolves a target: checks a `bin:` path, builds a `git:` ref (cached by commit under `cache`),
 /// checks that nginx (and its Lua module) is installed for peers.
 pub fn resolve(target: &Target, repo: &Path, cache: &Path) -> Result<Resolved> {

@@ -1,6 +1,7 @@
 //! Sluice's delta extension to the v1 protocol (Kong has no such thing): between Sluice nodes, a change
 //! ships only the changed entities instead of the whole config (Kong #11651). Types, codec and the DP's
-//! ordering rule; the runtime that produces and applies deltas is not built yet.
+//! ordering rule; the binary's `hybrid::{push, diff}` produce deltas on the CP and `hybrid::dp_delta`
+//! applies them on the DP.
 //!
 //! Negotiation, invisible to Kong nodes (each field is one Kong ignores):
 //! 1. a Sluice DP adds `"sluice": {"capabilities": ["delta.v1"]}` to `basic_info` ([`SluiceHello`]);

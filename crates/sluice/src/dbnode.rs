@@ -17,7 +17,7 @@
 //! - **Writes** ([`DbNode::write`]): one transaction each (`sluice_db::write`); the reply waits until this
 //!   node serves the committed version, so a read right after a write sees it.
 
-mod spare;
+pub(crate) mod spare;
 
 use crate::loader::{EntityChange, Loader};
 use deadpool_postgres::Pool;

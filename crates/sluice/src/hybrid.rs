@@ -7,13 +7,20 @@
 //! - [`dp`]: connects to `cluster_control_plane`, says hello (`basic_info`), applies each config it gets
 //!   through the loader (so it is validated like any other and stored in LMDB: a DP restarted without its CP
 //!   serves its last config), pings every 30 s with its config hash, and reconnects with jittered backoff.
+//! - Between Sluice nodes, after the first full config, each change ships as a delta of the changed
+//!   entities ([`push`] and [`diff`] on the CP, [`dp_delta`] on the DP, which applies it the way DB mode
+//!   applies a change: patch, incremental compile, only those entities written to the store).
 //!
-//! Not built yet: deltas between Sluice nodes, `/clustering/*` on the Admin API, Kong's per-version payload
-//! rewrites (docs/hybrid.md).
+//! Not built yet: Kong's per-version payload rewrites (docs/hybrid.md).
 
 pub mod cp;
+mod diff;
 pub mod dp;
+mod dp_delta;
 pub mod mtls;
+mod push;
+#[cfg(test)]
+mod testing;
 
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;

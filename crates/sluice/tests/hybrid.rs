@@ -3,113 +3,12 @@
 //! serving when the CP is gone, and serves it again after a restart without the CP; a DP with another
 //! certificate is refused.
 
-use sluice_testkit::{client, EchoUpstream, Gateway};
-use sluice_testkit::{self_signed, TestCa, TestCert};
-use std::time::{Duration, Instant};
+#[path = "hybrid_support/cluster.rs"]
+mod cluster;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sluice");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Writes a cluster certificate and key into `dir`; their paths.
-fn cert_files(dir: &std::path::Path, cert: &TestCert) -> (String, String) {
-    let n = std::fs::read_dir(dir).map_or(0, |d| d.count());
-    let (c, k) = (
-        dir.join(format!("cluster{n}.crt")),
-        dir.join(format!("cluster{n}.key")),
-    );
-    std::fs::write(&c, &cert.cert_pem).unwrap();
-    std::fs::write(&k, &cert.key_pem).unwrap();
-    (c.display().to_string(), k.display().to_string())
-}
-
-fn config(upstream: u16, paths: &[&str]) -> String {
-    let mut yaml = format!(
-        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://127.0.0.1:{upstream}\n  routes:\n"
-    );
-    for p in paths {
-        yaml.push_str(&format!("  - {{name: r{}, paths: [{p}]}}\n", &p[1..]));
-    }
-    yaml
-}
-
-fn control_plane(cluster_port: u16, cert: &(String, String), yaml: &str) -> Gateway {
-    control_plane_with(cluster_port, cert, yaml, &[])
-}
-
-fn control_plane_with(
-    cluster_port: u16,
-    cert: &(String, String),
-    yaml: &str,
-    env: &[(&str, &str)],
-) -> Gateway {
-    let listen = format!("127.0.0.1:{cluster_port}");
-    let role = [
-        ("SLUICE_ROLE", "control_plane"),
-        ("SLUICE_CLUSTER_LISTEN", &listen),
-    ];
-    node(Gateway::builder(BIN).config_yaml(yaml), cert, &role, env)
-}
-
-fn data_plane(cluster_port: u16, cert: &(String, String)) -> Gateway {
-    data_plane_with(cluster_port, cert, &[])
-}
-
-fn data_plane_with(cluster_port: u16, cert: &(String, String), env: &[(&str, &str)]) -> Gateway {
-    let cp = format!("127.0.0.1:{cluster_port}");
-    let role = [
-        ("SLUICE_ROLE", "data_plane"),
-        ("SLUICE_CLUSTER_CONTROL_PLANE", &cp),
-    ];
-    let builder = Gateway::builder(BIN).no_config().expect_not_ready();
-    node(builder, cert, &role, env)
-}
-
-/// Starts a node of a `role` with the cluster certificate and further settings.
-fn node(
-    mut builder: sluice_testkit::GatewayBuilder,
-    cert: &(String, String),
-    role: &[(&str, &str)],
-    env: &[(&str, &str)],
-) -> Gateway {
-    builder = builder
-        .env("SLUICE_CLUSTER_CERT", &cert.0)
-        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1);
-    for (k, v) in role.iter().chain(env) {
-        builder = builder.env(k, v);
-    }
-    builder.start()
-}
-
-async fn status(gw: &Gateway, path: &str) -> u16 {
-    match client().get(gw.proxy_url(path)).send().await {
-        Ok(r) => r.status().as_u16(),
-        Err(_) => 0,
-    }
-}
-
-/// Waits until `path` answers `want` on `gw`; the time it took.
-async fn until(gw: &Gateway, path: &str, want: u16, within: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        let got = status(gw, path).await;
-        if got == want {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < within,
-            "{path} answered {got}, not {want}, for {within:?}:\n{}",
-            gw.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use cluster::*;
+use sluice_testkit::{client, self_signed, EchoUpstream, TestCa};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
@@ -125,14 +24,7 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
     assert_eq!(status(&dp, "/second").await, 404);
 
     // A change on the CP reaches the DP.
-    let resp = client()
-        .post(cp.admin_url("/config"))
-        .header("content-type", "application/yaml")
-        .body(config(up.port(), &["/first", "/second"]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
+    post_config(&cp, config(up.port(), &["/first", "/second"])).await;
     let took = until(&dp, "/second", 200, Duration::from_secs(5)).await;
     assert!(took < Duration::from_secs(2), "propagation took {took:?}");
 

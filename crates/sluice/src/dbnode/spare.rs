@@ -11,7 +11,7 @@ use sluice_model::{declarative, Config};
 use std::sync::Arc;
 
 /// The config that was live before the live one, and what made the live one from it.
-pub(super) struct Spare {
+pub(crate) struct Spare {
     config: Arc<Config>,
     /// The changes from `config` to the live config.
     changes: Vec<EntityChange>,
@@ -32,7 +32,7 @@ impl Spare {
 
 /// The config at the next version: the live one (`live`, at version `applied`) with `changes`, built
 /// from `spare` when it leads to `applied` and nothing else holds it, else from a copy of `live`.
-pub(super) fn next(
+pub(crate) fn next(
     spare: Option<Spare>,
     live: &Arc<Config>,
     applied: u64,

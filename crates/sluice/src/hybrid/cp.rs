@@ -4,16 +4,18 @@
 //! 2. its first frame is `basic_info` (its plugins); a DP of another major version, or a newer minor, is
 //!    refused (`kong_version_incompatible`);
 //! 3. the CP sends the whole config (`reconfigure`, gzipped) at once and after every change, unless the
-//!    config uses a plugin the DP lacks (`plugin_set_incompatible`: the DP keeps its last config);
+//!    config uses a plugin the DP lacks (`plugin_set_incompatible`: the DP keeps its last config). A Sluice
+//!    DP that offered deltas in `basic_info` gets the whole config once (with its delta version), then
+//!    only the changes ([`super::push`]), and the whole config again when it asks (`sluice_resync`);
 //! 4. the DP pings with its config hash; 45 s without a frame from it ends the link.
 
+use super::push::{Push, Pushes};
 use super::ClusterSettings;
 use crate::loader::Loader;
 use anyhow::{Context, Result};
 use futures_util::{SinkExt, StreamExt};
 use sluice_cluster::compat::{self, SyncStatus};
-use sluice_cluster::frames::cp::Reconfigure;
-use sluice_cluster::frames::dp::{parse_ping, BasicInfo, Outlet, PluginInfo};
+use sluice_cluster::frames::dp::{parse_ping, BasicInfo, DpMessage, Outlet, PluginInfo};
 use sluice_cluster::frames::{PING_WAIT_SECS, TIMEOUT_SECS};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -40,39 +42,6 @@ pub struct DataPlane {
 
 /// The data planes by id.
 pub type DataPlanes = Arc<Mutex<HashMap<String, DataPlane>>>;
-
-/// A published config as every data plane gets it: exported, hashed and gzipped once per config, not once
-/// per data plane.
-struct Push {
-    /// The loader's publish count it was made from.
-    version: u64,
-    frame: tokio_tungstenite::tungstenite::Bytes,
-    /// The plugins the config uses (each DP must have them).
-    configured: std::collections::BTreeSet<String>,
-}
-
-/// The last [`Push`], shared by every link.
-#[derive(Default)]
-struct Pushes(Mutex<Option<Arc<Push>>>);
-
-impl Pushes {
-    /// The push of the live config (`version`: its publish count), made by the first link that asks.
-    fn current(&self, loader: &Loader, version: u64) -> Arc<Push> {
-        let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(push) = last.as_ref().filter(|p| p.version == version) {
-            return push.clone();
-        }
-        let table = sluice_model::declarative::export(loader.snapshot().load().config());
-        let reconfigure = Reconfigure::new(table, unix_seconds());
-        let push = Arc::new(Push {
-            version,
-            configured: reconfigure.configured_plugins(),
-            frame: reconfigure.encode().into(),
-        });
-        *last = Some(push.clone());
-        push
-    }
-}
 
 /// Serves `cluster_listen` until the process ends.
 pub async fn serve(
@@ -190,16 +159,30 @@ impl Link {
         self.record(&plane);
         tracing::info!(id = %plane.id, peer = %self.peer, version = %plane.version, "data plane connected");
         let dp_plugins = compat::plugin_map(&hello.plugins);
+        let mut sent = Sent {
+            deltas: hello.offers_deltas(),
+            held: None,
+        };
         let mut changes = self.loader.subscribe();
         let mut push = true;
         loop {
-            let version = *changes.borrow_and_update();
+            changes.mark_unchanged();
             if push && self.loader.is_ready() {
-                let current = self.pushes.current(&self.loader, version);
+                // Exporting, hashing, diffing and gzipping a large config is CPU work: off the runtime.
+                let (pushes, loader) = (self.pushes.clone(), self.loader.clone());
+                let current = tokio::task::spawn_blocking(move || pushes.current(&loader)).await?;
                 let dp = &dp_plugins;
                 match compat::check_configuration(&self.plugins, &current.configured, dp, None) {
                     Ok(()) => {
-                        ws.send(Message::Binary(current.frame.clone())).await?;
+                        let (pushes, mut state) = (self.pushes.clone(), sent);
+                        let frames = tokio::task::spawn_blocking(move || {
+                            (state.frames(&pushes, &current), state)
+                        });
+                        let (frames, after) = frames.await?;
+                        sent = after;
+                        for frame in frames {
+                            ws.send(Message::Binary(frame)).await?;
+                        }
                         plane.sync_status = SyncStatus::Normal.as_str();
                     }
                     Err(incompatible) => {
@@ -224,6 +207,10 @@ impl Link {
                         }
                         Some(Ok(Message::Close(_))) | None => return Ok(()),
                         Some(Ok(Message::Pong(_))) => plane.last_seen = now(),
+                        // Only a DP that offered deltas may send more than pings (Kong's CP drops others).
+                        Some(Ok(Message::Binary(data))) if sent.deltas => {
+                            push = sent.read(&plane.id, &data)?;
+                        }
                         Some(Ok(other)) => anyhow::bail!("unexpected frame from the data plane: {other:?}"),
                         Some(Err(e)) => return Err(e.into()),
                     }
@@ -248,8 +235,69 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn unix_seconds() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| (d.as_millis() as f64) / 1000.0)
+/// What one link has sent its DP.
+#[derive(Clone, Copy)]
+struct Sent {
+    /// The DP offered Sluice's deltas (`basic_info.sluice`).
+    deltas: bool,
+    /// The delta version of the config it was last sent (None: nothing yet, or it asked for a full sync).
+    held: Option<u64>,
+}
+
+impl Sent {
+    /// The frames that bring the DP to `push`: nothing when it has it; deltas when it offered them and
+    /// they lead from what it holds; else the whole config (Kong's push to a Kong DP, unchanged).
+    fn frames(
+        &mut self,
+        pushes: &Pushes,
+        push: &Push,
+    ) -> Vec<tokio_tungstenite::tungstenite::Bytes> {
+        let held = self.held.replace(push.version);
+        if held == Some(push.version) {
+            return Vec::new();
+        }
+        if !self.deltas {
+            return vec![push.kong_frame()];
+        }
+        match held.and_then(|h| pushes.deltas_from(h, push)) {
+            Some(deltas) => {
+                let bytes: usize = deltas.iter().map(|d| d.len()).sum();
+                tracing::debug!(
+                    version = push.version,
+                    deltas = deltas.len(),
+                    bytes,
+                    "deltas sent"
+                );
+                deltas
+            }
+            None => {
+                let frame = push.sluice_frame();
+                tracing::debug!(
+                    version = push.version,
+                    bytes = frame.len(),
+                    "full configuration sent"
+                );
+                vec![frame]
+            }
+        }
+    }
+
+    /// Reads a Sluice DP's frame; true when it asks for the whole config.
+    fn read(&mut self, id: &str, data: &[u8]) -> Result<bool> {
+        match DpMessage::decode(data)? {
+            DpMessage::Resync(resync) => {
+                tracing::info!(id, reason = %resync.reason, "data plane asked for a full sync");
+                self.held = None;
+                Ok(true)
+            }
+            DpMessage::Error(report) => {
+                tracing::warn!(id, name = %report.name, message = %report.message, "data plane reported an error");
+                Ok(false)
+            }
+            DpMessage::Other(kind) => {
+                tracing::debug!(id, kind, "frame type skipped");
+                Ok(false)
+            }
+        }
+    }
 }

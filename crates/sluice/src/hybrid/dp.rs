@@ -1,12 +1,15 @@
 //! The data plane's side of the cluster link: connect to `cluster_control_plane` (mutual TLS, WebSocket at
-//! `/v1/outlet`), send `basic_info`, apply every config the CP pushes, ping every 30 s with the running
-//! config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
+//! `/v1/outlet`), send `basic_info` (offering Sluice's deltas: a Kong CP ignores the offer), apply every
+//! config the CP pushes and every delta a Sluice CP sends ([`super::dp_delta`]), ping every 30 s with the
+//! running config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
 //! its last config; a restarted DP serves the one in its store.
 
+use super::dp_delta::{DeltaSync, Outcome};
 use super::ClusterSettings;
 use crate::loader::{Loaded, Loader};
 use anyhow::{Context, Result};
 use futures_util::{SinkExt, StreamExt};
+use sluice_cluster::delta::SluiceHello;
 use sluice_cluster::frames::cp::CpMessage;
 use sluice_cluster::frames::dp::{ping_payload, BasicInfo, Outlet};
 use sluice_cluster::frames::{PING_INTERVAL_SECS, PING_WAIT_SECS, SHARED_MTLS_SNI, TIMEOUT_SECS};
@@ -82,11 +85,13 @@ async fn link(
     .context("WebSocket handshake timed out")??;
     let hello = BasicInfo {
         plugins: super::plugin_infos(loader.registry()),
+        sluice: Some(SluiceHello::current()),
         ..BasicInfo::default()
     };
     ws.send(Message::Binary(hello.encode().into())).await?;
     tracing::info!(control_plane = %address, "connected to the control plane");
     let mut current = current_hash(loader);
+    let mut deltas = DeltaSync::default();
     let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
     loop {
         tokio::select! {
@@ -103,27 +108,52 @@ async fn link(
                 };
                 match CpMessage::decode(&data, settings.max_payload)? {
                     CpMessage::Reconfigure(frame) => {
-                        if current.as_deref() == Some(frame.config_hash.as_str()) {
-                            continue;
+                        let version = frame.sluice.map(|s| s.version);
+                        if current.as_deref() != Some(frame.config_hash.as_str()) {
+                            if !apply_full(loader, frame.config_table, &frame.config_hash).await? {
+                                continue;
+                            }
+                            current = Some(frame.config_hash);
                         }
-                        let loader = loader.clone();
-                        let table = frame.config_table;
-                        let loaded = tokio::task::spawn_blocking(move || loader.load_doc(table, false, true)).await?;
-                        match loaded {
-                            Ok(Loaded::Applied(..)) | Ok(Loaded::Unchanged) => {
-                                tracing::info!(hash = %frame.config_hash, "configuration from the control plane applied");
-                                current = Some(frame.config_hash);
-                                // Kong's DP pings right after applying, so the CP sees the new hash.
+                        deltas.full(version);
+                        // Kong's DP pings right after applying, so the CP sees the new hash.
+                        let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
+                        ws.send(Message::Ping(payload.into())).await?;
+                    }
+                    CpMessage::Delta(delta) => {
+                        if deltas.version.is_none() {
+                            anyhow::bail!("a delta frame from a control plane that did not announce deltas");
+                        }
+                        match deltas.apply(loader, delta).await {
+                            Outcome::Applied(hash) => {
+                                current = Some(hash);
                                 let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
                                 ws.send(Message::Ping(payload.into())).await?;
                             }
-                            Err(e) => tracing::error!(error = %e, "configuration from the control plane refused; keeping the last one"),
+                            Outcome::Skipped => {}
+                            Outcome::AskFull(resync) => ws.send(Message::Binary(resync.encode().into())).await?,
                         }
                     }
-                    CpMessage::Delta(_) => anyhow::bail!("a delta frame, which this data plane did not offer to take"),
                     CpMessage::Other(kind) => tracing::debug!(kind, "frame type skipped"),
                 }
             }
+        }
+    }
+}
+
+/// Loads a whole config from the CP through the loader (validated, stored, published); false when it was
+/// refused (the last one keeps serving).
+async fn apply_full(loader: &Arc<Loader>, table: serde_json::Value, hash: &str) -> Result<bool> {
+    let loader = loader.clone();
+    let loaded = tokio::task::spawn_blocking(move || loader.load_doc(table, false, true)).await?;
+    match loaded {
+        Ok(Loaded::Applied(..)) | Ok(Loaded::Unchanged) => {
+            tracing::info!(hash, "configuration from the control plane applied");
+            Ok(true)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "configuration from the control plane refused; keeping the last one");
+            Ok(false)
         }
     }
 }

@@ -1,0 +1,301 @@
+//! `sluice-perf cluster`: hybrid mode's delta figures (issue 19, point 4), each next to its goal. A control
+//! plane (DB-less) serves the 10,000-route config (`--case`, default `no-plugins@10000`, as `sluice-perf db`
+//! uses); a data plane connects to it
+//! through a counting TCP relay, so the bytes are the wire's (TLS records, WebSocket frames, gzip):
+//! 1. full sync to a fresh DP: DP spawn → its `/status/ready` answers 200 (it serves the CP's config),
+//!    with the bytes that took, and the DP's own load time from its log (goal ≤ 1 s);
+//! 2. `--changes` one-route changes: in the document, route i's path gets a new suffix, and the document
+//!    is posted to the CP; from the reply (the CP has committed it) until the DP routes the new path:
+//!    p50 / p99 (goal p99 ≤ 1 s); bytes CP → DP per change (goal ≤ 10 KB); CPU per change of the DP and
+//!    of the CP (the CP's includes validating the posted 10,000-route document, which a DB-mode CP
+//!    does not do).
+//!
+//! Every entity of the generated document is stamped with fixed `created_at`/`updated_at`: a DB-less load
+//! stamps entities without them with the load time, so each re-post would change every entity (and the
+//! CP would send the whole config, which a delta cannot be smaller than).
+
+use crate::cases::{config, Case};
+use crate::db::http;
+use crate::db::report::{percentile, spread_ms};
+use crate::driver::{local::Local, Driver};
+use crate::procfs;
+use crate::progress;
+use crate::target;
+use crate::target::process::{self, free_addr, Launch};
+use anyhow::{ensure, Context, Result};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Options of `sluice-perf cluster`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// The sluice to measure: `bin:PATH` or `git:REF`.
+    #[arg(long, default_value = "bin:target/release/sluice")]
+    pub target: String,
+    /// The config: a case name or `name@routes` (`large`: key-auth and request-termination on every
+    /// route and 10,000 consumers).
+    #[arg(long, default_value = "no-plugins@10000")]
+    pub case: String,
+    /// One-route changes timed.
+    #[arg(long, default_value_t = 100)]
+    pub changes: usize,
+    /// CPUs for the control plane and the data plane (`taskset -c` list).
+    #[arg(long, default_value = "0")]
+    pub gateway_cpus: String,
+    /// CPUs for the upstream.
+    #[arg(long, default_value = "1")]
+    pub load_cpus: String,
+    /// Where configs, node logs and the report (`cluster.md`) go.
+    #[arg(long, default_value = "target/sluice-perf/cluster")]
+    pub out: PathBuf,
+}
+
+/// Runs the measurement and returns the Markdown report (also written to `out/cluster.md`).
+pub fn run(args: &ClusterArgs) -> Result<String> {
+    let (out, bin) = target::sluice_in(&args.out, &args.target, "cluster")?;
+    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let upstream = driver.start_upstream(2)?;
+    let case = Case::parse(&args.case)?;
+    let mut doc = config::build(&case, &upstream);
+    stamp(&mut doc);
+    let config_path = out.join("cluster-config.json");
+    std::fs::write(&config_path, doc.to_string())?;
+    let (cert, key) = cluster_cert(&out)?;
+    let cluster = free_addr("127.0.0.1")?;
+    let common = |role: &str| {
+        vec![
+            ("SLUICE_ROLE".to_string(), role.to_string()),
+            ("SLUICE_CLUSTER_CERT".into(), cert.clone()),
+            ("SLUICE_CLUSTER_CERT_KEY".into(), key.clone()),
+        ]
+    };
+    let prefix = driver.gateway_prefix();
+    let (cp_dir, dp_dir) = (out.join("cp"), out.join("dp"));
+
+    progress(format!("starting the control plane with {case}"));
+    let mut cp_env = common("control_plane");
+    cp_env.push(("SLUICE_CLUSTER_LISTEN".into(), cluster.to_string()));
+    let cp_launch = launch(&prefix, &upstream, &cp_dir)?;
+    let cp = process::start_sluice_with_env(&bin, Some(&config_path), &cp_launch, "info", &cp_env)?;
+    let admin = cp.admin.context("the control plane has an admin address")?;
+
+    let relay = Relay::start(cluster)?;
+    progress("starting a fresh data plane");
+    let mut dp_env = common("data_plane");
+    dp_env.push((
+        "SLUICE_CLUSTER_CONTROL_PLANE".into(),
+        relay.addr.to_string(),
+    ));
+    let dp_launch = launch(&prefix, &upstream, &dp_dir)?;
+    let spawned = Instant::now();
+    let dp = process::start_sluice_with_env(&bin, None, &dp_launch, "info", &dp_env)?;
+    let full_sync = spawned.elapsed();
+    let full_bytes = relay.to_dp.load(Ordering::Relaxed);
+    let dp_load_ms = last_load_ms(&dp.log);
+
+    progress(format!("{} one-route changes", args.changes));
+    let routes = doc["services"][0]["routes"].as_array().map_or(0, Vec::len);
+    ensure!(routes > 0, "the case has no routes");
+    let (mut latencies, mut bytes) = (Vec::new(), Vec::new());
+    let (cp_cpu, dp_cpu) = (cpu(cp.pid()), cpu(dp.pid()));
+    for n in 0..args.changes {
+        let i = (n * 7919) % routes;
+        // Not under `/r`: a route's path is a prefix, and `/r1` would route `/r1-anything` at once.
+        let path = format!("/changed/{n}/r{i}");
+        doc["services"][0]["routes"][i]["paths"] = Value::from(vec![path.clone()]);
+        let before = relay.to_dp.load(Ordering::Relaxed);
+        let reply = http::request(admin, "POST", "/config", Some(&doc))?;
+        ensure!(
+            reply.status == 201,
+            "POST /config answered {}: {}",
+            reply.status,
+            reply.body
+        );
+        let committed = Instant::now();
+        let (_, took) = http::until_routed(
+            dp.proxy,
+            &path,
+            committed,
+            Duration::from_millis(1),
+            Duration::from_secs(10),
+        )
+        .with_context(|| {
+            format!(
+                "the data plane did not route {path} within 10 s; see {}",
+                dp.log.display()
+            )
+        })?;
+        latencies.push(took.as_secs_f64() * 1e3);
+        // The DP's ping after applying gets its pong: wait for it, so each change is counted whole.
+        std::thread::sleep(Duration::from_millis(50));
+        bytes.push((relay.to_dp.load(Ordering::Relaxed) - before) as f64);
+    }
+    let per_change = |now: f64, before: f64| (now - before) / args.changes.max(1) as f64 * 1e3;
+    let cp_ms = per_change(cpu(cp.pid()), cp_cpu);
+    let dp_ms = per_change(cpu(dp.pid()), dp_cpu);
+    let deltas = count_lines(&dp.log, "delta from the control plane applied");
+    let fulls = count_lines(&dp.log, "configuration from the control plane applied");
+
+    let lines = [
+        format!("config: {case} (every entity stamped), sluice `{}`, CPUs {}", args.target, args.gateway_cpus),
+        format!(
+            "full sync to a fresh DP (spawn → ready with the CP's config): {:.0} ms, {} KB on the wire; the DP's load {} — goal ≤ 1 s",
+            full_sync.as_secs_f64() * 1e3,
+            full_bytes / 1024,
+            dp_load_ms.map_or("?".into(), |ms| format!("{ms:.0} ms"))
+        ),
+        format!(
+            "one-route change, CP commit → DP routes it, over {} changes: {} — goal p99 ≤ 1 s",
+            latencies.len(),
+            spread_ms(&latencies)
+        ),
+        format!(
+            "bytes CP → DP per change (TLS records, with the pong to the DP's ping): median {:.0}, max {:.0} — goal ≤ 10 KB",
+            percentile(&bytes, 50.0),
+            bytes.iter().cloned().fold(0.0, f64::max)
+        ),
+        format!("the DP applied {deltas} deltas and {fulls} whole configs (1: the first sync)"),
+        format!("CPU per change: DP {dp_ms:.1} ms; CP {cp_ms:.1} ms (with validating the posted document)"),
+    ];
+    let report = format!(
+        "# sluice-perf cluster\n\n{}\n",
+        lines.iter().map(|l| format!("- {l}\n")).collect::<String>()
+    );
+    std::fs::write(out.join("cluster.md"), &report)?;
+    Ok(report)
+}
+
+/// One node of one worker, in `dir` (emptied first).
+fn launch<'a>(prefix: &'a [String], upstream: &'a str, dir: &'a Path) -> Result<Launch<'a>> {
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Launch {
+        prefix,
+        proxy: free_addr("127.0.0.1")?,
+        upstream,
+        workers: 1,
+        dir,
+        tls: None,
+    })
+}
+
+/// Gives every entity of the document fixed timestamps (see the module docs).
+fn stamp(v: &mut Value) {
+    const ENTITIES: [&str; 6] = [
+        "services",
+        "routes",
+        "plugins",
+        "consumers",
+        "keyauth_credentials",
+        "basicauth_credentials",
+    ];
+    if let Value::Object(map) = v {
+        for (key, child) in map.iter_mut() {
+            if let (true, Value::Array(items)) = (ENTITIES.contains(&key.as_str()), &mut *child) {
+                for item in items.iter_mut().filter(|i| i.is_object()) {
+                    item["created_at"] = 1_700_000_000.into();
+                    item["updated_at"] = 1_700_000_000.into();
+                    stamp(item);
+                }
+            }
+        }
+    }
+}
+
+/// A self-signed cluster certificate made with `openssl` (shared mode); its cert and key paths.
+fn cluster_cert(dir: &Path) -> Result<(String, String)> {
+    let (cert, key) = (dir.join("cluster.crt"), dir.join("cluster.key"));
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args(["-subj", "/CN=kong_clustering", "-days", "2", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("running openssl")?;
+    ensure!(
+        status.success(),
+        "openssl could not make the cluster certificate"
+    );
+    Ok((cert.display().to_string(), key.display().to_string()))
+}
+
+fn cpu(pid: u32) -> f64 {
+    procfs::cpu_seconds(pid).unwrap_or(0.0)
+}
+
+fn count_lines(log: &Path, needle: &str) -> usize {
+    std::fs::read_to_string(log).map_or(0, |t| t.matches(needle).count())
+}
+
+/// `total_ms` of the last `configuration loaded` line of a node's log.
+fn last_load_ms(log: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("configuration loaded"))?;
+    crate::reload::strip_ansi(line)
+        .split("total_ms=")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A TCP relay in front of the CP that counts the bytes it passes to the DP.
+struct Relay {
+    addr: SocketAddr,
+    to_dp: Arc<AtomicU64>,
+}
+
+impl Relay {
+    fn start(cp: SocketAddr) -> Result<Relay> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let to_dp = Arc::new(AtomicU64::new(0));
+        let counter = to_dp.clone();
+        std::thread::spawn(move || {
+            for dp in listener.incoming().map_while(Result::ok) {
+                let Ok(upstream) = TcpStream::connect(cp) else {
+                    continue;
+                };
+                let (_, _) = (dp.set_nodelay(true), upstream.set_nodelay(true));
+                let (Ok(dp2), Ok(up2)) = (dp.try_clone(), upstream.try_clone()) else {
+                    continue;
+                };
+                let counter = counter.clone();
+                std::thread::spawn(move || copy(up2, dp2, Some(&counter)));
+                std::thread::spawn(move || copy(dp, upstream, None));
+            }
+        });
+        Ok(Relay { addr, to_dp })
+    }
+}
+
+fn copy(mut from: TcpStream, mut to: TcpStream, count: Option<&AtomicU64>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+        if let Some(c) = count {
+            c.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
