@@ -214,31 +214,37 @@ impl Conn {
     }
 
     async fn read_more(&mut self) -> io::Result<usize> {
-        reserve(&mut self.buf);
+        reserve(&mut self.buf, UPSTREAM_MIN_SPARE);
         self.stream.read_buf(&mut self.buf).await
     }
 
     /// Reads what is available into the buffer (for the body, which hyper polls).
     pub fn poll_read_more(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        poll_read_into(cx, &mut self.stream, &mut self.buf)
+        poll_read_into(cx, &mut self.stream, &mut self.buf, UPSTREAM_MIN_SPARE)
     }
 }
 
-/// One read from `io` into `buf`'s spare room, made first when short: the connection's read step, for the
-/// upstream's connections and the client's alike.
+/// The room an upstream read wants before it reads: an upstream's responses are often large.
+const UPSTREAM_MIN_SPARE: usize = READ_CHUNK / 4;
+
+/// One read from `io` into `buf`'s spare room, [`READ_CHUNK`] more made first when under `min_spare`: the
+/// connection's read step, for the upstream's connections and the client's alike. The client's side asks
+/// for little room: its next head usually fits what is left of its 4 KiB buffer, and a fresh 16 KiB per
+/// request cost the own server +3% instructions per request.
 pub fn poll_read_into<IO: AsyncRead + Unpin>(
     cx: &mut Context<'_>,
     io: &mut IO,
     buf: &mut BytesMut,
+    min_spare: usize,
 ) -> Poll<io::Result<usize>> {
-    reserve(buf);
+    reserve(buf, min_spare);
     // The future holds no state of its own: polling a fresh one each time loses nothing.
     let read = std::pin::pin!(io.read_buf(buf));
     read.poll(cx)
 }
 
-fn reserve(buf: &mut BytesMut) {
-    if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+fn reserve(buf: &mut BytesMut, min_spare: usize) {
+    if buf.capacity() - buf.len() < min_spare {
         buf.reserve(READ_CHUNK);
     }
 }

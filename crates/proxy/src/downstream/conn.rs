@@ -11,6 +11,7 @@ use super::feed::{Fed, Feeder};
 use super::handover::{Handed, OwnUpgrade};
 use super::write::{self, Facts, Writer};
 use super::Transport;
+use super::CLIENT_MIN_SPARE;
 use crate::exchange::ConnInfo;
 use crate::handler;
 use crate::shared::Shared;
@@ -111,7 +112,8 @@ impl Conn {
                 buf.reserve(FIRST_READ);
             }
             // A read now: under load the next head is often there already.
-            let read = poll_fn(|cx| Poll::Ready(poll_read_into(cx, io, buf))).await;
+            let read =
+                poll_fn(|cx| Poll::Ready(poll_read_into(cx, io, buf, CLIENT_MIN_SPARE))).await;
             match read {
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Next::Closed,
                 Poll::Ready(Ok(_)) => continue,

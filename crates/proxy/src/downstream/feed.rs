@@ -4,6 +4,7 @@
 //! body is really read: a request refused in `access` never gets it).
 
 use super::body::{Slot, Want};
+use super::CLIENT_MIN_SPARE;
 use bytes::BytesMut;
 use sluice_h1::{BodyDecoder, Decoded};
 use sluice_upstream::conn::poll_read_into;
@@ -91,14 +92,16 @@ impl Feeder {
                             self.slot.put(None, true);
                             self.state = Fed::Done;
                         }
-                        Ok(Decoded::NeedMore) => match poll_read_into(cx, io, buf) {
-                            Poll::Pending => return Poll::Pending,
-                            Poll::Ready(Ok(0)) => {
-                                self.fail("the client closed before the body ended")
+                        Ok(Decoded::NeedMore) => {
+                            match poll_read_into(cx, io, buf, CLIENT_MIN_SPARE) {
+                                Poll::Pending => return Poll::Pending,
+                                Poll::Ready(Ok(0)) => {
+                                    self.fail("the client closed before the body ended")
+                                }
+                                Poll::Ready(Ok(_)) => {}
+                                Poll::Ready(Err(e)) => self.fail(&e.to_string()),
                             }
-                            Poll::Ready(Ok(_)) => {}
-                            Poll::Ready(Err(e)) => self.fail(&e.to_string()),
-                        },
+                        }
                         Err(e) => self.fail(&e.to_string()),
                     }
                 }
@@ -154,7 +157,7 @@ impl Feeder {
                     self.state = Fed::Done;
                     return Poll::Ready(true);
                 }
-                Ok(Decoded::NeedMore) => match poll_read_into(cx, io, buf) {
+                Ok(Decoded::NeedMore) => match poll_read_into(cx, io, buf, CLIENT_MIN_SPARE) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok(n)) if n > 0 => {}
                     Poll::Ready(_) => return Poll::Ready(false),
