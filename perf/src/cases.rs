@@ -42,6 +42,15 @@ pub enum CaseKind {
     Prometheus,
     /// A global http-log plugin sending batches of up to 100 records to the built-in upstream.
     HttpLog,
+    /// A global statsd plugin with Kong's defaults (13 metrics, one UDP datagram per line) sending to the
+    /// built-in upstream's UDP port (the same number as its HTTP port), which discards them.
+    Statsd,
+    /// A global opentelemetry plugin tracing every request (`sampling_rate: 1.0`), exporting to the
+    /// built-in upstream over OTLP/HTTP.
+    Opentelemetry,
+    /// A global tcp-log plugin with Kong's defaults (each record its own delivery) writing to the built-in
+    /// upstream, which discards a connection's bytes when they start like a JSON record.
+    TcpLog,
     /// A global proxy-cache plugin (strategy memory) whose every request after the first is a hit: the
     /// cost of answering from the cache. The service's path is `/cacheable`, for which the built-in
     /// upstream sends the `Content-Type` proxy-cache needs.
@@ -50,7 +59,7 @@ pub enum CaseKind {
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 12] = [
+    pub const ALL: [CaseKind; 15] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlRedis,
@@ -62,6 +71,9 @@ impl CaseKind {
         CaseKind::Large,
         CaseKind::Prometheus,
         CaseKind::HttpLog,
+        CaseKind::Statsd,
+        CaseKind::Opentelemetry,
+        CaseKind::TcpLog,
         CaseKind::ProxyCacheHit,
     ];
 
@@ -79,6 +91,9 @@ impl CaseKind {
             CaseKind::Large => "large",
             CaseKind::Prometheus => "prometheus",
             CaseKind::HttpLog => "http-log",
+            CaseKind::Statsd => "statsd",
+            CaseKind::Opentelemetry => "opentelemetry",
+            CaseKind::TcpLog => "tcp-log",
             CaseKind::ProxyCacheHit => "proxy-cache-hit",
         }
     }
@@ -107,6 +122,9 @@ impl CaseKind {
             | CaseKind::RlRedisSync
             | CaseKind::Prometheus
             | CaseKind::HttpLog
+            | CaseKind::Statsd
+            | CaseKind::Opentelemetry
+            | CaseKind::TcpLog
             | CaseKind::ProxyCacheHit => None,
         }
     }

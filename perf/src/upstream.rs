@@ -1,4 +1,6 @@
-//! The built-in upstream: a fixed response of N bytes over HTTP/1.1 keep-alive, on one thread.
+//! The built-in upstream: a fixed response of N bytes over HTTP/1.1 keep-alive, on one thread. It is also
+//! the receiver of the log-sink cases: datagrams to its UDP port (the same number; statsd) and connections
+//! whose first byte is `{` (tcp-log's JSON lines) are read and thrown away.
 //!
 //! It is as cheap as an HTTP server gets so that the proxy, not the upstream, is the bottleneck;
 //! `run` starts it as a separate `sluice-perf upstream` process pinned to the load CPUs.
@@ -24,6 +26,9 @@ pub fn serve(addr: SocketAddr, body_size: usize) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        tokio::spawn(discard_datagrams(
+            tokio::net::UdpSocket::bind(listener.local_addr()?).await?,
+        ));
         crate::progress(format!(
             "upstream listening on {}, {body_size}-byte responses",
             listener.local_addr()?
@@ -40,6 +45,10 @@ pub async fn serve_on(listener: tokio::net::TcpListener, body_size: usize) -> an
         let _ = stream.set_nodelay(true);
         let body = body.clone();
         tokio::spawn(async move {
+            let mut first = [0u8; 1];
+            if matches!(stream.peek(&mut first).await, Ok(1)) && first[0] == b'{' {
+                return discard(stream).await;
+            }
             let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let mut resp = hyper::Response::new(Full::new(body.clone()));
                 if req.uri().path().starts_with(CACHEABLE) {
@@ -55,4 +64,17 @@ pub async fn serve_on(listener: tokio::net::TcpListener, body_size: usize) -> an
                 .await;
         });
     }
+}
+
+/// Reads a log sink's connection until it closes, keeping nothing.
+async fn discard(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 64 * 1024];
+    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+}
+
+/// Receives datagrams (statsd's metric lines) forever, keeping nothing.
+async fn discard_datagrams(socket: tokio::net::UdpSocket) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while socket.recv(&mut buf).await.is_ok() {}
 }

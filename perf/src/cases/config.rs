@@ -103,6 +103,18 @@ fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
                 "queue": { "max_batch_size": 100, "max_coalescing_delay": 1 },
             },
         })],
+        CaseKind::Statsd | CaseKind::TcpLog => {
+            let (host, port) = upstream.rsplit_once(':').unwrap_or((upstream, "80"));
+            let port: u16 = port.parse().unwrap_or(80);
+            vec![json!({ "name": kind.name(), "config": { "host": host, "port": port } })]
+        }
+        CaseKind::Opentelemetry => vec![json!({
+            "name": "opentelemetry",
+            "config": {
+                "traces_endpoint": format!("http://{upstream}/v1/traces"),
+                "sampling_rate": 1.0,
+            },
+        })],
         CaseKind::ProxyCacheHit => vec![json!({
             "name": "proxy-cache",
             "config": { "strategy": "memory", "content_type": ["text/plain"] },

@@ -15,6 +15,9 @@ fn parses_case_specs() {
         ("rl-basic-auth@0/0", CaseKind::RlBasicAuth, 1, 1),
         ("large", CaseKind::Large, LARGE_COUNT, LARGE_COUNT),
         ("proxy-cache-hit", CaseKind::ProxyCacheHit, 1, 0),
+        ("statsd", CaseKind::Statsd, 1, 0),
+        ("opentelemetry@3", CaseKind::Opentelemetry, 3, 0),
+        ("tcp-log", CaseKind::TcpLog, 1, 0),
     ];
     for &(spec, kind, routes, consumers) in table {
         let case = Case::parse(spec).unwrap();
@@ -99,3 +102,17 @@ fn hmac_credential_signs_the_fixed_date() {
 }
 
 const JWT_3: &str = "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJrZXktMyJ9.VPIZd4SkCdw9XRe9vEDWIHx8V-kzkAtnYnD45vgLtAs";
+
+#[test]
+fn log_sink_cases_send_to_the_built_in_upstream() {
+    let config = |kind| config::build(&Case::new(kind, None, None), "127.0.0.1:7000");
+    for kind in [CaseKind::Statsd, CaseKind::TcpLog] {
+        let plugin = &config(kind)["plugins"][0];
+        assert_eq!(plugin["name"], kind.name());
+        assert_eq!(plugin["config"]["host"], "127.0.0.1");
+        assert_eq!(plugin["config"]["port"], 7000);
+    }
+    let otel = &config(CaseKind::Opentelemetry)["plugins"][0]["config"];
+    assert_eq!(otel["traces_endpoint"], "http://127.0.0.1:7000/v1/traces");
+    assert_eq!(otel["sampling_rate"], 1.0);
+}

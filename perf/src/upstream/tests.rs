@@ -47,3 +47,19 @@ async fn cacheable_paths_are_text() {
         assert_eq!(lower.contains("content-type: text/plain"), typed, "{got}");
     }
 }
+
+#[tokio::test]
+async fn json_lines_are_read_and_dropped() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_on(listener, 3));
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"{\"request\":{}}\n{\"request\":{}}\n")
+        .await
+        .unwrap();
+    s.shutdown().await.unwrap();
+    // An HTTP server would answer 400 and close; a discarding one says nothing until we closed.
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.unwrap();
+    assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+}

@@ -35,6 +35,15 @@ pub struct Lines {
 }
 
 impl Lines {
+    /// Room for `lines` lines of about `line_bytes` bytes each, so that writing them does not grow the
+    /// buffers step by step (each step a reallocation and a copy of what was written).
+    pub fn with_capacity(lines: usize, line_bytes: usize) -> Lines {
+        Lines {
+            buf: Vec::with_capacity(lines * line_bytes),
+            ends: Vec::with_capacity(lines),
+        }
+    }
+
     /// Appends one line written by `f`.
     pub fn push(&mut self, f: impl FnOnce(&mut Vec<u8>)) {
         f(&mut self.buf);

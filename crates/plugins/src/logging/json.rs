@@ -86,6 +86,19 @@ pub fn int(out: &mut Vec<u8>, n: i64) {
 /// Appends an IP address as a JSON string (IPv4 digit by digit: `Display` costs ~1k instructions).
 pub fn ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
     out.push(b'"');
+    ip_text(out, ip);
+    out.push(b'"');
+}
+
+/// An IP address as text, as `Display` writes it (IPv4 digit by digit, much cheaper than `Display`).
+pub fn ip_string(ip: std::net::IpAddr) -> String {
+    let mut out = Vec::with_capacity(15);
+    ip_text(&mut out, ip);
+    String::from_utf8(out).unwrap_or_else(|_| ip.to_string())
+}
+
+/// Appends an IP address as text, without quotes.
+fn ip_text(out: &mut Vec<u8>, ip: std::net::IpAddr) {
     match ip {
         std::net::IpAddr::V4(v4) => {
             for (i, octet) in v4.octets().into_iter().enumerate() {
@@ -101,7 +114,6 @@ pub fn ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
             out.extend_from_slice(s.as_bytes());
         }
     }
-    out.push(b'"');
 }
 
 fn needs_escape(b: u8) -> bool {
@@ -216,6 +228,7 @@ mod tests {
             let mut out = Vec::new();
             ip(&mut out, ip_text.parse().unwrap());
             assert_eq!(out, serde_json::to_vec(ip_text).unwrap());
+            assert_eq!(ip_string(ip_text.parse().unwrap()), ip_text);
         }
         let mut out = Vec::new();
         bytes(&mut out, b"bad \xff utf8");

@@ -307,21 +307,45 @@ fn take(rx: &mut mpsc::UnboundedReceiver<Bytes>, batch: &mut Vec<Bytes>, max: us
     true
 }
 
-/// Lets `batch` fill up to `max` records for at most `delay` (Kong's `max_coalescing_delay`).
+/// Lets `batch` fill up to `max` records for at most `delay` (Kong's `max_coalescing_delay`). After the
+/// first tick it sleeps as long as the records seen so far say the rest needs to arrive, so filling a batch
+/// of 100 takes a few wake-ups of the log thread rather than one per tick.
 async fn coalesce(
     rx: &mut mpsc::UnboundedReceiver<Bytes>,
     batch: &mut Vec<Bytes>,
     max: usize,
     delay: Duration,
 ) {
-    let deadline = Instant::now() + delay;
+    let start = Instant::now();
+    let deadline = start + delay;
+    let first = batch.len();
     while take(rx, batch, max) && batch.len() < max {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
         if left.is_zero() {
             break;
         }
-        tokio::time::sleep(TICK.min(left)).await;
+        tokio::time::sleep(
+            fill_time(now - start, batch.len() - first, max - batch.len()).min(left),
+        )
+        .await;
     }
+}
+
+/// The longest single wait while a batch fills: records arriving faster than they did so far (a burst
+/// after a trickle) wait at most this long for the batch to go out, so the queue cannot fill meanwhile.
+const MAX_FILL_WAIT: Duration = Duration::from_millis(40);
+
+/// How long to wait for `missing` more records when `arrived` came in `elapsed`: at that rate, the time
+/// the missing ones need, between a [`TICK`] (also when nothing arrived yet) and [`MAX_FILL_WAIT`].
+fn fill_time(elapsed: Duration, arrived: usize, missing: usize) -> Duration {
+    if arrived == 0 {
+        return TICK;
+    }
+    let per_record = elapsed / arrived.min(u32::MAX as usize) as u32;
+    per_record
+        .saturating_mul(missing.min(u32::MAX as usize) as u32)
+        .clamp(TICK, MAX_FILL_WAIT)
 }
 
 /// Takes batches off the channel until every handle is gone and the channel is empty. Once closed, a

@@ -22,6 +22,7 @@ use super::json::{self, Object};
 use crate::ctx::{LogRecord, RequestCtx, TryRecord};
 use http::HeaderMap;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The id Sluice reports for its one workspace, Kong's `default` (the same on every node; Kong makes one up
@@ -31,7 +32,7 @@ pub const DEFAULT_WORKSPACE_ID: &str = "0b0b9a6e-5c1a-4c59-9b4e-5e1f5a7d3c21";
 /// The serialized record of one finished request (one JSON object, no trailing newline). Routes and
 /// services are copied from `entities` when it has them.
 pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson) -> Vec<u8> {
-    let mut out = Vec::with_capacity(2048);
+    let mut out = Vec::with_capacity(LAST_SIZE.get() + SIZE_SLACK);
     let mut o = Object::open(&mut out);
     request(o.key("request"), ctx, record);
     if let Some(uri) = &record.upstream_uri {
@@ -77,8 +78,19 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     };
     json::string(o.key("source"), source);
     o.close();
+    LAST_SIZE.set(out.len());
     out
 }
+
+thread_local! {
+    /// The size of the last record this thread wrote. Records of one gateway are much alike, so the next
+    /// one is given that much room (and [`SIZE_SLACK`] more) up front: growing the buffer halfway would
+    /// copy what was written so far (a reallocation and ~1k instructions per record for a 2.2 kB record).
+    static LAST_SIZE: Cell<usize> = const { Cell::new(2048) };
+}
+
+/// Room beyond the last record's size, for a longer URI, header or latency.
+const SIZE_SLACK: usize = 256;
 
 /// The request target as the client sent it (path and query).
 fn request_uri(req: &http::request::Parts) -> &str {

@@ -120,7 +120,18 @@ impl LogFacts {
         response_bytes: u64,
         upstream: Option<Upstream>,
     ) -> LogRecord {
-        let timings = upstream.as_ref().map(|u| u.timings);
+        let (timings, upstream_uri, tries) = match upstream {
+            Some(Upstream {
+                timings,
+                tries,
+                uri,
+            }) => {
+                let mut all = tries.failed;
+                all.push(tries.answered);
+                (Some(timings), uri, all)
+            }
+            None => (None, None, Vec::new()),
+        };
         let request_bytes = match &ctx.body {
             Some(b) => b.len() as u64,
             None => ctx
@@ -140,15 +151,8 @@ impl LogFacts {
             upstream_latency_ms: timings.map(|t| t.upstream.as_millis() as u64),
             request_latency_ms: self.started.elapsed().as_millis() as u64,
             source: self.source,
-            upstream_uri: upstream.as_ref().and_then(|u| u.uri.clone()),
-            tries: match upstream {
-                Some(Upstream { tries, .. }) => {
-                    let mut all = tries.failed;
-                    all.push(tries.answered);
-                    all
-                }
-                None => Vec::new(),
-            },
+            upstream_uri,
+            tries,
         }
     }
 }

@@ -6,6 +6,7 @@
 use super::proto::{InstrumentationScope, KeyValue, Resource, Span, Status, Value};
 use super::Traced;
 use crate::ctx::{LogRecord, RequestCtx};
+use crate::logging::json::ip_string;
 use crate::tracing::context::new_span_id;
 use crate::tracing::request::{host, http_version, unix_ns, upstream_host, wall};
 use prost::Message;
@@ -76,7 +77,7 @@ pub fn spans(ctx: &RequestCtx<'_>, record: &LogRecord, traced: &Traced) -> Vec<S
         );
         s.attributes = vec![
             KeyValue::new("try_count", Value::Double((i + 1) as f64)),
-            text("net.peer.ip", attempt.addr.ip().to_string()),
+            text("net.peer.ip", ip_string(attempt.addr.ip())),
             KeyValue::new("net.peer.port", Value::Double(attempt.addr.port().into())),
         ];
         if let Some(name) = upstream_host(ctx) {
@@ -112,8 +113,8 @@ pub fn spans(ctx: &RequestCtx<'_>, record: &LogRecord, traced: &Traced) -> Vec<S
         text("http.host", host.as_ref()),
         text("http.scheme", ctx.scheme),
         text("http.flavor", http_version(ctx)),
-        text("http.client_ip", ctx.client_ip.to_string()),
-        text("net.peer.ip", ctx.client_addr.ip().to_string()),
+        text("http.client_ip", ip_string(ctx.client_ip)),
+        text("net.peer.ip", ip_string(ctx.client_addr.ip())),
         text("kong.request.id", ctx.request_id),
         KeyValue::new("http.status_code", Value::Int(record.status.into())),
         text("http.route", route_path.unwrap_or_default()),

@@ -152,69 +152,71 @@ fn workspace_value(which: WorkspaceId) -> &'static str {
 
 impl Format for StatsdFormat {
     fn write(&self, s: &Sample<'_>, lines: &mut Lines) {
-        for m in &self.metrics {
-            match self.tag_style {
-                None => self.scoped(m, s, lines),
-                Some(style) => self.tagged(style, m, s, lines),
+        let Some(style) = self.tag_style else {
+            let mut status = itoa::Buffer::new();
+            let mut heads = ScopeHeads::default();
+            let status = status.format(s.status);
+            for m in &self.metrics {
+                let head = heads.get(&self.prefix, s, m.service);
+                self.scoped(m, s, head, status, lines);
             }
+            return;
+        };
+        for m in &self.metrics {
+            self.tagged(style, m, s, lines);
         }
     }
 }
 
+/// `prefix.service.<identifier>` (or `prefix.global.unmatched`) per service identifier, written once per
+/// sample: every scoped line of a request starts with it.
+#[derive(Default)]
+struct ScopeHeads([Option<String>; 4]);
+
+impl ScopeHeads {
+    fn get(&mut self, prefix: &str, s: &Sample<'_>, which: ServiceId) -> &str {
+        let slot = &mut self.0[which as usize];
+        slot.get_or_insert_with(|| {
+            let mut service_buf = uuid::Uuid::encode_buffer();
+            let [a, b]: [Cow<'_, str>; 2] = match &s.service {
+                Some(service) => {
+                    let id = service_value(service, which, &mut service_buf).unwrap_or("unnamed");
+                    ["service".into(), underscored(id)]
+                }
+                None => ["global".into(), "unmatched".into()],
+            };
+            [prefix, ".", &a, ".", &b].concat()
+        })
+    }
+}
+
 impl StatsdFormat {
-    fn scoped(&self, m: &Metric, s: &Sample<'_>, lines: &mut Lines) {
-        let mut service_buf = uuid::Uuid::encode_buffer();
-        let scope: [Cow<'_, str>; 2] = match &s.service {
-            Some(service) => {
-                let id = service_value(service, m.service, &mut service_buf).unwrap_or("unnamed");
-                ["service".into(), underscored(id)]
-            }
-            None => ["global".into(), "unmatched".into()],
-        };
-        let prefix = self.prefix.as_str();
-        let mut status = itoa::Buffer::new();
-        let status = status.format(s.status);
+    /// The scoped line of metric `m`; `head` is `prefix.<scope>` for the metric's service identifier.
+    fn scoped(&self, m: &Metric, s: &Sample<'_>, head: &str, status: &str, lines: &mut Lines) {
         let mut consumer_buf = uuid::Uuid::encode_buffer();
         let consumer = consumer_value(s.consumer.as_ref(), m.consumer, &mut consumer_buf);
-        let [a, b] = [scope[0].as_ref(), scope[1].as_ref()];
         let (one, rate) = (Value::Int(1), m.rate);
         match (m.name, consumer) {
-            (MetricName::StatusCount, _) => {
-                lines.metric(prefix, &[a, b, "status", status], one, "c", rate)
+            (MetricName::StatusCount, _) => lines.metric(head, &["status", status], one, "c", rate),
+            (MetricName::UniqueUsers, Some(c)) => {
+                lines.metric(head, &["user", "uniques"], Value::Text(c), "s", None)
             }
-            (MetricName::UniqueUsers, Some(c)) => lines.metric(
-                prefix,
-                &[a, b, "user", "uniques"],
-                Value::Text(c),
-                "s",
-                None,
-            ),
-            (MetricName::RequestPerUser, Some(c)) => lines.metric(
-                prefix,
-                &[a, b, "user", c, "request", "count"],
-                one,
-                "c",
-                rate,
-            ),
+            (MetricName::RequestPerUser, Some(c)) => {
+                lines.metric(head, &["user", c, "request", "count"], one, "c", rate)
+            }
             (MetricName::StatusCountPerUser, Some(c)) => {
-                lines.metric(prefix, &[a, b, "user", c, "status", status], one, "c", rate)
+                lines.metric(head, &["user", c, "status", status], one, "c", rate)
             }
             (MetricName::StatusCountPerWorkspace, _) => {
                 let ws = workspace_value(m.workspace);
-                lines.metric(
-                    prefix,
-                    &[a, b, "workspace", ws, "status", status],
-                    one,
-                    "c",
-                    rate,
-                )
+                lines.metric(head, &["workspace", ws, "status", status], one, "c", rate)
             }
             (MetricName::StatusCountPerUserPerRoute, Some(c)) => {
                 if let Some(route) = &s.route {
                     let mut route_buf = uuid::Uuid::encode_buffer();
                     let id = route.id.hyphenated().encode_lower(&mut route_buf);
                     lines.metric(
-                        prefix,
+                        &self.prefix,
                         &["route", id, "user", c, "status", status],
                         one,
                         "c",
@@ -224,7 +226,7 @@ impl StatsdFormat {
             }
             (name, _) => {
                 if let Some((stat, value)) = plain(name, s) {
-                    lines.metric(prefix, &[a, b, stat], Value::Int(value), m.suffix, rate)
+                    lines.metric(head, &[stat], Value::Int(value), m.suffix, rate)
                 }
             }
         }

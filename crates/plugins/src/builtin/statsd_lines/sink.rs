@@ -69,7 +69,8 @@ impl<F: Format> MetricSink<F> {
 
     /// The lines of a batch, in the order of its samples.
     pub fn lines(&self, batch: &[Bytes]) -> Lines {
-        let mut lines = Lines::default();
+        // Kong's default metrics make up to 13 lines per request, most under 64 bytes.
+        let mut lines = Lines::with_capacity(batch.len() * 16, 64);
         for record in batch {
             if let Some(sample) = Sample::unpack(record) {
                 self.format.write(&sample, &mut lines);

@@ -245,3 +245,15 @@ fn unlimited_concurrency_delivers_records_one_by_one() {
     wait_for("6 records", || q.stats().sent == 6);
     assert_eq!(sink.sizes(), vec![1; 6]);
 }
+
+#[test]
+fn a_filling_batch_waits_as_long_as_the_arrival_rate_says_within_bounds() {
+    let ms = Duration::from_millis;
+    // Nothing yet: one tick.
+    assert_eq!(fill_time(ms(3), 0, 100), TICK);
+    // 10 records in 10 ms, 20 missing: 20 ms.
+    assert_eq!(fill_time(ms(10), 10, 20), ms(20));
+    // Fast arrivals never wait less than a tick, slow ones never longer than the cap.
+    assert_eq!(fill_time(ms(1), 100, 1), TICK);
+    assert_eq!(fill_time(ms(100), 1, 99), MAX_FILL_WAIT);
+}
