@@ -21,6 +21,7 @@ pub mod compiled;
 pub mod counters;
 pub mod credentials;
 pub mod ctx;
+pub mod grpc_hooks;
 pub mod logging;
 pub mod plugin;
 pub mod protocols;

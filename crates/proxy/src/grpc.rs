@@ -34,7 +34,7 @@ use crate::upgrade::{detach, Opened, Started};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{request, StatusCode, Version};
 use sluice_model::{Route, Service};
-use sluice_plugins::builtin::grpc_web::UpstreamPath;
+use sluice_plugins::grpc_hooks::UpstreamPath;
 use sluice_plugins::{PluginResponse, RequestCtx};
 use tokio::sync::oneshot;
 

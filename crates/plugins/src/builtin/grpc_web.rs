@@ -25,6 +25,7 @@ mod proto;
 mod tests;
 
 use crate::ctx::RequestCtx;
+use crate::grpc_hooks::{CarriedTrailers, UpstreamPath};
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
@@ -38,7 +39,7 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use proto::Methods;
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The plugin's config, after schema validation.
 #[derive(Debug, Deserialize)]
@@ -81,30 +82,6 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
     .body_filter(GrpcWeb::body_filter)
     .reads_request_body(true)
     .build())
-}
-
-/// The hook from the proxy's gRPC path: the path the upstream would get over HTTP (`strip_path` applied,
-/// the service's `path` in front), put in [`RequestCtx::plugin_data`] before `access` for routes with
-/// plugins, since a gRPC call otherwise goes upstream with the client's path, as `grpc_pass` sends it.
-#[derive(Clone)]
-pub struct UpstreamPath(pub String);
-
-/// The hook to the proxy's gRPC relay: a plugin that carries the upstream's trailers in the body puts this
-/// in [`RequestCtx::plugin_data`] during `access`; the relay then fills it with the trailers, instead of
-/// sending them to the client, before the last `body_filter` call (`eof`).
-#[derive(Clone, Default)]
-pub struct CarriedTrailers(Arc<OnceLock<HeaderMap>>);
-
-impl CarriedTrailers {
-    /// Called by the relay with the upstream's trailers.
-    pub fn carry(&self, trailers: HeaderMap) {
-        let _ = self.0.set(trailers);
-    }
-
-    /// The trailers, once the upstream sent them.
-    pub fn get(&self) -> Option<&HeaderMap> {
-        self.0.get()
-    }
 }
 
 /// One translated call, kept from `access` to the last `body_filter`.

@@ -12,7 +12,7 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use sluice_metrics::Source;
-use sluice_plugins::builtin::grpc_web::CarriedTrailers;
+use sluice_plugins::grpc_hooks::CarriedTrailers;
 use sluice_plugins::{PluginChain, RequestCtx};
 use sluice_upstream::body::{box_err, BoxError, ChannelBody};
 use std::future::Future;
