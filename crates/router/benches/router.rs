@@ -4,8 +4,8 @@
 mod routes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use http::HeaderMap;
-use routes::routes;
-use sluice_router::{RequestParts, Router};
+use routes::{request, routes};
+use sluice_router::Router;
 use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {
@@ -23,14 +23,7 @@ fn bench(c: &mut Criterion) {
         ] {
             c.bench_function(&format!("match/{n}/{label}"), |b| {
                 b.iter(|| {
-                    let req = RequestParts {
-                        method: "GET",
-                        host: "example.com",
-                        port: 8000,
-                        path: &path,
-                        headers: &headers,
-                        sni: None,
-                    };
+                    let req = request(&path, &headers);
                     black_box(router.find(black_box(&req)))
                 })
             });

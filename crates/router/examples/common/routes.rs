@@ -1,7 +1,8 @@
-//! The routes the router's benchmark and `find_loop` both measure: `/r{i}`, every 10th with a host,
-//! every 100th a regex.
+//! The routes the router's benchmark and `find_loop` both measure (`/r{i}`, every 10th with a host,
+//! every 100th a regex), and the request they both match.
 
-use sluice_router::RouteSpec;
+use http::HeaderMap;
+use sluice_router::{RequestParts, RouteSpec};
 
 pub fn routes(n: usize) -> Vec<RouteSpec> {
     (0..n)
@@ -21,4 +22,16 @@ pub fn routes(n: usize) -> Vec<RouteSpec> {
             ..Default::default()
         })
         .collect()
+}
+
+/// `GET path` to `example.com` on port 8000.
+pub fn request<'a>(path: &'a str, headers: &'a HeaderMap) -> RequestParts<'a> {
+    RequestParts {
+        method: "GET",
+        host: "example.com",
+        port: 8000,
+        path,
+        headers,
+        sni: None,
+    }
 }
