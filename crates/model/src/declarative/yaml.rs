@@ -27,18 +27,68 @@ pub fn read(text: &str, budget: &Budget) -> Result<Value, String> {
         anchors: HashMap::new(),
         root: None,
     };
-    let mut input = text.as_bytes();
+    let input = ending_in_a_break(text);
+    let mut bytes = input.as_bytes();
     let mut parser = Parser::new();
-    parser.set_input_string(&mut input);
+    parser.set_input_string(&mut bytes);
     for event in parser {
         let Event {
-            data, start_mark, ..
+            mut data,
+            start_mark,
+            end_mark,
+            ..
         } = event.map_err(|e| e.to_string())?;
+        if input.len() > text.len() && end_mark.index == input.len() as u64 {
+            without_the_added_break(&mut data);
+        }
         builder
             .event(data)
             .map_err(|e| format!("{e} at {start_mark}"))?;
     }
     Ok(builder.root.unwrap_or(Value::Null))
+}
+
+/// `text` as the parser gets it: ending in a line break.
+///
+/// libyaml-safer 0.3.0 panics when a block scalar (`|` or `>`) runs to the end of the input without
+/// a final line break (`a: |\n  b`): where C libyaml reads no break at the end, the port's
+/// `read_line_break` finds its buffer empty. A file saved without a final newline is common, so:
+/// - a last line of spaces only is dropped: it holds nothing C libyaml reads, except when it is
+///   indented deeper than a block scalar it ends, where C keeps its extra spaces as a last line of
+///   that scalar (the one reading of any file that changes, and only in trailing spaces);
+/// - any other last line gets a line break, which [`without_the_added_break`] takes out of the
+///   block scalar it joined.
+fn ending_in_a_break(text: &str) -> Cow<'_, str> {
+    let is_break = |b: u8| b == b'\n' || b == b'\r';
+    match text.as_bytes().last() {
+        None => Cow::Borrowed(text),
+        Some(&b) if is_break(b) => Cow::Borrowed(text),
+        Some(_) => {
+            let last_line = text.bytes().rposition(is_break).map_or(0, |i| i + 1);
+            if text.as_bytes()[last_line..].iter().all(|&b| b == b' ') {
+                Cow::Borrowed(&text[..last_line])
+            } else {
+                Cow::Owned(format!("{text}\n"))
+            }
+        }
+    }
+}
+
+/// Undoes the added break of [`ending_in_a_break`] in the one scalar it can change: a block scalar
+/// that ends at the end of the input, whose last line is then a content line; unless chomping strips
+/// it, the break ends the value. C libyaml (and so serde_yaml, which read Kong files here before)
+/// ends such a scalar without it.
+fn without_the_added_break(data: &mut EventData) {
+    if let EventData::Scalar {
+        value,
+        style: ScalarStyle::Literal | ScalarStyle::Folded,
+        ..
+    } = data
+    {
+        if value.ends_with('\n') {
+            value.pop();
+        }
+    }
 }
 
 /// A node an anchor names, for its aliases.

@@ -45,6 +45,44 @@ fn scalars_read_as_serde_yaml_read_them() {
     }
 }
 
+/// libyaml-safer 0.3.0 panicked on a block scalar at the end of input without a final line break
+/// (the fuzzer's `|\n -`); every such ending reads as C libyaml read it.
+#[test]
+fn block_scalars_at_the_end_of_the_input_read_as_serde_yaml_read_them() {
+    let place = ["", "a: ", "- ", "a:\n  - ", "a: &x ", "? "];
+    let header = ["|", ">", "|-", "|+", ">-", ">+", "|2", "|+2", ">2-"];
+    let body = [
+        "",
+        " ",
+        "\n",
+        "\n ",
+        "\n  b",
+        "\n  b  ",
+        "\n  b\n",
+        "\n  b\n\n",
+        "\n  b\n  ",
+        "\n  b\n\n  c",
+        "\n -",
+        "\r\n  b",
+        "\n  b\r",
+        "\n   b\n  c",
+        "\n  # c",
+    ];
+    for place in place {
+        for header in header {
+            for body in body {
+                same_as_before(&format!("{place}{header}{body}"));
+            }
+        }
+    }
+    same_as_before("a: |\n  b\nc: d");
+    // The one reading that changes: a last line of spaces only, deeper than the scalar's indent.
+    assert_eq!(before("|1\n b\n   "), Some(Value::from("b\n  ")));
+    assert_eq!(now("|1\n b\n   "), Ok(Value::from("b\n")));
+    same_as_before("a: 'b'");
+    same_as_before("a: \"b");
+}
+
 #[test]
 fn keys_anchors_and_documents_read_as_serde_yaml_read_them() {
     for text in [
