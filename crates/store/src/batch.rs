@@ -27,15 +27,10 @@ impl Batch {
         }
     }
 
-    /// Adds an entry whose key is `parts` joined with NUL separators (the store's key scheme).
+    /// Adds an entry whose key is `parts` joined with NUL separators (the store's key scheme, [`crate::append_key`]).
     pub(crate) fn push(&mut self, parts: &[&[u8]], value: &[u8]) {
         let start = self.bytes.len();
-        for (i, p) in parts.iter().enumerate() {
-            if i > 0 {
-                self.bytes.push(0);
-            }
-            self.bytes.extend_from_slice(p);
-        }
+        crate::append_key(&mut self.bytes, parts);
         let key = start..self.bytes.len();
         self.bytes.extend_from_slice(value);
         self.entries.push((key.clone(), key.end..self.bytes.len()));

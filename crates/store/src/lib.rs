@@ -101,14 +101,35 @@ pub struct Store {
     map_pages: Option<resident::MapPages>,
 }
 
+/// The longest key LMDB takes (`mdb_env_get_maxkeysize` of a default build); a longer one fails the
+/// whole write with `MDB_BAD_VALSIZE`.
+const MAX_KEY: usize = 511;
+
 /// Joins key parts with NUL separators into `out` (cleared first), so callers can reuse one buffer.
 fn key_into(out: &mut Vec<u8>, parts: &[&[u8]]) {
     out.clear();
+    append_key(out, parts);
+}
+
+/// Appends the key of `parts` to `out`: the parts joined with NUL separators.
+///
+/// A key longer than [`MAX_KEY`] (a unique index over a 600-byte username or credential key: Kong
+/// sets no length limit on them) keeps its first bytes, so prefix scans still find it, and ends with
+/// a marker byte and the SHA-256 of the whole key, so two long values stay apart.
+fn append_key(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let start = out.len();
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
             out.push(0);
         }
         out.extend_from_slice(p);
+    }
+    if out.len() - start > MAX_KEY {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(&out[start..]);
+        out.truncate(start + MAX_KEY - 1 - digest.len());
+        out.push(0xff);
+        out.extend_from_slice(&digest);
     }
 }
 

@@ -306,3 +306,39 @@ fn whole_config_writes_and_reads_leave_the_map_out_of_rss_and_the_data_intact() 
     assert_eq!(pages.resident_kb(), 0, "pages read stay mapped");
     assert_eq!(store.get("routes", "id-19999").unwrap(), Some(body));
 }
+
+/// LMDB refuses keys over 511 bytes; a unique index over a long username must still write, find and
+/// delete, and two long names that share their first 511 bytes stay two names.
+#[test]
+fn unique_values_longer_than_an_lmdb_key_are_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 10 << 20).unwrap();
+    let long_a = format!("{}a", "u".repeat(600));
+    let long_b = format!("{}b", "u".repeat(600));
+    let mut a = rec("consumers", "c1", b"one");
+    a.unique.push(("username", long_a.clone().into()));
+    let mut b = rec("consumers", "c2", b"two");
+    b.unique.push(("username", long_b.clone().into()));
+    store.replace_all("h", "3.0", &[a]).unwrap();
+    store.put(&b).unwrap();
+    assert_eq!(
+        store
+            .get_by_unique("consumers", "username", &long_a)
+            .unwrap(),
+        Some(b"one".to_vec())
+    );
+    assert_eq!(
+        store
+            .get_by_unique("consumers", "username", &long_b)
+            .unwrap(),
+        Some(b"two".to_vec())
+    );
+    assert!(store.delete("consumers", "c2").unwrap());
+    assert_eq!(
+        store
+            .get_by_unique("consumers", "username", &long_b)
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.list("consumers").unwrap(), vec![b"one".to_vec()]);
+}
