@@ -1,17 +1,18 @@
 //! YAML text → a document, built from the parser's events one at a time.
 //!
 //! serde_yaml (archived) kept every event of a document in memory before building anything, about 130
-//! bytes per event: an 8 MB YAML sequence took 455 MB. libyaml-safer, a maintained port of the same
-//! libyaml to safe Rust, hands its events over as it scans, so only the document itself is held, under
-//! the [`Budget`], and an alias is charged for the copy it makes. The events are libyaml's, and scalars
-//! mean what they meant through serde_yaml ([`scalar::resolve`]), so every document reads as before.
+//! bytes per event: an 8 MB YAML sequence took 455 MB. Here libyaml's events ([`sluice_yaml`], the
+//! same libyaml serde_yaml runs on) are taken as it scans, so only the document itself is held, under
+//! the [`Budget`], and an alias is charged for the copy it makes. Scalars mean what they meant through
+//! serde_yaml ([`scalar::resolve`]), so every document reads as before.
 //!
 //! (saphyr-parser was tried first: it keeps every token of a flow collection that could be a mapping
-//! key until the collection ends, 270 bytes of memory per byte of `[0,0,...]`.)
+//! key until the collection ends, 270 bytes of memory per byte of `[0,0,...]`. libyaml-safer, a
+//! rewrite of libyaml in safe Rust, came next: CI's fuzzer found it panicking on inputs C reads.)
 
 use super::bounded::{too_deep, Array, Budget, Object, MAX_DEPTH};
-use libyaml_safer::{Event, EventData, Parser, ScalarStyle};
 use serde_json::Value;
+use sluice_yaml::{Event, ScalarStyle};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -27,68 +28,13 @@ pub fn read(text: &str, budget: &Budget) -> Result<Value, String> {
         anchors: HashMap::new(),
         root: None,
     };
-    let input = ending_in_a_break(text);
-    let mut bytes = input.as_bytes();
-    let mut parser = Parser::new();
-    parser.set_input_string(&mut bytes);
-    for event in parser {
-        let Event {
-            mut data,
-            start_mark,
-            end_mark,
-            ..
-        } = event.map_err(|e| e.to_string())?;
-        if input.len() > text.len() && end_mark.index == input.len() as u64 {
-            without_the_added_break(&mut data);
-        }
+    for event in sluice_yaml::Parser::new(text.as_bytes()) {
+        let (event, start, _) = event.map_err(|e| e.to_string())?;
         builder
-            .event(data)
-            .map_err(|e| format!("{e} at {start_mark}"))?;
+            .event(event)
+            .map_err(|e| format!("{e} at {start}"))?;
     }
     Ok(builder.root.unwrap_or(Value::Null))
-}
-
-/// `text` as the parser gets it: ending in a line break.
-///
-/// libyaml-safer 0.3.0 panics when a block scalar (`|` or `>`) runs to the end of the input without
-/// a final line break (`a: |\n  b`): where C libyaml reads no break at the end, the port's
-/// `read_line_break` finds its buffer empty. A file saved without a final newline is common, so:
-/// - a last line of spaces only is dropped: it holds nothing C libyaml reads, except when it is
-///   indented deeper than a block scalar it ends, where C keeps its extra spaces as a last line of
-///   that scalar (the one reading of any file that changes, and only in trailing spaces);
-/// - any other last line gets a line break, which [`without_the_added_break`] takes out of the
-///   block scalar it joined.
-fn ending_in_a_break(text: &str) -> Cow<'_, str> {
-    let is_break = |b: u8| b == b'\n' || b == b'\r';
-    match text.as_bytes().last() {
-        None => Cow::Borrowed(text),
-        Some(&b) if is_break(b) => Cow::Borrowed(text),
-        Some(_) => {
-            let last_line = text.bytes().rposition(is_break).map_or(0, |i| i + 1);
-            if text.as_bytes()[last_line..].iter().all(|&b| b == b' ') {
-                Cow::Borrowed(&text[..last_line])
-            } else {
-                Cow::Owned(format!("{text}\n"))
-            }
-        }
-    }
-}
-
-/// Undoes the added break of [`ending_in_a_break`] in the one scalar it can change: a block scalar
-/// that ends at the end of the input, whose last line is then a content line; unless chomping strips
-/// it, the break ends the value. C libyaml (and so serde_yaml, which read Kong files here before)
-/// ends such a scalar without it.
-fn without_the_added_break(data: &mut EventData) {
-    if let EventData::Scalar {
-        value,
-        style: ScalarStyle::Literal | ScalarStyle::Folded,
-        ..
-    } = data
-    {
-        if value.ends_with('\n') {
-            value.pop();
-        }
-    }
 }
 
 /// A node an anchor names, for its aliases.
@@ -130,9 +76,9 @@ struct Builder<'b> {
 }
 
 impl Builder<'_> {
-    fn event(&mut self, event: EventData) -> Result<(), String> {
+    fn event(&mut self, event: Event) -> Result<(), String> {
         match event {
-            EventData::Scalar {
+            Event::Scalar {
                 anchor,
                 tag,
                 value,
@@ -150,7 +96,7 @@ impl Builder<'_> {
                 }
                 self.scalar(Cow::Owned(value), plain, tag.as_deref())
             }
-            EventData::Alias { anchor } => match self.anchors.get(&anchor) {
+            Event::Alias { anchor } => match self.anchors.get(&anchor) {
                 Some(Anchored::Scalar { text, plain, tag }) => {
                     let (text, plain, tag) = (text.clone(), *plain, tag.clone());
                     self.scalar(Cow::Owned(text), plain, tag.as_deref())
@@ -165,14 +111,14 @@ impl Builder<'_> {
                 }
                 None => Err(format!("unknown anchor {anchor:?}")),
             },
-            EventData::SequenceStart { anchor, tag, .. } => {
+            Event::SequenceStart { anchor, tag, .. } => {
                 self.start(Node::Array(Array::default()), anchor, tag)
             }
-            EventData::MappingStart { anchor, tag, .. } => {
+            Event::MappingStart { anchor, tag, .. } => {
                 self.start(Node::Object(Object::default(), None), anchor, tag)
             }
-            EventData::SequenceEnd | EventData::MappingEnd => self.end(),
-            EventData::DocumentStart { .. } if self.root.is_some() => Err(
+            Event::SequenceEnd | Event::MappingEnd => self.end(),
+            Event::DocumentStart if self.root.is_some() => Err(
                 "deserializing from YAML containing more than one document is not supported".into(),
             ),
             _ => Ok(()),
