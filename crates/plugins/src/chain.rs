@@ -47,6 +47,8 @@ pub struct PluginChain {
     has_body_filter: bool,
     has_header_filter: bool,
     has_log: bool,
+    /// Some plugin logs, and none has any other phase or reads the request body.
+    only_logs: bool,
     /// Some global instance registered `rewrite`.
     has_rewrite: bool,
     /// Some instance runs only for some protocols, so requests' protocols must be checked.
@@ -69,12 +71,22 @@ impl PluginChain {
             .filter(|e| e.global)
             .any(|e| e.default.as_ref().is_some_and(|s| s.plugin.has_rewrite()));
         let restricted = all().any(|s| s.protocols != Protocols::ALL);
+        let only_logs = has_log
+            && !has_rewrite
+            && !needs_request_body
+            && all().all(|s| {
+                !s.plugin.has_access()
+                    && !s.plugin.has_header_filter()
+                    && !s.plugin.has_body_filter()
+                    && !s.plugin.has_rewrite()
+            });
         PluginChain {
             entries,
             needs_request_body,
             has_body_filter,
             has_header_filter,
             has_log,
+            only_logs,
             has_rewrite,
             restricted,
         }
@@ -105,6 +117,13 @@ impl PluginChain {
     /// Some plugin runs in the log phase.
     pub fn has_log(&self) -> bool {
         self.has_log
+    }
+
+    /// Some plugin logs and no plugin has any other phase (no `rewrite`, `access`, `header_filter` or
+    /// `body_filter`) or reads the request body: the proxy then writes the upstream request at once and
+    /// builds a plugin context only for the log phase.
+    pub fn only_logs(&self) -> bool {
+        self.only_logs
     }
 
     /// The request's protocol, looked at only when some instance is restricted (any protocol passes otherwise).

@@ -63,6 +63,10 @@ pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
     /// A rewrite handler is registered: a global instance then runs before the router (Kong's `rewrite`).
     fn has_rewrite(&self) -> bool;
 
+    /// An access handler is registered. A chain with none, and nothing but log handlers besides, takes
+    /// the proxy's log-only path (no plugin context until the log phase).
+    fn has_access(&self) -> bool;
+
     /// A header_filter handler is registered. When no plugin of a chain reads the request after `access`
     /// (header_filter, body_filter, log), the proxy moves the request head to the upstream instead of
     /// copying it.
@@ -203,6 +207,10 @@ impl<P: Send + Sync + 'static> Plugin for Registered<P> {
 
     fn has_rewrite(&self) -> bool {
         self.rewrite.is_some()
+    }
+
+    fn has_access(&self) -> bool {
+        self.access.is_some()
     }
 
     fn has_header_filter(&self) -> bool {

@@ -182,6 +182,10 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
             }
         };
     }
+    if chain.only_logs() {
+        // Plugins that only log: the fast path's upstream request, the head kept for the log phase.
+        return phases::log_only(parts, body, routed, negotiation, scope);
+    }
     // Steps 4 to 9 with plugins, in one boxed future (the plugin context borrows from the snapshot).
     // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
     let in_task = chain.has_body_filter();

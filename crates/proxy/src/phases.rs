@@ -9,9 +9,11 @@
 //! response head to hyper. A chain that filters bodies runs in a task that owns the snapshot: it hands the
 //! head over through a oneshot channel and keeps feeding the body through [`ChannelBody`]. A chain that only
 //! logs runs inline: its context is detached from the snapshot and the log phase runs when hyper drops the
-//! response body ([`logged`]).
+//! response body ([`logged`]). A chain with nothing but log handlers skips the phases before that and
+//! builds its context for the log phase only ([`log_only`]).
 
 mod ctx;
+mod log_only;
 mod logged;
 mod rewrite;
 mod streaming;
@@ -19,6 +21,7 @@ pub use streaming::{pump, LogFacts, Upstream};
 
 use ctx::add_headers;
 pub use ctx::{new_ctx, unrouted};
+pub(crate) use log_only::start as log_only;
 pub use rewrite::rewrite;
 
 use crate::downstream::ClientBody;

@@ -8,6 +8,7 @@
 use super::ctx::route_and_service;
 use super::streaming::{LogFacts, Upstream};
 use super::{HeadDone, Payload};
+use crate::exchange::Exchange;
 use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::{request, Response};
@@ -63,7 +64,7 @@ pub(super) fn respond(
 }
 
 /// A [`RequestCtx`] without borrows.
-struct Detached {
+pub(super) struct Detached {
     request: request::Parts,
     body: Option<Bytes>,
     client_addr: SocketAddr,
@@ -101,8 +102,34 @@ impl Detached {
         }
     }
 
+    /// The context of a routed request that no plugin saw before its log phase ([`super::log_only`]):
+    /// what [`super::new_ctx`] would have made of it.
+    pub(super) fn untouched(
+        request: request::Parts,
+        client_ip: IpAddr,
+        x: &Exchange<'_>,
+        route: usize,
+    ) -> Detached {
+        Detached {
+            request,
+            body: None,
+            client_addr: x.conn.peer,
+            client_ip,
+            scheme: x.conn.scheme,
+            tls: x.conn.tls,
+            server_port: x.conn.port,
+            route,
+            consumer: None,
+            credential: None,
+            anonymous: false,
+            started: x.started,
+            started_wall: SystemTime::now() - x.started.elapsed(),
+            plugin_data: http::Extensions::new(),
+        }
+    }
+
     /// The context again, on the same snapshot (its response headers were already sent).
-    fn attach<'s>(
+    pub(super) fn attach<'s>(
         self,
         snap: &'s Snapshot,
         request_id: &'s str,
@@ -136,13 +163,13 @@ impl Detached {
 }
 
 /// Everything the log phase of one request needs once its body is done.
-struct PendingLog {
-    snap: Arc<Snapshot>,
-    id: [u8; 32],
-    captures: Option<Captures>,
-    ctx: Detached,
-    log: LogFacts,
-    upstream: Upstream,
+pub(super) struct PendingLog {
+    pub snap: Arc<Snapshot>,
+    pub id: [u8; 32],
+    pub captures: Option<Captures>,
+    pub ctx: Detached,
+    pub log: LogFacts,
+    pub upstream: Upstream,
 }
 
 impl PendingLog {
@@ -163,7 +190,7 @@ impl PendingLog {
 }
 
 /// The upstream's body on its way to the client, counting bytes; runs the log phase when dropped.
-struct LoggedBody {
+pub(super) struct LoggedBody {
     inner: PooledBody,
     sent: u64,
     /// Boxed: hyper moves the body around, and this keeps it small.
@@ -171,7 +198,7 @@ struct LoggedBody {
 }
 
 impl LoggedBody {
-    fn new(inner: PooledBody, pending: PendingLog) -> LoggedBody {
+    pub(super) fn new(inner: PooledBody, pending: PendingLog) -> LoggedBody {
         LoggedBody {
             inner,
             sent: 0,

@@ -1,0 +1,138 @@
+//! Routes whose plugins only log (http-log, file-log, tcp-log, statsd, ...: no `access`,
+//! `header_filter` or `body_filter` handler, no request body to read; [`PluginChain::only_logs`]).
+//!
+//! Like a route without plugins, the upstream request is written before the driver's future exists;
+//! unlike it, the client's request head is kept for the log record, and the log phase runs when hyper
+//! drops the response body ([`super::logged`]), or at once for the gateway's own error. No plugin
+//! context is built for the phases that have no handler, which is what running them would do: the
+//! general path's context, its empty phase loops and its moves cost every log plugin ~7k instructions
+//! per request (issue 24).
+
+use super::logged::{Detached, LoggedBody, PendingLog};
+use super::streaming::{LogFacts, Upstream};
+use crate::downstream::ClientBody;
+use crate::error::{error_parts, Negotiation, ProxyError};
+use crate::exchange::{Routed, Sending};
+use crate::handler::{Answer, Scope, Step};
+use crate::metrics::{content_length, Count, Finished, Series};
+use http::{request, Response};
+use http_body_util::BodyExt;
+use sluice_metrics::Source;
+use sluice_plugins::PluginChain;
+use sluice_router::Captures;
+use sluice_upstream::body::{box_err, full};
+use sluice_upstream::request_id;
+use std::net::IpAddr;
+
+/// What the log phase needs of the request, kept while it is proxied (boxed with the send).
+struct Kept {
+    request: request::Parts,
+    captures: Option<Captures>,
+    client_ip: IpAddr,
+    route: usize,
+    negotiation: Negotiation,
+    bytes_in: u64,
+}
+
+/// Steps 4 to 9 of a routed request whose chain only logs: the upstream request is written now; the
+/// rest is one boxed future (or, when the request cannot be sent, the logged error at once).
+pub(crate) fn start(
+    parts: request::Parts,
+    body: ClientBody,
+    mut routed: Routed,
+    negotiation: Negotiation,
+    scope: &Scope,
+) -> Step {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let route = routed.found.id;
+    let bytes_in = Series::Route(route)
+        .meter(snap)
+        .map_or(0, |_| content_length(&parts.headers));
+    let captures = routed.found.captures.take();
+    let client_ip = routed.client_ip;
+    let body = body.map_err(box_err).boxed();
+    let sent = Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x);
+    let kept = Kept {
+        negotiation,
+        request: parts,
+        captures,
+        client_ip,
+        route,
+        bytes_in,
+    };
+    match sent {
+        Ok(sending) => {
+            let scope = scope.clone();
+            Step::Plugins(
+                Box::pin(async move { Some(send(sending, kept, &scope).await) }),
+                None,
+            )
+        }
+        Err(e) => Step::Done(failed(e, kept, scope)),
+    }
+}
+
+/// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error).
+async fn send(sending: Sending, kept: Kept, scope: &Scope) -> Answer {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
+    let proxied = match sending.send(snap, &x, x.started).await {
+        Ok(p) => p,
+        Err(e) => return failed(e, kept, scope),
+    };
+    let count = observe(
+        &kept,
+        &proxied.head,
+        Source::Service,
+        Some(&proxied.timings),
+        scope,
+    );
+    let log = LogFacts::new(&proxied.head, Source::Service, x.started);
+    let pending = PendingLog {
+        snap: scope.snap.clone(),
+        id: scope.id,
+        ctx: Detached::untouched(kept.request, kept.client_ip, &x, kept.route),
+        captures: kept.captures,
+        log,
+        upstream: Upstream {
+            timings: proxied.timings,
+            tries: proxied.tries,
+            uri,
+        },
+    };
+    let body = LoggedBody::new(proxied.body, pending).boxed();
+    (Response::from_parts(proxied.head, body), count)
+}
+
+/// The gateway's error for a request that could not be proxied, logged now.
+fn failed(e: ProxyError, kept: Kept, scope: &Scope) -> Answer {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let (head, bytes) = error_parts(e, &kept.negotiation, &x).into_parts();
+    let count = observe(&kept, &head, Source::Error, None, scope);
+    let log = LogFacts::new(&head, Source::Error, x.started);
+    let ctx = Detached::untouched(kept.request, kept.client_ip, &x, kept.route);
+    let ctx = ctx.attach(snap, request_id::as_str(&scope.id), kept.captures.as_ref());
+    let chain: &PluginChain = snap.plugins.route_chain(kept.route);
+    chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
+    (Response::from_parts(head, full(bytes)), count)
+}
+
+/// The request's count for its route's metrics, when a prometheus instance applies.
+fn observe(
+    kept: &Kept,
+    head: &http::response::Parts,
+    source: Source,
+    timings: Option<&crate::respond::Timings>,
+    scope: &Scope,
+) -> Option<Count> {
+    let series = Series::Route(kept.route);
+    let meter = series.meter(&scope.snap)?;
+    let finished = Finished {
+        source,
+        started: scope.started,
+        timings,
+        bytes_in: kept.bytes_in,
+        consumer: None,
+    };
+    Some(meter.observe(series, head.status.as_u16(), &head.headers, finished))
+}
