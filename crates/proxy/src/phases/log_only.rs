@@ -3,12 +3,13 @@
 //!
 //! Like a route without plugins, the upstream request is written before the driver's future exists;
 //! unlike it, the client's request head is kept for the log record, and the log phase runs when hyper
-//! drops the response body ([`super::logged`]), or at once for the gateway's own error. No plugin
-//! context is built for the phases that have no handler, which is what running them would do: the
-//! general path's context, its empty phase loops and its moves cost every log plugin ~7k instructions
-//! per request (issue 24).
+//! drops the response body ([`super::logged`]), or at once for the gateway's own error. The plugin
+//! context is built only then: the phases before it have no handler, so skipping them is what running
+//! them would do, and the general path's boxed steps, empty phase loops and moves of the context cost
+//! every log plugin thousands of instructions per request (issue 24).
 
 use super::logged::{Detached, LoggedBody, PendingLog};
+use super::new_ctx;
 use super::streaming::{LogFacts, Upstream};
 use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
@@ -21,7 +22,6 @@ use sluice_metrics::Source;
 use sluice_plugins::PluginChain;
 use sluice_router::Captures;
 use sluice_upstream::body::{box_err, full};
-use sluice_upstream::request_id;
 use std::net::IpAddr;
 
 /// What the log phase needs of the request, kept while it is proxied (boxed with the send).
@@ -91,7 +91,10 @@ async fn send(sending: Sending, kept: Kept, scope: &Scope) -> Answer {
     let pending = PendingLog {
         snap: scope.snap.clone(),
         id: scope.id,
-        ctx: Detached::untouched(kept.request, kept.client_ip, &x, kept.route),
+        ctx: Detached::new(
+            new_ctx(kept.request, snap, &x, Some(kept.route), kept.client_ip),
+            kept.route,
+        ),
         captures: kept.captures,
         log,
         upstream: Upstream {
@@ -110,8 +113,8 @@ fn failed(e: ProxyError, kept: Kept, scope: &Scope) -> Answer {
     let (head, bytes) = error_parts(e, &kept.negotiation, &x).into_parts();
     let count = observe(&kept, &head, Source::Error, None, scope);
     let log = LogFacts::new(&head, Source::Error, x.started);
-    let ctx = Detached::untouched(kept.request, kept.client_ip, &x, kept.route);
-    let ctx = ctx.attach(snap, request_id::as_str(&scope.id), kept.captures.as_ref());
+    let mut ctx = new_ctx(kept.request, snap, &x, Some(kept.route), kept.client_ip);
+    ctx.captures = kept.captures.as_ref();
     let chain: &PluginChain = snap.plugins.route_chain(kept.route);
     chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
     (Response::from_parts(head, full(bytes)), count)

@@ -8,7 +8,6 @@
 use super::ctx::route_and_service;
 use super::streaming::{LogFacts, Upstream};
 use super::{HeadDone, Payload};
-use crate::exchange::Exchange;
 use crate::snapshot::Snapshot;
 use bytes::Bytes;
 use http::{request, Response};
@@ -83,7 +82,7 @@ pub(super) struct Detached {
 
 impl Detached {
     /// `route` is the index of the matched route in the snapshot the context was built on.
-    fn new(ctx: RequestCtx<'_>, route: usize) -> Detached {
+    pub(super) fn new(ctx: RequestCtx<'_>, route: usize) -> Detached {
         Detached {
             request: ctx.request,
             body: ctx.body,
@@ -102,34 +101,8 @@ impl Detached {
         }
     }
 
-    /// The context of a routed request that no plugin saw before its log phase ([`super::log_only`]):
-    /// what [`super::new_ctx`] would have made of it.
-    pub(super) fn untouched(
-        request: request::Parts,
-        client_ip: IpAddr,
-        x: &Exchange<'_>,
-        route: usize,
-    ) -> Detached {
-        Detached {
-            request,
-            body: None,
-            client_addr: x.conn.peer,
-            client_ip,
-            scheme: x.conn.scheme,
-            tls: x.conn.tls,
-            server_port: x.conn.port,
-            route,
-            consumer: None,
-            credential: None,
-            anonymous: false,
-            started: x.started,
-            started_wall: SystemTime::now() - x.started.elapsed(),
-            plugin_data: http::Extensions::new(),
-        }
-    }
-
     /// The context again, on the same snapshot (its response headers were already sent).
-    pub(super) fn attach<'s>(
+    fn attach<'s>(
         self,
         snap: &'s Snapshot,
         request_id: &'s str,
