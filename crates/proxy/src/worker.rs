@@ -322,13 +322,14 @@ async fn serve_h2(
     shared: Arc<Shared>,
     state: Arc<ConnState>,
 ) {
+    let body_timeout = shared.settings.client_body_timeout;
     let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
         Counters::bump(&shared.counters.requests);
         let in_flight = state.request_started();
         // `map`, not an async block: a block would hold the request's future twice (captured, then
         // moved into its await slot), and hyper moves this future into place per request.
         handler::handle(
-            req.map(ClientBody::H2),
+            req.map(|body| ClientBody::h2(body, body_timeout)),
             info.clone(),
             shared.clone(),
             in_flight,

@@ -1,0 +1,195 @@
+//! nginx's client-side gap timeouts (issue 17, defect 5): `client_body_timeout` between two reads of a
+//! request body and `send_timeout` between two writes of a response. A client that stalls its body or
+//! stops reading loses its request, and the upstream connection behind it is closed, not pooled; a client
+//! that keeps moving, however slowly, is never cut.
+
+mod common;
+
+use common::Proxy;
+use sluice_plugins::Registry;
+use sluice_proxy::ProxySettings;
+use sluice_testkit::EchoUpstream;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+const GAP: Duration = Duration::from_millis(500);
+/// The large response: far more than the loopback socket buffers hold.
+const BIG: usize = 64 * 1024 * 1024;
+
+/// An upstream on a real socket that reports how each connection ended: `GET /big` gets a `BIG`-byte
+/// response (reported when writing it fails: the gateway closed the connection); any other request is
+/// read until the gateway closes the connection, never answered (reported at that end).
+struct Watcher {
+    port: u16,
+    ended: mpsc::UnboundedReceiver<&'static str>,
+}
+
+impl Watcher {
+    async fn start() -> Watcher {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, ended) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                tokio::spawn(watch(conn, tx.clone()));
+            }
+        });
+        Watcher { port, ended }
+    }
+
+    /// How the next connection ended, if it ended within `within`.
+    async fn ended(&mut self, within: Duration) -> Option<&'static str> {
+        tokio::time::timeout(within, self.ended.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+async fn watch(mut conn: TcpStream, tx: mpsc::UnboundedSender<&'static str>) {
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match conn.read(&mut buf).await {
+            Ok(0) | Err(_) => {
+                let _ = tx.send("closed while the request was sent");
+                return;
+            }
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+        if seen.starts_with(b"GET /big") && seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {BIG}\r\n\r\n");
+    let _ = conn.write_all(head.as_bytes()).await;
+    let piece = vec![b'x'; 64 * 1024];
+    for _ in 0..BIG / piece.len() {
+        if conn.write_all(&piece).await.is_err() {
+            let _ = tx.send("closed while the response was sent");
+            return;
+        }
+    }
+    let _ = tx.send("response sent whole");
+}
+
+fn proxy(watcher: &Watcher, echo: &EchoUpstream) -> Proxy {
+    let yaml = format!(
+        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes: [{{paths: [/w, /big], strip_path: false}}]\n- name: echo\n  url: {}\n  routes: [{{paths: [/echo]}}]\n",
+        watcher.port,
+        echo.url()
+    );
+    let settings = ProxySettings {
+        client_body_timeout: GAP,
+        send_timeout: GAP,
+        ..ProxySettings::default()
+    };
+    Proxy::with(&yaml, settings, Registry::builtin())
+}
+
+/// Reads what the gateway sends until it closes the connection (or 10 s pass).
+async fn read_all(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_body_gets_408_and_its_upstream_request_is_abandoned() {
+    let (mut watcher, echo) = (Watcher::start().await, EchoUpstream::start());
+    let proxy = proxy(&watcher, &echo);
+    for head in [
+        "POST /w HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc",
+        "POST /w HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+    ] {
+        let started = Instant::now();
+        let mut s = TcpStream::connect(proxy.addr).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        // Then nothing: the gateway answers 408 after the gap and closes the connection.
+        let answer = read_all(&mut s).await;
+        assert!(answer.starts_with("HTTP/1.1 408"), "{head:?}: {answer}");
+        assert!(answer.contains("connection: close"), "{answer}");
+        assert!(started.elapsed() < GAP * 4, "{:?}", started.elapsed());
+        // The upstream's half-sent request is abandoned: its connection closed, not kept for reuse.
+        let ended = watcher.ended(Duration::from_secs(2)).await;
+        assert_eq!(ended, Some("closed while the request was sent"), "{head:?}");
+    }
+    // An upload that keeps moving, slower than the gap in all, is not cut.
+    let mut s = TcpStream::connect(proxy.addr).await.unwrap();
+    s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    for _ in 0..6 {
+        tokio::time::sleep(GAP / 3).await;
+        s.write_all(b"4\r\nabcd\r\n").await.unwrap();
+    }
+    s.write_all(b"0\r\n\r\n").await.unwrap();
+    let answer = read_all(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_h2_body_gets_408_on_its_stream() {
+    let (mut watcher, echo) = (Watcher::start().await, EchoUpstream::start());
+    let proxy = proxy(&watcher, &echo);
+    let tcp = TcpStream::connect(proxy.addr).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.expect("h2c handshake");
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let request = http::Request::post(format!("http://{}/w", proxy.addr))
+        .header("content-length", "100")
+        .body(())
+        .unwrap();
+    let started = Instant::now();
+    let (response, mut body) = client.send_request(request, false).expect("send");
+    body.send_data(bytes::Bytes::from_static(b"abc"), false)
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .expect("an answer within the gap")
+        .expect("a response, not a reset");
+    assert_eq!(response.status(), 408);
+    assert!(started.elapsed() < GAP * 4, "{:?}", started.elapsed());
+    let ended = watcher.ended(Duration::from_secs(2)).await;
+    assert_eq!(ended, Some("closed while the request was sent"));
+    // The connection still serves other streams.
+    let mut client = client.ready().await.unwrap();
+    let get = http::Request::get(format!("http://{}/echo", proxy.addr))
+        .body(())
+        .unwrap();
+    let (response, _) = client.send_request(get, true).unwrap();
+    assert_eq!(response.await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_closed_after_the_send_timeout() {
+    let (mut watcher, echo) = (Watcher::start().await, EchoUpstream::start());
+    let proxy = proxy(&watcher, &echo);
+    let mut slow = TcpStream::connect(proxy.addr).await.unwrap();
+    slow.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let mut first = [0u8; 64];
+    slow.read_exact(&mut first).await.unwrap();
+    assert!(first.starts_with(b"HTTP/1.1 200"));
+    // The slow client reads nothing more. Others are served meanwhile, and a fast client takes a large
+    // response whole.
+    let (status, _, _) = common::get(proxy.url("/echo"), []).await;
+    assert_eq!(status, 200);
+    let fast = sluice_testkit::client()
+        .get(proxy.url("/echo"))
+        .header("x-echo-body-size", "8000000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fast.bytes().await.unwrap().len(), 8_000_000);
+    // The gateway gives up on the slow client: the upstream connection behind it is closed mid-response.
+    let ended = watcher.ended(GAP * 6).await;
+    assert_eq!(ended, Some("closed while the response was sent"));
+    // What the slow client gets now is what the socket buffers held, then the end: not the whole body.
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest)).await;
+    assert!(rest.len() < BIG / 2, "{} bytes", rest.len());
+}
