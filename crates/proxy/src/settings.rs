@@ -38,8 +38,9 @@ pub struct ProxySettings {
     /// request is answered 408 and its upstream request abandoned (HTTP/1.1: the connection closes; h2:
     /// the stream).
     pub client_body_timeout: Duration,
-    /// The longest wait between two writes to a client that stopped reading (nginx's `send_timeout`, HTTP/1.1):
-    /// past it the connection is closed and the response's upstream connection dropped.
+    /// The longest wait between two writes to a client that stopped reading (nginx's `send_timeout`): past
+    /// it the connection is closed and the response's upstream connection dropped (h2: by an unanswered
+    /// keep-alive PING, `worker::h2_builder`).
     pub send_timeout: Duration,
     /// Client connections per worker (nginx's `worker_connections`); one more is accepted and closed.
     pub worker_connections: usize,

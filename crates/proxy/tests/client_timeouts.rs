@@ -193,3 +193,24 @@ async fn a_client_that_stops_reading_is_closed_after_the_send_timeout() {
     let _ = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest)).await;
     assert!(rest.len() < BIG / 2, "{} bytes", rest.len());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_client_that_stops_reading_is_closed_after_the_send_timeout() {
+    let (mut watcher, echo) = (Watcher::start().await, EchoUpstream::start());
+    let proxy = proxy(&watcher, &echo);
+    // By hand, so that nothing reads the socket afterwards: the preface, empty SETTINGS, and one HEADERS
+    // frame (END_STREAM | END_HEADERS) for `GET /big` (HPACK: :method GET, :scheme http, literal :path
+    // and :authority).
+    let mut frames = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0".to_vec();
+    let block = b"\x82\x86\x04\x04/big\x01\x01t";
+    frames.extend_from_slice(&[0, 0, block.len() as u8, 0x01, 0x05, 0, 0, 0, 1]);
+    frames.extend_from_slice(block);
+    let mut silent = TcpStream::connect(proxy.addr).await.unwrap();
+    silent.write_all(&frames).await.unwrap();
+    // The response starts, then waits on the client, which reads nothing: the gateway's PING goes
+    // unanswered, and the connection closes with the upstream connection behind it.
+    let ended = watcher.ended(GAP * 6).await;
+    assert_eq!(ended, Some("closed while the response was sent"));
+    let (status, _, _) = common::get(proxy.url("/echo"), []).await;
+    assert_eq!(status, 200);
+}
