@@ -131,6 +131,31 @@ async fn a_stalled_body_gets_408_and_its_upstream_request_is_abandoned() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_body_gets_408_on_routes_with_plugins_too() {
+    let mut watcher = Watcher::start().await;
+    // key-auth with `key_in_body` reads the whole body before access; correlation-id lets it stream.
+    let yaml = format!(
+        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes:\n  - paths: [/buffered]\n    plugins: [{{name: key-auth, config: {{key_in_body: true}}}}]\n  - paths: [/streamed]\n    plugins: [{{name: correlation-id}}]\n",
+        watcher.port
+    );
+    let settings = ProxySettings {
+        client_body_timeout: GAP,
+        ..ProxySettings::default()
+    };
+    let proxy = Proxy::with(&yaml, settings, Registry::builtin());
+    for path in ["/buffered", "/streamed"] {
+        let mut s = TcpStream::connect(proxy.addr).await.unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\napikey=");
+        s.write_all(head.as_bytes()).await.unwrap();
+        let answer = read_all(&mut s).await;
+        assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+    }
+    // Only the streamed one reached the upstream, and its request was abandoned there.
+    let ended = watcher.ended(Duration::from_secs(2)).await;
+    assert_eq!(ended, Some("closed while the request was sent"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_h2_body_gets_408_on_its_stream() {
     let (mut watcher, echo) = (Watcher::start().await, EchoUpstream::start());
     let proxy = proxy(&watcher, &echo);
