@@ -14,7 +14,8 @@ use tokio::time::{Instant, Sleep};
 
 /// A gap timer over one transfer (a request body, or a response).
 pub struct Stall {
-    limit: Duration,
+    /// In milliseconds (up to 49 days): small, as an h2 request body carries one.
+    limit_ms: u32,
     /// Made at the first wait, then reset at the start of each one.
     timer: Option<Pin<Box<Sleep>>>,
     /// A wait has begun and no progress came since: the timer runs.
@@ -24,7 +25,7 @@ pub struct Stall {
 impl Stall {
     pub fn new(limit: Duration) -> Stall {
         Stall {
-            limit,
+            limit_ms: limit.as_millis().try_into().unwrap_or(u32::MAX),
             timer: None,
             waiting: false,
         }
@@ -41,7 +42,7 @@ impl Stall {
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if !self.waiting {
             self.waiting = true;
-            let deadline = Instant::now() + self.limit;
+            let deadline = Instant::now() + Duration::from_millis(self.limit_ms.into());
             match self.timer.as_mut() {
                 Some(timer) => timer.as_mut().reset(deadline),
                 None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
