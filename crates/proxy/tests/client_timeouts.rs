@@ -239,3 +239,48 @@ async fn an_h2_client_that_stops_reading_is_closed_after_the_send_timeout() {
     let (status, _, _) = common::get(proxy.url("/echo"), []).await;
     assert_eq!(status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_body_trickled_past_the_drain_limit_closes_the_connection() {
+    let watcher = Watcher::start().await;
+    // key-auth answers 401 without reading the body: its rest is discarded to keep the connection, but
+    // only up to 64 KiB in all, however it is spread over reads.
+    let yaml = format!(
+        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes:\n  - paths: [/denied]\n    plugins: [{{name: key-auth}}]\n",
+        watcher.port
+    );
+    let settings = ProxySettings {
+        client_body_timeout: GAP,
+        ..ProxySettings::default()
+    };
+    let proxy = Proxy::with(&yaml, settings, Registry::builtin());
+    let mut s = TcpStream::connect(proxy.addr).await.unwrap();
+    s.write_all(b"POST /denied HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await
+        .unwrap();
+    let piece = format!("2000\r\n{}\r\n", "a".repeat(0x2000));
+    let mut sent_all = true;
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if s.write_all(piece.as_bytes()).await.is_err() {
+            sent_all = false;
+            break;
+        }
+    }
+    if sent_all {
+        let _ = s.write_all(b"0\r\n\r\n").await;
+    }
+    // 96 KiB trickled: the gateway answered 401 and closes instead of keeping the connection (the
+    // closing may reset it, as the client was still sending: then the 401 may be lost, not the end).
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(3), s.read_to_end(&mut out)).await;
+    assert!(
+        read.is_ok(),
+        "the connection stayed open after 96 KiB were discarded"
+    );
+    let answer = String::from_utf8_lossy(&out);
+    assert!(
+        out.is_empty() || answer.starts_with("HTTP/1.1 401"),
+        "{answer}"
+    );
+}

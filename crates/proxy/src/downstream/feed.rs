@@ -34,6 +34,8 @@ pub struct Feeder {
     state: Fed,
     /// `client_body_timeout` between two reads.
     stall: Stall,
+    /// Bytes of an abandoned body thrown away so far (over all the polls of its discard).
+    thrown: u64,
 }
 
 /// Where the body is.
@@ -64,6 +66,7 @@ impl Feeder {
             continue_left: if expect_continue { CONTINUE.len() } else { 0 },
             state: Fed::Running,
             stall: Stall::new(timeout),
+            thrown: 0,
         }
     }
 
@@ -168,12 +171,11 @@ impl Feeder {
         if self.decoder.remaining().is_some_and(|n| n > DRAIN_LIMIT) {
             return Poll::Ready(false);
         }
-        let mut thrown = 0u64;
         loop {
             match self.decoder.decode(buf) {
                 Ok(Decoded::Data(piece)) => {
-                    thrown += piece.len() as u64;
-                    if thrown > DRAIN_LIMIT {
+                    self.thrown += piece.len() as u64;
+                    if self.thrown > DRAIN_LIMIT {
                         return Poll::Ready(false);
                     }
                 }
