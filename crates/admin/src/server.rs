@@ -2,8 +2,10 @@
 //! headers every response carries (`X-Kong-Admin-Latency`, CORS, `Server`).
 //!
 //! Each listener bounds what a client can hold: a request head must arrive within [`ServeLimits`]'
-//! `header_timeout` (so does the next head on a keep-alive connection), a TLS handshake within 10 s, and at
-//! most one `POST /config` body is read and parsed at a time per listener ([`crate::handlers::Gate`]).
+//! `header_timeout` (so does the next head on a keep-alive connection), a TLS handshake within 10 s, at
+//! most one `POST /config` body is read and parsed at a time per listener, and at most
+//! [`crate::WRITE_PERMITS`] entity writes run at a time per listener, the others waiting their turn
+//! ([`crate::handlers::Gate`]).
 
 use crate::deadline::FirstByte;
 use crate::handlers::dispatch;

@@ -19,6 +19,7 @@ mod body;
 mod conn;
 mod feed;
 mod handover;
+mod stall;
 mod write;
 
 pub use body::ClientBody;

@@ -33,6 +33,8 @@ pub enum ProxyError {
     Timeout,
     /// 400: the request cannot be proxied as sent.
     BadRequest,
+    /// 408: the client sent no body bytes within `client_body_timeout` (the connection closes after it).
+    ClientTimeout,
     /// 413: a body a plugin needs is larger than the gateway buffers.
     PayloadTooLarge,
     /// 413: a streamed body passed the cap a plugin put on it (`RequestCtx::body_limit`); the plugin's own
@@ -79,6 +81,7 @@ impl ProxyError {
             ProxyError::BadGateway => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::BadRequest => StatusCode::BAD_REQUEST,
+            ProxyError::ClientTimeout => StatusCode::REQUEST_TIMEOUT,
             ProxyError::PayloadTooLarge | ProxyError::BodyOverLimit => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
@@ -99,6 +102,7 @@ impl ProxyError {
             ProxyError::NameResolution => "name resolution failed",
             ProxyError::Timeout => "The upstream server is timing out",
             ProxyError::BadRequest => "Bad request",
+            ProxyError::ClientTimeout => "Request timeout",
             ProxyError::PayloadTooLarge => "Payload too large",
             ProxyError::BodyOverLimit => "Request size limit exceeded",
             ProxyError::NotImplemented => "The upstream server responded with 501",
@@ -115,6 +119,7 @@ impl ProxyError {
                 | ProxyError::Timeout
                 | ProxyError::Internal
                 | ProxyError::NotImplemented
+                | ProxyError::ClientTimeout
         )
     }
 

@@ -34,6 +34,14 @@ pub struct ProxySettings {
     /// How long an idle keep-alive connection is kept after a response (nginx's `keepalive_timeout`); zero
     /// turns keep-alive off.
     pub keepalive_timeout: Duration,
+    /// The longest wait between two reads of a request body (nginx's `client_body_timeout`): past it the
+    /// request is answered 408 and its upstream request abandoned (HTTP/1.1: the connection closes; h2:
+    /// the stream).
+    pub client_body_timeout: Duration,
+    /// The longest wait between two writes to a client that stopped reading (nginx's `send_timeout`): past
+    /// it the connection is closed and the response's upstream connection dropped (h2: by an unanswered
+    /// keep-alive PING, `worker::h2_builder`).
+    pub send_timeout: Duration,
     /// Client connections per worker (nginx's `worker_connections`); one more is accepted and closed.
     pub worker_connections: usize,
     /// How large a request head may be (nginx's `large_client_header_buffers`).
@@ -60,6 +68,8 @@ impl Default for ProxySettings {
             upstream_idle_timeout: Duration::from_secs(60),
             client_header_timeout: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(75),
+            client_body_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
             worker_connections: 16_384,
             head_limits: sluice_h1::HeadLimits::default(),
             default_certificate: None,

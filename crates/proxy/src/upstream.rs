@@ -171,6 +171,9 @@ pub async fn send(
             // The client's body broke off or broke its framing (a bad chunk): the client's fault, as nginx
             // says with 400, not the upstream's.
             Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadRequest),
+            // The client stalled its body past `client_body_timeout`: 408, and this upstream connection,
+            // holding half a request, is dropped (closed), never pooled.
+            Ok(Err(Failed::ClientTimeout)) => return Err(ProxyError::ClientTimeout),
             // A plugin's cap on a streamed body was passed: the plugin answers (`phases::send`).
             Ok(Err(Failed::OverLimit)) => return Err(ProxyError::BodyOverLimit),
             Ok(Err(Failed::Stalled)) => {

@@ -122,12 +122,23 @@ impl Drop for ActiveGuard {
 
 /// The HTTP/2 connection builder of a worker (h2 over TLS by ALPN, or h2c with prior knowledge); HTTP/1.1
 /// is Sluice's own loop ([`crate::downstream`]).
-fn h2_builder() -> http2::Builder<TokioExecutor> {
+///
+/// `send_timeout` is nginx's bound on a client that stops reading. hyper's h2 server has no write
+/// deadline, so its keep-alive PING stands in: a client that sent no frame for half of it is pinged, and a
+/// connection whose PING is not answered within the other half is closed (with the upstream connections of
+/// its open responses). A client that reads its socket but withholds flow-control credit answers PINGs and
+/// is not bounded this way (docs/differences.md).
+fn h2_builder(send_timeout: Duration) -> http2::Builder<TokioExecutor> {
     let mut builder = http2::Builder::new(TokioExecutor::new());
     builder
         .timer(TokioTimer::new())
         // RFC 8441's extended CONNECT: WebSocket over h2 (`upgrade`).
         .enable_connect_protocol();
+    if !send_timeout.is_zero() {
+        builder
+            .keep_alive_interval(send_timeout / 2)
+            .keep_alive_timeout(send_timeout / 2);
+    }
     builder
 }
 
@@ -137,7 +148,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     worker: Worker,
 ) {
-    let builder = Arc::new(h2_builder());
+    let builder = Arc::new(h2_builder(shared.settings.send_timeout));
     let port_value = http::HeaderValue::from(local_port);
     let mut warned = None::<std::time::Instant>;
     loop {
@@ -322,13 +333,14 @@ async fn serve_h2(
     shared: Arc<Shared>,
     state: Arc<ConnState>,
 ) {
+    let body_timeout = shared.settings.client_body_timeout;
     let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
         Counters::bump(&shared.counters.requests);
         let in_flight = state.request_started();
         // `map`, not an async block: a block would hold the request's future twice (captured, then
         // moved into its await slot), and hyper moves this future into place per request.
         handler::handle(
-            req.map(ClientBody::H2),
+            req.map(|body| ClientBody::h2(body, body_timeout)),
             info.clone(),
             shared.clone(),
             in_flight,

@@ -118,6 +118,8 @@ pub fn start(args: StartArgs) -> Result<()> {
         dns: settings.dns.clone(),
         client_header_timeout: settings.client.header_timeout,
         keepalive_timeout: settings.client.keepalive_timeout,
+        client_body_timeout: settings.client.body_timeout,
+        send_timeout: settings.client.send_timeout,
         worker_connections: settings.client.worker_connections,
         head_limits: settings.client.head_limits,
         ..ProxySettings::default()

@@ -1,7 +1,8 @@
 //! Client connections through the real binary: nginx's `keepalive_timeout` and `client_header_timeout`
 //! (Kong's `nginx_http_*` settings) close idle connections each at its own limit, keep-alive can be
 //! turned off, and `nginx_events_worker_connections` bounds a worker's connections (one more is closed at
-//! once, and a freed slot is used again).
+//! once, and a freed slot is used again); `client_body_timeout` and `send_timeout` are read under their
+//! `nginx_http_*` and `nginx_proxy_*` names.
 
 use sluice_testkit::{EchoUpstream, Gateway};
 use std::io::{Read, Write};
@@ -187,4 +188,39 @@ fn bad_connection_settings_are_refused_with_their_names() {
             "{text}"
         );
     }
+}
+
+#[test]
+fn the_body_and_send_timeouts_are_read_from_kongs_names() {
+    let up = EchoUpstream::start();
+    let gw = gateway(
+        &up,
+        &[
+            ("SLUICE_NGINX_HTTP_CLIENT_BODY_TIMEOUT", "30s"),
+            // The proxy server block's name wins over the http block's, as in nginx.
+            ("SLUICE_NGINX_PROXY_CLIENT_BODY_TIMEOUT", "500ms"),
+            ("SLUICE_NGINX_HTTP_SEND_TIMEOUT", "500ms"),
+        ],
+    );
+    let mut s = connect(&gw);
+    let started = Instant::now();
+    s.write_all(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab")
+        .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // A client that reads nothing of a large response is closed after the send timeout: what it reads
+    // afterwards is what the socket buffers held, then the end.
+    let mut slow = connect(&gw);
+    slow.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\nx-echo-body-size: 100000000\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut got = Vec::new();
+    let _ = slow.read_to_end(&mut got);
+    assert!(got.len() < 50_000_000, "{} bytes", got.len());
 }

@@ -77,6 +77,26 @@ impl std::fmt::Display for OverLimit {
 
 impl std::error::Error for OverLimit {}
 
+/// Why a client's request body ended when the client sent nothing for longer than the body timeout
+/// (nginx's `client_body_timeout`): the client side's body error carries it as its source, and the upstream
+/// writer reports it as [`crate::conn::Failed::ClientTimeout`] (the gateway answers 408).
+#[derive(Debug)]
+pub struct ClientTimedOut;
+
+impl std::fmt::Display for ClientTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the client sent no body bytes within client_body_timeout")
+    }
+}
+
+impl std::error::Error for ClientTimedOut {}
+
+/// Whether a body error is, or was caused by, [`ClientTimedOut`] (body wrappers box the client's error,
+/// so its sources are walked).
+pub fn is_client_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<ClientTimedOut>())
+}
+
 impl Body for Capped {
     type Data = Bytes;
     type Error = BoxError;

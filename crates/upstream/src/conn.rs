@@ -62,6 +62,8 @@ pub enum Failed {
     ClientBody,
     /// The client's request body passed the size it was capped at ([`crate::body::Capped`]).
     OverLimit,
+    /// The client sent no body bytes within the client body timeout ([`crate::body::ClientTimedOut`]).
+    ClientTimeout,
     /// No progress within the timeout: a write to the upstream, or the client's next body bytes
     /// (nginx's `proxy_send_timeout` between two writes; `proxy_read_timeout` between two reads).
     Stalled,

@@ -29,21 +29,45 @@ const MAX_CONFIG_BODY: usize = 64 << 20;
 /// `nginx_admin_client_max_body_size` default, 10m.
 const MAX_BODY: usize = 10 << 20;
 
-/// Admits one `POST /config` at a time per listener, from reading its body through parsing and loading:
-/// a body and its parsed document can take many times the body's size, so concurrent loads are refused
-/// with Kong's 429 before their bodies are read (the node serializes loads anyway).
+/// Entity writes (DB mode) run at most this many at a time per listener, from reading their body to their
+/// reply; more wait their turn. decK writes 10 at a time by default and Terraform and CI jobs run side by
+/// side, so a write is never refused for being concurrent; the bound holds what concurrent writes cost
+/// (each body up to 10 MiB, its JSON, a database transaction) to a fixed amount.
+pub const WRITE_PERMITS: usize = 8;
+
+/// What a listener admits at once, each from reading a request's body to its reply:
+/// - one `POST /config`: a body and its parsed document can take many times the body's size, so a
+///   concurrent load is refused with Kong's 429 before its body is read (the node serializes loads anyway,
+///   and Kong answers a load during a load with 429 too);
+/// - [`WRITE_PERMITS`] entity writes: a further one waits for a turn (not refused: decK's parallel writes
+///   must all succeed).
 #[derive(Debug)]
-pub struct Gate(tokio::sync::Semaphore);
+pub struct Gate {
+    config: tokio::sync::Semaphore,
+    writes: tokio::sync::Semaphore,
+}
 
 impl Default for Gate {
     fn default() -> Gate {
-        Gate(tokio::sync::Semaphore::new(1))
+        Gate {
+            config: tokio::sync::Semaphore::new(1),
+            writes: tokio::sync::Semaphore::new(WRITE_PERMITS),
+        }
     }
 }
 
 impl Gate {
     fn try_enter(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
-        self.0.try_acquire().map_err(|_| ApiError::Busy)
+        self.config.try_acquire().map_err(|_| ApiError::Busy)
+    }
+
+    /// Waits for an entity write's turn.
+    async fn write_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
+        // The semaphore is never closed; an error would be a bug, answered as 500.
+        self.writes
+            .acquire()
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))
     }
 }
 
@@ -120,14 +144,17 @@ async fn handle(
             entities::owner(&control.config(), child, key, rel)
         }
         Endpoint::List(scope) if control.db_mode() => {
+            let _turn = gate.write_turn().await?;
             let body = write_body(parts, body).await?;
             writes::create(control, &scope, body).await
         }
         Endpoint::Item(scope, key) if control.db_mode() => {
+            let _turn = gate.write_turn().await?;
             let body = write_body(parts, body).await?;
             writes::item(control, &scope, key, method, body).await
         }
         Endpoint::Owner(child, key, rel) if control.db_mode() => {
+            let _turn = gate.write_turn().await?;
             let body = write_body(parts, body).await?;
             writes::owner(control, child, key, rel, method, body).await
         }

@@ -9,6 +9,7 @@ use sluice_admin::{
     NodeInfo, ServeLimits,
 };
 use sluice_model::declarative::parse_value;
+use sluice_model::writes::{EntityWrite, WriteError, Written};
 use sluice_model::{Config, PluginRegistry};
 use sluice_plugins::Registry;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +28,17 @@ pub struct TestNode {
     /// Loads with more services than this are refused as too large (413).
     max_services: usize,
     loads: AtomicUsize,
+    /// DB mode: entity writes reach [`Control::write`], which takes a database's time and counts them.
+    db: bool,
+    pub writes: Arc<Writes>,
+}
+
+/// Entity writes a DB-mode [`TestNode`] ran: how many run now, the most that ran at once, how many ended.
+#[derive(Default)]
+pub struct Writes {
+    running: AtomicUsize,
+    pub peak: AtomicUsize,
+    pub done: AtomicUsize,
 }
 
 impl TestNode {
@@ -41,7 +53,16 @@ impl TestNode {
             gate: Arc::new(tokio::sync::Mutex::new(())),
             max_services,
             loads: AtomicUsize::new(0),
+            db: false,
+            writes: Arc::default(),
         })
+    }
+
+    /// A node in DB mode whose writes each take 20 ms (a database round trip) and succeed.
+    pub fn database() -> Arc<TestNode> {
+        let mut node = Arc::try_unwrap(TestNode::new()).ok().expect("fresh node");
+        node.db = true;
+        Arc::new(node)
     }
 
     /// A node with `yaml` already loaded.
@@ -106,6 +127,26 @@ impl Control for TestNode {
 
     fn registry(&self) -> Option<&dyn PluginRegistry> {
         Some(&self.registry)
+    }
+
+    fn db_mode(&self) -> bool {
+        self.db
+    }
+
+    fn write(&self, write: EntityWrite) -> BoxFuture<Result<Written, WriteError>> {
+        let writes = self.writes.clone();
+        let now = writes.running.fetch_add(1, Ordering::SeqCst) + 1;
+        writes.peak.fetch_max(now, Ordering::SeqCst);
+        Box::pin(async move {
+            // A database round trip.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            writes.running.fetch_sub(1, Ordering::SeqCst);
+            writes.done.fetch_add(1, Ordering::SeqCst);
+            Ok(Written {
+                status: 201,
+                entity: Some(Value::Object(write.body)),
+            })
+        })
     }
 
     fn node_info(&self) -> NodeInfo {

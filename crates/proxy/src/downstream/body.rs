@@ -7,8 +7,10 @@
 //! (the cue for `100 Continue`), the task puts one piece in, the reader takes it and asks again. A reader
 //! that drops the body says so too, and the task then drains or closes.
 
+use super::stall::Stall;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use sluice_upstream::body::ClientTimedOut;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -25,8 +27,10 @@ pub enum ClientBody {
         slot: Arc<Slot>,
         remaining: Option<u64>,
     },
-    /// An HTTP/2 stream's body (hyper's server).
-    H2(hyper::body::Incoming),
+    /// An HTTP/2 stream's body (hyper's server), with its `client_body_timeout`: a stream whose client
+    /// sends nothing while it is read fails with [`ClientBodyError::TimedOut`] (the driver answers 408,
+    /// after which hyper resets the rest of the stream).
+    H2(hyper::body::Incoming, Stall),
 }
 
 /// Why a client's body could not be read.
@@ -36,6 +40,8 @@ pub enum ClientBodyError {
     Framing(String),
     /// hyper's HTTP/2 stream failed.
     H2(hyper::Error),
+    /// The client sent nothing for `client_body_timeout` while the body was read.
+    TimedOut(ClientTimedOut),
 }
 
 impl fmt::Display for ClientBodyError {
@@ -43,11 +49,28 @@ impl fmt::Display for ClientBodyError {
         match self {
             ClientBodyError::Framing(e) => write!(f, "client request body: {e}"),
             ClientBodyError::H2(e) => write!(f, "client request body: {e}"),
+            ClientBodyError::TimedOut(e) => write!(f, "client request body: {e}"),
         }
     }
 }
 
-impl std::error::Error for ClientBodyError {}
+impl std::error::Error for ClientBodyError {
+    /// The timeout's marker, which the upstream writer and the plugins' body reader look for
+    /// (`sluice_upstream::body::is_client_timeout`).
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientBodyError::TimedOut(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl ClientBody {
+    /// An HTTP/2 stream's body, read under `client_body_timeout` (`timeout`).
+    pub fn h2(incoming: hyper::body::Incoming, timeout: std::time::Duration) -> ClientBody {
+        ClientBody::H2(incoming, Stall::new(timeout))
+    }
+}
 
 impl Body for ClientBody {
     type Data = Bytes;
@@ -65,11 +88,18 @@ impl Body for ClientBody {
                 if let (Some(Ok(b)), Some(n)) = (&got, remaining.as_mut()) {
                     *n = n.saturating_sub(b.len() as u64);
                 }
-                Poll::Ready(got.map(|r| r.map(Frame::data).map_err(ClientBodyError::Framing)))
+                Poll::Ready(got.map(|r| r.map(Frame::data)))
             }
-            ClientBody::H2(incoming) => Pin::new(incoming)
-                .poll_frame(cx)
-                .map_err(ClientBodyError::H2),
+            ClientBody::H2(incoming, stall) => match Pin::new(incoming).poll_frame(cx) {
+                Poll::Ready(frame) => {
+                    stall.progressed();
+                    Poll::Ready(frame.map(|r| r.map_err(ClientBodyError::H2)))
+                }
+                Poll::Pending => {
+                    std::task::ready!(stall.poll_expired(cx));
+                    Poll::Ready(Some(Err(ClientBodyError::TimedOut(ClientTimedOut))))
+                }
+            },
         }
     }
 
@@ -78,7 +108,7 @@ impl Body for ClientBody {
             ClientBody::Empty => true,
             ClientBody::Full(b) => b.is_none(),
             ClientBody::Streamed { remaining, .. } => *remaining == Some(0),
-            ClientBody::H2(incoming) => incoming.is_end_stream(),
+            ClientBody::H2(incoming, _) => incoming.is_end_stream(),
         }
     }
 
@@ -90,7 +120,7 @@ impl Body for ClientBody {
                 remaining: Some(n), ..
             } => SizeHint::with_exact(*n),
             ClientBody::Streamed { .. } => SizeHint::default(),
-            ClientBody::H2(incoming) => incoming.size_hint(),
+            ClientBody::H2(incoming, _) => incoming.size_hint(),
         }
     }
 }
@@ -109,7 +139,7 @@ pub struct Slot(Mutex<SlotState>);
 
 #[derive(Default)]
 struct SlotState {
-    piece: Option<Result<Bytes, String>>,
+    piece: Option<Result<Bytes, ClientBodyError>>,
     /// The writer has nothing more to put (the body ended or failed).
     closed: bool,
     /// The reader asked for a piece that is not there yet.
@@ -134,7 +164,7 @@ impl Slot {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, String>>> {
+    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, ClientBodyError>>> {
         let mut s = self.state();
         if let Some(piece) = s.piece.take() {
             s.wanted = false;
@@ -173,7 +203,7 @@ impl Slot {
     }
 
     /// Puts a piece (`Err`: the body failed) for the reader; `close` when it is the last.
-    pub fn put(&self, piece: Option<Result<Bytes, String>>, close: bool) {
+    pub fn put(&self, piece: Option<Result<Bytes, ClientBodyError>>, close: bool) {
         let mut s = self.state();
         s.piece = piece;
         s.closed |= close;

@@ -5,6 +5,8 @@
 //! The loop ends when the client closes or asks to, after a refused head (answered first), when a body or
 //! write fails, when the worker stops (after the request in flight), or after a 101 (the connection is
 //! handed to the upgrade). The header and keep-alive timeouts are the watchdog's: it drops this future.
+//! The body and send timeouts (`client_body_timeout`, `send_timeout`) are the feeder's and the writer's:
+//! they bound each wait on this client while a request runs ([`super::stall`]).
 
 use super::body::{ClientBody, Slot};
 use super::feed::{Fed, Feeder};
@@ -152,7 +154,8 @@ impl Conn {
             upgrade,
         } = head;
         let head_request = method == Method::HEAD;
-        let (body, mut feeder) = body(framing, expect_continue, buf);
+        let body_timeout = self.shared.settings.client_body_timeout;
+        let (body, mut feeder) = body(framing, expect_continue, buf, body_timeout);
         let mut request = Request::new(body);
         *request.method_mut() = method;
         *request.uri_mut() = uri;
@@ -183,11 +186,13 @@ impl Conn {
         let facts = Facts {
             head_request,
             http10: version == Version::HTTP_10,
-            // `keepalive_timeout 0` turns keep-alive off, as in nginx.
+            // `keepalive_timeout 0` turns keep-alive off, as in nginx; a body that broke off, broke its
+            // framing or stalled past `client_body_timeout` closes the connection after the answer.
             keep_alive: keep_alive
                 && !self.shared.settings.keepalive_timeout.is_zero()
                 && self.stop.borrow().is_none()
-                && !upgraded,
+                && !upgraded
+                && feeder.as_ref().is_none_or(|f| f.state() != Fed::Broken),
         };
         let mut out = Vec::with_capacity(512);
         let hint = http_body::Body::size_hint(&body);
@@ -196,7 +201,7 @@ impl Conn {
         if let Some(f) = feeder.as_mut() {
             f.answered();
         }
-        let mut writer = Writer::new(out, body, framing);
+        let mut writer = Writer::new(out, body, framing, self.shared.settings.send_timeout);
         let written = poll_fn(|cx| {
             let w = writer.poll_write(cx, io);
             if let Some(f) = feeder.as_mut() {
@@ -240,11 +245,13 @@ enum Ended {
     Upgraded(oneshot::Sender<Handed>),
 }
 
-/// The request body: none, whole from the buffer, or fed by the connection task.
+/// The request body: none, whole from the buffer, or fed by the connection task (each wait for the
+/// client's bytes bounded by `timeout`, `client_body_timeout`).
 fn body(
     framing: RequestFraming,
     expect_continue: bool,
     buf: &mut BytesMut,
+    timeout: Duration,
 ) -> (ClientBody, Option<Feeder>) {
     match framing {
         RequestFraming::Length(0) => (ClientBody::Empty, None),
@@ -261,7 +268,7 @@ fn body(
                 RequestFraming::Chunked => None,
             };
             let decoder = BodyDecoder::new(framing.into());
-            let feeder = Feeder::new(slot.clone(), decoder, expect_continue);
+            let feeder = Feeder::new(slot.clone(), decoder, expect_continue, timeout);
             (ClientBody::Streamed { slot, remaining }, Some(feeder))
         }
     }

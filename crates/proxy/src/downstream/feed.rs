@@ -2,11 +2,17 @@
 //! the socket into the connection's buffer and hands them to the body's reader, one piece per want; it
 //! sends `100 Continue` before the first read when the client asked for it (as nginx does, only once the
 //! body is really read: a request refused in `access` never gets it).
+//!
+//! `client_body_timeout` bounds each wait for the client's next bytes while the reader wants them (and
+//! while a short rest is discarded): past it the reader gets [`ClientBodyError::TimedOut`] (408) and the
+//! connection closes after the answer.
 
-use super::body::{Slot, Want};
+use super::body::{ClientBodyError, Slot, Want};
+use super::stall::Stall;
 use super::CLIENT_MIN_SPARE;
 use bytes::BytesMut;
 use sluice_h1::{BodyDecoder, Decoded};
+use sluice_upstream::body::ClientTimedOut;
 use sluice_upstream::conn::poll_read_into;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,6 +32,10 @@ pub struct Feeder {
     /// Bytes of `100 Continue` still to write (0 when none is owed or it was sent).
     continue_left: usize,
     state: Fed,
+    /// `client_body_timeout` between two reads.
+    stall: Stall,
+    /// Bytes of an abandoned body thrown away so far (over all the polls of its discard).
+    thrown: u64,
 }
 
 /// Where the body is.
@@ -37,17 +47,26 @@ pub enum Fed {
     Done,
     /// The reader dropped the body before its end (the rest is still on the socket).
     Abandoned,
-    /// The framing broke or the socket failed: the connection cannot be reused.
+    /// The framing broke, the socket failed or the client stalled past `client_body_timeout`: the
+    /// connection cannot be reused.
     Broken,
 }
 
 impl Feeder {
-    pub fn new(slot: Arc<Slot>, decoder: BodyDecoder, expect_continue: bool) -> Feeder {
+    /// `timeout` is `client_body_timeout`.
+    pub fn new(
+        slot: Arc<Slot>,
+        decoder: BodyDecoder,
+        expect_continue: bool,
+        timeout: std::time::Duration,
+    ) -> Feeder {
         Feeder {
             slot,
             decoder,
             continue_left: if expect_continue { CONTINUE.len() } else { 0 },
             state: Fed::Running,
+            stall: Stall::new(timeout),
+            thrown: 0,
         }
     }
 
@@ -94,11 +113,18 @@ impl Feeder {
                         }
                         Ok(Decoded::NeedMore) => {
                             match poll_read_into(cx, io, buf, CLIENT_MIN_SPARE) {
-                                Poll::Pending => return Poll::Pending,
+                                Poll::Pending => {
+                                    std::task::ready!(self.stall.poll_expired(cx));
+                                    self.slot.put(
+                                        Some(Err(ClientBodyError::TimedOut(ClientTimedOut))),
+                                        true,
+                                    );
+                                    self.state = Fed::Broken;
+                                }
                                 Poll::Ready(Ok(0)) => {
                                     self.fail("the client closed before the body ended")
                                 }
-                                Poll::Ready(Ok(_)) => {}
+                                Poll::Ready(Ok(_)) => self.stall.progressed(),
                                 Poll::Ready(Err(e)) => self.fail(&e.to_string()),
                             }
                         }
@@ -120,13 +146,14 @@ impl Feeder {
     /// The request is over: a reader still holding the body gets an error instead of waiting forever.
     pub fn close_reader(&mut self) {
         if self.state == Fed::Running {
-            self.slot
-                .put(Some(Err("the request ended".to_string())), true);
+            let ended = ClientBodyError::Framing("the request ended".to_string());
+            self.slot.put(Some(Err(ended)), true);
         }
     }
 
     fn fail(&mut self, why: &str) {
-        self.slot.put(Some(Err(why.to_string())), true);
+        let broken = ClientBodyError::Framing(why.to_string());
+        self.slot.put(Some(Err(broken)), true);
         self.state = Fed::Broken;
     }
 
@@ -144,12 +171,11 @@ impl Feeder {
         if self.decoder.remaining().is_some_and(|n| n > DRAIN_LIMIT) {
             return Poll::Ready(false);
         }
-        let mut thrown = 0u64;
         loop {
             match self.decoder.decode(buf) {
                 Ok(Decoded::Data(piece)) => {
-                    thrown += piece.len() as u64;
-                    if thrown > DRAIN_LIMIT {
+                    self.thrown += piece.len() as u64;
+                    if self.thrown > DRAIN_LIMIT {
                         return Poll::Ready(false);
                     }
                 }
@@ -158,8 +184,9 @@ impl Feeder {
                     return Poll::Ready(true);
                 }
                 Ok(Decoded::NeedMore) => match poll_read_into(cx, io, buf, CLIENT_MIN_SPARE) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(n)) if n > 0 => {}
+                    // A client that stalls its rest past `client_body_timeout` loses the connection.
+                    Poll::Pending => return self.stall.poll_expired(cx).map(|()| false),
+                    Poll::Ready(Ok(n)) if n > 0 => self.stall.progressed(),
                     Poll::Ready(_) => return Poll::Ready(false),
                 },
                 Err(_) => return Poll::Ready(false),

@@ -1,7 +1,9 @@
 //! HTTP/1.1 responses on the wire: the head (status line, the fields as the driver left them, then the
 //! framing and connection fields the connection decides: `Content-Length` or chunked, `Date`,
 //! `Connection`), and the body written after it, coalescing what is ready into as few writes as possible.
+//! A client that stops reading is cut after `send_timeout` without progress (nginx's `send_timeout`).
 
+use super::stall::Stall;
 use bytes::{Buf, Bytes};
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::{response, StatusCode};
@@ -152,6 +154,8 @@ pub struct Writer<B> {
     framing: Framing,
     /// The body ended (its last piece and the chunked terminator are queued).
     ended: bool,
+    /// `send_timeout` between two writes that got somewhere.
+    stall: Stall,
 }
 
 /// Why a response could not be written to the end.
@@ -175,7 +179,8 @@ impl<B> Writer<B>
 where
     B: Body<Data = Bytes> + Unpin,
 {
-    pub fn new(out: Vec<u8>, body: B, framing: Framing) -> Writer<B> {
+    /// `send_timeout` bounds each wait for the client to take more bytes.
+    pub fn new(out: Vec<u8>, body: B, framing: Framing, send_timeout: Duration) -> Writer<B> {
         let ended = framing == Framing::None;
         Writer {
             out,
@@ -185,6 +190,7 @@ where
             body,
             framing,
             ended,
+            stall: Stall::new(send_timeout),
         }
     }
 
@@ -203,16 +209,32 @@ where
                 }
             }
             if self.written < self.out.len() || self.large.is_some() {
-                std::task::ready!(self.poll_send(cx, io))?;
+                match self.poll_send(cx, io) {
+                    Poll::Ready(sent) => sent?,
+                    Poll::Pending => return self.poll_stalled(cx),
+                }
                 continue;
             }
-            std::task::ready!(Pin::new(&mut *io).poll_flush(cx)).map_err(WriteError::Io)?;
+            match Pin::new(&mut *io).poll_flush(cx) {
+                Poll::Ready(flushed) => flushed.map_err(WriteError::Io)?,
+                Poll::Pending => return self.poll_stalled(cx),
+            }
             // Everything so far is out; unless it ended, the body's last poll was Pending (its waker is set).
             return match self.ended {
                 true => Poll::Ready(Ok(())),
                 false => Poll::Pending,
             };
         }
+    }
+
+    /// The client takes no more bytes for now: Pending while within `send_timeout`, then the error that
+    /// closes the connection (the response's body, and with it the upstream connection, is dropped).
+    fn poll_stalled(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        std::task::ready!(self.stall.poll_expired(cx));
+        Poll::Ready(Err(WriteError::Io(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the client read nothing within send_timeout",
+        ))))
     }
 
     /// Writes what is queued: `out`, then the large piece.
@@ -247,6 +269,7 @@ where
             if n == 0 {
                 return Poll::Ready(Err(WriteError::Io(io::ErrorKind::WriteZero.into())));
             }
+            self.stall.progressed();
             let from_copied = n.min(copied.len());
             self.written += from_copied;
             if let Some(large) = self.large.as_mut() {

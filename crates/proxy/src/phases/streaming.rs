@@ -9,15 +9,19 @@ use http_body::Frame;
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
-use sluice_upstream::body::{BoxError, ProxyBody};
+use sluice_upstream::body::{is_client_timeout, BoxError, ProxyBody};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// Reads a whole request body, up to `limit` bytes (413 beyond, 400 when the client fails).
+/// Reads a whole request body, up to `limit` bytes (413 beyond, 408 when the client stalls past
+/// `client_body_timeout`, 400 when it fails otherwise).
 pub async fn read_body(mut body: ProxyBody, limit: usize) -> Result<Bytes, ProxyError> {
     let mut out = BytesMut::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| ProxyError::BadRequest)?;
+        let frame = frame.map_err(|e| match is_client_timeout(e.as_ref()) {
+            true => ProxyError::ClientTimeout,
+            false => ProxyError::BadRequest,
+        })?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > limit {
                 return Err(ProxyError::PayloadTooLarge);

@@ -4,6 +4,13 @@
 //! - `nginx_http_client_header_timeout` (nginx: 60s): a new connection's first request head.
 //! - `nginx_http_keepalive_timeout` (nginx: 75s): an idle keep-alive connection after a response; `0`
 //!   turns keep-alive off.
+//! - `nginx_http_client_body_timeout` (nginx: 60s): the longest wait between two reads of a request body;
+//!   past it the request gets 408 and the connection (h2: the stream) ends.
+//! - `nginx_http_send_timeout` (nginx: 60s): the longest wait between two writes to a client that stopped
+//!   reading a response; past it the connection is closed.
+//!
+//!   Both may also be set as `nginx_proxy_*` (Kong injects those into the proxy's `server` block, which
+//!   overrides the `http` block in nginx): that name wins when both are set.
 //! - `nginx_events_worker_connections` (Kong: `auto`, the open-files limit): client connections per worker;
 //!   one more is accepted and closed at once.
 //! - `nginx_http_large_client_header_buffers` (nginx: `4 8k`): a request line longer than one buffer gets
@@ -16,6 +23,10 @@ use std::time::Duration;
 pub const SETTINGS: &[&str] = &[
     "nginx_http_client_header_timeout",
     "nginx_http_keepalive_timeout",
+    "nginx_http_client_body_timeout",
+    "nginx_proxy_client_body_timeout",
+    "nginx_http_send_timeout",
+    "nginx_proxy_send_timeout",
     "nginx_events_worker_connections",
     "nginx_http_large_client_header_buffers",
 ];
@@ -25,6 +36,8 @@ pub const SETTINGS: &[&str] = &[
 pub struct ClientSettings {
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
+    pub body_timeout: Duration,
+    pub send_timeout: Duration,
     pub worker_connections: usize,
     pub head_limits: sluice_h1::HeadLimits,
 }
@@ -34,6 +47,14 @@ impl ClientSettings {
         let time = |name: &str, default: &str| -> Result<Duration> {
             let value = get(name).unwrap_or_else(|| default.to_string());
             nginx_time(&value).with_context(|| format!("{name}: '{value}'"))
+        };
+        // `nginx_proxy_<directive>` (the proxy's server block) over `nginx_http_<directive>`.
+        let server_time = |directive: &str, default: &str| -> Result<Duration> {
+            let server = format!("nginx_proxy_{directive}");
+            match get(&server) {
+                Some(_) => time(&server, default),
+                None => time(&format!("nginx_http_{directive}"), default),
+            }
         };
         let worker_connections = match get("nginx_events_worker_connections").as_deref() {
             None | Some("auto") => open_files_limit(),
@@ -50,6 +71,8 @@ impl ClientSettings {
             head_limits,
             header_timeout: time("nginx_http_client_header_timeout", "60s")?,
             keepalive_timeout: time("nginx_http_keepalive_timeout", "75s")?,
+            body_timeout: server_time("client_body_timeout", "60s")?,
+            send_timeout: server_time("send_timeout", "60s")?,
             worker_connections,
         })
     }
@@ -153,6 +176,24 @@ mod tests {
         let s = ClientSettings::from_values(&|_| None).unwrap();
         assert_eq!(s.header_timeout, Duration::from_secs(60));
         assert_eq!(s.keepalive_timeout, Duration::from_secs(75));
+        assert_eq!(s.body_timeout, Duration::from_secs(60));
+        assert_eq!(s.send_timeout, Duration::from_secs(60));
+        let set = ClientSettings::from_values(&|k| match k {
+            "nginx_http_client_body_timeout" => Some("5s".into()),
+            "nginx_http_send_timeout" => Some("7s".into()),
+            "nginx_proxy_send_timeout" => Some("500ms".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(set.body_timeout, Duration::from_secs(5));
+        assert_eq!(set.send_timeout, Duration::from_millis(500));
+        let bad = ClientSettings::from_values(&|k| {
+            (k == "nginx_proxy_client_body_timeout").then(|| "soon".to_string())
+        });
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("nginx_proxy_client_body_timeout"));
         assert!(s.worker_connections >= 1);
         assert_eq!(
             s.head_limits,

@@ -129,10 +129,14 @@ async fn next_data(body: &mut ProxyBody) -> Result<Option<bytes::Bytes>, Failed>
     }
 }
 
-/// Why the client's body failed: it passed its cap, or it broke off or broke its framing.
+/// Why the client's body failed: it passed its cap, the client stalled past the body timeout, or it broke
+/// off or broke its framing.
 fn client_failed(e: &crate::body::BoxError) -> Failed {
-    match e.is::<crate::body::OverLimit>() {
-        true => Failed::OverLimit,
-        false => Failed::ClientBody,
+    if e.is::<crate::body::OverLimit>() {
+        Failed::OverLimit
+    } else if crate::body::is_client_timeout(e.as_ref()) {
+        Failed::ClientTimeout
+    } else {
+        Failed::ClientBody
     }
 }
