@@ -1,6 +1,7 @@
 use super::*;
 use crate::hybrid::testing::{live_paths, loader, parsed};
 use sluice_cluster::hash::config_hashes;
+use sluice_model::declarative;
 
 /// The delta a CP sends from `old` (version `base`) to `new` (`version`).
 fn delta(base: u64, version: u64, old: &[&str], new: &[&str]) -> Delta {
@@ -72,4 +73,47 @@ async fn a_gap_or_a_wrong_hash_asks_once_for_the_whole_config() {
     }
     // A config that differs from the control plane's never went live.
     assert_eq!(live_paths(&loader), ["/a"]);
+}
+
+#[tokio::test]
+async fn the_live_configs_parts_are_kept_and_a_partial_miss_is_rehashed_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let loader = loader(dir.path(), &["/a"]);
+    let mut sync = DeltaSync::default();
+    sync.full(Some(1));
+    let first = delta(1, 2, &["/a"], &["/a", "/b"]);
+    assert!(matches!(
+        sync.apply(&loader, first).await,
+        Outcome::Applied(_)
+    ));
+    let live = loader.snapshot().load().config().clone();
+    let kept = sync.parts.take().unwrap();
+    let weak = kept.config.clone();
+    assert_eq!(kept.of(&live), Some(rehash::full(&live)));
+    // Parts of another config are not used for the live one.
+    let other = Arc::new(parsed(&["/x"]));
+    let foreign = LiveParts {
+        config: Arc::downgrade(&other),
+        parts: rehash::full(&other),
+    };
+    assert_eq!(foreign.of(&live), None);
+
+    // Parts that are wrong in a part the next delta does not touch (as after a change nobody named):
+    // the partial hash misses, the whole config's matches, and the delta goes live without a resync.
+    sync.parts = Some(LiveParts {
+        config: weak,
+        parts: Parts {
+            rest: sluice_cluster::EMPTY_CONFIG_HASH.into(),
+            ..rehash::full(&live)
+        },
+    });
+    let second = delta(2, 3, &["/a", "/b"], &["/a", "/b", "/c"]);
+    assert!(matches!(
+        sync.apply(&loader, second).await,
+        Outcome::Applied(_)
+    ));
+    assert_eq!(live_paths(&loader), ["/a", "/b", "/c"]);
+    let live = loader.snapshot().load().config().clone();
+    let kept = sync.parts.take().unwrap();
+    assert_eq!(kept.of(&live), Some(rehash::full(&live)));
 }
