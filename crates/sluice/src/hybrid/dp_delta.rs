@@ -30,9 +30,9 @@ pub(super) struct DeltaSync {
     pub version: Option<u64>,
     /// The config before the live one, for the next delta to be built on.
     spare: Option<Spare>,
-    /// The hash parts of the config the last delta made live; None after a full config (the next delta
-    /// hashes the whole config once).
-    parts: Option<LiveParts>,
+    /// The hash parts of the live config: from the last delta, or being computed since a full config
+    /// went live; None when unknown (the next delta hashes the whole config).
+    parts: Option<Known>,
     /// A full sync was asked for and has not come yet.
     asked: bool,
 }
@@ -48,6 +48,24 @@ impl LiveParts {
     /// The parts, when they are of `live`.
     fn of(self, live: &Arc<Config>) -> Option<Parts> {
         std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(live)).then_some(self.parts)
+    }
+}
+
+/// The hash parts of the live config, when known.
+enum Known {
+    /// Kept from the last delta.
+    Ready(LiveParts),
+    /// Being computed on a blocking thread, after a full config went live: the first delta waits for
+    /// them rather than hashing the whole config itself.
+    Hashing(tokio::task::JoinHandle<LiveParts>),
+}
+
+impl Known {
+    async fn get(self) -> Option<LiveParts> {
+        match self {
+            Known::Ready(parts) => Some(parts),
+            Known::Hashing(hashing) => hashing.await.ok(),
+        }
     }
 }
 
@@ -72,10 +90,22 @@ pub(super) enum Outcome {
 }
 
 impl DeltaSync {
-    /// A full config went live (or was already running): deltas continue from `version`.
-    pub fn full(&mut self, version: Option<u64>) {
+    /// A full config went live (or was already running): deltas continue from `version`. With a
+    /// version (a CP that sends deltas), the live config's hash parts are computed in the background, so
+    /// the first delta rehashes only what it touches.
+    pub fn full(&mut self, version: Option<u64>, loader: &Loader) {
+        let live = loader
+            .is_ready()
+            .then(|| loader.snapshot().load().config().clone());
+        let parts = version.and(live).map(|live| {
+            Known::Hashing(tokio::task::spawn_blocking(move || LiveParts {
+                config: Arc::downgrade(&live),
+                parts: rehash::full(&live),
+            }))
+        });
         *self = DeltaSync {
             version,
+            parts,
             ..DeltaSync::default()
         };
     }
@@ -93,7 +123,11 @@ impl DeltaSync {
         };
         let (version, started) = (delta.version, Instant::now());
         let count = delta.changes.len();
-        let (spare, parts) = (self.spare.take(), self.parts.take());
+        let spare = self.spare.take();
+        let parts = match self.parts.take() {
+            Some(known) => known.get().await,
+            None => None,
+        };
         let loader = loader.clone();
         let applied = tokio::task::spawn_blocking(move || {
             patch_and_apply(&loader, spare, parts, held, delta)
@@ -103,7 +137,7 @@ impl DeltaSync {
             Ok(Ok(applied)) => {
                 self.version = Some(version);
                 self.spare = Some(applied.spare);
-                self.parts = Some(applied.parts);
+                self.parts = Some(Known::Ready(applied.parts));
                 tracing::info!(version, changes = count, ms = started.elapsed().as_secs_f64() * 1e3,
                     hash_ms = applied.hash_ms, rehashed = ?applied.rehashed, hash = %applied.hash,
                     "delta from the control plane applied");
