@@ -7,10 +7,10 @@
 //! Before it goes live the patched config's Kong hash must equal the one the CP sent: a config that differs
 //! from the CP's never serves. The DP keeps the hash parts of the live config, so only the kinds a delta
 //! names are exported and rehashed ([`super::rehash`]); a partial hash that differs is confirmed over the
-//! whole config before it counts as a mismatch. A delta that does not follow the version held (a gap), whose entities cannot
-//! be read, or whose result does not have the CP's hash makes the DP ask for the whole config, once: the
-//! deltas that arrive until it comes are dropped. (A frame that is not even JSON ends the link, as any bad
-//! frame does; the reconnect brings the whole config.)
+//! whole config before it counts as a mismatch. A delta that does not follow the version held (a gap),
+//! whose entities cannot be read, or whose result does not have the CP's hash makes the DP ask for the
+//! whole config, once: the deltas that arrive until it comes are dropped. (A frame that is not even JSON
+//! ends the link, as any bad frame does; the reconnect brings the whole config.)
 
 use super::rehash::{self, Rehashed};
 use crate::dbnode::spare::{self, Spare};
