@@ -22,12 +22,18 @@
 //!   that order (routes, services, plugins, upstreams, targets, rest).
 //! - A config that is not a table hashes as a single value (`null` → MD5 of `/null/`) and Kong sends only
 //!   `hashes.config`; DPs fill the missing group hashes with zeros, which is what [`ConfigHashes`] holds.
+//!
+//! Because the config hash is made of six parts, a node that keeps them ([`Parts`]) can hash a changed
+//! config by rehashing only the parts the change touched ([`Touched`]).
 
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::lua_number::push_lua_number;
+
+mod parts;
+pub use parts::{Parts, Touched};
 
 /// Kong's hash of "no config" (`DECLARATIVE_EMPTY_CONFIG_HASH`): 32 zeros. Also what a DP pings with
 /// before it has applied a config.
@@ -86,27 +92,27 @@ pub fn config_hashes(config: &Value) -> ConfigHashes {
             ..ConfigHashes::empty()
         };
     };
-    let groups = GROUPS.map(|g| map.get(g));
-    let mut rest = Sorted::default();
-    rest.write_object(map.iter().filter(|(k, _)| !GROUPS.contains(&k.as_str())));
-    from_groups(groups, rest.finish())
+    Parts::of(map).hashes()
 }
 
 fn from_groups(groups: [Option<&Value>; 5], rest: String) -> ConfigHashes {
-    let [routes, services, plugins, upstreams, targets] =
-        groups.map(|g| g.map_or_else(empty_hash, value_hash));
-    let mut all = Md5::new();
-    for h in [&routes, &services, &plugins, &upstreams, &targets, &rest] {
-        all.update(h.as_bytes());
+    Parts {
+        groups: groups.map(group_hash),
+        rest,
     }
-    ConfigHashes {
-        config: hex(&all.finalize()),
-        routes,
-        services,
-        plugins,
-        upstreams,
-        targets,
-    }
+    .hashes()
+}
+
+/// The hash of one group: of its value, or zeros when the table has none.
+fn group_hash(group: Option<&Value>) -> String {
+    group.map_or_else(empty_hash, value_hash)
+}
+
+/// The hash of the rest of a table: its entries whose keys are not groups, as one object.
+fn rest_hash(map: &serde_json::Map<String, Value>) -> String {
+    let mut rest = Sorted::default();
+    rest.write_object(map.iter().filter(|(k, _)| !GROUPS.contains(&k.as_str())));
+    rest.finish()
 }
 
 /// Kong's `calculate_hash` of one present value: MD5 hex of its sorted string.

@@ -174,7 +174,7 @@ impl DbNode {
         let changes = tokio::task::spawn_blocking(move || {
             loader
                 .apply(config, changes.as_deref())
-                .map(|()| changes.unwrap_or_default())
+                .map(|_| changes.unwrap_or_default())
                 .map_err(|e| anyhow::anyhow!("{e}"))
         })
         .await??;

@@ -19,6 +19,7 @@ pub mod dp;
 mod dp_delta;
 pub mod mtls;
 mod push;
+mod rehash;
 #[cfg(test)]
 mod testing;
 

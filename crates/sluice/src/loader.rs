@@ -153,8 +153,13 @@ impl Loader {
     /// Applies a config that is already valid (DB mode builds it from the database's entities, which were
     /// validated when written): compile, commit to the store, publish. Serialized with the other loads.
     /// `changes` are the entities that differ from the live config (None: `config` may differ anywhere,
-    /// and the store is rewritten whole); only they are written to the store.
-    pub fn apply(&self, config: Config, changes: Option<&[EntityChange]>) -> Result<(), LoadError> {
+    /// and the store is rewritten whole); only they are written to the store. Returns the config as
+    /// published.
+    pub fn apply(
+        &self,
+        config: Config,
+        changes: Option<&[EntityChange]>,
+    ) -> Result<Arc<Config>, LoadError> {
         // A few changed entities free little (the unchanged routes' compiled forms are reused): purging
         // eagerly for 2 s after each would keep the proxy workers purging and faulting pages back in
         // all the time under a stream of writes. Only a whole config is worth it.
@@ -171,7 +176,7 @@ impl Loader {
             Err(_) => &self.stats.failed,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        result.map(|_| ())
+        result.map(|(config, _)| config)
     }
 
     /// Compiles, commits (with `commit`) and publishes `config` (validated `started`..now ago); the caller

@@ -7,10 +7,22 @@ use serde_json::{Map, Value};
 
 /// Visits every entity of the flat export in order, as (top-level key, entity JSON), one at a time, so a
 /// caller that writes entities out (the store) never holds a second copy of a large config.
-pub fn for_each_entity(config: &Config, mut f: impl FnMut(&'static str, Value)) {
-    fn each<T: Serialize>(key: &'static str, items: &[T], f: &mut dyn FnMut(&'static str, Value)) {
-        for item in items {
-            f(key, serde_json::to_value(item).unwrap_or(Value::Null));
+pub fn for_each_entity(config: &Config, f: impl FnMut(&'static str, Value)) {
+    for_each_entity_of(config, |_| true, f);
+}
+
+/// [`for_each_entity`] over the kinds whose key `keep` accepts; the others are skipped before they are
+/// serialized (a hybrid node rehashing only the routes exports only the routes).
+pub fn for_each_entity_of(
+    config: &Config,
+    keep: impl Fn(&str) -> bool,
+    mut f: impl FnMut(&'static str, Value),
+) {
+    fn each<T: Serialize>(key: &'static str, items: &[T], f: &mut Visit<'_>) {
+        if (f.keep)(key) {
+            for item in items {
+                (f.visit)(key, serde_json::to_value(item).unwrap_or(Value::Null));
+            }
         }
     }
     // A certificate's SNIs are their own entities in the flat form.
@@ -22,23 +34,43 @@ pub fn for_each_entity(config: &Config, mut f: impl FnMut(&'static str, Value)) 
         }
         f(key, v)
     };
+    let mut visit = Visit {
+        keep: &keep,
+        visit: &mut visit,
+    };
     crate::entities::each_entity_list!(config, each, &mut visit);
+}
+
+/// What [`for_each_entity_of`] hands each list: the kind filter and the visitor.
+struct Visit<'a> {
+    keep: &'a dyn Fn(&str) -> bool,
+    visit: &'a mut dyn FnMut(&'static str, Value),
 }
 
 /// The config as a flat declarative document; parsing it again yields an equal config.
 pub fn export(config: &Config) -> Value {
+    Value::Object(export_of(config, |_| true))
+}
+
+/// The entries of [`export`] whose top-level key `keep` accepts (`_format_version` and `_transform`
+/// included), exporting nothing else. A kind without entities has no entry, as in [`export`].
+pub fn export_of(config: &Config, keep: impl Fn(&str) -> bool) -> Map<String, Value> {
     let mut doc = Map::new();
-    doc.insert(
-        "_format_version".into(),
-        config.format_version.clone().into(),
-    );
-    doc.insert("_transform".into(), false.into());
-    for_each_entity(config, |key, v| {
+    if keep("_format_version") {
+        doc.insert(
+            "_format_version".into(),
+            config.format_version.clone().into(),
+        );
+    }
+    if keep("_transform") {
+        doc.insert("_transform".into(), false.into());
+    }
+    for_each_entity_of(config, keep, |key, v| {
         if let Value::Array(items) = doc.entry(key).or_insert_with(|| Value::Array(Vec::new())) {
             items.push(v);
         }
     });
-    Value::Object(doc)
+    doc
 }
 
 /// [`export`] as YAML.

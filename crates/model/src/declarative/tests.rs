@@ -179,6 +179,23 @@ fn export_then_parse_round_trips() {
 }
 
 #[test]
+fn a_filtered_export_is_the_whole_exports_entries_it_keeps() {
+    let config = ok(BASIC);
+    let Value::Object(all) = export(&config) else {
+        panic!("not an object")
+    };
+    for keep in [&["routes"][..], &["_format_version", "consumers"], &[]] {
+        let part = export_of(&config, |k| keep.contains(&k));
+        let want: serde_json::Map<String, Value> = all
+            .iter()
+            .filter(|(k, _)| keep.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(part, want, "{keep:?}");
+    }
+}
+
+#[test]
 fn records_read_back_from_a_store_equal_the_config() {
     let a = ok(BASIC);
     let mut kinds: Vec<(String, Vec<Vec<u8>>)> = Vec::new();

@@ -115,7 +115,7 @@ async fn link(
                             }
                             current = Some(frame.config_hash);
                         }
-                        deltas.full(version);
+                        deltas.full(version, loader);
                         // Kong's DP pings right after applying, so the CP sees the new hash.
                         let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
                         ws.send(Message::Ping(payload.into())).await?;

@@ -5,16 +5,21 @@
 //! ([`Loader::apply`]). Never a full rebuild per change.
 //!
 //! Before it goes live the patched config's Kong hash must equal the one the CP sent: a config that differs
-//! from the CP's never serves. A delta that does not follow the version held (a gap), whose entities cannot
-//! be read, or whose result does not have the CP's hash makes the DP ask for the whole config, once: the
-//! deltas that arrive until it comes are dropped. (A frame that is not even JSON ends the link, as any bad
-//! frame does; the reconnect brings the whole config.)
+//! from the CP's never serves. The DP keeps the hash parts of the live config, so only the kinds a delta
+//! names are exported and rehashed ([`super::rehash`]); a partial hash that differs is confirmed over the
+//! whole config before it counts as a mismatch. A delta that does not follow the version held (a gap),
+//! whose entities cannot be read, or whose result does not have the CP's hash makes the DP ask for the
+//! whole config, once: the deltas that arrive until it comes are dropped. (A frame that is not even JSON
+//! ends the link, as any bad frame does; the reconnect brings the whole config.)
 
+use super::rehash::{self, Rehashed};
 use crate::dbnode::spare::{self, Spare};
 use crate::loader::{EntityChange, Loader};
 use sluice_cluster::delta::{self, Change, Delta, Op, Resync, Verdict};
-use sluice_model::declarative::{self, kinds::Kind};
-use std::sync::Arc;
+use sluice_cluster::hash::Parts;
+use sluice_model::declarative::kinds::Kind;
+use sluice_model::Config;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 /// The delta state of one link to the CP.
@@ -25,8 +30,53 @@ pub(super) struct DeltaSync {
     pub version: Option<u64>,
     /// The config before the live one, for the next delta to be built on.
     spare: Option<Spare>,
+    /// The hash parts of the live config: from the last delta, or being computed since a full config
+    /// went live; None when unknown (the next delta hashes the whole config).
+    parts: Option<Known>,
     /// A full sync was asked for and has not come yet.
     asked: bool,
+}
+
+/// The hash parts of one config. The `Weak` keeps its allocation, so no other config can have its
+/// address: parts are used only for the config they were computed for.
+struct LiveParts {
+    config: Weak<Config>,
+    parts: Parts,
+}
+
+impl LiveParts {
+    /// The parts, when they are of `live`.
+    fn of(self, live: &Arc<Config>) -> Option<Parts> {
+        std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(live)).then_some(self.parts)
+    }
+}
+
+/// The hash parts of the live config, when known.
+enum Known {
+    /// Kept from the last delta.
+    Ready(LiveParts),
+    /// Being computed on a blocking thread, after a full config went live: the first delta waits for
+    /// them rather than hashing the whole config itself.
+    Hashing(tokio::task::JoinHandle<LiveParts>),
+}
+
+impl Known {
+    async fn get(self) -> Option<LiveParts> {
+        match self {
+            Known::Ready(parts) => Some(parts),
+            Known::Hashing(hashing) => hashing.await.ok(),
+        }
+    }
+}
+
+/// A delta made live.
+struct Applied {
+    spare: Spare,
+    parts: LiveParts,
+    hash: String,
+    rehashed: Rehashed,
+    /// Time spent checking the hash.
+    hash_ms: f64,
 }
 
 /// What became of a delta.
@@ -40,10 +90,22 @@ pub(super) enum Outcome {
 }
 
 impl DeltaSync {
-    /// A full config went live (or was already running): deltas continue from `version`.
-    pub fn full(&mut self, version: Option<u64>) {
+    /// A full config went live (or was already running): deltas continue from `version`. With a
+    /// version (a CP that sends deltas), the live config's hash parts are computed in the background, so
+    /// the first delta rehashes only what it touches.
+    pub fn full(&mut self, version: Option<u64>, loader: &Loader) {
+        let live = loader
+            .is_ready()
+            .then(|| loader.snapshot().load().config().clone());
+        let parts = version.and(live).map(|live| {
+            Known::Hashing(tokio::task::spawn_blocking(move || LiveParts {
+                config: Arc::downgrade(&live),
+                parts: rehash::full(&live),
+            }))
+        });
         *self = DeltaSync {
             version,
+            parts,
             ..DeltaSync::default()
         };
     }
@@ -62,16 +124,24 @@ impl DeltaSync {
         let (version, started) = (delta.version, Instant::now());
         let count = delta.changes.len();
         let spare = self.spare.take();
+        let parts = match self.parts.take() {
+            Some(known) => known.get().await,
+            None => None,
+        };
         let loader = loader.clone();
-        let applied =
-            tokio::task::spawn_blocking(move || patch_and_apply(&loader, spare, held, delta)).await;
+        let applied = tokio::task::spawn_blocking(move || {
+            patch_and_apply(&loader, spare, parts, held, delta)
+        })
+        .await;
         match applied {
-            Ok(Ok((spare, hash))) => {
+            Ok(Ok(applied)) => {
                 self.version = Some(version);
-                self.spare = Some(spare);
+                self.spare = Some(applied.spare);
+                self.parts = Some(Known::Ready(applied.parts));
                 tracing::info!(version, changes = count, ms = started.elapsed().as_secs_f64() * 1e3,
-                    hash = %hash, "delta from the control plane applied");
-                Outcome::Applied(hash)
+                    hash_ms = applied.hash_ms, rehashed = ?applied.rehashed, hash = %applied.hash,
+                    "delta from the control plane applied");
+                Outcome::Applied(applied.hash)
             }
             Ok(Err(reason)) => self.ask(reason),
             Err(e) => self.ask(format!("applying the delta failed: {e}")),
@@ -82,6 +152,7 @@ impl DeltaSync {
         tracing::warn!(held = ?self.version, %reason, "asking the control plane for the whole configuration");
         self.asked = true;
         self.spare = None;
+        self.parts = None;
         Outcome::AskFull(Resync {
             version: self.version,
             reason,
@@ -89,37 +160,57 @@ impl DeltaSync {
     }
 }
 
-/// Patches the live config (at version `held`) with `delta`, checks its hash and makes it live. Returns
-/// the spare for the next delta and the new hash; Err is why a full sync is needed.
+/// Patches the live config (at version `held`, with hash parts `parts` if known) with `delta`, checks its
+/// hash and makes it live. Err is why a full sync is needed.
 fn patch_and_apply(
     loader: &Loader,
     spare: Option<Spare>,
+    parts: Option<LiveParts>,
     held: u64,
     delta: Delta,
-) -> Result<(Spare, String), String> {
+) -> Result<Applied, String> {
+    let touched = rehash::touched(&delta.changes);
     let changes = delta
         .changes
         .into_iter()
         .map(entity_change)
         .collect::<Result<Vec<_>, _>>()?;
     let live = loader.snapshot().load().config().clone();
+    let base = parts.and_then(|p| p.of(&live));
     let mut config = spare::next(spare, &live, held, &changes).map_err(|e| format!("{e:#}"))?;
-    let hashes = sluice_cluster::hash::config_hashes(&declarative::export(&config));
-    if hashes.config != delta.config_hash {
-        return Err(format!(
-            "hash mismatch: delta {} gives {}, the control plane has {}",
-            delta.version, hashes.config, delta.config_hash
-        ));
+    let hashing = Instant::now();
+    let (parts, rehashed) = rehash::verify(&config, base.as_ref(), touched, &delta.config_hash)
+        .map_err(|found| {
+            format!(
+                "hash mismatch: delta {} gives {found}, the control plane has {}",
+                delta.version, delta.config_hash
+            )
+        })?;
+    let hash_ms = hashing.elapsed().as_secs_f64() * 1e3;
+    if rehashed == Rehashed::FullAfterMiss {
+        tracing::warn!(
+            version = delta.version,
+            "the partial config hash missed; the whole config's matches"
+        );
     }
     config.hash = delta.config_hash.clone();
-    loader
+    let published = loader
         .apply(config, Some(changes.as_slice()))
         .map_err(|e| e.to_string())?;
-    Ok((Spare::new(live, changes, delta.version), delta.config_hash))
+    Ok(Applied {
+        spare: Spare::new(live, changes, delta.version),
+        parts: LiveParts {
+            config: Arc::downgrade(&published),
+            parts,
+        },
+        hash: delta.config_hash,
+        rehashed,
+        hash_ms,
+    })
 }
 
 /// A delta's change as DB mode's [`EntityChange`] (the entity as the store keeps it).
-fn entity_change(c: Change) -> Result<EntityChange, String> {
+pub(super) fn entity_change(c: Change) -> Result<EntityChange, String> {
     let kind =
         Kind::from_key(&c.kind).ok_or_else(|| format!("unknown entity kind '{}'", c.kind))?;
     let id =

@@ -6,12 +6,15 @@
 //! - for Sluice DPs, the `sluice_delta` from the config before (see [`super::diff`]), with Kong's hashes of
 //!   the new config. The last [`HISTORY`] deltas are kept, so a link that fell a few versions behind (changes
 //!   published while it was sending) catches up with deltas rather than the whole config.
+//!
+//! The hashes of a config that follows the last push rehash only the kinds its delta changes
+//! ([`super::rehash`]).
 
-use super::diff;
+use super::{diff, rehash};
 use crate::loader::Loader;
 use sluice_cluster::delta::{Delta, SluiceFull};
 use sluice_cluster::frames::cp::Reconfigure;
-use sluice_cluster::hash::{config_hashes, ConfigHashes};
+use sluice_cluster::hash::{ConfigHashes, Parts};
 use sluice_model::Config;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -27,6 +30,8 @@ pub struct Push {
     pub version: u64,
     config: Arc<Config>,
     pub hashes: ConfigHashes,
+    /// The parts of `hashes.config`, for the next push to start from.
+    parts: Parts,
     /// The plugins the config uses (each DP must have them).
     pub configured: BTreeSet<String>,
     /// When it was exported, for `reconfigure.timestamp`.
@@ -90,7 +95,16 @@ impl Pushes {
             Some(last) => Some(last.clone()),
             None => None,
         };
-        let hashes = config_hashes(&sluice_model::declarative::export(&config));
+        let changes = previous
+            .as_ref()
+            .and_then(|p| Some((p, diff::diff(&p.config, &config)?)));
+        // The diff compares every kind and refuses a format change, so its changes name every part
+        // that differs.
+        let parts = match &changes {
+            Some((p, changes)) => rehash::partial(&config, &p.parts, rehash::touched(changes)),
+            None => rehash::full(&config),
+        };
+        let hashes = parts.hashes();
         let version = previous
             .as_ref()
             .map_or_else(first_version, |p| p.version + 1);
@@ -99,12 +113,12 @@ impl Pushes {
             configured: config.plugins.iter().map(|p| p.name.clone()).collect(),
             config,
             hashes,
+            parts,
             timestamp: unix_seconds(),
             kong: OnceLock::new(),
             sluice: OnceLock::new(),
         });
-        let delta = previous.and_then(|p| {
-            let changes = diff::diff(&p.config, &push.config)?;
+        let delta = changes.map(|(p, changes)| {
             let delta = Delta {
                 base_version: p.version,
                 version,
@@ -112,11 +126,11 @@ impl Pushes {
                 hashes: push.hashes.clone(),
                 changes,
             };
-            Some(Kept {
+            Kept {
                 base: p.version,
                 version,
                 frame: delta.encode().into(),
-            })
+            }
         });
         match delta {
             Some(d) => {
