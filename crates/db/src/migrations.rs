@@ -250,7 +250,9 @@ pub async fn reset(client: &mut Client, timeout: Duration) -> Result<(), DbError
     locked(client, timeout, async |client| {
         let mut sql =
             String::from("DROP TABLE IF EXISTS sluice_migrations, sluice_changes, sluice_config");
+        // The tables that are not entity kinds: plugins' runtime state.
         sql.push_str(", oauth2_authorization_codes, oauth2_tokens");
+        sql.push_str(", ratelimiting_metrics, response_ratelimiting_metrics");
         for kind in TABLE {
             sql.push_str(", ");
             sql.push_str(kind.key());

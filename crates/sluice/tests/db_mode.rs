@@ -137,6 +137,13 @@ fn migrations_commands_and_startup_refusal() {
     assert_ne!(code, 0, "reset without --yes must refuse: {text}");
     assert_eq!(db.migrations(BIN, &["reset", "--yes"]).0, 0);
     assert_eq!(db.migrations(BIN, &["status"]).0, 3);
+    // Reset leaves nothing of Sluice's behind: no table, no function.
+    let left = db.sql(
+        "SELECT string_agg(name, ',') FROM (SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' \
+         UNION ALL SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+         WHERE n.nspname = 'public') t",
+    );
+    assert_eq!(left.trim(), "", "left after reset: {left}");
 }
 
 async fn call(gw: &Gateway, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
