@@ -144,6 +144,8 @@ fn migrations_commands_and_startup_refusal() {
          WHERE n.nspname = 'public') t",
     );
     assert_eq!(left.trim(), "", "left after reset: {left}");
+    let (code, text) = db.migrations(BIN, &["bootstrap"]);
+    assert_eq!(code, 0, "bootstrap after reset: {text}");
 }
 
 async fn call(gw: &Gateway, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
