@@ -316,9 +316,9 @@ fn unique_values_longer_than_an_lmdb_key_are_indexed() {
     let long_a = format!("{}a", "u".repeat(600));
     let long_b = format!("{}b", "u".repeat(600));
     let mut a = rec("consumers", "c1", b"one");
-    a.unique.push(("username", long_a.clone().into()));
+    a.unique.push(("username", long_a.clone()));
     let mut b = rec("consumers", "c2", b"two");
-    b.unique.push(("username", long_b.clone().into()));
+    b.unique.push(("username", long_b.clone()));
     store.replace_all("h", "3.0", &[a]).unwrap();
     store.put(&b).unwrap();
     assert_eq!(
