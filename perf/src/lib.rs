@@ -22,6 +22,7 @@ pub mod reload;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod soak;
 pub mod stats;
 pub mod target;
 pub mod upstream;

@@ -5,7 +5,9 @@ use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 use sluice_perf::cases::{config, Case, CaseKind};
 use sluice_perf::target::Target;
-use sluice_perf::{cluster, compare, conns, db, flamegraph, reload, report, runner, upstream};
+use sluice_perf::{
+    cluster, compare, conns, db, flamegraph, reload, report, runner, soak, upstream,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -76,6 +78,9 @@ enum Cmd {
     /// The large-config benchmark: POST /config latency, RPS while re-posting under load, RSS
     /// across reloads, cold start from the store — each next to its goal.
     Reload(reload::ReloadArgs),
+    /// The hardening soak: minutes of load with the config re-posted every few seconds and a crowd of
+    /// slowloris, stalled-body and silent clients beside it; failed requests, RSS and fds over time.
+    Soak(soak::SoakArgs),
     /// DB mode (PostgreSQL): propagation between two nodes, a node's CPU per change on 10,000
     /// routes, RPS and failed requests while another node writes, write latency under load — each
     /// next to its goal, on a database of its own that is dropped at the end.
@@ -159,6 +164,7 @@ fn real_main() -> Result<ExitCode> {
         }
         Cmd::Flamegraph(args) => flamegraph::run(&args)?,
         Cmd::Reload(args) => println!("{}", reload::run(&args)?),
+        Cmd::Soak(args) => println!("{}", soak::run(&args)?),
         Cmd::Db(args) => println!("{}", db::run(&args)?),
         Cmd::Cluster(args) => println!("{}", cluster::run(&args)?),
         Cmd::Conns(args) => println!("{}", conns::run(&args)?),

@@ -145,8 +145,9 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
         "load with a re-post every {} s, {} s",
         args.interval, args.load_secs
     ));
+    let interval = Duration::from_secs_f64(args.interval);
     let (reloading, reposts) =
-        load_while_reposting(&mut driver, &running, &spec, admin, &body, args)?;
+        load_while_reposting(&mut driver, &running, &spec, admin, &body, interval)?;
     let ratio = reloading.rps / steady.rps.max(1.0);
     lines.push(format!(
         "RPS steady {:.0}, while re-posting ({} posts) {:.0}: ratio {:.3} — goal ≥ 0.95; failed requests during reloads: {} socket errors, {} non-2xx — goal 0",
@@ -203,20 +204,19 @@ fn load_spec(args: &ReloadArgs, case: &Case, out: &Path) -> LoadSpec {
     }
 }
 
-/// Runs the load while another thread re-posts the config every `args.interval` seconds.
-fn load_while_reposting(
+/// Runs the load while another thread re-posts the config every `interval` (the soak uses it too).
+pub(crate) fn load_while_reposting(
     driver: &mut Local,
     running: &Running,
     spec: &LoadSpec,
     admin: SocketAddr,
     body: &[u8],
-    args: &ReloadArgs,
+    interval: Duration,
 ) -> Result<(LoadResult, usize)> {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let poster = s.spawn(|| -> Result<usize> {
             let mut n = 0;
-            let interval = Duration::from_secs_f64(args.interval);
             let mut next = Instant::now() + interval;
             while !done.load(Ordering::Relaxed) {
                 if Instant::now() >= next {
@@ -318,7 +318,7 @@ pub(crate) fn strip_ansi(s: &str) -> String {
     out
 }
 
-fn rss_kib(pid: u32) -> u64 {
+pub(crate) fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     procfs::status_kib(&status, "VmRSS").unwrap_or(0)
 }
