@@ -60,6 +60,8 @@ pub enum ApiError {
     Busy,
     /// 413: the request body or the config does not fit.
     TooLarge(String),
+    /// 408 with `Connection: close`: the client sent no more of its body within `client_body_timeout`.
+    TimedOut,
     /// 500; the detail is logged, never sent.
     Internal(String),
     /// A refused entity write (DB mode): Kong's codes 2 to 6, or 503 when the database is down.
@@ -92,6 +94,7 @@ impl ApiError {
             | ApiError::Declarative(_) => StatusCode::BAD_REQUEST,
             ApiError::Busy => StatusCode::TOO_MANY_REQUESTS,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TimedOut => StatusCode::REQUEST_TIMEOUT,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Write(e) => match e {
                 WriteError::Unique { .. } => StatusCode::CONFLICT,
@@ -145,6 +148,12 @@ impl ApiError {
                     body["flattened_errors"] = flat;
                 }
                 reply::json(status, &body)
+            }
+            ApiError::TimedOut => {
+                let mut r = reply::message(status, "Request timeout");
+                r.headers_mut()
+                    .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                r
             }
             ApiError::Busy => {
                 let mut r = reply::message(status, "Currently loading previous configuration");

@@ -31,6 +31,8 @@ pub struct ServeLimits {
     /// How long a client may take to send a request head, counted from the accept or from the end of the
     /// previous response (so it also closes idle keep-alive connections): nginx's `client_header_timeout`.
     pub header_timeout: Duration,
+    /// The longest wait between two reads of a request body: nginx's `client_body_timeout` (408).
+    pub body_timeout: Duration,
 }
 
 impl Default for ServeLimits {
@@ -38,6 +40,7 @@ impl Default for ServeLimits {
     fn default() -> ServeLimits {
         ServeLimits {
             header_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -86,7 +89,7 @@ async fn serve(
 ) -> std::io::Result<()> {
     tokio::pin!(shutdown);
     let builder = Arc::new(builder(limits));
-    let gate = Arc::new(Gate::default());
+    let gate = Arc::new(Gate::new(limits.body_timeout));
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {

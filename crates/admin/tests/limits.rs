@@ -19,6 +19,7 @@ const TIMEOUT: Duration = Duration::from_millis(300);
 fn limits() -> ServeLimits {
     ServeLimits {
         header_timeout: TIMEOUT,
+        body_timeout: TIMEOUT,
     }
 }
 
@@ -92,6 +93,22 @@ async fn answer(stream: &mut (impl AsyncReadExt + Unpin)) -> String {
 /// Kong's 413 (its error handler's wording), as JSON.
 fn is_kong_413(answer: &str) -> bool {
     answer.starts_with("HTTP/1.1 413") && answer.ends_with("{\"message\":\"Payload too large\"}")
+}
+
+/// A body that stops coming gets 408 after `client_body_timeout` and the connection closes (nginx's
+/// `client_body_timeout`); one that keeps coming is read whole.
+#[tokio::test]
+async fn a_stalled_body_gets_408_and_the_connection_closes() {
+    let s = start_with(TestNode::new(), limits()).await;
+    let mut stream = connect(&s.admin_url("")).await;
+    stream
+        .write_all(b"POST /config HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"_format")
+        .await
+        .unwrap();
+    let (got, took) = until_closed(&mut stream).await;
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    let took = took.expect("closed");
+    assert!(took >= TIMEOUT && took < TIMEOUT * 5, "{took:?}");
 }
 
 #[tokio::test]

@@ -225,7 +225,10 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
             let shutdown = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
-            let limits = sluice_admin::ServeLimits::default();
+            let limits = sluice_admin::ServeLimits {
+                header_timeout: settings.client.header_timeout,
+                body_timeout: settings.client.body_timeout,
+            };
             tokio::spawn(async move {
                 let served = if status {
                     sluice_admin::serve_status(listener, tls, control, limits, shutdown).await

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use http::{request::Parts, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use std::time::Duration;
 
 /// Largest accepted `POST /config` body: a config of 10,000 routes is about 5 MB.
 const MAX_CONFIG_BODY: usize = 64 << 20;
@@ -45,13 +46,16 @@ pub const WRITE_PERMITS: usize = 8;
 pub struct Gate {
     config: tokio::sync::Semaphore,
     writes: tokio::sync::Semaphore,
+    /// The longest wait between two reads of a request body (nginx's `client_body_timeout`).
+    body_timeout: Duration,
 }
 
-impl Default for Gate {
-    fn default() -> Gate {
+impl Gate {
+    pub fn new(body_timeout: Duration) -> Gate {
         Gate {
             config: tokio::sync::Semaphore::new(1),
             writes: tokio::sync::Semaphore::new(WRITE_PERMITS),
+            body_timeout,
         }
     }
 }
@@ -120,7 +124,7 @@ async fn handle(
         Endpoint::Schema(name) => schemas::entity(name),
         Endpoint::PluginSchema(name) => schemas::plugin(control, name),
         Endpoint::Validate(name) => {
-            schemas::validate(control, name, &read_body(body, MAX_BODY).await?)
+            schemas::validate(control, name, &read_body(body, MAX_BODY, gate).await?)
         }
         Endpoint::UpstreamHealth(key) => health::get(control, key, q),
         Endpoint::SetTargetHealth(u, t, healthy) => health::set(control, u, t, healthy),
@@ -135,7 +139,7 @@ async fn handle(
         )),
         Endpoint::Config => {
             let _admitted = gate.try_enter()?;
-            let body = read_body(body, MAX_CONFIG_BODY).await?;
+            let body = read_body(body, MAX_CONFIG_BODY, gate).await?;
             config::post(control, q, content_type(parts), body).await
         }
         Endpoint::List(scope) if read => entities::list(&control.config(), &scope, base, q),
@@ -145,17 +149,17 @@ async fn handle(
         }
         Endpoint::List(scope) if control.db_mode() => {
             let _turn = gate.write_turn().await?;
-            let body = write_body(parts, body).await?;
+            let body = write_body(parts, body, gate).await?;
             writes::create(control, &scope, body).await
         }
         Endpoint::Item(scope, key) if control.db_mode() => {
             let _turn = gate.write_turn().await?;
-            let body = write_body(parts, body).await?;
+            let body = write_body(parts, body, gate).await?;
             writes::item(control, &scope, key, method, body).await
         }
         Endpoint::Owner(child, key, rel) if control.db_mode() => {
             let _turn = gate.write_turn().await?;
-            let body = write_body(parts, body).await?;
+            let body = write_body(parts, body, gate).await?;
             writes::owner(control, child, key, rel, method, body).await
         }
         Endpoint::List(scope) => Err(entities::refuse_list_write(
@@ -182,10 +186,14 @@ fn content_type(parts: &Parts) -> &str {
         .unwrap_or("")
 }
 
-async fn write_body(parts: &Parts, body: Incoming) -> Result<writes::Body<'_>, ApiError> {
+async fn write_body<'p>(
+    parts: &'p Parts,
+    body: Incoming,
+    gate: &Gate,
+) -> Result<writes::Body<'p>, ApiError> {
     Ok(writes::Body {
         content_type: content_type(parts),
-        bytes: read_body(body, MAX_BODY).await?,
+        bytes: read_body(body, MAX_BODY, gate).await?,
     })
 }
 
@@ -209,8 +217,8 @@ fn options(endpoint: &Endpoint<'_>, parts: &Parts) -> Reply {
 
 /// The whole request body, up to `limit` bytes: a `Content-Length` over it is refused before a byte is
 /// read, and a body without one (chunked, h2) is counted as it streams and cut off where it crosses it.
-/// Both get Kong's 413.
-async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
+/// Both get Kong's 413. A client that sends nothing for the gate's body timeout gets 408.
+async fn read_body(body: Incoming, limit: usize, gate: &Gate) -> Result<Bytes, ApiError> {
     let too_large = || {
         tracing::info!(limit, "admin request body over the limit refused");
         ApiError::TooLarge("Payload too large".into())
@@ -218,11 +226,25 @@ async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
     if http_body::Body::size_hint(&body).lower() > limit as u64 {
         return Err(too_large());
     }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(e) => Err(ApiError::BadRequest(format!(
-            "could not read the request body: {e}"
-        ))),
+    let mut body = http_body_util::Limited::new(body, limit);
+    let mut read = bytes::BytesMut::new();
+    loop {
+        match tokio::time::timeout(gate.body_timeout, body.frame()).await {
+            Err(_) => return Err(ApiError::TimedOut),
+            Ok(None) => return Ok(read.freeze()),
+            Ok(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    read.extend_from_slice(data);
+                }
+            }
+            Ok(Some(Err(e))) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(too_large())
+            }
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::BadRequest(format!(
+                    "could not read the request body: {e}"
+                )))
+            }
+        }
     }
 }
