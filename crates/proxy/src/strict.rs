@@ -83,13 +83,18 @@ fn nginx_method(m: &str) -> bool {
 }
 
 /// Whether a request whose target is not a path (a CONNECT, or the asterisk-form `*`) is h2's extended
-/// CONNECT (RFC 8441: WebSocket, `upgrade`), the one such request the gateway serves. Any other is refused
-/// with 400, as nginx does (it implements neither): forwarded, it would become a request for `/` upstream.
+/// CONNECT for WebSocket (RFC 8441, `upgrade`), the one such request the gateway serves. Any other is
+/// refused with 400, as nginx does (it implements neither): forwarded, it would become a request for `/`
+/// upstream, and an extended CONNECT for another `:protocol` a CONNECT upstream.
 /// `*` with another method than OPTIONS is malformed anyway (RFC 9112 §3.2.4, RFC 9113 §8.3.1), and so is
 /// an h2 CONNECT without `:authority` (RFC 9113 §8.5).
 #[cold]
 fn extended_connect(parts: &request::Parts) -> bool {
-    parts.method == Method::CONNECT && parts.extensions.get::<hyper::ext::Protocol>().is_some()
+    parts.method == Method::CONNECT
+        && parts
+            .extensions
+            .get::<hyper::ext::Protocol>()
+            .is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
 }
 
 /// `Host` by version: HTTP/1.1 needs exactly one (RFC 9112 §3.2), h2 `:authority` or `host` (an `http`

@@ -103,6 +103,16 @@ fn targets_that_are_not_paths_are_refused_except_extended_connect() {
         .into_parts()
         .0;
     assert_eq!(check(&mut p), Ok(()));
+    let mut p = Request::builder()
+        .method("CONNECT")
+        .uri("https://a.test/chat")
+        .version(Version::HTTP_2)
+        .extension(hyper::ext::Protocol::from_static("foo"))
+        .body(())
+        .unwrap()
+        .into_parts()
+        .0;
+    assert_eq!(check(&mut p), Err(Malformed::BadRequest));
 }
 
 #[test]
