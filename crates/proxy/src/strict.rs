@@ -1,8 +1,9 @@
 //! The request-head rules of RFC 9112 and RFC 9113 that the servers leave to the driver, checked once per
 //! request before routing, with nginx's answers (`crates/sluice/tests/differential.rs` holds both to the
 //! same vectors): `Host` (one, present in HTTP/1.1, a valid authority), the authority of an absolute-form
-//! target over `Host`, h2's `host` against `:authority`, `Content-Length` (one line, never beside
-//! `Transfer-Encoding`), transfer codings other than `chunked`, and methods nginx would not parse.
+//! target over `Host`, h2's `host` against `:authority` (and one of them present), `Content-Length` (one
+//! line, never beside `Transfer-Encoding`), transfer codings other than `chunked`, methods nginx would not
+//! parse, and targets that are not a path (CONNECT, `*`).
 //!
 //! The HTTP/1.1 parser (`sluice_h1::parse_request`) already refuses what breaks framing (repeated
 //! `Content-Length` lines, `Content-Length` beside `Transfer-Encoding`, codings other than `chunked`, bare CR,
@@ -25,6 +26,9 @@ pub enum Malformed {
 /// head: a standard method, one `Host` and at most one framing field.
 pub fn check(parts: &mut request::Parts) -> Result<(), Malformed> {
     if !known_method(&parts.method) && !nginx_method(parts.method.as_str()) {
+        return Err(Malformed::BadRequest);
+    }
+    if (parts.method == Method::CONNECT || parts.uri.path() == "*") && !extended_connect(parts) {
         return Err(Malformed::BadRequest);
     }
     // One pass over the (few) fields instead of a hashed lookup per rule.
@@ -78,13 +82,29 @@ fn nginx_method(m: &str) -> bool {
         .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
-/// `Host` by version: HTTP/1.1 needs exactly one (RFC 9112 §3.2); an absolute-form target's authority wins
+/// Whether a request whose target is not a path (a CONNECT, or the asterisk-form `*`) is h2's extended
+/// CONNECT for WebSocket (RFC 8441, `upgrade`), the one such request the gateway serves. Any other is
+/// refused with 400, as nginx does (it implements neither): forwarded, it would become a request for `/`
+/// upstream, and an extended CONNECT for another `:protocol` a CONNECT upstream.
+/// `*` with another method than OPTIONS is malformed anyway (RFC 9112 §3.2.4, RFC 9113 §8.3.1), and so is
+/// an h2 CONNECT without `:authority` (RFC 9113 §8.5).
+#[cold]
+fn extended_connect(parts: &request::Parts) -> bool {
+    parts.method == Method::CONNECT
+        && parts
+            .extensions
+            .get::<hyper::ext::Protocol>()
+            .is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
+}
+
+/// `Host` by version: HTTP/1.1 needs exactly one (RFC 9112 §3.2), h2 `:authority` or `host` (an `http`
+/// URI without a host is invalid, RFC 9110 §4.2.1; nginx says 400 too); an absolute-form target's authority wins
 /// over it, as in nginx; h2's `host`, when sent beside `:authority`, must name the same authority
 /// (RFC 9113 §8.3.1); every `Host` must be a valid `host[:port]`.
 fn host(parts: &mut request::Parts, has_host: bool) -> Result<(), Malformed> {
     let Some(authority) = parts.uri.authority().map(|a| a.as_str()) else {
         return match (parts.version, has_host) {
-            (Version::HTTP_11, false) => Err(Malformed::BadRequest),
+            (Version::HTTP_11 | Version::HTTP_2, false) => Err(Malformed::BadRequest),
             _ => Ok(()),
         };
     };

@@ -11,7 +11,8 @@
 //!
 //! An HTTP/2 client asks with an extended CONNECT (RFC 8441, `:protocol` websocket; the h2 listener
 //! advertises it): it is bridged to the HTTP/1.1 upgrade upstream (a GET with a `Sec-WebSocket-Key` of
-//! the gateway's), and the upstream's 101 reaches it as a 200, its stream then carrying the tunnel.
+//! the gateway's), and the upstream's 101 reaches it as a 200, its stream then carrying the tunnel. Any
+//! other 2xx would mean the same to the client, so it is a 502 instead; other statuses pass as they are.
 //!
 //! Other upgrades (`h2c`, ...) are not taken here: they go upstream as ordinary requests without their
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
@@ -245,6 +246,11 @@ async fn run(
                         uri,
                     };
                     return tunnel.run(switched, client, head_tx, &scope).await;
+                }
+                // A 2xx accepts an extended CONNECT (RFC 8441 §5, RFC 9113 §8.5): relayed, it would tell
+                // the client its tunnel is open when the upstream never switched.
+                Ok(Upgrade::Refused(p)) if client.h2 && p.head.status.is_success() => {
+                    Outcome::Failed(ProxyError::BadGateway)
                 }
                 Ok(Upgrade::Refused(p)) => Outcome::Upstream(p, uri),
                 Err(e) => Outcome::Failed(e),

@@ -44,6 +44,9 @@ const VECTORS: &[(&str, &str)] = &[
     ("two Host fields", "GET /a HTTP/1.1\r\nHost: t\r\nHost: u\r\nConnection: close\r\n\r\n"),
     ("slash in Host", "GET /a HTTP/1.1\r\nHost: t/x\r\nConnection: close\r\n\r\n"),
     ("space in Host", "GET /a HTTP/1.1\r\nHost: t x\r\nConnection: close\r\n\r\n"),
+    ("asterisk-form OPTIONS", "OPTIONS * HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("asterisk-form GET", "GET * HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    ("CONNECT", "CONNECT t:80 HTTP/1.1\r\nHost: t:80\r\nConnection: close\r\n\r\n"),
     ("absolute-form target", "GET http://other.test/a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
     // Pipelining, Expect, versions
     ("two pipelined GETs", "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),

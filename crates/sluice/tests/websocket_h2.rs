@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use sluice_testkit::{Gateway, WsEchoUpstream};
+use sluice_testkit::{EchoUpstream, Gateway, WsEchoUpstream};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::net::TcpStream;
@@ -139,4 +139,19 @@ async fn plugins_answer_an_extended_connect_before_the_upgrade() {
     assert_eq!(status, 200);
     let mut ws = WebSocketStream::from_raw_socket(pipe.unwrap(), Role::Client, None).await;
     echoed(&mut ws, Message::text("authenticated over h2")).await;
+}
+
+/// An upstream that answers the upgrade with an ordinary 200 did not switch: the extended CONNECT gets 502,
+/// never a 200 that would tell the client its tunnel is open (the stream was reset before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_does_not_switch_is_a_bad_gateway() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        "_format_version: \"3.0\"\nservices:\n- name: plain\n  url: {}\n  routes:\n  - {{name: r, paths: [/plain]}}\n",
+        up.url()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    let (status, _) = connect(gw.proxy_port(), "/plain", &[]).await;
+    assert_eq!(status, 502);
+    assert_eq!(up.requests(), 1);
 }

@@ -1,6 +1,7 @@
 //! Debian's nginx as a reference peer for differential tests: a `proxy_pass` to one upstream with the
 //! proxy settings Kong's own nginx template uses (HTTP/1.1 and keep-alive upstream, request buffering on,
-//! no body size limit). Started on 127.0.0.1 with its own prefix, stopped on drop.
+//! no body size limit). Started on 127.0.0.1 with its own prefix, stopped on drop. [`NginxPeer::start_h2c`]
+//! listens for HTTP/2 with prior knowledge instead (nginx's plain `listen ... http2`), for the h2 vectors.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -28,6 +29,15 @@ fn binary() -> std::path::PathBuf {
 impl NginxPeer {
     /// nginx on a free port of 127.0.0.1, proxying everything to `127.0.0.1:upstream_port`.
     pub fn start(upstream_port: u16) -> NginxPeer {
+        NginxPeer::launch(upstream_port, "")
+    }
+
+    /// The same nginx speaking h2c with prior knowledge on its port (and no HTTP/1.1 there).
+    pub fn start_h2c(upstream_port: u16) -> NginxPeer {
+        NginxPeer::launch(upstream_port, " http2")
+    }
+
+    fn launch(upstream_port: u16, listen_flags: &str) -> NginxPeer {
         let dir = tempfile::tempdir().expect("nginx prefix");
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -51,7 +61,7 @@ impl NginxPeer {
                client_max_body_size 0;\n\
                upstream up {{ server 127.0.0.1:{upstream_port}; keepalive 16; }}\n\
                server {{\n\
-                 listen 127.0.0.1:{port};\n\
+                 listen 127.0.0.1:{port}{listen_flags};\n\
                  location / {{\n\
                    proxy_pass http://up;\n\
                    proxy_http_version 1.1;\n\

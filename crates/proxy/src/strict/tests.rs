@@ -73,6 +73,46 @@ fn h2_host_must_name_the_authority() {
     let mut p = parts("https://a.test/x", Version::HTTP_2, &[]);
     check(&mut p).unwrap();
     assert_eq!(p.headers["host"], "a.test");
+    // Neither `:authority` nor `host`: an http URI without a host.
+    let mut p = parts("/x", Version::HTTP_2, &[]);
+    assert_eq!(check(&mut p), Err(Malformed::BadRequest));
+    let mut p = parts("/x", Version::HTTP_2, &[("host", "a.test")]);
+    assert_eq!(check(&mut p), Ok(()));
+}
+
+#[test]
+fn targets_that_are_not_paths_are_refused_except_extended_connect() {
+    for (method, uri, version) in [
+        ("GET", "*", Version::HTTP_11),
+        ("OPTIONS", "*", Version::HTTP_11),
+        ("CONNECT", "a.test:443", Version::HTTP_11),
+        ("CONNECT", "a.test:443", Version::HTTP_2),
+    ] {
+        let mut p = Request::builder().method(method).uri(uri).version(version);
+        p = p.header("host", "a.test");
+        let mut p = p.body(()).unwrap().into_parts().0;
+        assert_eq!(check(&mut p), Err(Malformed::BadRequest), "{method} {uri}");
+    }
+    let mut p = Request::builder()
+        .method("CONNECT")
+        .uri("https://a.test/chat")
+        .version(Version::HTTP_2)
+        .extension(hyper::ext::Protocol::from_static("websocket"))
+        .body(())
+        .unwrap()
+        .into_parts()
+        .0;
+    assert_eq!(check(&mut p), Ok(()));
+    let mut p = Request::builder()
+        .method("CONNECT")
+        .uri("https://a.test/chat")
+        .version(Version::HTTP_2)
+        .extension(hyper::ext::Protocol::from_static("foo"))
+        .body(())
+        .unwrap()
+        .into_parts()
+        .0;
+    assert_eq!(check(&mut p), Err(Malformed::BadRequest));
 }
 
 #[test]
