@@ -4,7 +4,7 @@
 //! upstream received (method, target, body) must be the same, except for the differences listed in
 //! [`KNOWN`] with their reasons.
 
-use sluice_testkit::{Gateway, NginxPeer, Received, Recorder};
+use sluice_testkit::{Gateway, NginxPeer, Received, Recorder, Verdicts};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -135,24 +135,11 @@ fn sluice_and_nginx_agree_on_every_vector() {
     );
     let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
     let nginx = NginxPeer::start(to_nginx.port());
-    let mut differ = Vec::new();
+    let mut verdicts = Verdicts::default();
     for (name, raw) in VECTORS {
         let s = exchange(gw.proxy_port(), raw, &to_sluice);
         let n = exchange(nginx.port(), raw, &to_nginx);
-        let known = KNOWN.iter().find(|(k, _)| k == name);
-        println!("{name:45} sluice {:?} nginx {:?}", s, n);
-        match (s == n, known) {
-            (true, Some(_)) => {
-                differ.push(format!("{name}: listed in KNOWN but now agrees; remove it"))
-            }
-            (false, None) => differ.push(format!("{name}:\n  sluice {s:?}\n  nginx  {n:?}")),
-            _ => {}
-        }
+        verdicts.record(name, &s, &n, KNOWN);
     }
-    assert!(
-        differ.is_empty(),
-        "{} vectors differ from nginx:\n{}",
-        differ.len(),
-        differ.join("\n")
-    );
+    verdicts.assert_agree();
 }

@@ -7,7 +7,7 @@
 //! RST_STREAM / GOAWAY with its error code: a 400 and a stream error are different outcomes) and what the
 //! upstream received must be the same, except for the differences listed in [`KNOWN`] with their reasons.
 
-use sluice_testkit::{h2_request, Gateway, H2Answer, NginxPeer, Received, Recorder};
+use sluice_testkit::{h2_request, Gateway, H2Answer, NginxPeer, Received, Recorder, Verdicts};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
@@ -154,24 +154,11 @@ fn sluice_and_nginx_agree_on_every_h2_vector() {
     );
     let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
     let nginx = NginxPeer::start_h2c(to_nginx.port());
-    let mut differ = Vec::new();
+    let mut verdicts = Verdicts::default();
     for (name, fields, body) in VECTORS {
         let s = exchange(gw.proxy_port(), fields, *body, &to_sluice);
         let n = exchange(nginx.port(), fields, *body, &to_nginx);
-        let known = KNOWN.iter().find(|(k, _)| k == name);
-        println!("{name:40} sluice {s:?}\n{:40} nginx  {n:?}", "");
-        match (s == n, known) {
-            (true, Some(_)) => {
-                differ.push(format!("{name}: listed in KNOWN but now agrees; remove it"))
-            }
-            (false, None) => differ.push(format!("{name}:\n  sluice {s:?}\n  nginx  {n:?}")),
-            _ => {}
-        }
+        verdicts.record(name, &s, &n, KNOWN);
     }
-    assert!(
-        differ.is_empty(),
-        "{} vectors differ from nginx:\n{}",
-        differ.len(),
-        differ.join("\n")
-    );
+    verdicts.assert_agree();
 }

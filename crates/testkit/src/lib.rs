@@ -16,6 +16,7 @@ mod recorder;
 mod sink;
 mod stream;
 mod tls;
+mod verdicts;
 mod websocket;
 
 pub use dns::DnsServer;
@@ -34,6 +35,7 @@ pub use tls::{
     handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
     TestCert, TlsEchoUpstream,
 };
+pub use verdicts::Verdicts;
 pub use websocket::{WsEchoUpstream, WsHandshake};
 
 /// A client for tests: no proxy from the environment, HTTP/1.1.
