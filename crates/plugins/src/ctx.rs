@@ -40,6 +40,9 @@ pub struct RequestCtx<'s> {
     /// The client IP after `trusted_ips` / `X-Forwarded-For` processing (what rate limits and
     /// ip-restriction see).
     pub client_ip: std::net::IpAddr,
+    /// The peer (the direct connection, not the forwarded client) is in `trusted_ips`, so its
+    /// `X-Forwarded-*` headers are believed (Kong's `kong.ip.is_trusted(kong.client.get_ip())`).
+    pub peer_trusted: bool,
     /// `http` or `https`: the scheme the client used.
     pub scheme: &'static str,
     /// The port of the listener the request came in on (nginx's `$server_port`).

@@ -32,6 +32,7 @@ impl<'s> RequestCtx<'s> {
             body: None,
             client_addr,
             client_ip: client_addr.ip(),
+            peer_trusted: false,
             scheme: "http",
             request_id: "00000000000000000000000000000000",
             route: None,

@@ -29,6 +29,8 @@ pub struct ConnInfo {
     pub peer: SocketAddr,
     /// The peer's IP address as a header value (`X-Real-IP`, `X-Forwarded-For`), made once per connection.
     pub peer_ip: HeaderValue,
+    /// The peer is in `trusted_ips` (checked once per connection).
+    pub trusted: bool,
     /// The listener's port as a header value (`X-Forwarded-Port`), built once per listener.
     pub local_port: HeaderValue,
     /// The listener's port.

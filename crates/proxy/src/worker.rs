@@ -181,6 +181,7 @@ async fn accept_loop(
             peer,
             peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())
                 .unwrap_or(http::HeaderValue::from_static("")),
+            trusted: shared.trust.is_trusted(peer.ip()),
             local_port: port_value.clone(),
             port: local_port,
             scheme: "http",

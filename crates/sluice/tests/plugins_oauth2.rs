@@ -1031,3 +1031,60 @@ async fn dbless_refuses_the_plugin_with_kongs_message() {
         "{exported}"
     );
 }
+
+/// `accept_http_if_already_terminated`: over plain HTTP, a token request from a peer in `trusted_ips` that
+/// says `X-Forwarded-Proto: https` is served; without the header it is refused as plain HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_proxys_forwarded_https_counts_when_accepted() {
+    let db = TestDb::bootstrapped(BIN, "oauth2term");
+    let gw = db
+        .gateway(BIN, None)
+        .env("SLUICE_TRUSTED_IPS", "127.0.0.1")
+        .start();
+    let up = EchoUpstream::start();
+    let admin = |path: &str, body: Value| {
+        let url = gw.admin_url(path);
+        async move {
+            let (status, body) = send_json("POST", &url, Some(body)).await;
+            assert_eq!(status, 201, "{body}");
+        }
+    };
+    admin("/services", json!({"name": "s", "url": up.url()})).await;
+    admin("/services/s/routes", json!({"name": "r", "paths": ["/s"]})).await;
+    admin(
+        "/services/s/plugins",
+        json!({"name": "oauth2", "config": {"enable_client_credentials": true,
+               "accept_http_if_already_terminated": true}}),
+    )
+    .await;
+    admin("/consumers", json!({"username": "bob"})).await;
+    admin(
+        "/consumers/bob/oauth2",
+        json!({"name": "m", "client_id": "m-id", "client_secret": "m-secret"}),
+    )
+    .await;
+    let token = |forwarded: Option<&'static str>| {
+        let mut req = sluice_testkit::client()
+            .post(gw.proxy_url("/s/oauth2/token"))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", "m-id"),
+                ("client_secret", "m-secret"),
+            ]);
+        if let Some(proto) = forwarded {
+            req = req.header("x-forwarded-proto", proto);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = token(Some("https")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["access_token"].is_string(), "{body}");
+    let (status, body) = token(None).await;
+    assert_eq!(
+        (status, body),
+        (400, error("access_denied", "You must use HTTPS"))
+    );
+}

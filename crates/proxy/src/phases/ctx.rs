@@ -61,6 +61,7 @@ pub fn new_ctx<'s>(
         body: None,
         client_addr: x.conn.peer,
         client_ip,
+        peer_trusted: x.conn.trusted,
         scheme: x.conn.scheme,
         tls: x.conn.tls,
         server_port: x.conn.port,

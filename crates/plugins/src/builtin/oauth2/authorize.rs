@@ -55,7 +55,7 @@ fn check(
     params: &Params,
 ) -> (Map<String, Value>, Option<String>, Option<Pending>) {
     let config = &p.config;
-    if !grant::https(ctx) {
+    if !grant::https(ctx, config.accept_http_if_already_terminated) {
         return (error("access_denied", "You must use HTTPS"), None, None);
     }
     if !p.provision_key_matches(params) {

@@ -9,10 +9,12 @@ use sluice_model::schema::{Field, FieldError, Schema};
 /// Kong's message when a DB-less node is asked to store a token.
 pub const NO_DATABASE: &str = "cannot create 'oauth2_tokens' entities when not using a database";
 
-/// The typed config. `accept_http_if_already_terminated` is accepted but not read: plugins cannot yet tell
-/// whether the peer is a trusted proxy (see `grant::https`).
+/// The typed config.
 #[derive(Debug, Deserialize)]
 pub struct Config {
+    /// A plain-HTTP request counts as HTTPS when a trusted proxy says it terminated TLS
+    /// (`X-Forwarded-Proto: https` from a peer in `trusted_ips`).
+    pub accept_http_if_already_terminated: bool,
     /// Scope names a client may ask for.
     pub scopes: Option<Vec<String>>,
     /// A client must ask for at least one scope.

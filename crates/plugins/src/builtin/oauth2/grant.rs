@@ -72,11 +72,17 @@ pub async fn issue(store: &Store, config: &Config, i: Issue) -> Result<Map<Strin
     Ok(out)
 }
 
-/// Kong's `check_https`: the client used HTTPS. With `accept_http_if_already_terminated`, Kong also believes
-/// a trusted proxy's `X-Forwarded-Proto`; plugins cannot tell here whether the peer is trusted, so only
-/// the connection's own scheme counts (see docs/differences.md).
-pub fn https(ctx: &RequestCtx<'_>) -> bool {
+/// Kong's `check_https`: the client used HTTPS, or (with `accept_http_if_already_terminated`) the peer is
+/// in `trusted_ips` and its first `X-Forwarded-Proto` says `https`.
+pub fn https(ctx: &RequestCtx<'_>, accept_terminated: bool) -> bool {
     ctx.scheme == "https"
+        || (accept_terminated
+            && ctx.peer_trusted
+            && ctx
+                .request
+                .headers
+                .get("x-forwarded-proto")
+                .is_some_and(|p| p.as_bytes().eq_ignore_ascii_case(b"https")))
 }
 
 /// A client's PKCE challenge from the authorize request: normalized to unpadded base64url, with its method

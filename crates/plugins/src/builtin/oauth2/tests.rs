@@ -97,3 +97,30 @@ fn www_authenticate_values_are_kongs() {
         "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"d\""
     );
 }
+
+/// Kong's `check_https`: the connection's own scheme, or with `accept_http_if_already_terminated` the
+/// first `X-Forwarded-Proto` of a peer in `trusted_ips`; never the header of an untrusted peer.
+#[test]
+fn https_is_the_scheme_or_a_trusted_proxys_forwarded_proto_when_accepted() {
+    use super::grant::https;
+    use crate::testing::{compile, request};
+    let (_, compiled) = compile("_format_version: \"3.0\"\n");
+    let ctx = |headers: &[(&str, &str)], trusted: bool, scheme: &'static str| {
+        let mut ctx = crate::RequestCtx::detached(
+            request("POST", "/oauth2/token", headers),
+            compiled.credentials(),
+        );
+        (ctx.peer_trusted, ctx.scheme) = (trusted, scheme);
+        ctx
+    };
+    let forwarded = [("x-forwarded-proto", "HTTPS")];
+    assert!(https(&ctx(&[], false, "https"), false));
+    assert!(!https(&ctx(&forwarded, true, "http"), false));
+    assert!(https(&ctx(&forwarded, true, "http"), true));
+    assert!(!https(&ctx(&forwarded, false, "http"), true));
+    assert!(!https(
+        &ctx(&[("x-forwarded-proto", "http")], true, "http"),
+        true
+    ));
+    assert!(!https(&ctx(&[], true, "http"), true));
+}

@@ -62,7 +62,7 @@ fn check(
     basic: &mut bool,
 ) -> Result<Grant, Map<String, Value>> {
     let config = &p.config;
-    if !grant::https(ctx) {
+    if !grant::https(ctx, config.accept_http_if_already_terminated) {
         return Err(error("access_denied", "You must use HTTPS"));
     }
     let grant_type = params.text("grant_type").unwrap_or_default();
