@@ -14,8 +14,8 @@ use super::streaming::{LogFacts, Upstream};
 use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Routed, Sending};
-use crate::handler::{Answer, Scope, Step};
-use crate::metrics::{content_length, Count, Finished, Series};
+use crate::handler::{observe, Answer, Scope, Step};
+use crate::metrics::{content_length, Series};
 use http::{request, Response};
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
@@ -80,13 +80,7 @@ async fn send(sending: Sending, kept: Kept, scope: &Scope) -> Answer {
         Ok(p) => p,
         Err(e) => return failed(e, kept, scope),
     };
-    let count = observe(
-        &kept,
-        &proxied.head,
-        Source::Service,
-        Some(&proxied.timings),
-        scope,
-    );
+    let (route, bytes_in, timings) = (kept.route, kept.bytes_in, proxied.timings);
     let log = LogFacts::new(&proxied.head, Source::Service, x.started);
     let pending = PendingLog {
         snap: scope.snap.clone(),
@@ -104,38 +98,39 @@ async fn send(sending: Sending, kept: Kept, scope: &Scope) -> Answer {
         },
     };
     let body = LoggedBody::new(proxied.body, pending).boxed();
-    (Response::from_parts(proxied.head, body), count)
+    let resp = Response::from_parts(proxied.head, body);
+    let series = Series::Route(route);
+    let count = observe(
+        series,
+        snap,
+        &resp,
+        Source::Service,
+        Some(&timings),
+        bytes_in,
+        x.started,
+    );
+    (resp, count)
 }
 
 /// The gateway's error for a request that could not be proxied, logged now.
 fn failed(e: ProxyError, kept: Kept, scope: &Scope) -> Answer {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let (head, bytes) = error_parts(e, &kept.negotiation, &x).into_parts();
-    let count = observe(&kept, &head, Source::Error, None, scope);
     let log = LogFacts::new(&head, Source::Error, x.started);
     let mut ctx = new_ctx(kept.request, snap, &x, Some(kept.route), kept.client_ip);
     ctx.captures = kept.captures.as_ref();
     let chain: &PluginChain = snap.plugins.route_chain(kept.route);
     chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
-    (Response::from_parts(head, full(bytes)), count)
-}
-
-/// The request's count for its route's metrics, when a prometheus instance applies.
-fn observe(
-    kept: &Kept,
-    head: &http::response::Parts,
-    source: Source,
-    timings: Option<&crate::respond::Timings>,
-    scope: &Scope,
-) -> Option<Count> {
+    let resp = Response::from_parts(head, full(bytes));
     let series = Series::Route(kept.route);
-    let meter = series.meter(&scope.snap)?;
-    let finished = Finished {
-        source,
-        started: scope.started,
-        timings,
-        bytes_in: kept.bytes_in,
-        consumer: None,
-    };
-    Some(meter.observe(series, head.status.as_u16(), &head.headers, finished))
+    let count = observe(
+        series,
+        snap,
+        &resp,
+        Source::Error,
+        None,
+        kept.bytes_in,
+        x.started,
+    );
+    (resp, count)
 }
