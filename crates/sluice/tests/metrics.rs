@@ -21,6 +21,12 @@ services:
     paths: [/locked]
     plugins:
     - name: key-auth
+  - name: logged
+    paths: [/logged]
+    plugins:
+    - name: file-log
+      config:
+        path: /dev/null
 plugins:
 - name: prometheus
   config:
@@ -95,6 +101,10 @@ async fn prometheus_counts_a_known_mix_exactly() {
     );
     assert_eq!(get_json(&gw.proxy_url("/locked"), &[]).await.0, 401);
     assert_eq!(get_json(&gw.proxy_url("/nowhere"), &[]).await.0, 404);
+    // A route whose plugins only log (the proxy's log-only path) is counted too.
+    for _ in 0..2 {
+        assert_eq!(get_json(&gw.proxy_url("/logged"), &[]).await.0, 200);
+    }
 
     let text = scrape(&gw.status_url("/metrics")).await;
     let m = parse(&text);
@@ -108,6 +118,7 @@ async fn prometheus_counts_a_known_mix_exactly() {
     assert_eq!(get(&requests("slow", 200, "service")), 1.0);
     assert_eq!(get(&requests("locked", 401, "exit")), 1.0);
     assert_eq!(get(&requests("", 404, "error")), 1.0);
+    assert_eq!(get(&requests("logged", 200, "service")), 2.0);
 
     let bucket = |family: &str, route: &str, le: &str| {
         get(&format!(
