@@ -10,6 +10,8 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{request, HeaderValue, Response, StatusCode};
 use sluice_upstream::body::{full, ProxyBody};
+use sluice_upstream::conn::Failed;
+use sluice_upstream::spool::SpoolError;
 use sluice_upstream::UpstreamError;
 
 /// Why the gateway answered instead of the upstream.
@@ -35,7 +37,8 @@ pub enum ProxyError {
     BadRequest,
     /// 408: the client sent no body bytes within `client_body_timeout` (the connection closes after it).
     ClientTimeout,
-    /// 413: a body a plugin needs is larger than the gateway buffers.
+    /// 413: a body over `client_max_body_size`, or one a plugin needs that is larger than the gateway
+    /// buffers for plugins.
     PayloadTooLarge,
     /// 413: a streamed body passed the cap a plugin put on it (`RequestCtx::body_limit`); the plugin's own
     /// answer replaces this one on the plugin path, which is the only one that caps bodies.
@@ -54,6 +57,41 @@ impl From<UpstreamError> for ProxyError {
             UpstreamError::Connect => ProxyError::BadGateway,
             UpstreamError::Timeout => ProxyError::Timeout,
             UpstreamError::NameResolution => ProxyError::NameResolution,
+        }
+    }
+}
+
+/// A client body's failure, whether the upstream writer met it while streaming the body or request
+/// buffering while reading it whole.
+impl From<Failed> for ProxyError {
+    fn from(f: Failed) -> ProxyError {
+        match f {
+            // The body broke off or broke its framing (a bad chunk): the client's fault, as nginx says
+            // with 400, not the upstream's.
+            Failed::ClientBody => ProxyError::BadRequest,
+            // The client stalled its body past `client_body_timeout`.
+            Failed::ClientTimeout => ProxyError::ClientTimeout,
+            // A plugin's cap on a streamed body was passed: the plugin answers (`phases::send`).
+            Failed::OverLimit => ProxyError::BodyOverLimit,
+            // The node's `client_max_body_size`.
+            Failed::TooLarge => ProxyError::PayloadTooLarge,
+            Failed::Stalled => ProxyError::Timeout,
+            Failed::NoAnswer | Failed::Malformed => ProxyError::BadGateway,
+        }
+    }
+}
+
+/// Request buffering's failures: the body's own, `client_max_body_size` (413), or the temporary file
+/// (500, as nginx answers when it cannot write one).
+impl From<SpoolError> for ProxyError {
+    fn from(e: SpoolError) -> ProxyError {
+        match e {
+            SpoolError::Body(f) => f.into(),
+            SpoolError::TooLarge => ProxyError::PayloadTooLarge,
+            SpoolError::File(e) => {
+                tracing::error!(error = %e, "cannot buffer a request body in a temporary file");
+                ProxyError::Internal
+            }
         }
     }
 }

@@ -15,11 +15,13 @@ use sluice_upstream::balancer::{Hashed, PickInput};
 use sluice_upstream::body::ProxyBody;
 use sluice_upstream::forward::{self, Downstream, Forwarded};
 use sluice_upstream::pooled::PooledBody;
+use sluice_upstream::readahead::UpstreamBody;
 use sluice_upstream::wire::{self, WireRequest};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
+mod body_rules;
 mod upgrade;
 pub use upgrade::{Switched, Upgrade};
 
@@ -267,6 +269,11 @@ async fn send(
     let (Some(info), Some(svc)) = (snap.routes.get(route), snap.services.get(service)) else {
         return Err(ProxyError::Internal);
     };
+    if req.body.is_some() {
+        // Boxed: most requests have no body, and the fast path's future should not carry this step.
+        let rules = &x.shared.settings.body_buffering;
+        Box::pin(body_rules::apply(&mut req, info.request_buffering, rules)).await?;
+    }
     let proxy_latency = ready.saturating_duration_since(x.started);
     // Not boxed: since the upstream client runs in this task, boxing the retry loop costs more than moving it
     // (callgrind, scripts/instructions.sh: 35.8k vs 35.5k instructions per request).
@@ -298,6 +305,11 @@ async fn send(
     if let Some(inflight) = answer.inflight {
         body.hold(inflight);
     }
+    // Response buffering (Kong's `response_buffering`): the body read ahead of the client.
+    let buffering = info
+        .response_buffering
+        .then_some(&x.shared.settings.response_buffering);
+    let body = UpstreamBody::new(body, buffering, &head.headers);
     Ok(Proxied {
         head,
         body,
@@ -334,6 +346,8 @@ fn proxied(
     if let Some(inflight) = answer.inflight {
         body.hold(inflight);
     }
+    // An upgrade the upstream refused: a short answer, not read ahead.
+    let body = UpstreamBody::Direct(body);
     Proxied {
         head,
         body,
@@ -366,7 +380,7 @@ pub(crate) fn decorated(
 /// What came back from the upstream, decorated with Kong's response headers.
 pub struct Proxied {
     pub head: http::response::Parts,
-    pub body: PooledBody,
+    pub body: UpstreamBody,
     pub timings: Timings,
     /// The targets tried; the last one answered.
     pub tries: upstream::Tries,

@@ -38,7 +38,7 @@ use sluice_metrics::Source;
 use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
 use sluice_router::Captures;
 use sluice_upstream::body::{box_err, full, Capped, ChannelBody, ProxyBody};
-use sluice_upstream::pooled::PooledBody;
+use sluice_upstream::readahead::UpstreamBody;
 use std::time::Instant;
 use tokio::sync::oneshot;
 
@@ -51,7 +51,7 @@ const MAX_BUFFERED_BODY: usize = 8 << 20;
 enum Payload {
     Whole(Bytes),
     Streamed {
-        body: PooledBody,
+        body: UpstreamBody,
         upstream: streaming::Upstream,
     },
 }

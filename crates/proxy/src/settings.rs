@@ -51,6 +51,11 @@ pub struct ProxySettings {
     pub default_certificate: Option<sluice_tls::CertPair>,
     /// How service hosts and upstream targets are resolved (Kong's `dns_*` settings).
     pub dns: DnsSettings,
+    /// Request buffering and the body size limit (`client_body_buffer_size`, `client_max_body_size`,
+    /// the temporary directory).
+    pub body_buffering: sluice_upstream::spool::BodyBuffering,
+    /// Response buffering (`proxy_buffers`, `proxy_max_temp_file_size`, the temporary directory).
+    pub response_buffering: sluice_upstream::readahead::ResponseBuffering,
 }
 
 impl Default for ProxySettings {
@@ -74,6 +79,8 @@ impl Default for ProxySettings {
             head_limits: sluice_h1::HeadLimits::default(),
             default_certificate: None,
             dns: DnsSettings::default(),
+            body_buffering: Default::default(),
+            response_buffering: Default::default(),
         }
     }
 }

@@ -52,6 +52,10 @@ pub(crate) struct RouteInfo {
     pub preserve_host: bool,
     pub path_handling_v1: bool,
     pub https_redirect_status: u16,
+    /// Read a request body whole before choosing an upstream (Kong's `request_buffering`).
+    pub request_buffering: bool,
+    /// Read a response body ahead of the client (Kong's `response_buffering`).
+    pub response_buffering: bool,
     /// Index into `config.services`.
     pub service: Option<usize>,
     /// Set when a prometheus instance applies to the route.
@@ -184,6 +188,8 @@ impl Snapshot {
                 preserve_host: r.preserve_host,
                 path_handling_v1: r.path_handling == "v1",
                 https_redirect_status: r.https_redirect_status_code,
+                request_buffering: r.request_buffering,
+                response_buffering: r.response_buffering,
                 service: service_index(r),
                 grpc: crate::grpc::of(r, service_index(r).map(|s| &config.services[s])),
             })

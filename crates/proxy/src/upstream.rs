@@ -168,14 +168,14 @@ pub async fn send(
                 failed.push(failed_try(502));
                 tries += 1;
             }
-            // The client's body broke off or broke its framing (a bad chunk): the client's fault, as nginx
-            // says with 400, not the upstream's.
-            Ok(Err(Failed::ClientBody)) => return Err(ProxyError::BadRequest),
-            // The client stalled its body past `client_body_timeout`: 408, and this upstream connection,
-            // holding half a request, is dropped (closed), never pooled.
-            Ok(Err(Failed::ClientTimeout)) => return Err(ProxyError::ClientTimeout),
-            // A plugin's cap on a streamed body was passed: the plugin answers (`phases::send`).
-            Ok(Err(Failed::OverLimit)) => return Err(ProxyError::BodyOverLimit),
+            // The client's body failed (framing, `client_body_timeout`, a plugin's cap): its answer is
+            // `error.rs`'s; this upstream connection, holding half a request, is dropped, never pooled.
+            Ok(Err(
+                f @ (Failed::ClientBody
+                | Failed::ClientTimeout
+                | Failed::OverLimit
+                | Failed::TooLarge),
+            )) => return Err(f.into()),
             Ok(Err(Failed::Stalled)) => {
                 observe(Err(Failure::Timeout));
                 return Err(ProxyError::Timeout);

@@ -20,7 +20,8 @@ const BIG: usize = 64 * 1024 * 1024;
 
 /// An upstream on a real socket that reports how each connection ended: `GET /big` gets a `BIG`-byte
 /// response (reported when writing it fails: the gateway closed the connection); any other request is
-/// read until the gateway closes the connection, never answered (reported at that end).
+/// read until the gateway closes the connection, never answered (reported at that end). The gateway's
+/// routes to it stream (no request or response buffering), so that what the client does reaches it.
 struct Watcher {
     port: u16,
     ended: mpsc::UnboundedReceiver<&'static str>,
@@ -77,7 +78,7 @@ async fn watch(mut conn: TcpStream, tx: mpsc::UnboundedSender<&'static str>) {
 
 fn proxy(watcher: &Watcher, echo: &EchoUpstream) -> Proxy {
     let yaml = format!(
-        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes: [{{paths: [/w, /big], strip_path: false}}]\n- name: echo\n  url: {}\n  routes: [{{paths: [/echo]}}]\n",
+        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes: [{{paths: [/w, /big], strip_path: false, request_buffering: false, response_buffering: false}}, {{paths: [/wb], strip_path: false}}]\n- name: echo\n  url: {}\n  routes: [{{paths: [/echo]}}]\n",
         watcher.port,
         echo.url()
     );
@@ -116,6 +117,18 @@ async fn a_stalled_body_gets_408_and_its_upstream_request_is_abandoned() {
         let ended = watcher.ended(Duration::from_secs(2)).await;
         assert_eq!(ended, Some("closed while the request was sent"), "{head:?}");
     }
+    // A route that buffers (Kong's default) gives the same answer without bothering the upstream.
+    let mut s = TcpStream::connect(proxy.addr).await.unwrap();
+    s.write_all(b"POST /wb HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
+        .await
+        .unwrap();
+    let answer = read_all(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert_eq!(
+        watcher.ended(GAP).await,
+        None,
+        "the upstream was connected to"
+    );
     // An upload that keeps moving, slower than the gap in all, is not cut.
     let mut s = TcpStream::connect(proxy.addr).await.unwrap();
     s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
@@ -133,9 +146,10 @@ async fn a_stalled_body_gets_408_and_its_upstream_request_is_abandoned() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_body_gets_408_on_routes_with_plugins_too() {
     let mut watcher = Watcher::start().await;
-    // key-auth with `key_in_body` reads the whole body before access; correlation-id lets it stream.
+    // key-auth with `key_in_body` reads the whole body before access; correlation-id lets it stream
+    // (the route does not buffer).
     let yaml = format!(
-        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes:\n  - paths: [/buffered]\n    plugins: [{{name: key-auth, config: {{key_in_body: true}}}}]\n  - paths: [/streamed]\n    plugins: [{{name: correlation-id}}]\n",
+        "_format_version: \"3.0\"\nservices:\n- name: watched\n  url: http://127.0.0.1:{}\n  routes:\n  - paths: [/buffered]\n    plugins: [{{name: key-auth, config: {{key_in_body: true}}}}]\n  - paths: [/streamed]\n    request_buffering: false\n    plugins: [{{name: correlation-id}}]\n",
         watcher.port
     );
     let settings = ProxySettings {

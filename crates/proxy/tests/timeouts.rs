@@ -9,9 +9,11 @@ use sluice_testkit::{EchoUpstream, SilentServer};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The route streams bodies (`request_buffering: false`): a buffering route reads the whole body before
+/// the upstream is chosen, and the wait for the client is then `client_body_timeout`'s, not the service's.
 fn config(url: &str) -> String {
     format!(
-        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: {url}\n  read_timeout: 400\n  write_timeout: 400\n  routes: [{{paths: [/]}}]\n"
+        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: {url}\n  read_timeout: 400\n  write_timeout: 400\n  routes: [{{paths: [/], request_buffering: false}}]\n"
     )
 }
 

@@ -154,7 +154,10 @@ async fn malformed_answers_are_bad_gateway() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upstream_request_on_the_wire() {
-    let (proxy, seen) = proxy_to(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await;
+    // The route streams bodies (`request_buffering: false`), so the client's chunked body stays chunked.
+    let (addr, seen) = scripted(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n", None).await;
+    let routes = ["paths: [/], request_buffering: false"];
+    let proxy = Proxy::start(&one_service(&format!("http://{addr}"), &routes));
     let chunked = b"POST /p?q=1 HTTP/1.1\r\nhost: client.example\r\nconnection: close, x-gone\r\nx-gone: 1\r\nx-kept: 2\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
     let resp = raw(proxy.addr, chunked).await;
     assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
@@ -179,6 +182,21 @@ async fn the_upstream_request_on_the_wire() {
         .filter_map(|c| c.get(1).copied())
         .collect();
     assert_eq!(decoded, "abcde", "{body:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buffered_chunked_body_goes_upstream_with_its_length() {
+    // Kong's default route buffers the body, and nginx then sends it with `Content-Length`.
+    let (proxy, seen) = proxy_to(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await;
+    let chunked = b"POST /p HTTP/1.1\r\nhost: c\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    let resp = raw(proxy.addr, chunked).await;
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    let req = seen.requests.lock().unwrap()[0].clone();
+    let (head, body) = req.split_once("\r\n\r\n").unwrap();
+    let lines: Vec<&str> = head.split("\r\n").collect();
+    assert!(lines.contains(&"content-length: 5"), "{head}");
+    assert!(!head.contains("transfer-encoding"), "{head}");
+    assert_eq!(body, "abcde");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

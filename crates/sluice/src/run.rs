@@ -122,6 +122,16 @@ pub fn start(args: StartArgs) -> Result<()> {
         send_timeout: settings.client.send_timeout,
         worker_connections: settings.client.worker_connections,
         head_limits: settings.client.head_limits,
+        body_buffering: sluice_proxy::BodyBuffering {
+            temp_dir: settings.prefix.join("client_body_temp"),
+            memory: settings.client.body_buffer_size,
+            max_body: settings.client.max_body_size,
+        },
+        response_buffering: sluice_proxy::ResponseBuffering {
+            temp_dir: settings.prefix.join("proxy_temp"),
+            memory: settings.client.proxy_buffers,
+            file_max: settings.client.proxy_max_temp_file_size,
+        },
         ..ProxySettings::default()
     };
     let proxy = ProxyServer::start(proxy_settings, loader.snapshot())

@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One request as the upstream received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +33,8 @@ impl Received {
 pub struct Recorder {
     port: u16,
     seen: Arc<Mutex<Vec<Received>>>,
+    /// When the first byte of each request arrived.
+    arrivals: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl Recorder {
@@ -40,18 +42,29 @@ impl Recorder {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind recorder");
         let port = listener.local_addr().expect("addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let (log, times) = (seen.clone(), arrivals.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let log = log.clone();
-                std::thread::spawn(move || serve(stream, &log));
+                let (log, times) = (log.clone(), times.clone());
+                std::thread::spawn(move || serve(stream, &log, &times));
             }
         });
-        Recorder { port, seen }
+        Recorder {
+            port,
+            seen,
+            arrivals,
+        }
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Takes when the first byte of each request arrived, so far (a test of buffering compares them with
+    /// when its client finished sending).
+    pub fn take_arrivals(&self) -> Vec<Instant> {
+        std::mem::take(&mut *self.arrivals.lock().expect("recorder lock"))
     }
 
     /// Takes what arrived so far.
@@ -61,7 +74,7 @@ impl Recorder {
 }
 
 /// Reads requests off one connection until it closes or breaks framing.
-fn serve(mut stream: TcpStream, log: &Mutex<Vec<Received>>) {
+fn serve(mut stream: TcpStream, log: &Mutex<Vec<Received>>, arrivals: &Mutex<Vec<Instant>>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let mut buf = Vec::new();
     loop {
@@ -73,7 +86,12 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<Received>>) {
                     let mut chunk = [0u8; 8192];
                     match stream.read(&mut chunk) {
                         Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        Ok(n) => {
+                            if buf.is_empty() {
+                                arrivals.lock().expect("recorder lock").push(Instant::now());
+                            }
+                            buf.extend_from_slice(&chunk[..n]);
+                        }
                     }
                 }
             }

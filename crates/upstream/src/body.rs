@@ -57,13 +57,41 @@ impl Body for ChannelBody {
 pub struct Capped {
     inner: ProxyBody,
     left: u64,
+    /// The node's `client_max_body_size` (ends with [`TooLarge`]), not a plugin's cap.
+    node: bool,
 }
 
 impl Capped {
+    /// A plugin's cap (request-size-limiting).
     pub fn new(inner: ProxyBody, limit: u64) -> Capped {
-        Capped { inner, left: limit }
+        Capped {
+            inner,
+            left: limit,
+            node: false,
+        }
+    }
+
+    /// The node's `client_max_body_size` on a body streamed without a length: past it, the body ends
+    /// with [`TooLarge`] (413).
+    pub fn node_limit(inner: ProxyBody, limit: u64) -> Capped {
+        Capped {
+            node: true,
+            ..Capped::new(inner, limit)
+        }
     }
 }
+
+/// The error a [`Capped::node_limit`] body ends with once it passed `client_max_body_size`.
+#[derive(Debug)]
+pub struct TooLarge;
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request body over client_max_body_size")
+    }
+}
+
+impl std::error::Error for TooLarge {}
 
 /// The error a [`Capped`] body ends with once it passed its limit.
 #[derive(Debug)]
@@ -110,6 +138,7 @@ impl Body for Capped {
             let len = frame.data_ref().map_or(0, |d| d.len() as u64);
             match self.left.checked_sub(len) {
                 Some(left) => self.left = left,
+                None if self.node => return Poll::Ready(Some(Err(Box::new(TooLarge)))),
                 None => return Poll::Ready(Some(Err(Box::new(OverLimit)))),
             }
         }

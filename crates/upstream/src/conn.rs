@@ -7,6 +7,7 @@
 mod send;
 mod stream;
 
+pub(crate) use send::client_failed;
 pub use stream::Stream;
 
 use crate::error::UpstreamError;
@@ -62,6 +63,8 @@ pub enum Failed {
     ClientBody,
     /// The client's request body passed the size it was capped at ([`crate::body::Capped`]).
     OverLimit,
+    /// The client's request body passed the node's `client_max_body_size` ([`crate::body::TooLarge`]).
+    TooLarge,
     /// The client sent no body bytes within the client body timeout ([`crate::body::ClientTimedOut`]).
     ClientTimeout,
     /// No progress within the timeout: a write to the upstream, or the client's next body bytes

@@ -9,14 +9,17 @@
 //!   configs), [`health`] (target state, passive and compiled active checks);
 //! - the wire: [`forward`] (hop-by-hop and `X-Forwarded-*` rules), [`wire`] (the request as HTTP/1.1 bytes),
 //!   [`conn`] (one connection: write the request, read the head), [`pool`] (per-worker idle connections),
-//!   [`pooled`] (the response body, which returns its connection to the pool), [`tunnel`] (an upgraded
+//!   [`pooled`] (the response body, which returns its connection to the pool), [`readahead`] (response
+//!   buffering: that body read ahead of the client, in memory or a temporary file), [`tunnel`] (an upgraded
 //!   connection's bytes copied both ways);
 //! - choosing the address: [`dns`] (per-worker cached resolution), [`balancer`] (Kong's algorithms over
 //!   targets, skipping those [`health`] marks down);
-//! - [`probe`]: one active health probe of one target (the proxy schedules them).
+//! - [`probe`]: one active health probe of one target (the proxy schedules them);
+//! - [`spool`]: request buffering (a client's body read whole, in memory or a temporary file, before
+//!   the upstream is chosen).
 //!
-//! I/O (sockets, timers, DNS) lives in [`conn`], [`pool`], [`pooled`], [`tunnel`], [`dns`] and [`probe`]; the rest does
-//! none.
+//! I/O (sockets, timers, DNS, temporary files) lives in [`conn`], [`pool`], [`pooled`], [`tunnel`], [`dns`],
+//! [`probe`], [`readahead`] and [`spool`]; the rest does none.
 
 pub mod balancer;
 pub mod body;
@@ -32,8 +35,10 @@ pub mod names;
 pub mod pool;
 pub mod pooled;
 pub mod probe;
+pub mod readahead;
 pub mod request_id;
 pub mod schedule;
+pub mod spool;
 pub mod tls;
 pub mod tunnel;
 pub mod wire;

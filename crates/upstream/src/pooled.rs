@@ -57,6 +57,17 @@ impl PooledBody {
         }
     }
 
+    /// The body needs no more reads: it ended, or all of it (by its length) is in the connection's buffer
+    /// already (the usual small response, read with its head).
+    #[inline]
+    pub fn is_whole(&self) -> bool {
+        match (&self.conn, self.decoder.remaining()) {
+            (None, _) => true,
+            (Some(conn), Some(n)) => conn.buf.len() as u64 >= n,
+            (Some(_), None) => false,
+        }
+    }
+
     /// The body ended: the connection goes back to the pool when nothing is left over on it.
     fn release(&mut self) {
         self.inflight = None;

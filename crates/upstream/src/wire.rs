@@ -25,6 +25,8 @@ pub struct WireRequest {
     /// The request has a body (so a try that got no answer is not sent again).
     has_body: bool,
     pub chunked: bool,
+    /// Where the `Transfer-Encoding: chunked` line starts in `lines` (the last line written), when chunked.
+    chunked_at: usize,
     /// Asks the upstream to switch to the WebSocket protocol ([`WireRequest::upgrade_websocket`]).
     upgrade: bool,
     pub method: Method,
@@ -101,6 +103,7 @@ impl WireRequest {
             field(&mut lines, "x-kong-request-id", id.as_bytes());
         }
         let mut chunked = false;
+        let chunked_at = lines.len();
         let body = if body.is_end_stream() {
             if !has_length && matches!(parts.method, Method::POST | Method::PUT | Method::PATCH) {
                 field(&mut lines, "content-length", b"0");
@@ -130,6 +133,7 @@ impl WireRequest {
             body,
             has_body,
             chunked,
+            chunked_at,
             upgrade: false,
             method: parts.method.clone(),
         }
@@ -143,6 +147,20 @@ impl WireRequest {
         field(&mut self.lines, "connection", b"keep-alive, Upgrade");
         field(&mut self.lines, "upgrade", b"websocket");
         self.upgrade = true;
+    }
+
+    /// Gives a chunked request the length its body turned out to have (request buffering read it whole):
+    /// `Content-Length` replaces `Transfer-Encoding: chunked`, as nginx sends a buffered body.
+    pub fn set_length(&mut self, n: u64) {
+        if self.chunked {
+            self.lines.truncate(self.chunked_at);
+            field(
+                &mut self.lines,
+                "content-length",
+                itoa::Buffer::new().format(n).as_bytes(),
+            );
+            self.chunked = false;
+        }
     }
 
     /// Whether the request asks for an upgrade.

@@ -16,7 +16,7 @@ use http_body_util::BodyExt;
 use sluice_plugins::{CredentialRef, RequestCtx};
 use sluice_router::Captures;
 use sluice_upstream::body::{full, BoxError, ProxyBody};
-use sluice_upstream::pooled::PooledBody;
+use sluice_upstream::readahead::UpstreamBody;
 use sluice_upstream::request_id;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -167,14 +167,14 @@ impl PendingLog {
 
 /// The upstream's body on its way to the client, counting bytes; runs the log phase when dropped.
 pub(super) struct LoggedBody {
-    inner: PooledBody,
+    inner: UpstreamBody,
     sent: u64,
     /// Boxed: hyper moves the body around, and this keeps it small.
     pending: Option<Box<PendingLog>>,
 }
 
 impl LoggedBody {
-    pub(super) fn new(inner: PooledBody, pending: PendingLog) -> LoggedBody {
+    pub(super) fn new(inner: UpstreamBody, pending: PendingLog) -> LoggedBody {
         LoggedBody {
             inner,
             sent: 0,

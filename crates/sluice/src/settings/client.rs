@@ -13,6 +13,16 @@
 //!   overrides the `http` block in nginx): that name wins when both are set.
 //! - `nginx_events_worker_connections` (Kong: `auto`, the open-files limit): client connections per worker;
 //!   one more is accepted and closed at once.
+//! - `nginx_http_client_body_buffer_size` (Kong: 8k): the most of a buffered request body held in memory;
+//!   a larger one goes to a temporary file under the prefix's `client_body_temp`.
+//! - `nginx_http_client_max_body_size` (Kong: 0, no limit): a larger request body gets 413.
+//!
+//!   Both may be set as `nginx_proxy_*` too, and under Kong's older names (`client_body_buffer_size`,
+//!   `client_max_body_size`).
+//! - `nginx_proxy_proxy_buffers` (nginx: `8 4k`): the most of a buffered response body held in memory;
+//!   more goes to a temporary file under the prefix's `proxy_temp`, up to
+//!   `nginx_proxy_proxy_max_temp_file_size` (nginx: 1024m; 0: no file). Also read as `nginx_location_*`
+//!   (Kong's injection into its proxy location, which wins) and `nginx_http_*`.
 //! - `nginx_http_large_client_header_buffers` (nginx: `4 8k`): a request line longer than one buffer gets
 //!   414, a field line longer than one buffer or a head longer than all of them 400.
 
@@ -29,6 +39,18 @@ pub const SETTINGS: &[&str] = &[
     "nginx_proxy_send_timeout",
     "nginx_events_worker_connections",
     "nginx_http_large_client_header_buffers",
+    "nginx_http_client_body_buffer_size",
+    "nginx_proxy_client_body_buffer_size",
+    "client_body_buffer_size",
+    "nginx_http_client_max_body_size",
+    "nginx_proxy_client_max_body_size",
+    "client_max_body_size",
+    "nginx_location_proxy_buffers",
+    "nginx_proxy_proxy_buffers",
+    "nginx_http_proxy_buffers",
+    "nginx_location_proxy_max_temp_file_size",
+    "nginx_proxy_proxy_max_temp_file_size",
+    "nginx_http_proxy_max_temp_file_size",
 ];
 
 /// The client-connection settings, with nginx's and Kong's defaults for those unset.
@@ -40,6 +62,14 @@ pub struct ClientSettings {
     pub send_timeout: Duration,
     pub worker_connections: usize,
     pub head_limits: sluice_h1::HeadLimits,
+    /// `client_body_buffer_size`, bytes.
+    pub body_buffer_size: usize,
+    /// `client_max_body_size`, bytes; 0: no limit.
+    pub max_body_size: u64,
+    /// `proxy_buffers`, number × size, bytes.
+    pub proxy_buffers: usize,
+    /// `proxy_max_temp_file_size`, bytes; 0: no file.
+    pub proxy_max_temp_file_size: u64,
 }
 
 impl ClientSettings {
@@ -67,8 +97,38 @@ impl ClientSettings {
             get("nginx_http_large_client_header_buffers").unwrap_or_else(|| "4 8k".into());
         let head_limits = header_buffers(&buffers)
             .with_context(|| format!("nginx_http_large_client_header_buffers: '{buffers}'"))?;
+        // `nginx_proxy_<directive>`, then `nginx_http_<directive>`, then Kong's older bare name.
+        let size = |directive: &str, default: &str| -> Result<u64> {
+            let names = [
+                format!("nginx_proxy_{directive}"),
+                format!("nginx_http_{directive}"),
+                directive.to_string(),
+            ];
+            let (name, value) = names
+                .iter()
+                .find_map(|n| get(n).map(|v| (n.as_str(), v)))
+                .unwrap_or((directive, default.to_string()));
+            nginx_size(&value).with_context(|| format!("{name}: '{value}'"))
+        };
+        // `nginx_location_<directive>` (Kong's proxy location), then the server and http blocks.
+        let location = |directive: &str, default: &str| -> (String, String) {
+            ["location", "proxy", "http"]
+                .iter()
+                .map(|block| format!("nginx_{block}_{directive}"))
+                .find_map(|n| get(&n).map(|v| (n, v)))
+                .unwrap_or_else(|| (directive.to_string(), default.to_string()))
+        };
+        let (name, value) = location("proxy_buffers", "8 4k");
+        let proxy_buffers = buffers_total(&value).with_context(|| format!("{name}: '{value}'"))?;
+        let (name, value) = location("proxy_max_temp_file_size", "1024m");
+        let proxy_max_temp_file_size =
+            nginx_size(&value).with_context(|| format!("{name}: '{value}'"))?;
         Ok(ClientSettings {
             head_limits,
+            proxy_buffers,
+            proxy_max_temp_file_size,
+            body_buffer_size: size("client_body_buffer_size", "8k")? as usize,
+            max_body_size: size("client_max_body_size", "0")?,
             header_timeout: time("nginx_http_client_header_timeout", "60s")?,
             keepalive_timeout: time("nginx_http_keepalive_timeout", "75s")?,
             body_timeout: server_time("client_body_timeout", "60s")?,
@@ -120,7 +180,31 @@ fn header_buffers(text: &str) -> Result<sluice_h1::HeadLimits> {
         bail!("expected a number and a size, like 4 8k");
     };
     let number: usize = number.parse().context("the number of buffers")?;
-    let lower = size.to_ascii_lowercase();
+    let line = nginx_size(size).context("the buffer size")? as usize;
+    let total = number.saturating_mul(line);
+    if number < 2 || line < 64 || total > sluice_h1::MAX_REQUEST_HEAD {
+        bail!("expected at least 2 buffers of at least 64 bytes, and at most 1m in all");
+    }
+    Ok(sluice_h1::HeadLimits { line, total })
+}
+
+/// nginx's `number size` buffer directives (`proxy_buffers 8 4k`): their total in bytes.
+fn buffers_total(text: &str) -> Result<usize> {
+    let mut words = text.split_whitespace();
+    let (Some(number), Some(size), None) = (words.next(), words.next(), words.next()) else {
+        bail!("expected a number and a size, like 8 4k");
+    };
+    let number: u64 = number.parse().context("the number of buffers")?;
+    let total = number.saturating_mul(nginx_size(size)?);
+    if total == 0 {
+        bail!("expected at least one buffer of at least one byte");
+    }
+    Ok(total as usize)
+}
+
+/// nginx's size syntax: bytes, or a number with `k` or `m` (either case).
+pub fn nginx_size(text: &str) -> Result<u64> {
+    let lower = text.trim().to_ascii_lowercase();
     let (digits, unit) = match lower.strip_suffix('k') {
         Some(d) => (d, 1024),
         None => match lower.strip_suffix('m') {
@@ -128,12 +212,11 @@ fn header_buffers(text: &str) -> Result<sluice_h1::HeadLimits> {
             None => (lower.as_str(), 1),
         },
     };
-    let line = digits.parse::<usize>().context("the buffer size")? * unit;
-    let total = number.saturating_mul(line);
-    if number < 2 || line < 64 || total > sluice_h1::MAX_REQUEST_HEAD {
-        bail!("expected at least 2 buffers of at least 64 bytes, and at most 1m in all");
-    }
-    Ok(sluice_h1::HeadLimits { line, total })
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| anyhow::anyhow!("expected a size like 8k or 1m"))?;
+    n.checked_mul(unit)
+        .ok_or_else(|| anyhow::anyhow!("the size is too large"))
 }
 
 /// Kong's `auto`: the process's open-files limit.
@@ -178,6 +261,47 @@ mod tests {
         assert_eq!(s.keepalive_timeout, Duration::from_secs(75));
         assert_eq!(s.body_timeout, Duration::from_secs(60));
         assert_eq!(s.send_timeout, Duration::from_secs(60));
+        assert_eq!((s.body_buffer_size, s.max_body_size), (8 * 1024, 0));
+        let sized = ClientSettings::from_values(&|k| match k {
+            "client_body_buffer_size" => Some("1m".into()),
+            "nginx_http_client_max_body_size" => Some("10k".into()),
+            "nginx_proxy_client_max_body_size" => Some("2K".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            (sized.body_buffer_size, sized.max_body_size),
+            (1 << 20, 2048)
+        );
+        assert_eq!(
+            (s.proxy_buffers, s.proxy_max_temp_file_size),
+            (32 * 1024, 1 << 30)
+        );
+        let proxied = ClientSettings::from_values(&|k| match k {
+            "nginx_http_proxy_buffers" => Some("4 8k".into()),
+            "nginx_location_proxy_buffers" => Some("16 16k".into()),
+            "nginx_proxy_proxy_max_temp_file_size" => Some("0".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            (proxied.proxy_buffers, proxied.proxy_max_temp_file_size),
+            (256 * 1024, 0)
+        );
+        let bad = ClientSettings::from_values(&|k| {
+            (k == "nginx_proxy_proxy_buffers").then(|| "8".to_string())
+        });
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("nginx_proxy_proxy_buffers"));
+        let bad = ClientSettings::from_values(&|k| {
+            (k == "nginx_http_client_max_body_size").then(|| "lots".to_string())
+        });
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("nginx_http_client_max_body_size"));
         let set = ClientSettings::from_values(&|k| match k {
             "nginx_http_client_body_timeout" => Some("5s".into()),
             "nginx_http_send_timeout" => Some("7s".into()),

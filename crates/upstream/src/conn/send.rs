@@ -131,9 +131,11 @@ async fn next_data(body: &mut ProxyBody) -> Result<Option<bytes::Bytes>, Failed>
 
 /// Why the client's body failed: it passed its cap, the client stalled past the body timeout, or it broke
 /// off or broke its framing.
-fn client_failed(e: &crate::body::BoxError) -> Failed {
+pub(crate) fn client_failed(e: &crate::body::BoxError) -> Failed {
     if e.is::<crate::body::OverLimit>() {
         Failed::OverLimit
+    } else if e.is::<crate::body::TooLarge>() {
+        Failed::TooLarge
     } else if crate::body::is_client_timeout(e.as_ref()) {
         Failed::ClientTimeout
     } else {

@@ -88,7 +88,7 @@ fn forwarded() -> Forwarded {
     }
 }
 
-fn simple(
+pub(crate) fn simple(
     headers: &HeaderMap,
     method: Method,
     body: ProxyBody,
