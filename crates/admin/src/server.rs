@@ -2,12 +2,13 @@
 //! headers every response carries (`X-Kong-Admin-Latency`, CORS, `Server`).
 //!
 //! Each listener bounds what a client can hold: a request head must arrive within [`ServeLimits`]'
-//! `header_timeout` (so does the next head on a keep-alive connection), a TLS handshake within 10 s, at
+//! `header_timeout` (so does the next head on a keep-alive connection), a client must take response bytes
+//! within its `send_timeout` (else the connection closes), a TLS handshake within 10 s, at
 //! most one `POST /config` body is read and parsed at a time per listener, and at most
 //! [`crate::WRITE_PERMITS`] entity writes run at a time per listener, the others waiting their turn
 //! ([`crate::handlers::Gate`]).
 
-use crate::deadline::FirstByte;
+use crate::deadline::ClientDeadlines;
 use crate::handlers::dispatch;
 use crate::handlers::Gate;
 use crate::reply::Reply;
@@ -33,6 +34,9 @@ pub struct ServeLimits {
     pub header_timeout: Duration,
     /// The longest wait between two reads of a request body: nginx's `client_body_timeout` (408).
     pub body_timeout: Duration,
+    /// The longest wait for a client to take response bytes: nginx's `send_timeout` (the connection
+    /// closes).
+    pub send_timeout: Duration,
 }
 
 impl Default for ServeLimits {
@@ -41,6 +45,7 @@ impl Default for ServeLimits {
         ServeLimits {
             header_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -118,7 +123,8 @@ async fn serve(
             });
             let served = match tls {
                 None => {
-                    let stream = FirstByte::new(stream, limits.header_timeout);
+                    let stream =
+                        ClientDeadlines::new(stream, limits.header_timeout, limits.send_timeout);
                     builder
                         .serve_connection(TokioIo::new(stream), service)
                         .await
@@ -127,7 +133,11 @@ async fn serve(
                     let handshake = acceptor.accept(stream);
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
                         Ok(Ok(stream)) => {
-                            let stream = FirstByte::new(stream, limits.header_timeout);
+                            let stream = ClientDeadlines::new(
+                                stream,
+                                limits.header_timeout,
+                                limits.send_timeout,
+                            );
                             builder
                                 .serve_connection(TokioIo::new(stream), service)
                                 .await

@@ -1,8 +1,8 @@
 //! What a client can hold on the admin and status listeners (issue 17, defects 5 and 7): a request head
 //! must arrive within the header timeout (also after a keep-alive response), a body over the limit is
 //! refused from its `Content-Length` before it is read and cut off while it streams without one, only one
-//! `POST /config` is read and parsed at a time, and a document nested too deep or expanding too much is
-//! refused with a clear error.
+//! `POST /config` is read and parsed at a time, a client that stops reading a response is closed after
+//! the send timeout, and a document nested too deep or expanding too much is refused with a clear error.
 
 mod common;
 
@@ -20,6 +20,7 @@ fn limits() -> ServeLimits {
     ServeLimits {
         header_timeout: TIMEOUT,
         body_timeout: TIMEOUT,
+        send_timeout: TIMEOUT,
     }
 }
 
@@ -201,6 +202,36 @@ async fn deep_nesting_and_expanding_aliases_are_refused_with_a_clear_error() {
             "{answer}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_a_response_is_closed_after_the_send_timeout() {
+    // A plugin whose config is larger than the sockets between server and client hold.
+    const SIZE: usize = 24 << 20;
+    let yaml = format!(
+        "_format_version: \"3.0\"\nplugins:\n- name: request-termination\n  config:\n    body: {}\n",
+        "x".repeat(SIZE)
+    );
+    let s = start_with(TestNode::loaded(&yaml), limits()).await;
+    let mut stalled = connect(&s.admin_url("")).await;
+    stalled
+        .write_all(b"GET /plugins HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    // Reads nothing for a while, then all it can.
+    tokio::time::sleep(TIMEOUT * 6).await;
+    let (got, closed) = until_closed(&mut stalled).await;
+    assert!(
+        got.starts_with("HTTP/1.1 200"),
+        "{}",
+        &got[..got.len().min(200)]
+    );
+    assert!(closed.is_some(), "a client that stopped reading is kept");
+    assert!(
+        got.len() < SIZE,
+        "the whole response was sent: {} bytes",
+        got.len()
+    );
 }
 
 #[tokio::test]

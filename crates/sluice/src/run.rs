@@ -238,6 +238,7 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
             let limits = sluice_admin::ServeLimits {
                 header_timeout: settings.client.header_timeout,
                 body_timeout: settings.client.body_timeout,
+                send_timeout: settings.client.send_timeout,
             };
             tokio::spawn(async move {
                 let served = if status {

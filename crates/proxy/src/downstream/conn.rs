@@ -73,7 +73,10 @@ impl Conn {
                 // Boxed: hyper's h2 connection state is large, and inline it sized every HTTP/1.1
                 // connection's future for it (5.3 KB per idle connection, heaptrack).
                 Next::H2 => return Box::pin(h2(Handed::new(buf.split(), Box::new(io)))).await,
-                Next::Refused(e) => return refuse(&mut io, e).await,
+                Next::Refused(e) => {
+                    let send_timeout = self.shared.settings.send_timeout;
+                    return refuse(&mut io, e, send_timeout).await;
+                }
             };
             // Boxed per request (one allocation): the request's state (the driver's future, the writer)
             // is freed when it ends instead of sizing the connection's future for good.
@@ -274,8 +277,9 @@ fn body(
     }
 }
 
-/// Answers a refused head as nginx does (its status, no body), and closes.
-async fn refuse<IO: Transport>(io: &mut IO, e: RequestError) {
+/// Answers a refused head as nginx does (its status, no body), and closes; a client that does not take
+/// the answer within `send_timeout` is closed without it.
+async fn refuse<IO: Transport>(io: &mut IO, e: RequestError, send_timeout: Duration) {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let mut out = Vec::with_capacity(160);
     let (mut parts, ()) = http::Response::new(()).into_parts();
@@ -286,6 +290,9 @@ async fn refuse<IO: Transport>(io: &mut IO, e: RequestError) {
         keep_alive: false,
     };
     write::head(&mut out, &parts, &http_body::SizeHint::with_exact(0), facts);
-    let _ = io.write_all(&out).await;
-    let _ = io.shutdown().await;
+    let answer = async {
+        let _ = io.write_all(&out).await;
+        let _ = io.shutdown().await;
+    };
+    let _ = tokio::time::timeout(send_timeout, answer).await;
 }

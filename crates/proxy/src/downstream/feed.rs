@@ -93,7 +93,17 @@ impl Feeder {
                     if self.continue_left > 0 {
                         let sent = CONTINUE.len() - self.continue_left;
                         match Pin::new(&mut *io).poll_write(cx, &CONTINUE[sent..]) {
-                            Poll::Pending => return Poll::Pending,
+                            // A client that will not take the `100 Continue` is waited for as for
+                            // its body: `client_body_timeout`, then 408.
+                            Poll::Pending => {
+                                std::task::ready!(self.stall.poll_expired(cx));
+                                self.slot.put(
+                                    Some(Err(ClientBodyError::TimedOut(ClientTimedOut))),
+                                    true,
+                                );
+                                self.state = Fed::Broken;
+                                continue;
+                            }
                             Poll::Ready(Ok(n)) if n > 0 => self.continue_left -= n,
                             Poll::Ready(_) => self.fail("cannot write 100 Continue"),
                         }
