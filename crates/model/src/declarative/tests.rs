@@ -166,6 +166,69 @@ plugins: [{name: limits, route: r1, config: {second: 5}}]
 }
 
 #[test]
+fn a_nested_entitys_own_reference_must_exist_and_its_parent_wins() {
+    // Kong #7696: a route under a service that names a service of its own.
+    let missing = errs(
+        r#"
+_format_version: "2.1"
+services:
+- name: my-service-1
+  url: http://localhost:8001/status
+  routes:
+  - name: my-route-1
+    service: {id: "769bdf51-16df-5476-9830-ef26800b5448"}
+    paths: [/status]
+"#,
+    );
+    assert!(
+        missing
+            .iter()
+            .any(|e| e.contains("could not find service '769bdf51-16df-5476-9830-ef26800b5448'")),
+        "{missing:?}"
+    );
+    // An existing other entity is accepted, and the parent is the reference, as in Kong.
+    let config = ok(r#"
+_format_version: "3.0"
+services:
+- name: a
+  url: http://a.example
+  routes: [{name: r1, service: b, paths: [/x]}]
+- name: b
+  url: http://b.example
+consumers:
+- username: u1
+  keyauth_credentials: [{key: k1, consumer: {username: u2}}]
+- username: u2
+"#);
+    let a = config
+        .services
+        .iter()
+        .find(|s| s.name.as_deref() == Some("a"))
+        .unwrap();
+    assert_eq!(config.routes[0].service.unwrap().id, a.id);
+    let u1 = config
+        .consumers
+        .iter()
+        .find(|c| c.username.as_deref() == Some("u1"))
+        .unwrap();
+    assert_eq!(config.keyauth_credentials[0].consumer.id, u1.id);
+    let bad_consumer = errs(
+        r#"
+_format_version: "3.0"
+consumers:
+- username: u1
+  keyauth_credentials: [{key: k1, consumer: nobody}]
+"#,
+    );
+    assert!(
+        bad_consumer
+            .iter()
+            .any(|e| e.contains("could not find consumer 'nobody'")),
+        "{bad_consumer:?}"
+    );
+}
+
+#[test]
 fn export_then_parse_round_trips() {
     let a = ok(BASIC);
     let b = parse_value(export(&a), &TestRegistry::new()).unwrap_or_else(|e| panic!("{e}"));

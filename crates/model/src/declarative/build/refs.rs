@@ -53,8 +53,11 @@ pub(super) fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex)
     let mut errors = Vec::new();
     for fk in e.raw.kind.references() {
         let (field, target) = (&fk.field, &fk.parent);
-        let set = refs.iter().find(|(f, _)| f == field).map(|(_, v)| v);
-        let Some(given) = set.or_else(|| e.raw.value.get(*field)) else {
+        // Under a parent, the parent is the reference; a value the entity gives itself for the same
+        // field must still name an entity that exists, as Kong checks it (Kong #7696), though the
+        // parent wins.
+        let nested = refs.iter().any(|(f, _)| f == field);
+        let Some(given) = e.raw.value.get(*field) else {
             continue;
         };
         let key = match given {
@@ -75,6 +78,7 @@ pub(super) fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex)
             continue;
         };
         match index.find(*target, key) {
+            Some(_) if nested => {}
             Some(id) => set_ref(&mut refs, field, id),
             None => errors.push(FieldError::new(
                 *field,
