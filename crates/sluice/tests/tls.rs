@@ -92,6 +92,33 @@ async fn certificates_are_chosen_by_sni_in_kongs_order_and_follow_reloads() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_x509_v1_certificate_loads_and_is_served() {
+    // Kong's own test certificates are v1 (no extensions), which webpki does not read; rustls clients
+    // refuse them too, so the client here is curl (OpenSSL), as a Kong user's would be.
+    let up = EchoUpstream::start();
+    let config = json!({
+        "_format_version": "3.0",
+        "services": [echo_service(&up, json!([{"name": "r", "paths": ["/"]}]))],
+        "certificates": [{"cert": sluice_testkit::X509_V1_CERT, "key": sluice_testkit::X509_V1_KEY,
+                          "snis": [{"name": "v1.test"}]}],
+    });
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config.to_string())
+        .start();
+    let port = gw.proxy_tls_port();
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-v", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg("--resolve")
+        .arg(format!("v1.test:{port}:127.0.0.1"))
+        .arg(format!("https://v1.test:{port}/"))
+        .output()
+        .expect("curl");
+    let verbose = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{verbose}");
+    assert!(verbose.contains("CN=v1.test"), "{verbose}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alpn_protocol_versions_and_resumption() {
     let up = EchoUpstream::start();
     let yaml = json!({

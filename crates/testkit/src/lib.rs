@@ -33,7 +33,7 @@ pub use sink::{LogSink, SinkRequest};
 pub use stream::{free_tcp_port, free_udp_port, TcpLineEcho, UdpEcho};
 pub use tls::{
     handshake, handshake_with, https_client, insecure_client, self_signed, Handshake, TestCa,
-    TestCert, TlsEchoUpstream,
+    TestCert, TlsEchoUpstream, X509_V1_CERT, X509_V1_KEY,
 };
 pub use verdicts::Verdicts;
 pub use websocket::{WsEchoUpstream, WsHandshake};

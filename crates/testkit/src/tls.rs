@@ -239,6 +239,12 @@ pub async fn handshake_with(
     })
 }
 
+/// A self-signed X.509 v1 certificate for `v1.test` (PEM), as Kong's own test certificates are
+/// (`fixtures/README.md`).
+pub const X509_V1_CERT: &str = include_str!("../fixtures/x509-v1.crt");
+/// The key of [`X509_V1_CERT`] (PEM).
+pub const X509_V1_KEY: &str = include_str!("../fixtures/x509-v1.key");
+
 /// An HTTPS client that accepts any certificate and resolves `host` to 127.0.0.1 (so SNI is `host`).
 pub fn https_client(host: &str, port: u16, http1_only: bool) -> reqwest::Client {
     let mut b = reqwest::Client::builder()

@@ -7,6 +7,7 @@
 //!
 //! One crypto provider (ring) is used everywhere, so a certificate that validated also serves.
 
+mod cert_spki;
 mod client;
 mod default_cert;
 mod negotiated;

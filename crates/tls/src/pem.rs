@@ -58,7 +58,18 @@ pub(crate) fn certified_key(cert: &str, key: &str) -> Result<Arc<CertifiedKey>, 
         Err(rustls::Error::InconsistentKeys(_)) => {
             return Err("certificate does not match key".into())
         }
-        Err(e) => return Err(format!("invalid certificate: {e}")),
+        // webpki refuses to read some certificates Kong takes (X.509 v1): compare the keys directly.
+        Err(e) => match (
+            certified
+                .end_entity_cert()
+                .ok()
+                .and_then(|c| crate::cert_spki::subject_public_key_info(c.as_ref())),
+            certified.key.public_key(),
+        ) {
+            (Some(cert), Some(key)) if cert == key.as_ref() => {}
+            (Some(_), Some(_)) => return Err("certificate does not match key".into()),
+            _ => return Err(format!("invalid certificate: {e}")),
+        },
     }
     Ok(Arc::new(certified))
 }

@@ -201,3 +201,15 @@ fn verification_follows_the_chain_and_its_depth_limit() {
     let other = self_signed(&["other"], alg).0;
     assert!(!check(None, &other), "an unrelated CA does not verify");
 }
+
+#[test]
+fn an_x509_v1_certificate_passes_with_its_key_and_fails_with_another() {
+    let cert = include_str!("../../testkit/fixtures/x509-v1.crt");
+    let key = include_str!("../../testkit/fixtures/x509-v1.key");
+    assert!(check_certificate(cert, key, None, None).is_empty());
+    let (_, other) = ecdsa("b.test");
+    assert_eq!(
+        check_certificate(cert, &other, None, None),
+        vec![(None, "certificate does not match key".to_string())]
+    );
+}
