@@ -3,8 +3,8 @@
 //! Kong's paths: `/`, `/status`, `/config`, `/{collection}[/{key}]`, nested collections
 //! `/{parent}/{key}/{child}[/{key}]` (see [`catalog::RELATIONS`]), owner lookups like `/routes/{r}/service`,
 //! `/upstreams/{u}/targets/all`, `/upstreams/{u}/health`, `/upstreams/{u}/targets/{t}/healthy|unhealthy`,
-//! `/plugins/enabled`, `/tags[/{tag}]`, `/metrics`, proxy-cache's `/proxy-cache[...]`. The status listener serves
-//! only `/status`, `/status/ready` and `/metrics`.
+//! `/plugins/enabled`, `/tags[/{tag}]`, `/metrics`, `/status/dns`, proxy-cache's `/proxy-cache[...]`. The status
+//! listener serves only `/status`, `/status/ready`, `/status/dns` and `/metrics`.
 
 use crate::catalog::{self, Collection, Relation};
 use http::Method;
@@ -40,6 +40,8 @@ pub enum Endpoint<'a> {
     Status,
     /// `GET /status/ready` (status listener).
     Ready,
+    /// `GET /status/dns` (both listeners): the DNS client's statistics.
+    Dns,
     /// `GET /metrics` (both listeners, as with Kong's prometheus plugin).
     Metrics,
     /// `GET|POST /config`.
@@ -130,6 +132,7 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         return match segments {
             ["status"] => Some(Endpoint::Status),
             ["status", "ready"] => Some(Endpoint::Ready),
+            ["status", "dns"] => Some(Endpoint::Dns),
             ["metrics"] => Some(Endpoint::Metrics),
             _ => None,
         };
@@ -137,6 +140,7 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
     match segments {
         [] => Some(Endpoint::Root),
         ["status"] => Some(Endpoint::Status),
+        ["status", "dns"] => Some(Endpoint::Dns),
         ["metrics"] => Some(Endpoint::Metrics),
         ["config"] => Some(Endpoint::Config),
         ["plugins", "enabled"] => Some(Endpoint::PluginsEnabled),

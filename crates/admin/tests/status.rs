@@ -1,4 +1,4 @@
-//! `/status`, `/status/ready`, `/metrics`, `GET /`, `/plugins/enabled`, and the headers on every response.
+//! `/status`, `/status/ready`, `/status/dns`, `/metrics`, `GET /`, `/plugins/enabled`, and the headers on every response.
 
 mod common;
 
@@ -142,4 +142,20 @@ async fn head_is_answered_like_get_without_a_body() {
         "application/json; charset=utf-8"
     );
     assert!(resp.bytes().await.expect("body").is_empty());
+}
+
+#[tokio::test]
+async fn status_dns_answers_as_kongs_default_dns_client_does() {
+    // Kong 3.x answers 501 unless `new_dns_client` is on (its default is off).
+    let s = start(TestNode::new()).await;
+    for url in [s.admin_url("/status/dns"), s.status_url("/status/dns")] {
+        assert_eq!(
+            get(&url).await,
+            (
+                501,
+                json!({"message": "not implemented with the legacy DNS client"})
+            ),
+            "{url}"
+        );
+    }
 }

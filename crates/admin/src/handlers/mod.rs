@@ -118,6 +118,7 @@ async fn handle(
         Endpoint::Root => Ok(info::root(control)),
         Endpoint::Status => Ok(status::status(control)),
         Endpoint::Ready => Ok(status::ready(control)),
+        Endpoint::Dns => Ok(status::dns()),
         Endpoint::Metrics => status::metrics(control),
         Endpoint::PluginsEnabled => Ok(info::plugins_enabled(control)),
         Endpoint::Endpoints => Ok(schemas::endpoints()),

@@ -68,6 +68,7 @@ pub fn endpoints() -> Reply {
     let mut data: Vec<String> = [
         "/",
         "/status",
+        "/status/dns",
         "/config",
         "/tags",
         "/tags/{tags}",

@@ -44,6 +44,16 @@ pub fn ready(control: &dyn Control) -> Reply {
     reply::message(StatusCode::SERVICE_UNAVAILABLE, reason)
 }
 
+/// `GET /status/dns`: Kong answers with its DNS client's statistics only when `new_dns_client` is on; with
+/// its default (off, the legacy client) it answers 501, and so does Sluice, whose resolver keeps no such
+/// statistics (docs/differences.md).
+pub fn dns() -> Reply {
+    reply::message(
+        StatusCode::NOT_IMPLEMENTED,
+        "not implemented with the legacy DNS client",
+    )
+}
+
 /// `GET /metrics`: the node's Prometheus exposition ([`Control::metrics`]); 404 when it has none.
 pub fn metrics(control: &dyn Control) -> Result<Reply, ApiError> {
     let text = control.metrics().ok_or(ApiError::NotFound)?;

@@ -12,6 +12,7 @@ fn describe(e: Option<Endpoint<'_>>) -> String {
         Some(Endpoint::Root) => "root".into(),
         Some(Endpoint::Status) => "status".into(),
         Some(Endpoint::Ready) => "ready".into(),
+        Some(Endpoint::Dns) => "dns".into(),
         Some(Endpoint::Metrics) => "metrics".into(),
         Some(Endpoint::Config) => "config".into(),
         Some(Endpoint::PluginsEnabled) => "plugins-enabled".into(),
@@ -44,6 +45,7 @@ fn admin_paths_map_to_endpoints() {
         ("/", "root"),
         ("/status", "status"),
         ("/status/ready", "none"),
+        ("/status/dns", "dns"),
         ("/metrics", "metrics"),
         ("/config/", "config"),
         ("/clustering/data-planes", "data-planes"),
@@ -122,6 +124,7 @@ fn status_listener_serves_only_status_paths() {
     let status = |p: &str| describe(route(Listener::Status, &segments(p)));
     assert_eq!(status("/status"), "status");
     assert_eq!(status("/status/ready"), "ready");
+    assert_eq!(status("/status/dns"), "dns");
     assert_eq!(status("/metrics"), "metrics");
     assert_eq!(status("/"), "none");
     assert_eq!(status("/services"), "none");
