@@ -116,7 +116,7 @@ async fn statsd_sends_kongs_default_metrics_for_a_consumer() {
     assert_eq!(get(&gw, "/invoices", Some("bob-key")).await, 200);
     let route = route_id(&gw).await;
     let got: Vec<String> = rx.datagrams(12).iter().map(|l| shape(l)).collect();
-    let ws = "0b0b9a6e-5c1a-4c59-9b4e-5e1f5a7d3c21";
+    let ws = "0dc6f45b-8f8d-40d2-a504-473544ee190b";
     let s = "kong.service.billing_v1";
     let expected = [
         format!("{s}.request.count:1|c"),
@@ -174,7 +174,7 @@ async fn sample_rates_packing_tags_and_status_filter() {
         .start();
     assert_eq!(get(&gw, "/invoices", Some("bob-key")).await, 200);
     let got = rx.datagrams(1);
-    let ws = "0b0b9a6e-5c1a-4c59-9b4e-5e1f5a7d3c21";
+    let ws = "0dc6f45b-8f8d-40d2-a504-473544ee190b";
     let prefix = format!(
         "kong.request.count:1|c|#service:billing.v1,route:invoices,workspace:{ws},consumer:robert,node:"
     );

@@ -25,17 +25,17 @@ fn timeout() -> Field {
     Field::integer().default(60000).between(1.0, 2147483646.0)
 }
 
+/// Kong OSS's protocols (`kong/constants.lua`), sorted as its error message lists them; `ws` and `wss`
+/// are Kong Enterprise's (WebSocket upgrades are proxied on `http` and `https` routes).
 const PROTOCOLS: &[&str] = &[
-    "http",
-    "https",
     "grpc",
     "grpcs",
+    "http",
+    "https",
     "tcp",
     "tls",
-    "udp",
     "tls_passthrough",
-    "ws",
-    "wss",
+    "udp",
 ];
 
 /// `services`.

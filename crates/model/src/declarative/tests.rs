@@ -229,6 +229,25 @@ consumers:
 }
 
 #[test]
+fn protocols_are_kong_osss_and_ws_is_refused_as_kong_oss_refuses_it() {
+    let e = errs(
+        r#"
+_format_version: "3.0"
+services:
+- {name: s, host: a.test, protocol: wss}
+routes:
+- {name: r, service: s, protocols: [ws], paths: [/x]}
+"#,
+    );
+    let expected = "expected one of: grpc, grpcs, http, https, tcp, tls, tls_passthrough, udp";
+    assert_eq!(
+        e.iter().filter(|m| m.contains(expected)).count(),
+        2,
+        "{e:?}"
+    );
+}
+
+#[test]
 fn export_then_parse_round_trips() {
     let a = ok(BASIC);
     let b = parse_value(export(&a), &TestRegistry::new()).unwrap_or_else(|e| panic!("{e}"));

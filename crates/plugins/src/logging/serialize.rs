@@ -25,9 +25,10 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The id Sluice reports for its one workspace, Kong's `default` (the same on every node; Kong makes one up
-/// when it bootstraps a database).
-pub const DEFAULT_WORKSPACE_ID: &str = "0b0b9a6e-5c1a-4c59-9b4e-5e1f5a7d3c21";
+/// The id Sluice reports for its one workspace, Kong's `default`: the id Kong gives it in DB-less mode
+/// (`DECLARATIVE_DEFAULT_WORKSPACE_ID` in `kong/constants.lua`; with a database Kong makes one up when it
+/// bootstraps).
+pub const DEFAULT_WORKSPACE_ID: &str = "0dc6f45b-8f8d-40d2-a504-473544ee190b";
 
 /// The serialized record of one finished request (one JSON object, no trailing newline). Routes and
 /// services are copied from `entities` when it has them.
