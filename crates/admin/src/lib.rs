@@ -109,6 +109,11 @@ pub trait Control: Send + Sync + 'static {
     fn db_mode(&self) -> bool {
         false
     }
+    /// True on a hybrid data plane (`role = data_plane`): its config comes from the control plane, so
+    /// `POST /config` is refused and the Admin API is read-only. False (the default).
+    fn data_plane(&self) -> bool {
+        false
+    }
     /// The oauth2 plugin's tokens (DB mode): every live one (`key` None), or the one whose id or access
     /// token is `key`, as Kong's JSON; deleted first with `delete`. None (the default): the node has none.
     fn oauth2_tokens(

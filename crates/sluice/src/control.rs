@@ -162,6 +162,10 @@ impl Control for NodeControl {
         self.db.is_some()
     }
 
+    fn data_plane(&self) -> bool {
+        self.settings.cluster.role == crate::hybrid::Role::DataPlane
+    }
+
     fn oauth2_tokens(
         &self,
         key: Option<String>,

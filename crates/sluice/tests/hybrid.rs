@@ -64,6 +64,18 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 400);
+    // A DP's Admin API is read-only: its config comes from the CP.
+    let resp = client()
+        .post(dp.admin_url("/config"))
+        .header("content-type", "application/yaml")
+        .body(config(up.port(), &["/third"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert!(resp.text().await.unwrap().contains("data plane"));
+    assert_eq!(status(&dp, "/third").await, 404);
+    assert_eq!(status(&dp, "/second").await, 200);
 
     // The CP goes away: the DP keeps serving, and serves its stored config after a restart without it.
     cp.kill();

@@ -135,6 +135,9 @@ async fn handle(
         Endpoint::ClusteringStatus => clustering::status(control),
         Endpoint::Tags(tag) => tags::list(&control.config(), tag, base, q),
         Endpoint::Config if read => Ok(config::get(control)),
+        Endpoint::Config if control.data_plane() => Err(ApiError::BadRequest(
+            "this node is a data plane: its configuration comes from its control plane".into(),
+        )),
         Endpoint::Config if control.db_mode() => Err(ApiError::BadRequest(
             "this endpoint is only available when Kong is configured to not use a database".into(),
         )),
