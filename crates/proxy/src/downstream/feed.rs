@@ -97,11 +97,7 @@ impl Feeder {
                             // its body: `client_body_timeout`, then 408.
                             Poll::Pending => {
                                 std::task::ready!(self.stall.poll_expired(cx));
-                                self.slot.put(
-                                    Some(Err(ClientBodyError::TimedOut(ClientTimedOut))),
-                                    true,
-                                );
-                                self.state = Fed::Broken;
+                                self.timed_out();
                                 continue;
                             }
                             Poll::Ready(Ok(n)) if n > 0 => self.continue_left -= n,
@@ -125,11 +121,7 @@ impl Feeder {
                             match poll_read_into(cx, io, buf, CLIENT_MIN_SPARE) {
                                 Poll::Pending => {
                                     std::task::ready!(self.stall.poll_expired(cx));
-                                    self.slot.put(
-                                        Some(Err(ClientBodyError::TimedOut(ClientTimedOut))),
-                                        true,
-                                    );
-                                    self.state = Fed::Broken;
+                                    self.timed_out();
                                 }
                                 Poll::Ready(Ok(0)) => {
                                     self.fail("the client closed before the body ended")
@@ -159,6 +151,13 @@ impl Feeder {
             let ended = ClientBodyError::Framing("the request ended".to_string());
             self.slot.put(Some(Err(ended)), true);
         }
+    }
+
+    /// The client waited past `client_body_timeout`: the reader gets the timeout (408).
+    fn timed_out(&mut self) {
+        self.slot
+            .put(Some(Err(ClientBodyError::TimedOut(ClientTimedOut))), true);
+        self.state = Fed::Broken;
     }
 
     fn fail(&mut self, why: &str) {
