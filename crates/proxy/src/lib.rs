@@ -65,7 +65,7 @@ pub use sluice_upstream::dns::{DnsSettings, Kind as DnsKind};
 pub use sluice_upstream::readahead::ResponseBuffering;
 pub use sluice_upstream::spool::BodyBuffering;
 pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
-pub use stats::ProxyStats;
+pub use stats::{ConnectionStates, ProxyStats};
 pub use stream::{parse_stream_listen, StreamListen};
 
 /// `sluice/<version>`: Sluice's word in `Via` and `Server`, where Kong says `kong/<version>`.

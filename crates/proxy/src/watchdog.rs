@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
+use crate::stats::Counters;
 use sluice_upstream::body::{BoxError, ProxyBody};
 
 /// Milliseconds since the first call in this process (a monotonic clock cheap to store in an atomic).
@@ -33,9 +34,10 @@ fn now_ms() -> u64 {
 }
 
 /// One connection's request accounting, shared by its requests and its watchdog.
-#[derive(Debug)]
 pub struct ConnState {
     in_flight: AtomicU32,
+    /// The node's counters: a connection counts as busy (nginx's `writing`) while a request is in flight.
+    counters: Arc<Counters>,
     /// When the connection began waiting for a request head (ms, see [`now_ms`]); 0 while requests run.
     waiting_since: AtomicU64,
     /// A response has been sent: the keep-alive limit applies from now on.
@@ -44,9 +46,10 @@ pub struct ConnState {
 
 impl ConnState {
     /// A freshly accepted connection: waiting for its first head.
-    pub fn new() -> Arc<ConnState> {
+    pub fn new(counters: Arc<Counters>) -> Arc<ConnState> {
         Arc::new(ConnState {
             in_flight: AtomicU32::new(0),
+            counters,
             waiting_since: AtomicU64::new(now_ms()),
             served: AtomicBool::new(false),
         })
@@ -56,7 +59,9 @@ impl ConnState {
     /// returned guard is dropped, however it ends: with its response body ([`Tracked`]), or with its future
     /// when hyper drops that first (an HTTP/2 stream the client reset, a connection that broke).
     pub fn request_started(self: &Arc<Self>) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        if self.in_flight.fetch_add(1, Ordering::Relaxed) == 0 {
+            Counters::bump(&self.counters.busy);
+        }
         self.waiting_since.store(0, Ordering::Relaxed);
         InFlight(self.clone())
     }
@@ -64,6 +69,7 @@ impl ConnState {
     /// A response was sent (or dropped); the last one makes the connection wait for a head again.
     fn request_finished(&self) {
         if self.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.counters.busy.fetch_sub(1, Ordering::Relaxed);
             self.served.store(true, Ordering::Relaxed);
             self.waiting_since.store(now_ms(), Ordering::Relaxed);
         }

@@ -47,6 +47,12 @@ pub fn run(
         }
     };
     sluice_upstream::metrics::set_worker(index);
+    shared
+        .counters
+        .runtimes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(runtime.handle().clone());
     pool::configure(
         shared.settings.upstream_keepalive,
         shared.settings.upstream_idle_timeout,
@@ -176,7 +182,7 @@ async fn accept_loop(
         Counters::bump(&shared.counters.active);
         let guard = ActiveGuard(shared.clone(), worker.open.clone());
         // From now on the connection waits for its first head (the header timeout counts from here).
-        let state = ConnState::new();
+        let state = ConnState::new(shared.counters.clone());
         let info = ConnInfo {
             peer,
             peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())

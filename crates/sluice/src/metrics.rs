@@ -37,10 +37,15 @@ pub fn render(node: &NodeControl) -> String {
             "gauge",
             "Number of connections by subsystem",
         );
+        let states = stats.connection_states();
         for (state, n) in [
             ("accepted", stats.accepted_connections()),
-            ("active", stats.active_connections()),
             ("handled", stats.accepted_connections()),
+            ("total", stats.total_requests()),
+            ("active", states.active),
+            ("reading", states.reading),
+            ("writing", states.writing),
+            ("waiting", states.waiting),
         ] {
             let _ = writeln!(
                 out,
@@ -57,6 +62,32 @@ pub fn render(node: &NodeControl) -> String {
             out,
             "kong_nginx_requests_total{{node_id=\"{node_id}\",subsystem=\"http\"}} {}",
             stats.total_requests()
+        );
+    }
+    if let Some(stats) = node.proxy_stats.get() {
+        // nginx's timers are its background jobs; Sluice's are tasks on the worker runtimes.
+        family(
+            &mut out,
+            "kong_nginx_timers",
+            "gauge",
+            "Number of nginx timers",
+        );
+        let (alive, queued) = stats.tasks();
+        let _ = writeln!(out, "kong_nginx_timers{{state=\"running\"}} {alive}");
+        let _ = writeln!(out, "kong_nginx_timers{{state=\"pending\"}} {queued}");
+    }
+    if let Some(rss) = resident_bytes() {
+        // Kong's per-worker Lua VM; Sluice's workers are threads of one process: its resident memory.
+        family(
+            &mut out,
+            "kong_memory_workers_lua_vms_bytes",
+            "gauge",
+            "Allocated bytes in worker Lua VM",
+        );
+        let _ = writeln!(
+            out,
+            "kong_memory_workers_lua_vms_bytes{{node_id=\"{node_id}\",pid=\"{}\",kong_subsystem=\"http\"}} {rss}",
+            std::process::id()
         );
     }
     sluice_proxy::metrics::render(&mut out);
@@ -104,6 +135,14 @@ pub fn render(node: &NodeControl) -> String {
     log_records(&mut out);
     target_health(node, &mut out);
     out
+}
+
+/// The process's resident memory (`VmRSS` of `/proc/self/status`), in bytes.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Records the log plugins could not deliver: dropped because a queue was full, or given up after

@@ -195,3 +195,70 @@ plugins:
         "latency_metrics is off"
     );
 }
+
+/// Sends `GET path` on a new connection and returns it (the response is not read).
+fn send_raw(gw: &Gateway, path: &str, headers: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", gw.proxy_port())).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n{headers}\r\n").as_bytes())
+        .unwrap();
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboards_node_families_count_connection_states_tasks_and_memory() {
+    let up = EchoUpstream::start();
+    let gw = Gateway::builder(BIN)
+        .workers(1)
+        .config_yaml(&config(up.port()))
+        .start();
+    // Two connections idle after a response, one silent, one waiting on a slow upstream.
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        let mut s = send_raw(&gw, "/fast", "");
+        let mut buf = [0u8; 12];
+        std::io::Read::read_exact(&mut s, &mut buf).unwrap();
+        idle.push(s);
+    }
+    let silent = std::net::TcpStream::connect(("127.0.0.1", gw.proxy_port())).unwrap();
+    let busy = send_raw(&gw, "/slow", "x-echo-delay-ms: 3000\r\n");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    let text = scrape(&gw.status_url("/metrics")).await;
+    let m = parse(&text);
+    let node = |state: &str| {
+        m.iter()
+            .find(|(k, _)| {
+                k.starts_with("kong_nginx_connections_total{")
+                    && k.contains(&format!("state={state},"))
+            })
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no state {state} in\n{text}"))
+    };
+    assert_eq!(node("active"), 4.0, "{text}");
+    assert_eq!(node("writing"), 1.0, "{text}");
+    assert_eq!(node("waiting"), 3.0, "{text}");
+    assert_eq!(node("reading"), 0.0);
+    assert!(node("total") >= 3.0);
+    // The worker's tasks stand in for nginx's timers; the process's memory for the Lua VMs.
+    assert!(m["kong_nginx_timers{state=running}"] >= 4.0, "{text}");
+    assert!(m.contains_key("kong_nginx_timers{state=pending}"));
+    let rss = m
+        .iter()
+        .find(|(k, _)| k.starts_with("kong_memory_workers_lua_vms_bytes{"))
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no memory gauge in\n{text}"));
+    assert!(rss > 1e6, "{rss}");
+    // Kong's `GET /status` reports the same states.
+    let status: serde_json::Value = client()
+        .get(gw.status_url("/status"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["server"]["connections_writing"], 1, "{status}");
+    assert_eq!(status["server"]["connections_waiting"], 3, "{status}");
+    drop((idle, silent, busy));
+}

@@ -12,7 +12,7 @@ fn both(limit: Duration) -> Limits {
 
 #[tokio::test(start_paused = true)]
 async fn a_connection_waiting_for_a_head_expires_and_one_serving_does_not() {
-    let state = ConnState::new();
+    let state = ConnState::new(Default::default());
     let in_flight = state.request_started();
     let body = Tracked::new(
         sluice_upstream::body::full(Bytes::from_static(b"x")),
@@ -38,7 +38,7 @@ async fn a_connection_waiting_for_a_head_expires_and_one_serving_does_not() {
 
 #[tokio::test(start_paused = true)]
 async fn a_request_dropped_before_its_response_is_no_longer_in_flight() {
-    let state = ConnState::new();
+    let state = ConnState::new(Default::default());
     let in_flight = state.request_started();
     // hyper drops the request's future (a reset h2 stream) before a response body exists.
     drop(in_flight);
@@ -56,14 +56,14 @@ async fn the_first_head_has_the_header_limit_and_an_idle_keep_alive_connection_t
         header: Duration::from_secs(1),
         keepalive: Duration::from_secs(20),
     };
-    let fresh = ConnState::new();
+    let fresh = ConnState::new(Default::default());
     let waited = tokio::time::timeout(Duration::from_secs(3), fresh.clone().expired(limits));
     assert!(
         waited.await.is_ok(),
         "a silent new connection outlived the header limit"
     );
 
-    let served = ConnState::new();
+    let served = ConnState::new(Default::default());
     drop(served.request_started());
     let early = tokio::time::timeout(Duration::from_secs(10), served.clone().expired(limits));
     assert!(
