@@ -28,6 +28,7 @@ pub mod protocols;
 pub mod registry;
 pub mod response;
 pub mod state;
+pub mod stream;
 pub mod testing;
 pub mod tracing;
 
@@ -38,3 +39,4 @@ pub use ctx::{BodyLimit, CredentialRef, LogRecord, RequestCtx, TryRecord};
 pub use plugin::{Flow, Plugin, Registered};
 pub use registry::Registry;
 pub use response::PluginResponse;
+pub use stream::{SessionRecord, StreamChain};
