@@ -13,7 +13,8 @@
 //!
 //! State that must outlive a config reload (rate-limit counters, logging queues) lives in
 //! [`state::PluginState`], owned by the registry. The logging plugins share [`logging`]: the record
-//! serializer and the batching queue drained off the proxy workers.
+//! serializer and the batching queue drained off the proxy workers. L4 stream sessions have one phase, `log`
+//! at their end, for the plugins that register it ([`stream`]).
 
 pub mod builtin;
 pub mod chain;
