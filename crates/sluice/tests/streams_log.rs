@@ -3,16 +3,19 @@
 //! close, in Kong's stream shape (`session`, `upstream`, `latencies.session`, `tries`, no `request` or
 //! `response`) with the bytes that moved, and a count and a duration in `/metrics` under Kong's stream
 //! names; a route whose log plugins do not list its protocol logs nothing; a refused client's session
-//! is logged with nginx's stream status 403.
+//! is logged with nginx's stream status 403; a `tls` session's record names the TLS the gateway
+//! terminated.
 
 use serde_json::{json, Value};
 use sluice_testkit::{
-    client, free_tcp_port, free_udp_port, Gateway, LogSink, TcpLineEcho, UdpEcho,
+    client, free_tcp_port, free_udp_port, insecure_client, self_signed, Gateway, LogSink,
+    TcpLineEcho, UdpEcho,
 };
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UdpSocket};
+use tokio_rustls::rustls::pki_types::ServerName;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 const WAIT: Duration = Duration::from_secs(10);
@@ -227,4 +230,51 @@ async fn a_refused_session_is_logged_with_status_403() {
     assert_eq!(r["session"]["received"], 0, "{r}");
     assert!(r.get("tries").is_none(), "{r}");
     assert_eq!(r["route"]["name"], "guarded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_tls_session_names_its_tls() {
+    let echo = TcpLineEcho::start("tls");
+    let cert = self_signed(&["term.test"]);
+    let port = free_tcp_port();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tls.log");
+    let config = json!({
+        "_format_version": "3.0",
+        "certificates": [{"cert": cert.cert_pem, "key": cert.key_pem, "snis": [{"name": "term.test"}]}],
+        "services": [{"name": "tls-svc", "protocol": "tcp", "host": "127.0.0.1", "port": echo.port(),
+            "routes": [{"name": "terminated", "protocols": ["tls"], "snis": ["term.test"],
+                "plugins": [{"name": "file-log", "protocols": ["tls"], "config": {"path": path}}]}]}],
+    });
+    let gw = Gateway::builder(BIN)
+        .env("SLUICE_STREAM_LISTEN", &format!("127.0.0.1:{port} ssl"))
+        .config_yaml(&config.to_string())
+        .start();
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let name = ServerName::try_from("term.test").unwrap();
+    let mut s = tokio_rustls::TlsConnector::from(insecure_client(&[], false))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    s.write_all(b"hello\n").await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(WAIT, BufReader::new(&mut s).read_line(&mut answer))
+        .await
+        .expect("an answer")
+        .unwrap();
+    assert_eq!(answer, "tls hello\n");
+    drop(s);
+    let records = file_records(&path, 1);
+    assert_eq!(records.len(), 1, "{}", gw.log());
+    let r = &records[0];
+    assert_eq!(r["session"]["status"], 200, "{r}");
+    assert_eq!(r["session"]["tls"]["version"], "TLSv1.3", "{r}");
+    assert!(
+        r["session"]["tls"]["cipher"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("TLS_")),
+        "{r}"
+    );
+    assert_eq!(r["session"]["received"], 6, "decrypted bytes: {r}");
+    assert_eq!(r["route"]["name"], "terminated");
 }

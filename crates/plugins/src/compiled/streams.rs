@@ -57,10 +57,16 @@ impl StreamPlugins {
         }
     }
 
+    /// A route's plugins (nothing for a route without any), or the unrouted sessions' for None.
     pub(super) fn of(&self, route: Option<usize>) -> &StreamRoutePlugins {
-        route
-            .and_then(|i| self.routes.get(&i))
-            .unwrap_or(&self.unrouted)
+        static NONE: StreamRoutePlugins = StreamRoutePlugins {
+            log: StreamChain { slots: Vec::new() },
+            metrics: None,
+        };
+        match route {
+            Some(i) => self.routes.get(&i).unwrap_or(&NONE),
+            None => &self.unrouted,
+        }
     }
 }
 
