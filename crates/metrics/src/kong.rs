@@ -6,7 +6,11 @@
 //! keeps its names keeps its series. Recording ([`RouteSeries::record`]) touches only relaxed atomics in the
 //! calling worker's own shard: no lock, no allocation. Status codes go into a small table of claimable
 //! slots (code and source packed in one key), so any code is counted exactly without a 500-slot array per
-//! route.
+//! route. The stream subsystem's families are kept the same way ([`streams`]).
+
+mod streams;
+
+pub use streams::{SessionObservation, StreamSeries};
 
 use crate::histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
 use std::collections::BTreeMap;
@@ -220,6 +224,8 @@ impl RouteSeries {
 pub struct Registry {
     workers: usize,
     series: Mutex<BTreeMap<(String, String), Arc<RouteSeries>>>,
+    /// The stream routes' series, by the same labels.
+    streams: Mutex<BTreeMap<(String, String), Arc<StreamSeries>>>,
     /// Consumer label values by slot; slots are stable for the life of the process.
     consumers: Mutex<(std::collections::HashMap<String, u32>, Vec<String>)>,
 }
@@ -238,6 +244,7 @@ impl Registry {
         Registry {
             workers: workers.max(1),
             series: Mutex::new(BTreeMap::new()),
+            streams: Mutex::new(BTreeMap::new()),
             consumers: Mutex::new(Default::default()),
         }
     }
@@ -260,11 +267,7 @@ impl Registry {
         all.entry((service.to_string(), route.to_string()))
             .or_insert_with(|| {
                 Arc::new(RouteSeries {
-                    labels: format!(
-                        "service=\"{}\",route=\"{}\"",
-                        escape(service),
-                        escape(route)
-                    ),
+                    labels: labels(service, route),
                     shards: (0..self.workers).map(|_| Shard::new()).collect(),
                 })
             })
@@ -324,8 +327,12 @@ impl Registry {
                 |s| &s.request,
             ),
         ];
+        let streams = self.stream_snapshot();
         for (name, help, pick) in histograms {
             family(out, name, "histogram", help);
+            if name == "kong_kong_latency_ms" {
+                streams::render_kong_latency(&streams, out);
+            }
             for s in &all {
                 let mut totals = Totals::new(pick(&s.shards[0]).bounds());
                 for shard in s.shards.iter() {
@@ -362,7 +369,17 @@ impl Registry {
                 }
             }
         }
+        streams::render(&streams, out);
     }
+}
+
+/// `service="…",route="…"`, escaped, ready to render.
+fn labels(service: &str, route: &str) -> String {
+    format!(
+        "service=\"{}\",route=\"{}\"",
+        escape(service),
+        escape(route)
+    )
 }
 
 /// The `# HELP` and `# TYPE` lines of a family.

@@ -9,4 +9,6 @@ pub mod kong;
 
 pub use counter::Counter;
 pub use histogram::{Histogram, Totals, KONG_LATENCY_BUCKETS, UPSTREAM_LATENCY_BUCKETS};
-pub use kong::{Flags, Observation, Registry, RouteSeries, Source};
+pub use kong::{
+    Flags, Observation, Registry, RouteSeries, SessionObservation, Source, StreamSeries,
+};

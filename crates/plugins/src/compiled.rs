@@ -1,5 +1,7 @@
 //! The plugins of one snapshot: instances, credentials, and one chain per route with Kong's precedence
-//! already resolved.
+//! already resolved; for stream routes, the instances Kong's stream subsystem runs ([`streams`]).
+
+mod streams;
 
 use crate::chain::{ChainEntry, PluginChain, Slot};
 use crate::plugin::Plugin;
@@ -8,8 +10,10 @@ use crate::registry::{BuildCtx, PluginBuildError, Registry};
 use crate::Credentials;
 use sluice_metrics::Flags;
 use sluice_model::{Config, Route};
+use sluice_router::stream::StreamProtocols;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+pub use streams::StreamRoutePlugins;
 use uuid::Uuid;
 
 /// Built once per config snapshot by [`Registry::compile`].
@@ -20,6 +24,8 @@ pub struct CompiledPlugins {
     /// Per route (then for unrouted requests): the metrics flags of the prometheus instance that applies.
     route_metrics: Vec<Option<Flags>>,
     global_metrics: Option<Flags>,
+    /// What runs when a stream session ends.
+    streams: streams::StreamPlugins,
 }
 
 struct Instance<'c> {
@@ -27,6 +33,8 @@ struct Instance<'c> {
     priority: i32,
     plugin: Arc<dyn Plugin>,
     protocols: Protocols,
+    /// The stream protocols the instance lists (Kong loads it in the stream subsystem when not empty).
+    stream: StreamProtocols,
 }
 
 impl Instance<'_> {
@@ -67,12 +75,17 @@ impl CompiledPlugins {
         };
         let mut errors = Vec::new();
         let mut instances = Vec::new();
-        // As Kong, instances whose protocols are all of another subsystem (tcp, tls, ...) are not loaded.
-        let loaded = |p: &&sluice_model::Plugin| {
-            p.enabled && !Protocols::from_names(&p.protocols).is_empty()
-        };
+        // As Kong, an instance is loaded in each subsystem (HTTP, stream) its protocols name one of.
+        let http = |p: &sluice_model::Plugin| !Protocols::from_names(&p.protocols).is_empty();
+        let stream =
+            |p: &sluice_model::Plugin| !StreamProtocols::from_names(&p.protocols).is_empty();
+        let loaded = |p: &&sluice_model::Plugin| p.enabled && (http(p) || stream(p));
         for entity in config.plugins.iter().filter(loaded) {
-            let Some(builtin) = registry.builtin_named(&entity.name) else {
+            let builtin = registry.builtin_named(&entity.name);
+            if builtin.is_none() && !http(entity) {
+                continue; // stream-only instances of plugins this build lacks run nowhere
+            }
+            let Some(builtin) = builtin else {
                 errors.push(PluginBuildError {
                     plugin_id: entity.id,
                     name: entity.name.clone(),
@@ -86,6 +99,7 @@ impl CompiledPlugins {
                     priority: builtin.def.priority,
                     plugin,
                     protocols: Protocols::from_names(&entity.protocols),
+                    stream: StreamProtocols::from_names(&entity.protocols),
                 }),
                 Err(message) => errors.push(PluginBuildError {
                     plugin_id: entity.id,
@@ -97,8 +111,10 @@ impl CompiledPlugins {
         if !errors.is_empty() {
             return Err(errors);
         }
+        let streams = streams::StreamPlugins::build(config, &instances);
         let (metered, chained): (Vec<Instance<'_>>, Vec<Instance<'_>>) = instances
             .into_iter()
+            .filter(|i| !i.protocols.is_empty())
             .partition(|i| i.plugin.metrics_flags().is_some());
         let index = ScopeIndex::new(&chained);
         let routes = config
@@ -120,7 +136,14 @@ impl CompiledPlugins {
             global,
             route_metrics,
             global_metrics,
+            streams,
         })
+    }
+
+    /// What runs when a session of stream route `config.routes[route_index]` ends (None: a session that
+    /// matched no route).
+    pub fn stream(&self, route_index: Option<usize>) -> &streams::StreamRoutePlugins {
+        self.streams.of(route_index)
     }
 
     /// The chain of `config.routes[route_index]`; an empty chain for an unknown index.
@@ -161,6 +184,7 @@ impl CompiledPlugins {
             global: PluginChain::default(),
             route_metrics: Vec::new(),
             global_metrics: None,
+            streams: streams::StreamPlugins::default(),
         }
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! State that must outlive a config reload (rate-limit counters, logging queues) lives in
 //! [`state::PluginState`], owned by the registry. The logging plugins share [`logging`]: the record
-//! serializer and the batching queue drained off the proxy workers.
+//! serializer and the batching queue drained off the proxy workers. L4 stream sessions have one phase, `log`
+//! at their end, for the plugins that register it ([`stream`]).
 
 pub mod builtin;
 pub mod chain;
@@ -28,6 +29,7 @@ pub mod protocols;
 pub mod registry;
 pub mod response;
 pub mod state;
+pub mod stream;
 pub mod testing;
 pub mod tracing;
 
@@ -38,3 +40,4 @@ pub use ctx::{BodyLimit, CredentialRef, LogRecord, RequestCtx, TryRecord};
 pub use plugin::{Flow, Plugin, Registered};
 pub use registry::Registry;
 pub use response::PluginResponse;
+pub use stream::{SessionRecord, StreamChain};

@@ -1,5 +1,5 @@
 //! What the logging plugins (`http-log`, `file-log`, `tcp-log`, `udp-log`, `syslog`, `loggly`) share: the log
-//! record serializer, the bounded batching queue that carries records off the proxy workers, and the
+//! record serializers (a request's, [`serialize`]; a stream session's, [`session`]), the bounded batching queue that carries records off the proxy workers, and the
 //! background thread that drains every queue ([`sockets`], [`address`] and [`severity`] serve the socket
 //! plugins).
 //!
@@ -19,6 +19,7 @@ pub mod logger;
 pub mod queue;
 pub mod runtime;
 pub mod serialize;
+pub mod session;
 pub mod severity;
 pub mod shared;
 pub mod sockets;

@@ -8,6 +8,7 @@
 
 use crate::ctx::{LogRecord, RequestCtx};
 use crate::response::PluginResponse;
+use crate::stream::SessionRecord;
 use bytes::Bytes;
 use std::future::Future;
 use std::pin::Pin;
@@ -60,6 +61,10 @@ pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
     /// Runs after the response was sent (or the request failed); must not block: hand work to a queue.
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord);
 
+    /// Runs when an L4 stream session ends (Kong's `log` phase in the stream subsystem), for instances
+    /// that list the session's protocol; must not block either.
+    fn stream_log(&self, session: &SessionRecord<'_>);
+
     /// A rewrite handler is registered: a global instance then runs before the router (Kong's `rewrite`).
     fn has_rewrite(&self) -> bool;
 
@@ -78,6 +83,10 @@ pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
     /// A log handler is registered: the proxy keeps a request's context past the response head only for
     /// chains that log or filter bodies.
     fn has_log(&self) -> bool;
+
+    /// A stream_log handler is registered: the instance is loaded for stream routes when its `protocols`
+    /// list a stream protocol.
+    fn has_stream_log(&self) -> bool;
 
     /// The plugin needs the whole request body in [`RequestCtx::body`] during `access` (e.g. key-auth
     /// with `key_in_body`). The proxy buffers the body only when some plugin says so.
@@ -98,6 +107,7 @@ type Handler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>) -> Flow;
 type HeaderHandler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut http::response::Parts);
 type BodyHandler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut Bytes, bool);
 type LogHandler<P> = for<'a, 's> fn(&P, &'a RequestCtx<'s>, &LogRecord);
+type StreamLogHandler<P> = for<'a, 's> fn(&P, &'a SessionRecord<'s>);
 
 /// A plugin's state `P` with the handlers it registered, phase by phase:
 /// `Registered::new("cors", cors).access(Cors::access).header_filter(Cors::header_filter).build()`.
@@ -109,6 +119,7 @@ pub struct Registered<P> {
     header_filter: Option<HeaderHandler<P>>,
     body_filter: Option<BodyHandler<P>>,
     log: Option<LogHandler<P>>,
+    stream_log: Option<StreamLogHandler<P>>,
     needs_request_body: bool,
     metrics: Option<sluice_metrics::Flags>,
 }
@@ -124,6 +135,7 @@ impl<P: Send + Sync + 'static> Registered<P> {
             header_filter: None,
             body_filter: None,
             log: None,
+            stream_log: None,
             needs_request_body: false,
             metrics: None,
         }
@@ -151,6 +163,12 @@ impl<P: Send + Sync + 'static> Registered<P> {
 
     pub fn log(mut self, handler: LogHandler<P>) -> Self {
         self.log = Some(handler);
+        self
+    }
+
+    /// The `log` phase of stream sessions (the plugins Kong runs in its stream subsystem).
+    pub fn stream_log(mut self, handler: StreamLogHandler<P>) -> Self {
+        self.stream_log = Some(handler);
         self
     }
 
@@ -205,6 +223,12 @@ impl<P: Send + Sync + 'static> Plugin for Registered<P> {
         }
     }
 
+    fn stream_log(&self, session: &SessionRecord<'_>) {
+        if let Some(h) = self.stream_log {
+            h(&self.plugin, session);
+        }
+    }
+
     fn has_rewrite(&self) -> bool {
         self.rewrite.is_some()
     }
@@ -223,6 +247,10 @@ impl<P: Send + Sync + 'static> Plugin for Registered<P> {
 
     fn has_log(&self) -> bool {
         self.log.is_some()
+    }
+
+    fn has_stream_log(&self) -> bool {
+        self.stream_log.is_some()
     }
 
     fn needs_request_body(&self) -> bool {

@@ -3,14 +3,19 @@
 //! place, [`record`], into the series the snapshot resolved for the route at compile time. The worker's index
 //! picks its own shard, so recording is a handful of relaxed atomic adds.
 //!
+//! A stream session is observed once, when it ends ([`StreamMeter`], recorded by `crate::stream`).
+//!
 //! Measured at the head: `kong_request_latency_ms` is the time to the response head and bandwidth comes from
 //! `Content-Length` (0 for streamed bodies without one) — exact for the small bodies gateways mostly carry.
 
 use crate::respond::Timings;
 use crate::snapshot::Snapshot;
 use http::HeaderMap;
-use sluice_metrics::{Flags, Observation, Registry, RouteSeries, Source};
+use sluice_metrics::{
+    Flags, Observation, Registry, RouteSeries, SessionObservation, Source, StreamSeries,
+};
 use sluice_model::{Config, Route};
+use sluice_router::stream::StreamProtocols;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -50,15 +55,7 @@ impl RouteMeter {
     /// service's name (else its host) and the route's name (else its id).
     pub fn new(config: &Config, route: Option<&Route>, flags: Option<Flags>) -> Option<RouteMeter> {
         let flags = flags?;
-        let service = route
-            .and_then(|r| r.service)
-            .and_then(|s| config.services.iter().find(|x| x.id == s.id))
-            .map_or(String::new(), |s| {
-                s.name.clone().unwrap_or_else(|| s.host.clone())
-            });
-        let route = route.map_or(String::new(), |r| {
-            r.name.clone().unwrap_or_else(|| r.id.to_string())
-        });
+        let (service, route) = labels(config, route);
         let series = registry().series(&service, &route);
         if flags.per_consumer {
             series.enable_consumers();
@@ -93,6 +90,53 @@ impl RouteMeter {
         Count {
             series,
             observation,
+        }
+    }
+}
+
+/// Kong's labels of a route's series: the service's name (else its host) and the route's name (else its
+/// id); empty for requests that matched no route.
+fn labels(config: &Config, route: Option<&Route>) -> (String, String) {
+    let service = route
+        .and_then(|r| r.service)
+        .and_then(|s| config.services.iter().find(|x| x.id == s.id))
+        .map_or(String::new(), |s| {
+            s.name.clone().unwrap_or_else(|| s.host.clone())
+        });
+    let route = route.map_or(String::new(), |r| {
+        r.name.clone().unwrap_or_else(|| r.id.to_string())
+    });
+    (service, route)
+}
+
+/// A stream route's series and the prometheus instance that applies to it (the stream protocols it
+/// lists and its flags). Kong counts only routed sessions.
+pub(crate) struct StreamMeter {
+    protocols: StreamProtocols,
+    flags: Flags,
+    series: Arc<StreamSeries>,
+}
+
+impl StreamMeter {
+    pub fn new(
+        config: &Config,
+        route: &Route,
+        instance: Option<(StreamProtocols, Flags)>,
+    ) -> Option<StreamMeter> {
+        let (protocols, flags) = instance?;
+        let (service, route) = labels(config, Some(route));
+        Some(StreamMeter {
+            protocols,
+            flags,
+            series: registry().stream_series(&service, &route),
+        })
+    }
+
+    /// Records a finished session of `protocol` when the instance lists that protocol.
+    pub fn record(&self, protocol: StreamProtocols, observation: &SessionObservation) {
+        if self.protocols.intersects(protocol) {
+            self.series
+                .record(sluice_upstream::metrics::worker(), self.flags, observation);
         }
     }
 }

@@ -168,9 +168,10 @@ impl Snapshot {
             })
             .collect();
         let certs = certs::cert_store(&config).map_err(|e| errors.extend(e));
-        let streams = crate::stream::Streams::compile(&config, service_index)
-            .map_err(|e| errors.extend(e))
-            .unwrap_or_default();
+        let streams =
+            crate::stream::Streams::compile(&config, plugins.as_ref().ok(), service_index)
+                .map_err(|e| errors.extend(e))
+                .unwrap_or_default();
         let metered = plugins.as_ref().ok();
         let routes: Vec<RouteInfo> = config
             .routes

@@ -12,7 +12,11 @@
 //! 5. balance and connect (`connect_timeout`, retries on another target, passive health), TLS to the
 //!    target when the service's protocol is `tls`;
 //! 6. bytes are copied both ways until either side closes or nothing moved for the service's
-//!    `read_timeout` (a stalled write: `write_timeout`), as `sluice_upstream::tunnel` does for upgrades.
+//!    `read_timeout` (a stalled write: `write_timeout`), as `sluice_upstream::tunnel` does for upgrades;
+//! 7. `log`: the session's record goes to the log plugins that apply to its route and list its protocol
+//!    (file-log, http-log, tcp-log, udp-log), and its prometheus series counts it ([`finish`]). Every
+//!    session ends there, refused or unrouted ones included (then with nginx's stream status: 403, 500,
+//!    502, 503).
 //!
 //! UDP ([`udp`]): a session per client address, with its own socket to the target; datagrams go both ways
 //! until the session is idle for the service's `read_timeout`.
@@ -23,6 +27,7 @@
 mod client_hello;
 mod compiled;
 mod connect;
+mod finish;
 mod listen;
 
 mod tcp;

@@ -105,3 +105,38 @@ fn more_distinct_codes_than_slots_are_still_counted() {
     let total: u64 = s.counts().values().sum();
     assert_eq!(total, CODE_SLOTS as u64 + 3);
 }
+
+#[test]
+fn stream_sessions_render_under_kongs_stream_names() {
+    let r = Registry::new(2);
+    let mut out = String::new();
+    r.render(&mut out);
+    assert!(
+        !out.contains("kong_stream_sessions_total"),
+        "no stream family before a stream route is metered"
+    );
+    let s = r.stream_series("svc", "tcp-route");
+    let session = |status, proxied, session_ms| SessionObservation {
+        status,
+        proxied,
+        kong_ms: 1,
+        session_ms,
+    };
+    s.record(0, ALL, &session(200, true, 120));
+    s.record(1, ALL, &session(200, true, 40));
+    s.record(0, ALL, &session(403, false, 0));
+    let mut out = String::new();
+    r.render(&mut out);
+    for line in [
+        "# TYPE kong_stream_sessions_total counter",
+        "kong_stream_sessions_total{service=\"svc\",route=\"tcp-route\",code=\"200\",source=\"service\",workspace=\"default\"} 2",
+        "kong_stream_sessions_total{service=\"svc\",route=\"tcp-route\",code=\"403\",source=\"kong\",workspace=\"default\"} 1",
+        "# TYPE kong_session_duration_ms histogram",
+        "kong_session_duration_ms_bucket{service=\"svc\",route=\"tcp-route\",workspace=\"default\",le=\"50\"} 2",
+        "kong_session_duration_ms_count{service=\"svc\",route=\"tcp-route\",workspace=\"default\"} 3",
+        "kong_kong_latency_ms_count{service=\"svc\",route=\"tcp-route\",workspace=\"default\"} 3",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    assert_eq!(out.matches("# TYPE kong_kong_latency_ms ").count(), 1);
+}

@@ -1,10 +1,13 @@
-//! The one plugin body both logging plugins use: serialize the record, push it to the queue.
+//! The one plugin body the queue logging plugins use: serialize the record (a request's, or a stream
+//! session's when Kong's stream subsystem runs them), push it to the queue.
 
 use super::entities::EntityJson;
 use super::queue::Queue;
 use super::serialize::serialize;
+use super::session::serialize_session;
 use crate::ctx::{LogRecord, RequestCtx};
 use crate::plugin::{Plugin, Registered};
+use crate::stream::SessionRecord;
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError};
 use std::sync::Arc;
@@ -18,7 +21,7 @@ pub struct QueueLogger {
 }
 
 impl QueueLogger {
-    /// The instance of plugin `name`: a log handler and no other phase.
+    /// The instance of plugin `name`: a log handler for requests and one for stream sessions.
     pub fn register(
         name: &'static str,
         queue: Arc<Queue>,
@@ -26,7 +29,13 @@ impl QueueLogger {
     ) -> Arc<dyn Plugin> {
         Registered::new(name, QueueLogger { queue, entities })
             .log(QueueLogger::log)
+            .stream_log(QueueLogger::stream_log)
             .build()
+    }
+
+    fn stream_log(&self, session: &SessionRecord<'_>) {
+        self.queue
+            .push(serialize_session(session, &self.entities).into());
     }
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {

@@ -23,7 +23,7 @@ use crate::ctx::{LogRecord, RequestCtx, TryRecord};
 use http::HeaderMap;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// The id Sluice reports for its one workspace, Kong's `default`: the id Kong gives it in DB-less mode
 /// (`DECLARATIVE_DEFAULT_WORKSPACE_ID` in `kong/constants.lua`; with a database Kong makes one up when it
@@ -48,7 +48,11 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     response(o.key("response"), record);
     latencies(o.key("latencies"), record);
     if !record.tries.is_empty() {
-        tries(o.key("tries"), ctx, &record.tries);
+        tries(
+            o.key("tries"),
+            (ctx.started, ctx.started_wall),
+            &record.tries,
+        );
     }
     if let Some(cred) = &ctx.credential {
         let out = o.key("authenticated_entity");
@@ -185,13 +189,15 @@ pub(crate) fn raw_host(req: &http::request::Parts) -> &str {
         .unwrap_or_default()
 }
 
-fn tries(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, tries: &[TryRecord]) {
+/// `tries`, each try's start placed on the wall clock from `started` (when the request or session began,
+/// by the clock and by the wall clock).
+pub(super) fn tries(out: &mut Vec<u8>, started: (Instant, SystemTime), tries: &[TryRecord]) {
     out.push(b'[');
     for (i, t) in tries.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        let wall = ctx.started_wall + t.started.saturating_duration_since(ctx.started);
+        let wall = started.1 + t.started.saturating_duration_since(started.0);
         let mut o = Object::open(out);
         json::ip(o.key("ip"), t.addr.ip());
         json::uint(o.key("port"), t.addr.port().into());
@@ -209,7 +215,7 @@ fn tries(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, tries: &[TryRecord]) {
     out.push(b']');
 }
 
-fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {
+pub(super) fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {
     json::string(
         out,
         id.hyphenated()
@@ -217,7 +223,7 @@ fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {
     );
 }
 
-fn epoch_ms(t: SystemTime) -> u64 {
+pub(super) fn epoch_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }

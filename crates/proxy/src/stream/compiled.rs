@@ -1,9 +1,11 @@
 //! The stream part of a snapshot: the stream router and, per stream route, what a session needs (its
-//! service, whether its TLS is terminated, its ip-restriction instance). Compiled with the rest of the
+//! service, whether its TLS is terminated, its ip-restriction instance, its metrics). Compiled with the rest of the
 //! snapshot; a session reads the snapshot it started on to its end.
 
+use crate::metrics::StreamMeter;
 use sluice_model::{Config, Route};
 use sluice_plugins::builtin::ip_restriction::IpRestriction;
+use sluice_plugins::CompiledPlugins;
 use sluice_router::stream::{StreamProtocols, StreamRouteSpec, StreamRouter};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -21,6 +23,8 @@ pub(crate) struct StreamRoute {
     /// The ip-restriction instance that applies (Kong's precedence: route and service, route, service,
     /// global), with the protocols it runs for.
     pub ip_restriction: Option<(StreamProtocols, Arc<IpRestriction>)>,
+    /// The prometheus instance's series, when one applies.
+    pub meter: Option<StreamMeter>,
 }
 
 impl StreamRoute {
@@ -56,9 +60,11 @@ pub(crate) fn is_http_less(r: &Route) -> bool {
 }
 
 impl Streams {
-    /// Compiles the stream routes (those of disabled services left out, as for HTTP routes).
+    /// Compiles the stream routes (those of disabled services left out, as for HTTP routes); `plugins`
+    /// is None when the plugins failed to compile (the snapshot is refused anyway).
     pub(crate) fn compile(
         config: &Config,
+        plugins: Option<&CompiledPlugins>,
         service_index: impl Fn(&Route) -> Option<usize>,
     ) -> Result<Streams, Vec<String>> {
         let mut specs = Vec::new();
@@ -99,6 +105,7 @@ impl Streams {
                 terminate: protocols.intersects(StreamProtocols::TLS),
                 preserve_host: r.preserve_host,
                 ip_restriction,
+                meter: StreamMeter::new(config, r, plugins.and_then(|p| p.stream(Some(i)).metrics)),
             });
         }
         let router = StreamRouter::build(specs).map_err(|errs| {

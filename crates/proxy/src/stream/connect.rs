@@ -1,13 +1,15 @@
 //! Connecting a session to its service: a target from the balancer (hashing on the client address when
 //! the upstream hashes on `ip`), `connect_timeout` per try, another target on failure up to the service's
 //! `retries`, each outcome fed to the upstream's passive health check; TLS to the target when the
-//! service's protocol is `tls`.
+//! service's protocol is `tls`. Each try is recorded for the log phase (Kong's `tries`).
 
 use crate::snapshot::ServiceInfo;
+use sluice_plugins::TryRecord;
 use sluice_upstream::balancer::{PickInput, Target};
 use sluice_upstream::conn::{Conn, PoolKey, TlsTarget};
 use sluice_upstream::health::Failure;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
 use tokio::net::UdpSocket;
 
 /// Which kind of socket to open to the target.
@@ -26,8 +28,14 @@ pub(super) enum Opened {
     Udp(UdpSocket),
 }
 
-/// Opens a socket to one of the service's targets, with Kong's retries; None when no try succeeded.
-pub(super) async fn open(svc: &ServiceInfo, client: IpAddr, kind: Kind<'_>) -> Option<Opened> {
+/// Opens a socket to one of the service's targets, with Kong's retries, each try pushed to `tries`;
+/// None when no try succeeded.
+pub(super) async fn open(
+    svc: &ServiceInfo,
+    client: IpAddr,
+    kind: Kind<'_>,
+    tries: &mut Vec<TryRecord>,
+) -> Option<Opened> {
     let input = PickInput {
         client_ip: Some(client),
         ..PickInput::default()
@@ -38,17 +46,32 @@ pub(super) async fn open(svc: &ServiceInfo, client: IpAddr, kind: Kind<'_>) -> O
         let pick = svc.balancer.pick(hash, &tried)?;
         tried.push(pick.index);
         let target = pick.target;
-        let outcome = tokio::time::timeout(svc.connect_timeout, try_one(svc, target, &kind)).await;
+        let started = Instant::now();
+        // The target's address once resolved (its port alone before).
+        let mut addr = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), target.peer.port);
+        let outcome =
+            tokio::time::timeout(svc.connect_timeout, try_one(svc, target, &kind, &mut addr)).await;
+        let mut record = |failed| {
+            tries.push(TryRecord {
+                addr,
+                started,
+                latency: started.elapsed(),
+                failed,
+            })
+        };
         match outcome {
             Ok(Ok(opened)) => {
+                record(None);
                 observe(svc, target, Ok(()));
                 return Some(opened);
             }
             Ok(Err(e)) => {
+                record(Some(502));
                 tracing::debug!(target = %target.name, error = %e, "stream connect failed");
                 observe(svc, target, Err(Failure::Tcp));
             }
             Err(_) => {
+                record(Some(504));
                 tracing::debug!(target = %target.name, "stream connect timed out");
                 observe(svc, target, Err(Failure::Timeout));
             }
@@ -57,8 +80,14 @@ pub(super) async fn open(svc: &ServiceInfo, client: IpAddr, kind: Kind<'_>) -> O
     None
 }
 
-async fn try_one(svc: &ServiceInfo, target: &Target, kind: &Kind<'_>) -> Result<Opened, String> {
+async fn try_one(
+    svc: &ServiceInfo,
+    target: &Target,
+    kind: &Kind<'_>,
+    resolved: &mut SocketAddr,
+) -> Result<Opened, String> {
     let addr = target.peer.resolve().await.map_err(|e| e.to_string())?;
+    *resolved = addr;
     match kind {
         Kind::Udp => {
             let local: SocketAddr = match addr {

@@ -1,8 +1,9 @@
 //! TCP stream sessions: accept, read the ClientHello on `ssl` listeners, route, run ip-restriction,
-//! terminate or pass TLS through, connect, and copy bytes both ways.
+//! terminate or pass TLS through, connect, copy bytes both ways, and end in the log phase.
 
 use super::client_hello::{self, Hello};
 use super::connect::{self, Kind, Opened};
+use super::finish::Session;
 use crate::rewind::Rewind;
 use crate::shared::Shared;
 use crate::snapshot::{ServiceInfo, Snapshot};
@@ -75,7 +76,8 @@ async fn read_hello(mut stream: TcpStream) -> Option<(TcpStream, Vec<u8>, Option
 }
 
 /// One session on the snapshot live when it started. `tls` is Some on `ssl` listeners: then `sni` is
-/// Some (holding the ClientHello's name, if any) and the route decides termination or passthrough.
+/// Some (holding the ClientHello's name, if any) and the route decides termination or passthrough. When
+/// it ends, its log plugins and metrics run ([`Session::finish`]).
 async fn session<C>(
     client: C,
     peer: SocketAddr,
@@ -87,7 +89,27 @@ async fn session<C>(
     C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let snapshot: Arc<Snapshot> = shared.snapshot.load_full();
-    let ssl = sni.is_some();
+    let protocol = match sni.is_some() {
+        true => StreamProtocols::TLS,
+        false => StreamProtocols::TCP,
+    };
+    let mut s = Session::new(peer, local, protocol);
+    run(&mut s, client, sni, tls, &snapshot).await;
+    s.finish(&snapshot);
+}
+
+/// Routes the session, runs ip-restriction, terminates its TLS when the route says so, connects and
+/// copies; what happened (route, protocol, status, TLS, tries, bytes) goes into `s`.
+async fn run<C>(
+    s: &mut Session,
+    client: C,
+    sni: Option<Option<String>>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    snapshot: &Snapshot,
+) where
+    C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (peer, ssl) = (s.peer, sni.is_some());
     let sni = sni.flatten();
     let accepts = match ssl {
         true => StreamProtocols::TLS.union(StreamProtocols::TLS_PASSTHROUGH),
@@ -96,46 +118,57 @@ async fn session<C>(
     let parts = StreamParts {
         accepts,
         source: peer,
-        destination: local,
+        destination: s.local,
         sni: sni.as_deref(),
     };
     let Some(found) = snapshot.streams.router.find(&parts) else {
-        tracing::info!(%peer, %local, ?sni, "no stream route found with those values");
+        tracing::info!(%peer, local = %s.local, ?sni, "no stream route found with those values");
         return;
     };
+    s.route = Some(found);
     let route = &snapshot.streams.routes[found];
-    let protocol = match (ssl, route.terminate) {
+    s.protocol = match (ssl, route.terminate) {
         (false, _) => StreamProtocols::TCP,
         (true, true) => StreamProtocols::TLS,
         (true, false) => StreamProtocols::TLS_PASSTHROUGH,
     };
-    if route.refuses(protocol, peer.ip()) {
+    if route.refuses(s.protocol, peer.ip()) {
         tracing::info!(%peer, "stream connection refused by ip-restriction");
+        s.status = 403;
         return;
     }
-    let Some(svc) = route.service.and_then(|s| snapshot.services.get(s)) else {
+    let Some(svc) = route.service.and_then(|i| snapshot.services.get(i)) else {
         tracing::warn!(%peer, "the stream route has no service");
+        s.status = 503;
         return;
     };
     let client_sni = sni.as_deref().filter(|_| route.preserve_host);
     if !(ssl && route.terminate) {
-        return proxy(client, peer, svc, client_sni).await;
+        return proxy(s, client, svc, client_sni).await;
     }
     let Some(acceptor) = tls else { return };
     match tokio::time::timeout(PREREAD_TIMEOUT, acceptor.accept(client)).await {
-        Ok(Ok(stream)) => proxy(stream, peer, svc, client_sni).await,
-        _ => tracing::debug!(%peer, "stream TLS handshake failed"),
+        Ok(Ok(stream)) => {
+            s.tls = sluice_tls::Negotiated::of(stream.get_ref().1);
+            proxy(s, stream, svc, client_sni).await
+        }
+        _ => {
+            tracing::debug!(%peer, "stream TLS handshake failed");
+            s.status = 400;
+        }
     }
 }
 
 /// Connects to a target of `svc` and copies bytes both ways until the session ends.
-async fn proxy<C>(client: C, peer: SocketAddr, svc: &ServiceInfo, client_sni: Option<&str>)
+async fn proxy<C>(s: &mut Session, client: C, svc: &ServiceInfo, client_sni: Option<&str>)
 where
     C: AsyncRead + AsyncWrite + Unpin,
 {
-    let Some(Opened::Tcp(conn)) = connect::open(svc, peer.ip(), Kind::Tcp { client_sni }).await
-    else {
+    let peer = s.peer;
+    let kind = Kind::Tcp { client_sni };
+    let Some(Opened::Tcp(conn)) = connect::open(svc, peer.ip(), kind, &mut s.tries).await else {
         tracing::warn!(%peer, "no stream target could be connected");
+        s.status = 502;
         return;
     };
     let timeouts = Timeouts {
@@ -143,5 +176,6 @@ where
         write: svc.write_timeout,
     };
     let moved = tunnel::run(client, conn, timeouts).await;
+    (s.status, s.from_client, s.to_client) = (200, moved.to_upstream, moved.to_client);
     tracing::debug!(%peer, up = moved.to_upstream, down = moved.to_client, end = ?moved.end, "stream session closed");
 }
