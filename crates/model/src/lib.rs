@@ -37,6 +37,10 @@ pub struct PluginDef {
     pub no_route: bool,
     /// The plugin cannot be scoped to a service.
     pub no_service: bool,
+    /// The `protocols` an entity of this plugin gets when it names none, when the plugin's schema has a
+    /// default of its own (Kong's ip-restriction: the stream protocols too); None: the plugin entity's
+    /// default, `grpc, grpcs, http, https`.
+    pub protocols: Option<&'static [&'static str]>,
 }
 
 /// The plugins this build implements. An enabled plugin entity naming anything else is a config error.

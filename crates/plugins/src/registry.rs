@@ -52,8 +52,16 @@ impl Builtin {
             no_consumer: false,
             no_route: false,
             no_service: false,
+            protocols: None,
         };
         Builtin { def, factory }
+    }
+
+    /// The plugin's own default `protocols` (Kong's schema overrides the plugin entity's default), for
+    /// an entity that names none.
+    pub fn protocols(mut self, default: &'static [&'static str]) -> Builtin {
+        self.def.protocols = Some(default);
+        self
     }
 
     /// Kong's `no_consumer`: the plugin cannot be scoped to a consumer (authentication plugins).

@@ -1,4 +1,5 @@
-//! The Admin API of the real binary: Kong's shapes for reads, DB-less refusals, `/config`, status.
+//! The Admin API of the real binary: Kong's shapes for reads, plugin schemas' default `protocols`,
+//! DB-less refusals, `/config`, status.
 
 use serde_json::{json, Value};
 use sluice_testkit::{client, Gateway};
@@ -74,6 +75,24 @@ async fn collections_items_nesting_and_pagination() {
     assert_eq!((status, bad["code"].as_i64()), (400, Some(9)));
     let (status, bad) = get(gw.admin_url("/services?offset=%%%")).await;
     assert_eq!((status, bad["code"].as_i64()), (400, Some(7)));
+}
+
+/// `GET /schemas/plugins/{name}` shows a plugin's own default `protocols` (ip-restriction's has the
+/// stream protocols, as in Kong), and the plugin entity's default for the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_schemas_show_their_default_protocols() {
+    let gw = Gateway::builder(BIN).config_yaml(&many_services(1)).start();
+    let default = |schema: &Value| {
+        let fields = schema["fields"].as_array().unwrap();
+        let field = fields.iter().find_map(|f| f.get("protocols")).unwrap();
+        field["default"].clone()
+    };
+    let (status, ip) = get(gw.admin_url("/schemas/plugins/ip-restriction")).await;
+    assert_eq!(status, 200);
+    let stream = json!(["http", "https", "tcp", "tls", "grpc", "grpcs"]);
+    assert_eq!(default(&ip), stream);
+    let (_, cors) = get(gw.admin_url("/schemas/plugins/cors")).await;
+    assert_eq!(default(&cors), json!(["grpc", "grpcs", "http", "https"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

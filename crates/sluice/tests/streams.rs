@@ -2,7 +2,8 @@
 //! clients with SNI: every stream route rule (sources by IP, CIDR and port, destinations by IP and port,
 //! snis exact and wildcard) and Kong's priority between routes that all match; TLS terminated with the
 //! config's certificate; tls_passthrough by SNI to a TLS upstream that shows its own certificate; TLS
-//! again to a `tls` service; UDP datagrams both ways; ip-restriction closing a refused client; the
+//! again to a `tls` service; UDP datagrams both ways; ip-restriction closing a refused client (also
+//! when the instance names no `protocols`: Kong's default for it has the stream ones); the
 //! service's read timeout closing an idle session; a reload that keeps an open session; and HTTP
 //! requests that never reach a stream route.
 
@@ -272,6 +273,26 @@ async fn ip_restriction_closes_refused_clients_in_preread() {
     assert_eq!(routed("127.0.0.7", to).await, None);
     assert_eq!(routed("127.0.0.8", to).await.as_deref(), Some("echo"));
     // The refused clients never reached the upstream.
+    assert_eq!(echo.peers().len(), 1);
+}
+
+/// Kong's ip-restriction defaults its `protocols` to `http, https, tcp, tls, grpc, grpcs`: an instance
+/// that names none runs on a `tcp` route too (other plugins' default has HTTP protocols only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ip_restriction_without_protocols_runs_on_stream_routes() {
+    let echo = TcpLineEcho::start("echo");
+    let port = free_tcp_port();
+    let config = json!({
+        "_format_version": "3.0",
+        "services": [tcp_service("s", echo.port(), json!([{
+            "name": "r", "protocols": ["tcp"], "destinations": [{"port": port}],
+            "plugins": [{"name": "ip-restriction", "config": {"deny": ["127.0.0.1"]}}],
+        }]))],
+    });
+    let gw = gateway(&config, &format!("127.0.0.1:{port}"));
+    let to = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(routed("127.0.0.1", to).await, None, "{}", gw.log());
+    assert_eq!(routed("127.0.0.8", to).await.as_deref(), Some("echo"));
     assert_eq!(echo.peers().len(), 1);
 }
 

@@ -11,6 +11,7 @@
 //!
 //! `GrpcUpstream::tls` serves grpcs (TLS, ALPN `h2` required). The server enforces the call's `grpc-timeout` (DEADLINE_EXCEEDED past it) and echoes the header it
 //! received as the response header `x-grpc-timeout`, so a test sees that the deadline passed the gateway.
+//! It also serves the standard health service ([`health`]), `SERVING` until a test says otherwise.
 
 use crate::echo::Background;
 use crate::tls::{acceptor, insecure_client, TestCert};
@@ -35,6 +36,9 @@ use tonic::server::{
 };
 pub use tonic::{Code, Request as GrpcRequest};
 use tonic::{Status, Streaming};
+
+mod health;
+use health::Health;
 
 /// The test service's one message.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -62,6 +66,14 @@ type MsgStream = Pin<Box<dyn Stream<Item = Result<Msg, Status>> + Send>>;
 pub struct GrpcUpstream {
     server: Background,
     connections: Arc<AtomicU64>,
+    served: Served,
+}
+
+/// What the server's connections share: its health, and the count of calls other than health checks.
+#[derive(Clone)]
+struct Served {
+    health: Health,
+    calls: Arc<AtomicU64>,
 }
 
 impl GrpcUpstream {
@@ -85,22 +97,27 @@ impl GrpcUpstream {
     fn serve(port: u16, tls: Option<TlsAcceptor>) -> GrpcUpstream {
         let connections = Arc::new(AtomicU64::new(0));
         let counter = connections.clone();
+        let served = Served {
+            health: Health::new(),
+            calls: Arc::default(),
+        };
+        let shared = served.clone();
         let server = Background::on_port(port, |listener| async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 counter.fetch_add(1, Ordering::SeqCst);
-                let tls = tls.clone();
+                let (tls, served) = (tls.clone(), shared.clone());
                 tokio::task::spawn_local(async move {
                     let Some(tls) = tls else {
-                        return serve_h2(stream).await;
+                        return serve_h2(stream, served).await;
                     };
                     let Ok(stream) = tls.accept(stream).await else {
                         return;
                     };
                     if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
-                        serve_h2(stream).await;
+                        serve_h2(stream, served).await;
                     }
                 });
             }
@@ -108,6 +125,7 @@ impl GrpcUpstream {
         GrpcUpstream {
             server,
             connections,
+            served,
         }
     }
 
@@ -119,10 +137,25 @@ impl GrpcUpstream {
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::SeqCst)
     }
+
+    /// What the health service answers from now on: `SERVING` (the start) or `NOT_SERVING`.
+    pub fn set_serving(&self, serving: bool) {
+        self.served.health.set_serving(serving);
+    }
+
+    /// Calls of the health service answered so far.
+    pub fn health_checks(&self) -> u64 {
+        self.served.health.checks()
+    }
+
+    /// Calls other than health checks received so far.
+    pub fn calls(&self) -> u64 {
+        self.served.calls.load(Ordering::SeqCst)
+    }
 }
 
-async fn serve_h2<S: AsyncRead + AsyncWrite + Unpin + 'static>(stream: S) {
-    let service = hyper::service::service_fn(handle);
+async fn serve_h2<S: AsyncRead + AsyncWrite + Unpin + 'static>(stream: S, served: Served) {
+    let service = hyper::service::service_fn(move |req| handle(req, served.clone()));
     let _ = hyper::server::conn::http2::Builder::new(LocalExec)
         .serve_connection(TokioIo::new(stream), service)
         .await;
@@ -138,7 +171,14 @@ impl<F: Future + 'static> hyper::rt::Executor<F> for LocalExec {
     }
 }
 
-async fn handle(req: Request<Incoming>) -> Result<Response<tonic::body::Body>, Infallible> {
+async fn handle(
+    req: Request<Incoming>,
+    served: Served,
+) -> Result<Response<tonic::body::Body>, Infallible> {
+    let health = served.health;
+    if req.uri().path() != health::CHECK {
+        served.calls.fetch_add(1, Ordering::SeqCst);
+    }
     let timeout = req.headers().get("grpc-timeout").cloned();
     let deadline = timeout.as_ref().and_then(parse_timeout);
     let path = req.uri().path().to_string();
@@ -149,6 +189,10 @@ async fn handle(req: Request<Incoming>) -> Result<Response<tonic::body::Body>, I
             "/sluice.test.Echo/ServerStream" => grpc.server_streaming(Echo, req).await,
             "/sluice.test.Echo/ClientStream" => grpc.client_streaming(Echo, req).await,
             "/sluice.test.Echo/Bidi" => grpc.streaming(Echo, req).await,
+            health::CHECK => {
+                let mut grpc = tonic::server::Grpc::new(health::Codec::default());
+                grpc.unary(health, req).await
+            }
             _ => Status::unimplemented(path).into_http(),
         }
     };

@@ -1,6 +1,7 @@
 //! HTTP/2 to upstreams, for services with `protocol: grpc` (prior knowledge, h2c) and `grpcs` (TLS with
 //! ALPN `h2`): hyper's HTTP/2 client, one connection per target and TLS settings per worker, carrying
-//! many streams at once.
+//! many streams at once. The active health probe of `type: grpc` / `grpcs` makes its own connection
+//! with [`connect`], one per probe.
 //!
 //! Each worker keeps its connections in a thread-local map (no lock shared between workers), as the
 //! HTTP/1.1 pool does. A connection stays in the map while it is open; a closed one (the upstream went
@@ -59,7 +60,11 @@ pub async fn sender(
     made.await.cloned()
 }
 
-async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender, UpstreamError> {
+/// A new HTTP/2 connection to `key`'s target, in no map: TCP, TLS with ALPN `h2` when `tls` is given,
+/// and the preface, with no deadline of its own (callers bound it). A task drives the connection until
+/// it closes, which it does once every [`Sender`] of it is dropped and its streams are done. [`sender`]
+/// makes the workers' shared connections with it; an active health probe (`type: grpc`), one per probe.
+pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender, UpstreamError> {
     let addr = key.addr;
     let refused = |e: &dyn std::fmt::Display| {
         tracing::debug!(%addr, error = %e, "upstream h2 connect failed");

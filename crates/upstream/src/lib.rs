@@ -14,12 +14,13 @@
 //!   connection's bytes copied both ways);
 //! - choosing the address: [`dns`] (per-worker cached resolution), [`balancer`] (Kong's algorithms over
 //!   targets, skipping those [`health`] marks down);
-//! - [`probe`]: one active health probe of one target (the proxy schedules them);
+//! - [`h2`]: HTTP/2 connections to targets (gRPC services, and the gRPC health probe's);
+//! - [`probe`]: one active health probe of one target, TCP, HTTP(S) or gRPC (the proxy schedules them);
 //! - [`spool`]: request buffering (a client's body read whole, in memory or a temporary file, before
 //!   the upstream is chosen).
 //!
 //! I/O (sockets, timers, DNS, temporary files) lives in [`conn`], [`pool`], [`pooled`], [`tunnel`], [`dns`],
-//! [`probe`], [`readahead`] and [`spool`]; the rest does none.
+//! [`h2`], [`probe`], [`readahead`] and [`spool`]; the rest does none.
 
 pub mod balancer;
 pub mod body;

@@ -1,4 +1,7 @@
-//! One probe of one target: a TCP connect, or an HTTP(S) `GET http_path` whose status is the result.
+//! One probe of one target: a TCP connect, an HTTP(S) `GET http_path` whose status is the result, or a
+//! call of the gRPC health service ([`grpc`], `type: grpc` / `grpcs`).
+
+mod grpc;
 
 use crate::balancer::Peer;
 use crate::error::UpstreamError;
@@ -10,7 +13,8 @@ use crate::tls::UpstreamTls;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-/// The status of the response (0 for a TCP probe that connected), or the kind of failure.
+/// The status of the response (0 for a TCP probe that connected or a gRPC target serving), or the kind
+/// of failure.
 pub async fn run(spec: &Spec, peer: &Peer) -> Result<u16, Failure> {
     let addr = peer.resolve().await.map_err(|_| Failure::Tcp)?;
     match tokio::time::timeout(spec.timeout, attempt(spec, peer, addr)).await {
@@ -27,8 +31,10 @@ async fn attempt(spec: &Spec, peer: &Peer, addr: std::net::SocketAddr) -> Result
                 .map(|_| 0)
                 .map_err(|_| Failure::Tcp)
         }
-        Kind::Http => None,
-        Kind::Https { verify } => Some(client(verify).ok_or(Failure::Tcp)?),
+        Kind::Http | Kind::Grpc => None,
+        Kind::Https { verify } | Kind::Grpcs { verify } => {
+            Some(client(verify).ok_or(Failure::Tcp)?)
+        }
     };
     let host = peer.host_header.to_str().unwrap_or(&peer.host);
     let sni = spec
@@ -44,6 +50,9 @@ async fn attempt(spec: &Spec, peer: &Peer, addr: std::net::SocketAddr) -> Result
         addr,
         tls: u64::MAX,
     };
+    if matches!(spec.kind, Kind::Grpc | Kind::Grpcs { .. }) {
+        return grpc::check(spec, peer, key, target).await;
+    }
     let mut conn = pool::checkout(key, target, spec.timeout, Instant::now())
         .await
         .map_err(|e| match e {
@@ -70,7 +79,9 @@ async fn attempt(spec: &Spec, peer: &Peer, addr: std::net::SocketAddr) -> Result
     Ok(head.status.as_u16())
 }
 
-/// The client TLS settings of probes (system roots when verifying), built once per process.
+/// The client TLS settings of probes (system roots when verifying), built once per process. Their keys
+/// are none a service's settings get, and differ by `verify` (the HTTP/2 connector keeps a config with
+/// ALPN `h2` per key).
 fn client(verify: bool) -> Option<UpstreamTls> {
     static CONFIGS: OnceLock<[Option<Arc<sluice_tls::rustls::ClientConfig>>; 2]> = OnceLock::new();
     let configs = CONFIGS.get_or_init(|| {
@@ -85,6 +96,6 @@ fn client(verify: bool) -> Option<UpstreamTls> {
     let config = configs[usize::from(verify)].clone()?;
     Some(UpstreamTls {
         config,
-        key: u64::MAX - 1,
+        key: u64::MAX - 1 - u64::from(verify),
     })
 }

@@ -29,6 +29,16 @@ pub fn plugin(control: &dyn Control, name: &str) -> Result<Reply, ApiError> {
         m.insert("required".into(), true.into());
     }
     set_field(&mut schema, "config", config);
+    if let Some(own) = def.protocols {
+        let fields = schema["fields"].as_array_mut();
+        if let Some(protocols) = fields
+            .into_iter()
+            .flatten()
+            .find_map(|f| f.get_mut("protocols"))
+        {
+            protocols["default"] = own.into();
+        }
+    }
     for (field, forbidden) in [
         ("consumer", def.no_consumer),
         ("route", def.no_route),

@@ -64,7 +64,7 @@ pub fn build(
     let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
     let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
-        prepare::before_validation(e.raw.kind, &mut e.raw.value, &mut e.errors);
+        prepare::before_validation(e.raw.kind, &mut e.raw.value, registry, &mut e.errors);
         if e.errors.is_empty() {
             validate(e);
         }

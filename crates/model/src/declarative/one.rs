@@ -36,7 +36,7 @@ pub fn validate_one(
     hash_password: bool,
 ) -> Result<Validated, Vec<FieldError>> {
     let mut errors = Vec::new();
-    prepare::before_validation(kind, &mut body, &mut errors);
+    prepare::before_validation(kind, &mut body, registry, &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }

@@ -1,5 +1,5 @@
-//! Per-kind steps around schema validation: the service `url` shorthand, target normalization, plugin
-//! configs, and basic-auth password hashing. (Generated credential values are filled after hashing, in
+//! Per-kind steps around schema validation: the service `url` shorthand, target normalization, a
+//! plugin's own default `protocols`, plugin configs, and basic-auth password hashing. (Generated credential values are filled after hashing, in
 //! `typed::Assembler::add`.)
 
 use super::kinds::Kind;
@@ -9,7 +9,12 @@ use serde_json::{Map, Value};
 use sha1::{Digest, Sha1};
 
 /// Adjusts an entity's raw value before validation.
-pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, errors: &mut Vec<FieldError>) {
+pub fn before_validation(
+    kind: Kind,
+    value: &mut Map<String, Value>,
+    registry: &dyn PluginRegistry,
+    errors: &mut Vec<FieldError>,
+) {
     match kind {
         Kind::Service => {
             if let Some(url) = value.remove("url") {
@@ -46,6 +51,7 @@ pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, errors: &mu
                 value.insert("algorithm".into(), "consistent-hashing".into());
             }
         }
+        Kind::Plugin => own_protocols(value, registry),
         Kind::Target => {
             if let Some(Value::String(t)) = value.get("target") {
                 match normalize_target(t) {
@@ -57,6 +63,22 @@ pub fn before_validation(kind: Kind, value: &mut Map<String, Value>, errors: &mu
             }
         }
         _ => {}
+    }
+}
+
+/// A plugin entity without `protocols` (absent or null) gets its plugin's own default, when the plugin's
+/// schema has one (Kong's schemas override the plugin entity's default field by field); the entity
+/// schema's default applies otherwise.
+fn own_protocols(value: &mut Map<String, Value>, registry: &dyn PluginRegistry) {
+    if !value.get("protocols").is_none_or(Value::is_null) {
+        return;
+    }
+    let name = value
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some(own) = registry.plugin(name).and_then(|def| def.protocols) {
+        value.insert("protocols".into(), own.into());
     }
 }
 

@@ -2,12 +2,13 @@ use super::*;
 use crate::schema::{Field, Schema};
 use crate::PluginDef;
 
-/// A registry with one fake plugin, `limits` (config: `second` integer > 0, `policy` default "local").
+/// A registry of fake plugins: `limits` (config: `second` integer > 0, `policy` default "local") and
+/// `guard` (no config, its own default `protocols`: `http, tcp`).
 struct TestRegistry(Vec<PluginDef>);
 
 impl TestRegistry {
     fn new() -> Self {
-        TestRegistry(vec![PluginDef {
+        let limits = PluginDef {
             name: "limits",
             priority: 1,
             config: Schema::new(vec![
@@ -17,7 +18,15 @@ impl TestRegistry {
             no_consumer: false,
             no_route: false,
             no_service: false,
-        }])
+            protocols: None,
+        };
+        let guard = PluginDef {
+            name: "guard",
+            config: Schema::new(vec![]),
+            protocols: Some(&["http", "tcp"]),
+            ..limits.clone()
+        };
+        TestRegistry(vec![limits, guard])
     }
 }
 

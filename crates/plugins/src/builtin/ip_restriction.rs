@@ -53,6 +53,7 @@ pub fn builtin() -> Builtin {
     ])
     .with_check(check);
     Builtin::new("ip-restriction", 990, config, build)
+        .protocols(&["http", "https", "tcp", "tls", "grpc", "grpcs"])
 }
 
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {

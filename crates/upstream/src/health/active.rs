@@ -1,6 +1,6 @@
-//! An upstream's active health check, compiled from Kong's `healthchecks.active`: the protocol, path,
-//! headers and timeout of a probe, how often healthy and unhealthy targets are probed, and the rules that
-//! turn probe results into health. The probes themselves are [`crate::probe`]; the proxy runs them.
+//! An upstream's active health check, compiled from Kong's `healthchecks.active`: the protocol (`tcp`,
+//! `http(s)`, or `grpc(s)`: the gRPC health service), path, headers and timeout of a probe, how often
+//! healthy and unhealthy targets are probed, and the rules that turn probe results into health. The probes themselves are [`crate::probe`]; the proxy runs them.
 
 use super::Rules;
 use http::{HeaderName, HeaderValue};
@@ -12,7 +12,15 @@ use std::time::Duration;
 pub enum Kind {
     Tcp,
     Http,
-    Https { verify: bool },
+    Https {
+        verify: bool,
+    },
+    /// The gRPC health service over h2c.
+    Grpc,
+    /// The gRPC health service over TLS (ALPN `h2`).
+    Grpcs {
+        verify: bool,
+    },
 }
 
 /// An upstream's active check, compiled.
@@ -43,11 +51,12 @@ impl Spec {
         if healthy_interval.is_none() && unhealthy_interval.is_none() {
             return None;
         }
+        let verify = a.https_verify_certificate;
         let kind = match a.kind.as_str() {
             "tcp" => Kind::Tcp,
-            "https" | "grpcs" => Kind::Https {
-                verify: a.https_verify_certificate,
-            },
+            "https" => Kind::Https { verify },
+            "grpc" => Kind::Grpc,
+            "grpcs" => Kind::Grpcs { verify },
             _ => Kind::Http,
         };
         let headers = a

@@ -1,5 +1,6 @@
 //! Stream routes (`tcp`, `tls`, `udp`, `tls_passthrough`): `sources` / `destinations` and Kong's rules of
-//! which matchers each kind of route needs and takes.
+//! which matchers each kind of route needs and takes; a plugin whose schema has its own default
+//! `protocols` (stream ones among them).
 
 use super::*;
 
@@ -59,5 +60,22 @@ routes:
         udp.iter()
             .any(|g| g.contains("value should be between 0 and 65535")),
         "{udp:#?}"
+    );
+}
+
+#[test]
+fn a_plugin_without_protocols_gets_its_schemas_own_default() {
+    let c = ok(r#"
+_format_version: "3.0"
+plugins:
+- {name: guard}
+- {name: guard, protocols: null, instance_name: b}
+- {name: guard, protocols: [tls], instance_name: c}
+- {name: limits}
+"#);
+    let protocols: Vec<_> = c.plugins.iter().map(|p| p.protocols.join(",")).collect();
+    assert_eq!(
+        protocols,
+        ["http,tcp", "http,tcp", "tls", "grpc,grpcs,http,https"]
     );
 }
