@@ -250,14 +250,7 @@ async fn the_dashboards_node_families_count_connection_states_tasks_and_memory()
         .unwrap_or_else(|| panic!("no memory gauge in\n{text}"));
     assert!(rss > 1e6, "{rss}");
     // Kong's `GET /status` reports the same states.
-    let status: serde_json::Value = client()
-        .get(gw.status_url("/status"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, _, status) = get_json(&gw.status_url("/status"), &[]).await;
     assert_eq!(status["server"]["connections_writing"], 1, "{status}");
     assert_eq!(status["server"]["connections_waiting"], 3, "{status}");
     drop((idle, silent, busy));
