@@ -10,6 +10,7 @@ step() { printf '\n==> %s\n' "$*"; }
 step "tools"
 need=()
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
