@@ -9,15 +9,14 @@
 //!   configs), [`health`] (target state, passive and compiled active checks);
 //! - the wire: [`forward`] (hop-by-hop and `X-Forwarded-*` rules), [`wire`] (the request as HTTP/1.1 bytes),
 //!   [`conn`] (one connection: write the request, read the head), [`pool`] (per-worker idle connections),
-//!   [`pooled`] (the response body, which returns its connection to the pool), [`readahead`] (response
-//!   buffering: that body read ahead of the client, in memory or a temporary file), [`tunnel`] (an upgraded
-//!   connection's bytes copied both ways);
+//!   [`pooled`] (the response body, which returns its connection to the pool), [`spool`] (request
+//!   buffering: a client's body read whole, in memory or an unnamed temporary file, before the upstream
+//!   is chosen), [`readahead`] (response buffering: the pooled body read ahead of the client, with the
+//!   spool's temporary files), [`tunnel`] (an upgraded connection's bytes copied both ways);
 //! - choosing the address: [`dns`] (per-worker cached resolution), [`balancer`] (Kong's algorithms over
 //!   targets, skipping those [`health`] marks down);
 //! - [`h2`]: HTTP/2 connections to targets (gRPC services, and the gRPC health probe's);
-//! - [`probe`]: one active health probe of one target, TCP, HTTP(S) or gRPC (the proxy schedules them);
-//! - [`spool`]: request buffering (a client's body read whole, in memory or a temporary file, before
-//!   the upstream is chosen).
+//! - [`probe`]: one active health probe of one target, TCP, HTTP(S) or gRPC (the proxy schedules them).
 //!
 //! I/O (sockets, timers, DNS, temporary files) lives in [`conn`], [`pool`], [`pooled`], [`tunnel`], [`dns`],
 //! [`h2`], [`probe`], [`readahead`] and [`spool`]; the rest does none.

@@ -19,6 +19,7 @@
 
 use crate::body::{box_err, BoxError};
 use crate::pooled::PooledBody;
+use crate::spool::{unnamed_file_in, FILE_PIECE};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::collections::VecDeque;
@@ -168,9 +169,6 @@ pub struct ReadAhead {
     left: Option<u64>,
 }
 
-/// A file is read back in pieces of at most this size.
-const FILE_PIECE: u64 = 64 * 1024;
-
 impl ReadAhead {
     /// Starts the pump on `body` (in a task of the current runtime) and returns the client's side.
     pub fn spawn<B>(body: B, b: &ResponseBuffering) -> ReadAhead
@@ -222,29 +220,25 @@ where
         };
         let mut s = shared.lock();
         let to_memory = s.in_file() == 0 && !s.writing && (s.in_memory < b.memory || file_failed);
-        if to_memory {
+        let file = match (to_memory, &s.file) {
+            (true, _) => None,
+            (false, Some(f)) => Some(f.clone()),
+            (false, None) => match unnamed_file_in(&b.temp_dir) {
+                Ok(f) => Some(s.file.insert(Arc::new(f)).clone()),
+                Err(e) => {
+                    tracing::error!(error = %e, dir = %b.temp_dir.display(), "cannot buffer a response in a temporary file");
+                    file_failed = true;
+                    None
+                }
+            },
+        };
+        let Some(file) = file else {
+            // Memory: under `proxy_buffers`, or past it when no file can be made (the upstream then waits
+            // for the client).
             s.in_memory += data.len();
             s.memory.push_back(data);
             s.wake_reader();
             continue;
-        }
-        let file = match &s.file {
-            Some(f) => f.clone(),
-            None => match tempfile::tempfile_in(&b.temp_dir).or_else(|_| {
-                std::fs::create_dir_all(&b.temp_dir)?;
-                tempfile::tempfile_in(&b.temp_dir)
-            }) {
-                Ok(f) => s.file.insert(Arc::new(f)).clone(),
-                Err(e) => {
-                    // No file: keep this piece in memory, and let the upstream wait for the client.
-                    tracing::error!(error = %e, dir = %b.temp_dir.display(), "cannot buffer a response in a temporary file");
-                    file_failed = true;
-                    s.in_memory += data.len();
-                    s.memory.push_back(data);
-                    s.wake_reader();
-                    continue;
-                }
-            },
         };
         let at = s.written;
         s.writing = true;

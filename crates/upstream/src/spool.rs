@@ -20,7 +20,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncSeekExt, AsyncWriteExt, ReadBuf};
@@ -122,13 +122,20 @@ pub async fn buffer_request(req: &mut WireRequest, b: &BodyBuffering) -> Result<
     Ok(())
 }
 
-/// An unnamed file in the temporary directory (made first if it is missing).
+/// An unnamed file in `dir` (made first if it is missing): nothing is left behind, whatever happens to the
+/// process. Request buffering and response read-ahead ([`crate::readahead`]) both keep what memory
+/// cannot hold in one.
+pub(crate) fn unnamed_file_in(dir: &Path) -> std::io::Result<std::fs::File> {
+    tempfile::tempfile_in(dir).or_else(|_| {
+        std::fs::create_dir_all(dir)?;
+        tempfile::tempfile_in(dir)
+    })
+}
+
+/// A body's temporary file, for the async writes of [`read_whole`].
 fn temp_file(b: &BodyBuffering) -> Result<tokio::fs::File, SpoolError> {
-    let made = tempfile::tempfile_in(&b.temp_dir).or_else(|_| {
-        std::fs::create_dir_all(&b.temp_dir)?;
-        tempfile::tempfile_in(&b.temp_dir)
-    });
-    made.map(tokio::fs::File::from_std)
+    unnamed_file_in(&b.temp_dir)
+        .map(tokio::fs::File::from_std)
         .map_err(SpoolError::File)
 }
 
@@ -138,8 +145,8 @@ pub enum SpooledBody {
     File { file: tokio::fs::File, left: u64 },
 }
 
-/// A file is read back in pieces of this size.
-const FILE_PIECE: u64 = 64 * 1024;
+/// A buffered body's file is read back in pieces of at most this size (here and in [`crate::readahead`]).
+pub(crate) const FILE_PIECE: u64 = 64 * 1024;
 
 impl SpooledBody {
     /// The body's length.
