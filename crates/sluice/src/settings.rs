@@ -293,7 +293,7 @@ fn strip_comment(line: &str) -> String {
     out
 }
 
-/// Parses Kong-style sizes: `2048m`, `1g`, `512k`, or plain bytes.
+/// Parses Kong's (and nginx's) sizes: `2048m`, `1g`, `512k` (either case), or plain bytes.
 fn parse_size(s: &str) -> Result<u64> {
     let s = s.trim().to_ascii_lowercase();
     let (num, mult) = match s.chars().last() {
@@ -306,7 +306,8 @@ fn parse_size(s: &str) -> Result<u64> {
         .trim()
         .parse()
         .with_context(|| format!("expected a size like 2048m, got '{s}'"))?;
-    Ok(n * mult)
+    n.checked_mul(mult)
+        .with_context(|| format!("the size '{s}' is too large"))
 }
 
 pub mod client;

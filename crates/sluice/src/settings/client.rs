@@ -26,6 +26,7 @@
 //! - `nginx_http_large_client_header_buffers` (nginx: `4 8k`): a request line longer than one buffer gets
 //!   414, a field line longer than one buffer or a head longer than all of them 400.
 
+use super::parse_size;
 use anyhow::{bail, Context, Result};
 use std::time::Duration;
 
@@ -108,7 +109,7 @@ impl ClientSettings {
                 .iter()
                 .find_map(|n| get(n).map(|v| (n.as_str(), v)))
                 .unwrap_or((directive, default.to_string()));
-            nginx_size(&value).with_context(|| format!("{name}: '{value}'"))
+            parse_size(&value).with_context(|| format!("{name}: '{value}'"))
         };
         // `nginx_location_<directive>` (Kong's proxy location), then the server and http blocks.
         let location = |directive: &str, default: &str| -> (String, String) {
@@ -122,7 +123,7 @@ impl ClientSettings {
         let proxy_buffers = buffers_total(&value).with_context(|| format!("{name}: '{value}'"))?;
         let (name, value) = location("proxy_max_temp_file_size", "1024m");
         let proxy_max_temp_file_size =
-            nginx_size(&value).with_context(|| format!("{name}: '{value}'"))?;
+            parse_size(&value).with_context(|| format!("{name}: '{value}'"))?;
         Ok(ClientSettings {
             head_limits,
             proxy_buffers,
@@ -180,7 +181,7 @@ fn header_buffers(text: &str) -> Result<sluice_h1::HeadLimits> {
         bail!("expected a number and a size, like 4 8k");
     };
     let number: usize = number.parse().context("the number of buffers")?;
-    let line = nginx_size(size).context("the buffer size")? as usize;
+    let line = parse_size(size).context("the buffer size")? as usize;
     let total = number.saturating_mul(line);
     if number < 2 || line < 64 || total > sluice_h1::MAX_REQUEST_HEAD {
         bail!("expected at least 2 buffers of at least 64 bytes, and at most 1m in all");
@@ -195,28 +196,11 @@ fn buffers_total(text: &str) -> Result<usize> {
         bail!("expected a number and a size, like 8 4k");
     };
     let number: u64 = number.parse().context("the number of buffers")?;
-    let total = number.saturating_mul(nginx_size(size)?);
+    let total = number.saturating_mul(parse_size(size)?);
     if total == 0 {
         bail!("expected at least one buffer of at least one byte");
     }
     Ok(total as usize)
-}
-
-/// nginx's size syntax: bytes, or a number with `k` or `m` (either case).
-pub fn nginx_size(text: &str) -> Result<u64> {
-    let lower = text.trim().to_ascii_lowercase();
-    let (digits, unit) = match lower.strip_suffix('k') {
-        Some(d) => (d, 1024),
-        None => match lower.strip_suffix('m') {
-            Some(d) => (d, 1024 * 1024),
-            None => (lower.as_str(), 1),
-        },
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| anyhow::anyhow!("expected a size like 8k or 1m"))?;
-    n.checked_mul(unit)
-        .ok_or_else(|| anyhow::anyhow!("the size is too large"))
 }
 
 /// Kong's `auto`: the process's open-files limit.
