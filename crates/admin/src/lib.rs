@@ -31,6 +31,7 @@ mod reply;
 mod router;
 mod server;
 
+pub use handlers::status::resident_bytes;
 pub use handlers::WRITE_PERMITS;
 pub use server::{serve_admin, serve_status, ServeLimits};
 

@@ -76,7 +76,7 @@ pub fn render(node: &NodeControl) -> String {
         let _ = writeln!(out, "kong_nginx_timers{{state=\"running\"}} {alive}");
         let _ = writeln!(out, "kong_nginx_timers{{state=\"pending\"}} {queued}");
     }
-    if let Some(rss) = resident_bytes() {
+    if let Some(rss) = sluice_admin::resident_bytes() {
         // Kong's per-worker Lua VM; Sluice's workers are threads of one process: its resident memory.
         family(
             &mut out,
@@ -135,14 +135,6 @@ pub fn render(node: &NodeControl) -> String {
     log_records(&mut out);
     target_health(node, &mut out);
     out
-}
-
-/// The process's resident memory (`VmRSS` of `/proc/self/status`), in bytes.
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Records the log plugins could not deliver: dropped because a queue was full, or given up after

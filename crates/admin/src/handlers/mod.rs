@@ -8,7 +8,7 @@ mod info;
 mod oauth2_tokens;
 mod proxy_cache;
 mod schemas;
-mod status;
+pub(crate) mod status;
 mod tags;
 mod writes;
 

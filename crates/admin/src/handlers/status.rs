@@ -4,7 +4,7 @@ use crate::errors::ApiError;
 use crate::reply::{self, Reply};
 use crate::Control;
 use http::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Kong's `configuration_hash` before any config is loaded.
 const NO_HASH: &str = "00000000000000000000000000000000";
@@ -12,21 +12,24 @@ const NO_HASH: &str = "00000000000000000000000000000000";
 /// The Prometheus text exposition content type.
 const METRICS_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// This process' resident set size in bytes (Linux), or null where unknown.
-fn rss_bytes() -> Value {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(Value::Null, |kb| json!(kb * 1024))
+/// The process's resident memory (`VmRSS` of `/proc/self/status`), in bytes: `GET /status`'s `rss_bytes`,
+/// and the node's `kong_memory_workers_lua_vms_bytes` gauge.
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    kb.trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb * 1024)
 }
 
 /// Kong's DB-less `GET /status`.
 pub fn status(control: &dyn Control) -> Reply {
     reply::ok(&json!({
         "database": { "reachable": control.database_reachable() },
-        "memory": { "rss_bytes": rss_bytes() },
+        "memory": { "rss_bytes": resident_bytes() },
         "server": control.server_status(),
         "configuration_hash": control.config_hash().unwrap_or_else(|| NO_HASH.to_string()),
     }))
