@@ -17,7 +17,7 @@
 use crate::cases::{config, Case};
 use crate::db::http;
 use crate::db::report::{percentile, spread_ms};
-use crate::driver::{local::Local, Driver};
+use crate::driver::Driver;
 use crate::procfs;
 use crate::progress;
 use crate::target;
@@ -44,12 +44,9 @@ pub struct ClusterArgs {
     /// One-route changes timed.
     #[arg(long, default_value_t = 100)]
     pub changes: usize,
-    /// CPUs for the control plane and the data plane (`taskset -c` list).
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs for the upstream.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// Where configs, node logs and the report (`cluster.md`) go.
     #[arg(long, default_value = "target/sluice-perf/cluster")]
     pub out: PathBuf,
@@ -58,7 +55,7 @@ pub struct ClusterArgs {
 /// Runs the measurement and returns the Markdown report (also written to `out/cluster.md`).
 pub fn run(args: &ClusterArgs) -> Result<String> {
     let (out, bin) = target::sluice_in(&args.out, &args.target, "cluster")?;
-    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let case = Case::parse(&args.case)?;
     let mut doc = config::build(&case, &upstream);
@@ -142,7 +139,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let fulls = count_lines(&dp.log, "configuration from the control plane applied");
 
     let lines = [
-        format!("config: {case} (every entity stamped), sluice `{}`, CPUs {}", args.target, args.gateway_cpus),
+        format!("config: {case} (every entity stamped), sluice `{}`, CPUs {}", args.target, args.cpus.gateway_cpus),
         format!(
             "full sync to a fresh DP (spawn → ready with the CP's config): {:.0} ms, {} KB on the wire; the DP's load {} — goal ≤ 1 s",
             full_sync.as_secs_f64() * 1e3,

@@ -47,12 +47,9 @@ pub struct ConnsArgs {
     /// Loaded connections (wrk).
     #[arg(long, default_value_t = 50)]
     pub load_connections: u32,
-    /// CPUs for the gateway (`taskset -c` list; one worker per CPU).
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs for the upstream and wrk.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// Where configs, logs and the report go.
     #[arg(long, default_value = "target/sluice-perf/conns")]
     pub out: PathBuf,
@@ -81,7 +78,7 @@ pub fn run(args: &ConnsArgs) -> Result<String> {
     let case = Case::new(CaseKind::NoPlugins, Some(1), None);
     let mut rows = Vec::new();
     for &mode in &args.modes {
-        let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+        let mut driver = args.cpus.driver()?;
         if mode != Mode::Plain {
             driver.use_tls(&out)?;
         }
@@ -162,7 +159,7 @@ fn render(args: &ConnsArgs, rows: &[Row]) -> String {
          connections for {} s (CPU {}).\n\n\
          | mode | target | connected, silent | after one request, kept alive | loaded p99 alone | loaded p99 with the idle connections | failed requests |\n\
          |---|---|---:|---:|---:|---:|---:|\n",
-        args.conns, args.gateway_cpus, args.load_connections, args.load_secs, args.load_cpus
+        args.conns, args.cpus.gateway_cpus, args.load_connections, args.load_secs, args.cpus.load_cpus
     );
     for r in rows {
         text.push_str(&format!(

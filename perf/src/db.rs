@@ -59,12 +59,9 @@ pub struct DbArgs {
     /// Load-generator connections.
     #[arg(long, default_value_t = 50)]
     pub connections: u32,
-    /// CPUs for node B, the measured node (`taskset -c` list).
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs for the upstream and wrk.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// CPUs for node A, the writing node, which stands for another host (default: the gateway CPUs,
     /// so that its work never slows the load generator; its CPU use is reported).
     #[arg(long)]
@@ -93,7 +90,7 @@ pub fn run(args: &DbArgs) -> Result<String> {
     let mut args = args.clone();
     let writer_cpus = args
         .writer_cpus
-        .get_or_insert_with(|| args.gateway_cpus.clone())
+        .get_or_insert_with(|| args.cpus.gateway_cpus.clone())
         .clone();
     procfs::parse_cpu_list(&writer_cpus)
         .with_context(|| format!("bad CPU list `{writer_cpus}`"))?;
@@ -104,11 +101,11 @@ pub fn run(args: &DbArgs) -> Result<String> {
         port: args.pg_port,
         user: args.pg_user.clone(),
     };
-    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let mut notes = vec![format!(
         "sluice `{}`, PostgreSQL {}:{}; node B (measured) on CPUs {}, node A (writer) on {}, upstream and wrk on {}",
-        args.target, args.pg_host, args.pg_port, args.gateway_cpus, writer_cpus, args.load_cpus
+        args.target, args.pg_host, args.pg_port, args.cpus.gateway_cpus, writer_cpus, args.cpus.load_cpus
     )];
     let mut rows = Vec::new();
 

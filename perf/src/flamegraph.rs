@@ -2,7 +2,7 @@
 //! load, then folds `perf script` output with `inferno` into an SVG flame graph.
 
 use crate::cases::Case;
-use crate::driver::{local::Local, Driver};
+use crate::driver::Driver;
 use crate::loadgen::LoadSpec;
 use crate::target::{self, Target};
 use anyhow::{bail, Context, Result};
@@ -28,12 +28,9 @@ pub struct FlameArgs {
     /// Connections of the load.
     #[arg(long, default_value_t = 50)]
     pub connections: u32,
-    /// CPUs of the gateway.
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs of the upstream and the load generator.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// Unwind stacks with DWARF debug info (`--call-graph dwarf`) instead of frame pointers
     /// (`-g`): slower and bigger, but complete stacks for a release build without frame pointers.
     #[arg(long)]
@@ -58,7 +55,7 @@ pub fn run(args: &FlameArgs) -> Result<()> {
     }
     let work = args.out.with_extension("d");
     std::fs::create_dir_all(&work)?;
-    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let config = crate::runner::write_config(&case, &upstream, &work)?;
     let running = driver.start_target(&target, &case, &config, &work.join("target"))?;

@@ -51,12 +51,9 @@ pub struct ReloadArgs {
     /// Load-generator connections.
     #[arg(long, default_value_t = 50)]
     pub connections: u32,
-    /// CPUs for sluice (`taskset -c` list).
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs for the upstream and wrk.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// Where configs, logs and the report go.
     #[arg(long, default_value = "target/sluice-perf/reload")]
     pub out: PathBuf,
@@ -72,7 +69,7 @@ struct Posted {
 /// Runs the benchmark and returns the Markdown report (also written to `out/reload.md`).
 pub fn run(args: &ReloadArgs) -> Result<String> {
     let (out, bin) = target::sluice_in(&args.out, &args.target, "reload")?;
-    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let case = Case::new(CaseKind::Large, Some(args.routes), None);
     let config = runner::write_config(&case, &upstream, &out.join("configs"))?;
@@ -93,8 +90,8 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
         case,
         body.len() / 1024,
         args.target,
-        args.gateway_cpus,
-        args.load_cpus
+        args.cpus.gateway_cpus,
+        args.cpus.load_cpus
     )];
 
     progress("starting sluice with the large config");

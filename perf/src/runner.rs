@@ -5,10 +5,10 @@ mod args;
 #[cfg(test)]
 mod tests;
 
-pub use args::{parse_duration, RunArgs};
+pub use args::{parse_duration, Cpus, RunArgs};
 
 use crate::cases::{config, Case};
-use crate::driver::{local::Local, Driver, Usage};
+use crate::driver::{Driver, Usage};
 use crate::results::{combine, LoadResult, Meta, Results, Sample};
 use crate::target::process::Running;
 use crate::target::{self, Resolved, Target};
@@ -30,7 +30,7 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
         .iter()
         .map(|t| target::resolve(t, &args.repo, &cache))
         .collect::<Result<_>>()?;
-    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let mut driver = args.cpus.driver()?;
     if args.driver == "netns" {
         driver.use_namespaces()?;
     }

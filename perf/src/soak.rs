@@ -11,7 +11,7 @@
 //! sent). A closed crowd connection is opened again at once, so the crowd stays at full size.
 
 use crate::cases::{config, Case};
-use crate::driver::{local::Local, Driver};
+use crate::driver::Driver;
 use crate::loadgen::LoadSpec;
 use crate::reload::{load_while_reposting, rss_kib};
 use crate::target::process::{self, free_addr, Launch};
@@ -47,12 +47,9 @@ pub struct SoakArgs {
     /// Load-generator connections.
     #[arg(long, default_value_t = 50)]
     pub connections: u32,
-    /// CPUs for sluice (`taskset -c` list).
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs for the upstream, the load and the crowd.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// Where the config, logs and the report go.
     #[arg(long, default_value = "target/sluice-perf/soak")]
     pub out: PathBuf,
@@ -61,7 +58,7 @@ pub struct SoakArgs {
 /// Runs the soak and returns the Markdown report (also written to `out/soak.md`).
 pub fn run(args: &SoakArgs) -> Result<String> {
     let (out, bin) = target::sluice_in(&args.out, &args.target, "soak")?;
-    let mut driver = Local::new(&args.gateway_cpus, &args.load_cpus)?;
+    let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let case = Case::parse(&args.case)?;
     // JSON, as `POST /config` is sent with a JSON content type.
@@ -125,7 +122,7 @@ pub fn run(args: &SoakArgs) -> Result<String> {
     let lines = [
         format!(
             "case {case}, sluice `{}`, {} min, gateway CPUs {}, load CPUs {}",
-            args.target, args.minutes, args.gateway_cpus, args.load_cpus
+            args.target, args.minutes, args.cpus.gateway_cpus, args.cpus.load_cpus
         ),
         format!(
             "legitimate requests: {} at {:.0} RPS; failed: {} socket errors, {} non-2xx — goal 0",

@@ -8,6 +8,26 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The CPU pinning every command that runs a gateway shares: the gateway on some CPUs (one worker per
+/// CPU listed), its upstream and the load on others, so that the load never competes with what it
+/// measures.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Cpus {
+    /// CPUs of the gateway (`taskset -c` list); one worker per CPU listed.
+    #[arg(long, default_value = "0")]
+    pub gateway_cpus: String,
+    /// CPUs of the upstream, the load generator and anything else beside the gateway.
+    #[arg(long, default_value = "1")]
+    pub load_cpus: String,
+}
+
+impl Cpus {
+    /// The local driver with this pinning.
+    pub fn driver(&self) -> Result<crate::driver::local::Local> {
+        crate::driver::local::Local::new(&self.gateway_cpus, &self.load_cpus)
+    }
+}
+
 /// Options of `run` and `compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
@@ -48,12 +68,9 @@ pub struct RunArgs {
     /// upstream in network namespaces of their own joined by veth pairs, as separate hosts; needs root).
     #[arg(long, default_value = "local", value_parser = ["local", "netns"])]
     pub driver: String,
-    /// CPUs of the gateway (`taskset -c` list); one worker per CPU listed.
-    #[arg(long, default_value = "0")]
-    pub gateway_cpus: String,
-    /// CPUs of the upstream and the load generator.
-    #[arg(long, default_value = "1")]
-    pub load_cpus: String,
+    /// Where the gateway and the rest (upstream, load) run.
+    #[command(flatten)]
+    pub cpus: crate::runner::Cpus,
     /// Upstream response body size in bytes.
     #[arg(long, default_value_t = 2)]
     pub body_size: usize,
