@@ -33,12 +33,11 @@ pub struct SessionRecord<'s> {
     /// nginx's stream `$status`: 200 when proxied, 403 refused by a plugin, 500 no route or service,
     /// 502 no target could be connected.
     pub status: u16,
-    /// Bytes read from the client (`$bytes_received`) and sent to it (`$bytes_sent`).
+    /// Bytes read from the client (`$bytes_received`) and sent to it (`$bytes_sent`). The gateway copies
+    /// them unchanged, so they are also what the target was sent (`$upstream_bytes_sent`) and what was read
+    /// from it (`$upstream_bytes_received`).
     pub received: u64,
     pub sent: u64,
-    /// Bytes read from the target (`$upstream_bytes_received`) and sent to it (`$upstream_bytes_sent`).
-    pub upstream_received: u64,
-    pub upstream_sent: u64,
     /// When the session began (the clock, and the wall clock for `started_at`).
     pub started: Instant,
     pub started_wall: SystemTime,

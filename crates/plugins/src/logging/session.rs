@@ -32,8 +32,8 @@ pub fn serialize_session(s: &SessionRecord<'_>, entities: &EntityJson) -> Vec<u8
         session.close();
     }
     let mut upstream = Object::open(o.key("upstream"));
-    json::uint(upstream.key("received"), s.upstream_received);
-    json::uint(upstream.key("sent"), s.upstream_sent);
+    json::uint(upstream.key("received"), s.sent);
+    json::uint(upstream.key("sent"), s.received);
     upstream.close();
     let mut latencies = Object::open(o.key("latencies"));
     json::uint(latencies.key("kong"), s.kong_latency_ms);

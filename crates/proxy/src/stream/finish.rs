@@ -96,8 +96,6 @@ impl Session {
             status: self.status,
             received: self.from_client,
             sent: self.to_client,
-            upstream_received: self.to_client,
-            upstream_sent: self.from_client,
             started: self.started,
             started_wall: self.started_wall,
             kong_latency_ms,
