@@ -1,6 +1,6 @@
 //! Per-kind steps around schema validation: the service `url` shorthand, target normalization, a
-//! plugin's own default `protocols`, plugin configs, and basic-auth password hashing. (Generated credential values are filled after hashing, in
-//! `typed::Assembler::add`.)
+//! plugin's own default `protocols`, plugin configs, and basic-auth password hashing. (Generated
+//! credential values are filled after hashing, in `typed::Assembler::add`.)
 
 use super::kinds::Kind;
 use crate::schema::FieldError;
