@@ -62,6 +62,7 @@ pub use listen::{parse_listen, ListenAddr};
 pub use server::ProxyServer;
 pub use settings::{HeaderSettings, ProxySettings};
 pub use sluice_upstream::dns::{DnsSettings, Kind as DnsKind};
+pub use sluice_upstream::pool::Keepalive;
 pub use sluice_upstream::readahead::ResponseBuffering;
 pub use sluice_upstream::spool::BodyBuffering;
 pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};

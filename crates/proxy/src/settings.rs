@@ -25,10 +25,8 @@ pub struct ProxySettings {
     pub headers: HeaderSettings,
     /// Send `X-Kong-Request-Id` to the upstream (Kong's `headers_upstream`).
     pub upstream_request_id: bool,
-    /// Idle upstream connections kept per target address and worker.
-    pub upstream_keepalive: usize,
-    /// How long an idle upstream connection is kept.
-    pub upstream_idle_timeout: Duration,
+    /// How upstream connections are kept between requests (Kong's `upstream_keepalive_*`).
+    pub upstream_keepalive: sluice_upstream::pool::Keepalive,
     /// How long a client may take to send a request head (Kong's `client_header_timeout`).
     pub client_header_timeout: Duration,
     /// How long an idle keep-alive connection is kept after a response (nginx's `keepalive_timeout`); zero
@@ -69,8 +67,7 @@ impl Default for ProxySettings {
             real_ip_recursive: false,
             headers: HeaderSettings::default(),
             upstream_request_id: true,
-            upstream_keepalive: 256,
-            upstream_idle_timeout: Duration::from_secs(60),
+            upstream_keepalive: Default::default(),
             client_header_timeout: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(75),
             client_body_timeout: Duration::from_secs(60),

@@ -53,10 +53,7 @@ pub fn run(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(runtime.handle().clone());
-    pool::configure(
-        shared.settings.upstream_keepalive,
-        shared.settings.upstream_idle_timeout,
-    );
+    pool::configure(shared.settings.upstream_keepalive);
     runtime.block_on(async move {
         let graceful = Arc::new(GracefulShutdown::new());
         let open = Arc::new(AtomicUsize::new(0));

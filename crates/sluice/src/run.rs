@@ -120,6 +120,7 @@ pub fn start(args: StartArgs) -> Result<()> {
         keepalive_timeout: settings.client.keepalive_timeout,
         client_body_timeout: settings.client.body_timeout,
         send_timeout: settings.client.send_timeout,
+        upstream_keepalive: settings.upstream_keepalive,
         worker_connections: settings.client.worker_connections,
         head_limits: settings.client.head_limits,
         body_buffering: sluice_proxy::BodyBuffering {

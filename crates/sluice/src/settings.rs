@@ -6,6 +6,7 @@
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Every setting the node reads. Values stay strings here; the parts that use them parse them (e.g. the proxy
 /// parses `proxy_listen`) so the errors name the setting.
@@ -44,6 +45,10 @@ pub struct Settings {
     pub cluster: crate::hybrid::ClusterSettings,
     /// Client connections: header and keep-alive timeouts, connections per worker.
     pub client: client::ClientSettings,
+    /// Upstream connections kept between requests: `upstream_keepalive_pool_size` (512),
+    /// `upstream_keepalive_max_requests` (10000) and `upstream_keepalive_idle_timeout` (60 s); 0 turns
+    /// each limit off (the pool size: keeps no connection).
+    pub upstream_keepalive: sluice_proxy::Keepalive,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -86,6 +91,9 @@ const KNOWN: &[&str] = &[
     "dns_stale_ttl",
     "dns_not_found_ttl",
     "dns_error_ttl",
+    "upstream_keepalive_pool_size",
+    "upstream_keepalive_max_requests",
+    "upstream_keepalive_idle_timeout",
 ];
 
 /// A setting this build reads.
@@ -155,6 +163,21 @@ impl Settings {
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         let cluster = crate::hybrid::ClusterSettings::from_values(&get, &database)?;
         let client = client::ClientSettings::from_values(&get)?;
+        let count = |name: &str, default: u64| -> Result<u64> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .parse::<u64>()
+                    .map_err(|_| anyhow::anyhow!("{name}: expected a number 0 or more, got '{v}'")),
+            }
+        };
+        let upstream_keepalive = sluice_proxy::Keepalive {
+            pool_size: count("upstream_keepalive_pool_size", 512)? as usize,
+            max_requests: count("upstream_keepalive_max_requests", 10_000)?
+                .try_into()
+                .context("upstream_keepalive_max_requests: too large")?,
+            idle_timeout: Duration::from_secs(count("upstream_keepalive_idle_timeout", 60)?),
+        };
         Ok(Settings {
             proxy_listen: get("proxy_listen")
                 .unwrap_or_else(|| "0.0.0.0:8000, 0.0.0.0:8443 http2 ssl".into()),
@@ -182,6 +205,7 @@ impl Settings {
             dns,
             cluster,
             client,
+            upstream_keepalive,
         })
     }
 
@@ -206,6 +230,9 @@ impl Settings {
             "admin_ssl_cert": self.admin_ssl_cert,
             "status_ssl_cert": self.status_ssl_cert,
             "role": self.cluster.role.as_str(),
+            "upstream_keepalive_pool_size": self.upstream_keepalive.pool_size,
+            "upstream_keepalive_max_requests": self.upstream_keepalive.max_requests,
+            "upstream_keepalive_idle_timeout": self.upstream_keepalive.idle_timeout.as_secs(),
             "router_flavor": "traditional_compatible",
         });
         if let Some(all) = json.as_object_mut() {

@@ -47,6 +47,8 @@ pub struct Conn {
     pub key: PoolKey,
     /// It came from the pool (the upstream may have closed it while it was idle).
     pub reused: bool,
+    /// Exchanges finished on it (checked against `upstream_keepalive_max_requests` when it is pooled).
+    pub(crate) served: u32,
     /// The request on it asked for an upgrade, so a 101 is its answer rather than an error. A connection
     /// that switched protocols belongs to its tunnel ([`crate::tunnel`]) and never goes back to the pool.
     pub upgrade: bool,
@@ -129,6 +131,7 @@ impl Conn {
             buf: BytesMut::new(),
             key,
             reused: false,
+            served: 0,
             upgrade: false,
         })
     }

@@ -8,25 +8,67 @@
 //! away, or its GOAWAY) is replaced by a new one on the next request; calls that start together share
 //! the one being made. hyper queues streams past the
 //! upstream's `SETTINGS_MAX_CONCURRENT_STREAMS` on the same connection.
+//!
+//! Kong's keep-alive settings ([`crate::pool::Keepalive`]) hold here as nginx holds them for `grpc_pass`:
+//! a connection that has opened `upstream_keepalive_max_requests` streams takes no more (the next call
+//! opens a new one; the old one closes once its streams end), and one with no stream open for
+//! `upstream_keepalive_idle_timeout` is closed. A call holds a [`Lease`] on its connection until its
+//! response ends, which is what "open" means here.
 
 use crate::body::ProxyBody;
 use crate::conn::{server_name, PoolKey, TlsTarget};
 use crate::error::UpstreamError;
+use crate::pool;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustc_hash::FxHashMap;
 use sluice_tls::rustls::ClientConfig;
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
+use tokio::time::Instant;
 
 /// The handle a request sends its stream on (cheap to clone: the connection is shared).
 pub type Sender = SendRequest<ProxyBody>;
 
 /// A target's connection, made once however many calls ask for it at the same time.
-type Slot = Arc<OnceCell<Sender>>;
+type Slot = Arc<OnceCell<(Sender, Arc<Activity>)>>;
+
+/// What a pooled connection's calls did, for its keep-alive limits: calls open now, calls ever started,
+/// and when the last one ended.
+#[derive(Default)]
+struct Activity {
+    open: AtomicU32,
+    started: AtomicU32,
+    /// Milliseconds since [`epoch`] when the last call ended (or the connection was made).
+    idle_since_ms: AtomicU64,
+}
+
+/// A call's hold on its connection: while one is alive the connection is not idle. Dropped when the
+/// call's response has ended (or failed).
+pub struct Lease(Arc<Activity>);
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.idle_since_ms.store(now_ms(), Ordering::Relaxed);
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The clock the idle times are kept in (tokio's, so paused-time tests see it move).
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_ms() -> u64 {
+    Instant::now()
+        .saturating_duration_since(epoch())
+        .as_millis() as u64
+}
 
 thread_local! {
     static CONNS: RefCell<FxHashMap<PoolKey, Slot>> = RefCell::new(FxHashMap::default());
@@ -37,27 +79,42 @@ thread_local! {
 /// An open HTTP/2 connection to `key`'s target: this worker's, or a new one within `connect_timeout`
 /// (TCP, TLS and the HTTP/2 preface together; 504 past it, 502 when refused or the handshake fails).
 /// Calls that arrive while it is being made wait for it instead of opening their own; when making it
-/// fails, the next waiting call tries again.
+/// fails, the next waiting call tries again. The [`Lease`] is to be held until the call's response ends.
 pub async fn sender(
     key: PoolKey,
     tls: Option<TlsTarget<'_>>,
     connect_timeout: Duration,
-) -> Result<Sender, UpstreamError> {
+) -> Result<(Sender, Lease), UpstreamError> {
+    let limits = pool::limits();
     let slot = CONNS.with(|c| {
         let mut c = c.borrow_mut();
         let slot = c.entry(key).or_default();
-        if slot.get().is_some_and(|s| s.is_closed()) {
+        let spent = |(s, a): &(Sender, Arc<Activity>)| {
+            s.is_closed() || !limits.allows_another(a.started.load(Ordering::Relaxed))
+        };
+        if slot.get().is_some_and(spent) {
             *slot = Slot::default();
         }
         slot.clone()
     });
     let made = slot.get_or_try_init(|| async {
-        match tokio::time::timeout(connect_timeout, Box::pin(connect(key, tls))).await {
+        let connecting = async {
+            let activity = Arc::new(Activity::default());
+            activity.idle_since_ms.store(now_ms(), Ordering::Relaxed);
+            let watch = (activity.clone(), limits.idle_bound());
+            let sender = connect_watched(key, tls, Some(watch)).await?;
+            Ok((sender, activity))
+        };
+        match tokio::time::timeout(connect_timeout, Box::pin(connecting)).await {
             Err(_) => Err(UpstreamError::Timeout),
             Ok(result) => result,
         }
     });
-    made.await.cloned()
+    let (sender, activity) = made.await?;
+    // Taken before this task yields again, so the idle watch never closes a connection a call holds.
+    activity.open.fetch_add(1, Ordering::Relaxed);
+    activity.started.fetch_add(1, Ordering::Relaxed);
+    Ok((sender.clone(), Lease(activity.clone())))
 }
 
 /// A new HTTP/2 connection to `key`'s target, in no map: TCP, TLS with ALPN `h2` when `tls` is given,
@@ -65,6 +122,15 @@ pub async fn sender(
 /// it closes, which it does once every [`Sender`] of it is dropped and its streams are done. [`sender`]
 /// makes the workers' shared connections with it; an active health probe (`type: grpc`), one per probe.
 pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender, UpstreamError> {
+    connect_watched(key, tls, None).await
+}
+
+/// [`connect`], with the connection closed once idle for the given time when `watch` is given.
+async fn connect_watched(
+    key: PoolKey,
+    tls: Option<TlsTarget<'_>>,
+    watch: Option<(Arc<Activity>, Duration)>,
+) -> Result<Sender, UpstreamError> {
     let addr = key.addr;
     let refused = |e: &dyn std::fmt::Display| {
         tracing::debug!(%addr, error = %e, "upstream h2 connect failed");
@@ -82,7 +148,7 @@ pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender,
             .handshake(TokioIo::new(tcp))
             .await
             .map_err(|e| refused(&e))?;
-        tokio::spawn(drive(conn));
+        tokio::spawn(drive(conn, watch));
         return Ok(sender);
     };
     let config = alpn_h2(t.tls.key, &t.tls.config);
@@ -95,14 +161,47 @@ pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender,
         .handshake(TokioIo::new(stream))
         .await
         .map_err(|e| refused(&e))?;
-    tokio::spawn(drive(conn));
+    tokio::spawn(drive(conn, watch));
     Ok(sender)
 }
 
-/// Runs a connection until it closes (its streams are served while this future is polled).
-async fn drive<F: std::future::Future<Output = hyper::Result<()>>>(conn: F) {
-    if let Err(e) = conn.await {
-        tracing::debug!(error = %e, "upstream h2 connection closed");
+/// Runs a connection until it closes (its streams are served while this future is polled), or, with
+/// `watch`, until no call has held it for the idle time: then the connection is dropped, which closes
+/// its socket, and its [`Sender`]s report closed, so the next call makes a new one.
+async fn drive<F: std::future::Future<Output = hyper::Result<()>>>(
+    conn: F,
+    watch: Option<(Arc<Activity>, Duration)>,
+) {
+    let idle = async {
+        let Some((activity, limit)) = watch else {
+            return std::future::pending().await;
+        };
+        let limit_ms = limit.as_millis().min(u64::MAX as u128) as u64;
+        loop {
+            let due = match activity.open.load(Ordering::Relaxed) {
+                0 => activity
+                    .idle_since_ms
+                    .load(Ordering::Relaxed)
+                    .saturating_add(limit_ms),
+                _ => now_ms().saturating_add(limit_ms),
+            };
+            if due <= now_ms() && activity.open.load(Ordering::Relaxed) == 0 {
+                return;
+            }
+            let at = epoch().checked_add(Duration::from_millis(due));
+            match at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => return std::future::pending().await,
+            }
+        }
+    };
+    tokio::select! {
+        result = conn => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "upstream h2 connection closed");
+            }
+        }
+        () = idle => tracing::debug!("idle upstream h2 connection closed"),
     }
 }
 
@@ -119,3 +218,6 @@ fn alpn_h2(key: u64, base: &Arc<ClientConfig>) -> Arc<ClientConfig> {
             .clone()
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -18,28 +18,66 @@ struct Idle {
     since: Instant,
 }
 
+/// How upstream connections are kept between requests: Kong's `upstream_keepalive_*` settings, for the
+/// HTTP/1.1 pool here and the HTTP/2 connections of [`crate::h2`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle HTTP/1.1 connections kept per target (address, TLS name) and worker
+    /// (`upstream_keepalive_pool_size`, 512; 0 keeps none).
+    pub pool_size: usize,
+    /// Requests one connection carries before it is closed (`upstream_keepalive_max_requests`, 10000;
+    /// 0: no limit). For HTTP/2, the streams one connection opens.
+    pub max_requests: u32,
+    /// How long an unused connection is kept open (`upstream_keepalive_idle_timeout`, 60 s; 0: no limit).
+    pub idle_timeout: Duration,
+}
+
+impl Default for Keepalive {
+    fn default() -> Keepalive {
+        Keepalive {
+            pool_size: 512,
+            max_requests: 10_000,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Keepalive {
+    /// The idle timeout as a bound (none: a duration no connection reaches).
+    pub fn idle_bound(&self) -> Duration {
+        match self.idle_timeout.is_zero() {
+            true => Duration::MAX,
+            false => self.idle_timeout,
+        }
+    }
+
+    /// Whether a connection that has carried `served` requests may carry another.
+    pub fn allows_another(&self, served: u32) -> bool {
+        self.max_requests == 0 || served < self.max_requests
+    }
+}
+
 struct Pool {
     /// Keyed with a fast non-DoS-resistant hash: the keys are the config's own target addresses.
     idle: FxHashMap<PoolKey, VecDeque<Idle>>,
-    max_idle: usize,
-    idle_timeout: Duration,
+    limits: Keepalive,
 }
 
 thread_local! {
     static POOL: RefCell<Pool> = RefCell::new(Pool {
         idle: FxHashMap::default(),
-        max_idle: 256,
-        idle_timeout: Duration::from_secs(60),
+        limits: Keepalive::default(),
     });
 }
 
-/// Sets this worker's pool limits (called once when the worker starts).
-pub fn configure(max_idle: usize, idle_timeout: Duration) {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        p.max_idle = max_idle;
-        p.idle_timeout = idle_timeout;
-    });
+/// Sets this worker's keep-alive limits (called once when the worker starts).
+pub fn configure(limits: Keepalive) {
+    POOL.with(|p| p.borrow_mut().limits = limits);
+}
+
+/// This worker's keep-alive limits.
+pub fn limits() -> Keepalive {
+    POOL.with(|p| p.borrow().limits)
 }
 
 /// An idle pooled connection for `key`, or a new one (502 when refused or the TLS handshake fails, 504 on
@@ -72,7 +110,7 @@ pub async fn checkout(
 fn take_idle(key: PoolKey, now: Instant) -> Option<Conn> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        let timeout = p.idle_timeout;
+        let timeout = p.limits.idle_bound();
         let queue = p.idle.get_mut(&key)?;
         while let Some(mut idle) = queue.pop_back() {
             if now.saturating_duration_since(idle.since) < timeout && idle.conn.is_idle_clean() {
@@ -84,12 +122,17 @@ fn take_idle(key: PoolKey, now: Instant) -> Option<Conn> {
     })
 }
 
-/// Returns a connection whose exchange finished cleanly. The oldest idle connections of that address
-/// are dropped when past the idle timeout or over the cap.
-pub fn checkin(conn: Conn) {
+/// Returns a connection whose exchange finished cleanly, unless it has carried its
+/// `upstream_keepalive_max_requests`. The oldest idle connections of that address are dropped when past
+/// the idle timeout or over the cap.
+pub fn checkin(mut conn: Conn) {
+    conn.served += 1;
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        let (max, timeout) = (p.max_idle, p.idle_timeout);
+        let (max, timeout) = (p.limits.pool_size, p.limits.idle_bound());
+        if !p.limits.allows_another(conn.served) {
+            return;
+        }
         let queue = p.idle.entry(conn.key).or_default();
         let now = Instant::now();
         while queue

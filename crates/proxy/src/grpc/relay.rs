@@ -40,6 +40,7 @@ impl Call<'_> {
             tries,
             read_timeout,
             inflight,
+            lease,
         } = sent;
         let (snap, started, chain) = (&*scope.snap, scope.started, self.chain);
         phases::filter_head(&mut self.ctx, chain, &mut head);
@@ -67,7 +68,7 @@ impl Call<'_> {
             .flatten();
         let body = Gapped::new(body, read_timeout, carried);
         let bytes = phases::pump(body, tx, chain, &mut self.ctx, filtering).await;
-        drop(inflight);
+        drop((inflight, lease));
         if chain.has_log() {
             let uri = self.ctx.request.uri.path_and_query().cloned();
             let upstream = Upstream {

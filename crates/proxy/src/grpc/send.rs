@@ -33,6 +33,8 @@ pub struct Sent {
     pub read_timeout: Duration,
     /// Counts the call against its target until it ends (balancers that read load).
     pub inflight: Option<InFlight>,
+    /// Keeps the upstream connection from being closed as idle until the call ends.
+    pub lease: h2::Lease,
 }
 
 /// Sends the call with Kong's retries on connect failures.
@@ -61,7 +63,7 @@ pub async fn send(
     let started = Instant::now();
     let (mut tried, mut failed) = (Vec::new(), Vec::new());
     let mut tries = 0;
-    let (pick, addr, try_started, sender, host) = loop {
+    let (pick, addr, try_started, (sender, lease), host) = loop {
         let try_started = Instant::now();
         let pick = svc
             .balancer
@@ -160,6 +162,7 @@ pub async fn send(
         tries: Tries { failed, answered },
         read_timeout: svc.read_timeout,
         inflight,
+        lease,
     })
 }
 

@@ -90,3 +90,27 @@ fn dns_settings_are_read_checked_and_shown() {
     assert!(bad.to_string().starts_with("dns_order:"), "{bad}");
     assert!(parse_conf("dns_error_ttl = 2").is_ok());
 }
+
+#[test]
+fn upstream_keepalive_settings_are_read_checked_and_shown() {
+    let s = Settings::from_values(&BTreeMap::new()).unwrap();
+    assert_eq!(s.upstream_keepalive, sluice_proxy::Keepalive::default());
+    assert_eq!(s.upstream_keepalive.pool_size, 512);
+    assert_eq!(s.upstream_keepalive.max_requests, 10_000);
+    assert_eq!(s.upstream_keepalive.idle_timeout, Duration::from_secs(60));
+    let s = Settings::from_values(&values(&[
+        ("upstream_keepalive_pool_size", "0"),
+        ("upstream_keepalive_max_requests", "100"),
+        ("upstream_keepalive_idle_timeout", "0"),
+    ]))
+    .unwrap();
+    assert_eq!(s.upstream_keepalive.pool_size, 0);
+    assert_eq!(s.upstream_keepalive.max_requests, 100);
+    assert_eq!(s.upstream_keepalive.idle_bound(), Duration::MAX);
+    assert_eq!(s.to_json()["upstream_keepalive_max_requests"], 100);
+    let bad = Settings::from_values(&values(&[("upstream_keepalive_pool_size", "-1")]));
+    assert!(bad
+        .unwrap_err()
+        .to_string()
+        .contains("upstream_keepalive_pool_size"));
+}

@@ -1,5 +1,5 @@
 //! Tests of the connection pool against a real HTTP/1.1 server: reuse once a body was read, refused
-//! connects, the idle cap.
+//! connects, the idle cap, the requests per connection, and an idle timeout of 0 meaning no limit.
 
 use super::*;
 use crate::pooled::PooledBody;
@@ -85,7 +85,10 @@ async fn refused_connections_are_bad_gateway() {
 #[tokio::test]
 async fn the_idle_cap_holds() {
     let (addr, _) = counting_server().await;
-    configure(1, Duration::from_secs(60));
+    configure(Keepalive {
+        pool_size: 1,
+        ..Keepalive::default()
+    });
     let a = checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
         .await
         .unwrap();
@@ -95,7 +98,37 @@ async fn the_idle_cap_holds() {
     checkin(a);
     checkin(b);
     assert_eq!(idle_count(plain(addr)), 1);
-    configure(256, Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn a_connection_closes_after_max_requests() {
+    let (addr, accepted) = counting_server().await;
+    configure(Keepalive {
+        max_requests: 3,
+        ..Keepalive::default()
+    });
+    for _ in 0..7 {
+        exchange(addr, "/").await;
+    }
+    // Three exchanges a connection: 3 + 3 + 1.
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn no_limits_when_zero() {
+    let (addr, accepted) = counting_server().await;
+    configure(Keepalive {
+        max_requests: 0,
+        idle_timeout: Duration::ZERO,
+        ..Keepalive::default()
+    });
+    for _ in 0..5 {
+        exchange(addr, "/").await;
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    // A zero timeout keeps an idle connection whatever its age.
+    let later = Instant::now() + Duration::from_secs(3600);
+    assert!(take_idle(plain(addr), later).is_some());
 }
 
 fn plain(addr: std::net::SocketAddr) -> PoolKey {

@@ -17,6 +17,7 @@ async fn upstream_pair(behind_head: &[u8]) -> (Conn, TcpStream) {
         buf: BytesMut::from(behind_head),
         key: PoolKey { addr, tls: 0 },
         reused: false,
+        served: 0,
         upgrade: true,
     };
     (conn, theirs.unwrap().0)

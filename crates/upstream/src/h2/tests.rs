@@ -1,0 +1,110 @@
+//! Tests of the workers' HTTP/2 connections against a real h2c server: Kong's keep-alive limits
+//! (`upstream_keepalive_idle_timeout`, `upstream_keepalive_max_requests`) close and replace them, and a
+//! call in progress keeps its connection however long it lasts.
+
+use super::*;
+use crate::pool::{configure, Keepalive};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+
+/// Connections an h2c server accepted and saw closed.
+#[derive(Default)]
+struct Seen {
+    accepted: AtomicUsize,
+    closed: AtomicUsize,
+}
+
+/// An h2c server on 127.0.0.1:0 answering `ok`, after `/slow`'s 300 ms.
+async fn server() -> (SocketAddr, Arc<Seen>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Seen::default());
+    let counts = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counts.accepted.fetch_add(1, Ordering::SeqCst);
+            let counts = counts.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    |req: http::Request<hyper::body::Incoming>| async move {
+                        if req.uri().path() == "/slow" {
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                        }
+                        Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
+                            Bytes::from("ok"),
+                        )))
+                    },
+                );
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+                counts.closed.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// One call on this worker's connection to `addr`, its response read whole; the lease ends with it.
+async fn call(addr: SocketAddr, path: &str) {
+    let key = PoolKey { addr, tls: 0 };
+    let (mut sender, lease) = sender(key, None, Duration::from_secs(5)).await.unwrap();
+    let req = http::Request::builder()
+        .uri(format!("http://{addr}{path}"))
+        .body(crate::body::full(Bytes::new()))
+        .unwrap();
+    sender.ready().await.unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    assert_eq!(resp.into_body().collect().await.unwrap().to_bytes(), "ok");
+    drop(lease);
+}
+
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_and_the_next_call_opens_another() {
+    let (addr, seen) = server().await;
+    configure(Keepalive {
+        idle_timeout: Duration::from_millis(200),
+        ..Keepalive::default()
+    });
+    call(addr, "/").await;
+    call(addr, "/").await;
+    assert_eq!(seen.accepted.load(Ordering::SeqCst), 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(seen.closed.load(Ordering::SeqCst), 1, "closed when idle");
+    call(addr, "/").await;
+    assert_eq!(seen.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_call_longer_than_the_idle_timeout_keeps_its_connection() {
+    let (addr, seen) = server().await;
+    configure(Keepalive {
+        idle_timeout: Duration::from_millis(100),
+        ..Keepalive::default()
+    });
+    call(addr, "/slow").await;
+    settle().await;
+    assert_eq!(seen.closed.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_connection_takes_max_requests_streams() {
+    let (addr, seen) = server().await;
+    configure(Keepalive {
+        max_requests: 2,
+        ..Keepalive::default()
+    });
+    for _ in 0..5 {
+        call(addr, "/").await;
+    }
+    settle().await;
+    // Two streams a connection: 2 + 2 + 1; the spent ones close once nothing holds them.
+    assert_eq!(seen.accepted.load(Ordering::SeqCst), 3);
+    assert_eq!(seen.closed.load(Ordering::SeqCst), 2);
+}
