@@ -32,6 +32,9 @@ pub fn start(args: StartArgs) -> Result<()> {
     }
     let settings = Settings::load(args.conf.as_deref(), &overrides)?;
     logging::init(&settings.log_level, args.log_format);
+    for warning in &settings.ignored {
+        tracing::warn!("{warning}");
+    }
     std::fs::create_dir_all(&settings.prefix)
         .with_context(|| format!("cannot create prefix {}", settings.prefix.display()))?;
 

@@ -49,6 +49,8 @@ pub struct Settings {
     /// `upstream_keepalive_max_requests` (10000) and `upstream_keepalive_idle_timeout` (60 s); 0 turns
     /// each limit off (the pool size: keeps no connection).
     pub upstream_keepalive: sluice_proxy::Keepalive,
+    /// Warnings for the conf file's Kong settings this build does not read (logged at start).
+    pub ignored: Vec<String>,
 }
 
 /// Known setting names (for rejecting typos in conf files and env).
@@ -107,10 +109,17 @@ impl Settings {
     /// Reads the conf file (if any) and the environment, and applies `overrides` (from flags) last.
     pub fn load(conf: Option<&Path>, overrides: &[(&str, String)]) -> Result<Settings> {
         let mut values = BTreeMap::new();
+        let mut ignored = Vec::new();
         if let Some(path) = conf {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            values.extend(parse_conf(&text).with_context(|| format!("in {}", path.display()))?);
+            let (read, skipped) =
+                parse_conf(&text).with_context(|| format!("in {}", path.display()))?;
+            values.extend(read);
+            ignored = skipped
+                .into_iter()
+                .map(|w| format!("{}: {w}", path.display()))
+                .collect();
         }
         for (key, value) in std::env::vars() {
             if let Some(name) = key.strip_prefix("SLUICE_") {
@@ -123,7 +132,9 @@ impl Settings {
         for (k, v) in overrides {
             values.insert((*k).to_string(), v.clone());
         }
-        Settings::from_values(&values)
+        let mut settings = Settings::from_values(&values)?;
+        settings.ignored = ignored;
+        Ok(settings)
     }
 
     fn from_values(values: &BTreeMap<String, String>) -> Result<Settings> {
@@ -206,6 +217,7 @@ impl Settings {
             cluster,
             client,
             upstream_keepalive,
+            ignored: Vec::new(),
         })
     }
 
@@ -283,9 +295,12 @@ pub fn split_list(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Parses Kong's conf format: `name = value` lines, `#` comments (a `\#` is a literal `#`).
-fn parse_conf(text: &str) -> Result<BTreeMap<String, String>> {
+/// Parses Kong's conf format: `name = value` lines, `#` comments (a `\#` is a literal `#`). A Kong
+/// setting this build does not read is left out, and named in the warnings [`Settings::ignored`]
+/// carries; a name neither Kong nor Sluice knows is refused.
+fn parse_conf(text: &str) -> Result<(BTreeMap<String, String>, Vec<String>)> {
     let mut out = BTreeMap::new();
+    let mut ignored = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = strip_comment(raw);
         let line = line.trim();
@@ -297,11 +312,21 @@ fn parse_conf(text: &str) -> Result<BTreeMap<String, String>> {
         };
         let k = k.trim().to_ascii_lowercase();
         if !known(&k) {
-            bail!("line {}: unknown setting '{k}'", n + 1);
+            if kong_names::is_kongs(&k) {
+                ignored.push(format!(
+                    "line {}: '{k}' is a Kong setting Sluice does not read; ignored",
+                    n + 1
+                ));
+                continue;
+            }
+            bail!(
+                "line {}: unknown setting '{k}' (neither Kong's nor Sluice's)",
+                n + 1
+            );
         }
         out.insert(k, v.trim().to_string());
     }
-    Ok(out)
+    Ok((out, ignored))
 }
 
 fn strip_comment(line: &str) -> String {
@@ -338,6 +363,7 @@ fn parse_size(s: &str) -> Result<u64> {
 }
 
 pub mod client;
+mod kong_names;
 mod pg;
 #[cfg(test)]
 mod tests;

@@ -27,14 +27,21 @@ fn defaults_match_kong() {
 fn conf_file_syntax_comments_and_errors() {
     let conf =
         "# comment\nproxy_listen = 127.0.0.1:9000 # trailing\nlog_level=debug\nheaders = a\\#b\n";
-    let v = parse_conf(conf).unwrap();
+    let (v, ignored) = parse_conf(conf).unwrap();
+    assert!(ignored.is_empty());
     assert_eq!(v["proxy_listen"], "127.0.0.1:9000");
     assert_eq!(v["log_level"], "debug");
     assert_eq!(v["headers"], "a#b");
     assert!(parse_conf("nonsense_key = 1")
         .unwrap_err()
         .to_string()
-        .contains("unknown setting"));
+        .contains("unknown setting 'nonsense_key'"));
+    // A Kong setting Sluice does not read is left out with a warning, as are Kong's nginx injections.
+    let (v, ignored) =
+        parse_conf("anonymous_reports = off\nnginx_http_gzip = on\nlog_level = info\n").unwrap();
+    assert_eq!(v.len(), 1);
+    assert_eq!(ignored.len(), 2);
+    assert!(ignored[0].contains("line 1: 'anonymous_reports' is a Kong setting"));
     assert!(parse_conf("just words")
         .unwrap_err()
         .to_string()
