@@ -4,7 +4,8 @@
 //! `response`) with the bytes that moved, and a count and a duration in `/metrics` under Kong's stream
 //! names; a route whose log plugins do not list its protocol logs nothing; a refused client's session
 //! is logged with nginx's stream status 403; a `tls` session's record names the TLS the gateway
-//! terminated.
+//! terminated; datadog counts a session (statsd, whose Kong handler fails on stream records, does not
+//! run).
 
 use serde_json::{json, Value};
 use sluice_testkit::{
@@ -277,4 +278,56 @@ async fn a_terminated_tls_session_names_its_tls() {
     );
     assert_eq!(r["session"]["received"], 6, "decrypted bytes: {r}");
     assert_eq!(r["route"]["name"], "terminated");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datadog_counts_a_session_and_statsd_does_not_run() {
+    let echo = TcpLineEcho::start("tcp");
+    let port = free_tcp_port();
+    let (datadog, statsd) = (
+        UdpSocket::bind("127.0.0.1:0").await.unwrap(),
+        UdpSocket::bind("127.0.0.1:0").await.unwrap(),
+    );
+    let config = json!({
+        "_format_version": "3.0",
+        "services": [{"name": "tcp.svc", "protocol": "tcp", "host": "127.0.0.1", "port": echo.port(),
+            "routes": [{"name": "measured", "protocols": ["tcp"], "destinations": [{"port": port}],
+                "plugins": [
+                    {"name": "datadog", "protocols": ["tcp"], "config": {"host": "127.0.0.1",
+                        "port": datadog.local_addr().unwrap().port(),
+                        "queue": {"max_coalescing_delay": 0.01}}},
+                    {"name": "statsd", "protocols": ["tcp"], "config": {"host": "127.0.0.1",
+                        "port": statsd.local_addr().unwrap().port(),
+                        "queue": {"max_coalescing_delay": 0.01}}},
+                ]}]}],
+    });
+    let gw = Gateway::builder(BIN)
+        .env("SLUICE_STREAM_LISTEN", &format!("127.0.0.1:{port}"))
+        .config_yaml(&config.to_string())
+        .start();
+    assert_eq!(tcp_session(port, "hi").await, "tcp hi\n");
+    let mut lines = Vec::new();
+    let mut buf = [0u8; 2048];
+    while lines.len() < 2 {
+        let n = tokio::time::timeout(WAIT, datadog.recv(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("datadog lines: {lines:?}\n{}", gw.log()))
+            .unwrap();
+        lines.extend(String::from_utf8_lossy(&buf[..n]).lines().map(String::from));
+    }
+    let shape = |l: &str| {
+        let (name, rest) = l.split_once(':').unwrap();
+        let (_, tail) = rest.split_once('|').unwrap();
+        format!("{name}:N|{tail}")
+    };
+    let tags = "|#name:tcp_svc,status:-,app:kong";
+    assert_eq!(
+        lines.iter().map(|l| shape(l)).collect::<Vec<_>>(),
+        [
+            format!("kong.request.count:N|c{tags}"),
+            format!("kong.kong_latency:N|ms{tags}"),
+        ]
+    );
+    let silent = tokio::time::timeout(Duration::from_millis(500), statsd.recv(&mut buf)).await;
+    assert!(silent.is_err(), "statsd sent on a stream");
 }

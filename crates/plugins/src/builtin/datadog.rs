@@ -9,6 +9,9 @@
 //! Config as Kong 3.x: `host`, `port`, `prefix`, `service_name_tag`, `status_tag`, `consumer_tag`,
 //! `metrics` (name, stat_type incl. `distribution`, tags, sample_rate in [0, 1], consumer_identifier),
 //! `queue` and the deprecated `queue_size` / `flush_timeout` / `retry_count`.
+//!
+//! On L4 streams (Kong's stream subsystem) a session gives `request.count` and `kong_latency`, tagged
+//! `status:-`, the only metrics of Kong's that a stream record carries.
 
 #[cfg(test)]
 mod tests;
@@ -175,8 +178,17 @@ impl Format for DatadogFormat {
             svc.name.unwrap_or(svc.host).replace('.', "_")
         });
         let mut status = itoa::Buffer::new();
-        let status = status.format(s.status);
+        // A stream record has no `response`: Kong tags its status `-`.
+        let status = match s.stream {
+            true => "-",
+            false => status.format(s.status),
+        };
         for m in &self.metrics {
+            // Nor a request latency, sizes or upstream latency: Kong writes those as `nil`, which no
+            // agent reads; Sluice leaves them out.
+            if s.stream && !matches!(m.name, "request_count" | "kong_latency") {
+                continue;
+            }
             let (stat_name, value) = stat(m.name, s);
             let mut buf = uuid::Uuid::encode_buffer();
             let consumer = m
@@ -240,7 +252,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     let transport = Transport::Udp { packet_size: 0.0 };
     MetricLogger::build(
         ctx,
-        "datadog",
+        ("datadog", true),
         format!("datadog {}", entity.config),
         config.legacy.apply("datadog", &config.queue),
         || {

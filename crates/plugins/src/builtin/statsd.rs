@@ -238,9 +238,11 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             packet_size: config.udp_packet_size,
         },
     };
+    // Not on streams: Kong's statsd reads `request.size` of every record, which a stream record lacks,
+    // so in Kong it fails on every session.
     MetricLogger::build(
         ctx,
-        "statsd",
+        ("statsd", false),
         format!("statsd {}", entity.config),
         config.legacy.apply("statsd", &config.queue),
         || {

@@ -18,6 +18,7 @@ use crate::logging::queue::{Queue, QueueConfig};
 use crate::logging::runtime;
 use crate::plugin::{Plugin, Registered};
 use crate::registry::BuildCtx;
+use crate::stream::SessionRecord;
 use std::sync::Arc;
 
 /// The lines one plugin writes for a request. Runs on the `sluice-log` thread.
@@ -219,10 +220,11 @@ pub struct MetricLogger {
 
 impl MetricLogger {
     /// The instance of plugin `name` sending to `sink`: queues with the same `key` are shared (an unchanged
-    /// reload keeps its queue and connection).
+    /// reload keeps its queue and connection). With `streams`, it also measures L4 sessions (Kong's
+    /// stream subsystem runs its `log` there; the [`Format`] sees [`Sample::stream`]).
     pub fn build<F: Format>(
         ctx: &BuildCtx<'_>,
-        name: &'static str,
+        (name, streams): (&'static str, bool),
         key: String,
         queue: QueueConfig,
         sink: impl FnOnce() -> MetricSink<F>,
@@ -234,17 +236,29 @@ impl MetricLogger {
             Ok(Queue::start(name, target, queue, sink, runtime::handle()?))
         })?;
         let logger = MetricLogger { queue, filter };
-        Ok(Registered::new(name, logger).log(MetricLogger::log).build())
+        let registered = Registered::new(name, logger).log(MetricLogger::log);
+        Ok(match streams {
+            true => registered.stream_log(MetricLogger::stream_log).build(),
+            false => registered.build(),
+        })
+    }
+
+    fn stream_log(&self, session: &SessionRecord<'_>) {
+        self.push(|| Sample::of_session(session));
     }
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
-        if !self.filter.allows(record.status) {
-            return;
+        if self.filter.allows(record.status) {
+            self.push(|| Sample::of(ctx, record));
         }
+    }
+
+    /// Queues a sample, unless the queue is full (then it is counted as refused, unpacked).
+    fn push<'a>(&self, sample: impl FnOnce() -> Sample<'a>) {
         if self.queue.is_full() {
             self.queue.refuse();
             return;
         }
-        self.queue.push(Sample::of(ctx, record).pack());
+        self.queue.push(sample().pack());
     }
 }

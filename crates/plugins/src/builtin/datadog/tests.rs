@@ -97,6 +97,7 @@ fn tag_names_extra_tags_rates_and_consumer_ids() {
     );
     // Not proxied, no service (a serviceless route), a consumer without username.
     let s = Sample {
+        stream: false,
         upstream_latency: -1,
         service: None,
         consumer: Some(ConsumerRef {
@@ -109,5 +110,25 @@ fn tag_names_extra_tags_rates_and_consumer_ids() {
     assert_eq!(
         lines(one, &s),
         ["kong.upstream_latency:-1|ms|#name:,status:200"]
+    );
+}
+
+#[test]
+fn a_stream_session_gives_the_count_and_kong_latency_tagged_status_dash() {
+    let session = Sample {
+        stream: true,
+        consumer: None,
+        ..sample()
+    };
+    // Packing keeps the mark, as the log thread reads it back.
+    let packed = session.pack();
+    let session = Sample::unpack(&packed).unwrap();
+    assert!(session.stream);
+    assert_eq!(
+        lines(json!({}), &session),
+        [
+            "kong.request.count:1|c|#name:billing_v1,status:-,app:kong",
+            "kong.kong_latency:1|ms|#name:billing_v1,status:-,app:kong",
+        ]
     );
 }

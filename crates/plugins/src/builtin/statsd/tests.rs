@@ -117,6 +117,7 @@ fn default_metrics_make_kongs_lines() {
 #[test]
 fn without_service_or_consumer_metrics_go_to_global_unmatched() {
     let s = Sample {
+        stream: false,
         status: 404,
         upstream_latency: -1,
         service: None,
@@ -164,6 +165,7 @@ fn identifiers_rates_and_prefixes() {
         "edge.service.billing_internal.request.count:1|c|@0.25"
     );
     let unnamed = Sample {
+        stream: false,
         service: Some(crate::builtin::statsd_lines::ServiceRef {
             name: None,
             ..s.service.unwrap()
@@ -221,6 +223,7 @@ fn tag_styles_tag_the_six_plain_metrics() {
     );
     // No service identifier: Kong sends the line without tags.
     let unnamed = Sample {
+        stream: false,
         service: None,
         route: None,
         consumer: None,
@@ -232,6 +235,7 @@ fn tag_styles_tag_the_six_plain_metrics() {
     assert_eq!(bare.len(), 5, "no upstream_latency when not proxied");
     // A route without a name is tagged with its id; no consumer tag without a consumer.
     let anonymous = Sample {
+        stream: false,
         route: Some(crate::builtin::statsd_lines::sample::RouteRef {
             id: uuid::Uuid::from_u128(5),
             name: None,

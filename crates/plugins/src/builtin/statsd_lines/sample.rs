@@ -4,12 +4,16 @@
 
 use crate::ctx::{LogRecord, RequestCtx};
 use crate::logging::serialize::{request_size, response_size};
+use crate::stream::SessionRecord;
 use bytes::Bytes;
 use uuid::Uuid;
 
-/// One request as the metric lines see it (Kong's `message`).
+/// One request as the metric lines see it (Kong's `message`), or one L4 session's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample<'a> {
+    /// An L4 session's ([`Sample::of_session`]): Kong's stream record has no `request`, `response` or
+    /// request latency, only `latencies.kong`, the route and the service.
+    pub stream: bool,
     /// The status sent to the client.
     pub status: u16,
     /// `request.size` and `response.size` of Kong's log record.
@@ -51,6 +55,7 @@ impl<'a> Sample<'a> {
     /// The sample of a finished request (in the log phase, on the worker).
     pub fn of(ctx: &RequestCtx<'a>, record: &LogRecord) -> Sample<'a> {
         Sample {
+            stream: false,
             status: record.status,
             request_size: request_size(ctx, record),
             response_size: response_size(record),
@@ -74,6 +79,30 @@ impl<'a> Sample<'a> {
         }
     }
 
+    /// The sample of a finished L4 session (its `stream_log`, on the worker): the sizes and the request
+    /// latency are zero and the upstream latency -1, for no line reads them.
+    pub fn of_session(session: &SessionRecord<'a>) -> Sample<'a> {
+        Sample {
+            stream: true,
+            status: session.status,
+            request_size: 0,
+            response_size: 0,
+            latency: 0,
+            upstream_latency: -1,
+            kong_latency: session.kong_latency_ms,
+            service: session.service.map(|s| ServiceRef {
+                id: s.id,
+                name: s.name.as_deref(),
+                host: &s.host,
+            }),
+            route: session.route.map(|r| RouteRef {
+                id: r.id,
+                name: r.name.as_deref(),
+            }),
+            consumer: None,
+        }
+    }
+
     /// The packed form: fixed-width numbers, then each present entity's id and strings.
     pub fn pack(&self) -> Bytes {
         let mut out = Vec::with_capacity(128);
@@ -87,7 +116,8 @@ impl<'a> Sample<'a> {
         out.push(
             present(self.service.is_some(), 1)
                 | present(self.route.is_some(), 2)
-                | present(self.consumer.is_some(), 4),
+                | present(self.consumer.is_some(), 4)
+                | present(self.stream, 8),
         );
         if let Some(s) = &self.service {
             out.extend_from_slice(s.id.as_bytes());
@@ -141,6 +171,7 @@ impl<'a> Sample<'a> {
             None
         };
         Some(Sample {
+            stream: present & 8 != 0,
             status,
             request_size,
             response_size,

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 pub(crate) fn sample() -> Sample<'static> {
     Sample {
+        stream: false,
         status: 200,
         request_size: 120,
         response_size: 310,
@@ -36,6 +37,7 @@ fn a_sample_survives_packing() {
     let full = sample();
     assert_eq!(Sample::unpack(&full.pack()), Some(full.clone()));
     let bare = Sample {
+        stream: false,
         upstream_latency: -1,
         service: None,
         route: Some(RouteRef {
