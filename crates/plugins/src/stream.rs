@@ -12,7 +12,7 @@ use crate::ctx::TryRecord;
 use crate::plugin::Plugin;
 use sluice_model::{Route, Service};
 use sluice_router::stream::StreamProtocols;
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -25,7 +25,8 @@ pub struct SessionRecord<'s> {
     /// The matched route and its service (None before routing or without one).
     pub route: Option<&'s Route>,
     pub service: Option<&'s Service>,
-    pub client_ip: IpAddr,
+    /// The client's address and port.
+    pub client: SocketAddr,
     /// The port of the listener the session came in on (nginx's `$server_port`).
     pub server_port: u16,
     /// The TLS the gateway terminated (None for plain tcp, passthrough and udp).

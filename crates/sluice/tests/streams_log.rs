@@ -5,7 +5,7 @@
 //! names; a route whose log plugins do not list its protocol logs nothing; a refused client's session
 //! is logged with nginx's stream status 403; a `tls` session's record names the TLS the gateway
 //! terminated; datadog counts a session (statsd, whose Kong handler fails on stream records, does not
-//! run).
+//! run); zipkin reports a session as Kong's `stream` spans.
 
 use serde_json::{json, Value};
 use sluice_testkit::{
@@ -330,4 +330,54 @@ async fn datadog_counts_a_session_and_statsd_does_not_run() {
     );
     let silent = tokio::time::timeout(Duration::from_millis(500), statsd.recv(&mut buf)).await;
     assert!(silent.is_err(), "statsd sent on a stream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zipkin_reports_a_session_as_kongs_stream_spans() {
+    let echo = TcpLineEcho::start("tcp");
+    let port = free_tcp_port();
+    let sink = LogSink::start();
+    let config = json!({
+        "_format_version": "3.0",
+        "services": [{"name": "tcp-svc", "protocol": "tcp", "host": "127.0.0.1", "port": echo.port(),
+            "routes": [{"name": "traced", "protocols": ["tcp"], "destinations": [{"port": port}],
+                "plugins": [{"name": "zipkin", "protocols": ["tcp"], "config": {
+                    "http_endpoint": sink.url("/spans"), "sample_ratio": 1,
+                    "static_tags": [{"name": "team", "value": "edge"}],
+                    "queue": {"max_coalescing_delay": 0.01}}}]}]}],
+    });
+    let gw = Gateway::builder(BIN)
+        .env("SLUICE_STREAM_LISTEN", &format!("127.0.0.1:{port}"))
+        .config_yaml(&config.to_string())
+        .start();
+    assert_eq!(tcp_session(port, "hi").await, "tcp hi\n");
+    let spans = sink_records(&sink, 3);
+    assert_eq!(spans.len(), 3, "{spans:?}\n{}", gw.log());
+    let names: Vec<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["stream (balancer try 1)", "stream (proxy)", "stream"]
+    );
+    let (attempt, proxy, session) = (&spans[0], &spans[1], &spans[2]);
+    assert_eq!(session["kind"], "SERVER");
+    assert!(session.get("parentId").is_none(), "{session}");
+    assert_eq!(session["tags"]["lc"], "kong", "{session}");
+    assert_eq!(session["tags"]["team"], "edge", "{session}");
+    assert_eq!(session["remoteEndpoint"]["ipv4"], "127.0.0.1", "{session}");
+    for child in [attempt, proxy] {
+        assert_eq!(child["kind"], "CLIENT");
+        assert_eq!(child["traceId"], session["traceId"]);
+        assert_eq!(child["parentId"], session["id"]);
+        assert_eq!(child["tags"]["kong.route_name"], "traced", "{child}");
+        assert_eq!(child["remoteEndpoint"]["port"], echo.port(), "{child}");
+    }
+    assert_eq!(proxy["tags"]["peer.hostname"], "127.0.0.1", "{proxy}");
+    let annotations: Vec<&str> = proxy["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(annotations, ["kps", "kpf"]);
+    assert_eq!(attempt["tags"]["kong.balancer.try"], "1");
 }

@@ -201,7 +201,8 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         Otel::log,
         Otel::header_filter,
         reports,
-    ))
+    )
+    .build())
 }
 
 impl Otel {

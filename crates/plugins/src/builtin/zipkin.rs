@@ -8,7 +8,11 @@
 //! its `(proxy)` child and one `(balancer try N)` child per upstream try, each queued as one JSON object;
 //! the `sluice-log` thread posts batches as JSON arrays. A request that is not sampled stops after
 //! propagation; without `http_endpoint` nothing is sent.
+//!
+//! On L4 streams (Kong's stream subsystem) a finished session is sampled by `sample_ratio` with a new
+//! trace, and reported as Kong's `stream` spans ([`session`]).
 
+mod session;
 mod spans;
 
 use crate::ctx::{LogRecord, RequestCtx};
@@ -16,6 +20,7 @@ use crate::logging::queue::{queue_schema, Queue, QueueConfig};
 use crate::logging::runtime;
 use crate::plugin::{Flow, Plugin};
 use crate::registry::{typed_config, BuildCtx, Builtin};
+use crate::stream::SessionRecord;
 use crate::tracing::context::{new_span_id, TraceContext};
 use crate::tracing::export::{Exporter, Timeouts};
 use crate::tracing::propagation::{self, Propagation, PropagationConfig};
@@ -243,7 +248,9 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         Zipkin::log,
         Zipkin::header_filter,
         reports,
-    ))
+    )
+    .stream_log(Zipkin::stream_log)
+    .build())
 }
 
 impl Zipkin {
@@ -309,10 +316,24 @@ impl Zipkin {
         if !traced.sampled {
             return;
         }
-        for span in spans::spans(ctx, record, traced, &self.config) {
-            if !queue.push(span.into()) {
-                break;
-            }
+        push_all(queue, spans::spans(ctx, record, traced, &self.config));
+    }
+
+    fn stream_log(&self, session: &SessionRecord<'_>) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        if rand::random::<f64>() < self.config.sample_ratio {
+            push_all(queue, session::spans(session, &self.config));
+        }
+    }
+}
+
+/// Queues a trace's spans, stopping at the first the full queue refuses.
+fn push_all(queue: &Queue, spans: Vec<Vec<u8>>) {
+    for span in spans {
+        if !queue.push(span.into()) {
+            break;
         }
     }
 }

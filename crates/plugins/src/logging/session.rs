@@ -48,7 +48,7 @@ pub fn serialize_session(s: &SessionRecord<'_>, entities: &EntityJson) -> Vec<u8
     if let Some(service) = s.service {
         entities.write_service(o.key("service"), service);
     }
-    json::ip(o.key("client_ip"), s.client_ip);
+    json::ip(o.key("client_ip"), s.client.ip());
     json::uint(o.key("started_at"), epoch_ms(s.started_wall));
     json::string(o.key("workspace"), DEFAULT_WORKSPACE_ID);
     json::string(o.key("workspace_name"), "default");

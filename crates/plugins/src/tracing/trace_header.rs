@@ -3,10 +3,9 @@
 //! costs the header phase anything.
 
 use crate::ctx::{LogRecord, RequestCtx};
-use crate::plugin::{Flow, Plugin, Registered};
+use crate::plugin::{Flow, Registered};
 use crate::tracing::hex::to_hex;
 use http::{HeaderName, HeaderValue};
-use std::sync::Arc;
 
 /// The configured response header, if any.
 pub struct TraceHeader(Option<HeaderName>);
@@ -34,7 +33,8 @@ type Access<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>) -> Flow;
 type Log<P> = for<'a, 's> fn(&P, &'a RequestCtx<'s>, &LogRecord);
 type HeaderFilter<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut http::response::Parts);
 
-/// A tracing plugin's registration: `access` and `log`, and `header_filter` only when `reports`.
+/// A tracing plugin's registration: `access` and `log`, and `header_filter` only when `reports`; the
+/// caller adds what else it runs, then builds it.
 pub fn register<P: Send + Sync + 'static>(
     name: &'static str,
     plugin: P,
@@ -42,10 +42,10 @@ pub fn register<P: Send + Sync + 'static>(
     log: Log<P>,
     header_filter: HeaderFilter<P>,
     reports: bool,
-) -> Arc<dyn Plugin> {
+) -> Registered<P> {
     let registered = Registered::new(name, plugin).access(access).log(log);
     match reports {
-        true => registered.header_filter(header_filter).build(),
-        false => registered.build(),
+        true => registered.header_filter(header_filter),
+        false => registered,
     }
 }

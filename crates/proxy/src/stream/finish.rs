@@ -90,7 +90,7 @@ impl Session {
             protocol: self.protocol,
             route,
             service,
-            client_ip: self.peer.ip(),
+            client: self.peer,
             server_port: self.local.port(),
             tls: self.tls,
             status: self.status,

@@ -10,44 +10,45 @@
 //!   `error`, `kong.balancer.state` and `http.status_code`.
 
 use super::{Config, Traced};
-use crate::ctx::{LogRecord, RequestCtx};
+use crate::ctx::{LogRecord, RequestCtx, TryRecord};
 use crate::tracing::context::new_span_id;
 use crate::tracing::hex::to_hex;
 use crate::tracing::request::{host, http_version, upstream_host, wall};
 use serde::Serialize;
+use sluice_model::{Route, Service};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Span<'a> {
-    trace_id: &'a str,
-    name: String,
+pub(super) struct Span<'a> {
+    pub trace_id: &'a str,
+    pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    parent_id: Option<String>,
-    id: String,
-    kind: &'static str,
-    timestamp: u64,
-    duration: u64,
-    local_endpoint: Local<'a>,
+    pub parent_id: Option<String>,
+    pub id: String,
+    pub kind: &'static str,
+    pub timestamp: u64,
+    pub duration: u64,
+    pub local_endpoint: Local<'a>,
     /// `null` when the span knows neither a port nor a service name (as Kong sends it).
-    remote_endpoint: Option<Remote<'a>>,
+    pub remote_endpoint: Option<Remote<'a>>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    tags: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    annotations: Vec<Annotation>,
+    pub annotations: Vec<Annotation>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Local<'a> {
-    service_name: &'a str,
+pub(super) struct Local<'a> {
+    pub service_name: &'a str,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Remote<'a> {
+pub(super) struct Remote<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     service_name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,18 +60,28 @@ struct Remote<'a> {
 }
 
 #[derive(Serialize)]
-struct Annotation {
-    value: &'static str,
-    timestamp: u64,
+pub(super) struct Annotation {
+    pub value: &'static str,
+    pub timestamp: u64,
 }
 
-fn micros(t: SystemTime) -> u64 {
+impl Annotation {
+    /// The annotation `value` at `when`.
+    pub fn at(value: &'static str, when: SystemTime) -> Annotation {
+        Annotation {
+            value,
+            timestamp: micros(when),
+        }
+    }
+}
+
+pub(super) fn micros(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
 }
 
 /// Kong's remote endpoint: the service name (or `default_service_name`) and the peer's address.
-fn remote<'a>(service: Option<&'a str>, addr: Option<SocketAddr>) -> Option<Remote<'a>> {
+pub(super) fn remote<'a>(service: Option<&'a str>, addr: Option<SocketAddr>) -> Option<Remote<'a>> {
     if service.is_none() && addr.is_none() {
         return None;
     }
@@ -99,19 +110,97 @@ fn header_tags(ctx: &RequestCtx<'_>, header: &str, tags: &mut BTreeMap<String, S
 }
 
 /// The service and route tags every child span carries.
-fn service_route_tags(ctx: &RequestCtx<'_>, tags: &mut BTreeMap<String, String>) {
-    if let Some(service) = ctx.service {
+pub(super) fn service_route_tags(
+    service: Option<&Service>,
+    route: Option<&Route>,
+    tags: &mut BTreeMap<String, String>,
+) {
+    if let Some(service) = service {
         tags.insert("kong.service".into(), service.id.to_string());
         if let Some(name) = &service.name {
             tags.insert("kong.service_name".into(), name.clone());
         }
     }
-    if let Some(route) = ctx.route {
+    if let Some(route) = route {
         tags.insert("kong.route".into(), route.id.to_string());
         if let Some(name) = &route.name {
             tags.insert("kong.route_name".into(), name.clone());
         }
     }
+}
+
+/// Makes the spans of one trace.
+pub(super) struct Trace<'a> {
+    pub trace_id: String,
+    pub config: &'a Config,
+}
+
+impl Trace<'_> {
+    /// A span from `from` to `to`, with no remote endpoint, tags or annotations yet.
+    pub fn span(
+        &self,
+        (name, kind): (String, &'static str),
+        id: [u8; 8],
+        parent: Option<[u8; 8]>,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Span<'_> {
+        Span {
+            trace_id: &self.trace_id,
+            name,
+            parent_id: parent.map(|p| to_hex(&p)),
+            id: to_hex(&id),
+            kind,
+            timestamp: micros(from),
+            duration: micros(to).saturating_sub(micros(from)),
+            local_endpoint: Local {
+                service_name: &self.config.local_service_name,
+            },
+            remote_endpoint: None,
+            tags: BTreeMap::new(),
+            annotations: Vec::new(),
+        }
+    }
+
+    /// `<name> (balancer try N)`, a `CLIENT` child of `parent` per try; all but the last failed.
+    pub fn balancer_tries<'s>(
+        &'s self,
+        (name, parent): (&str, [u8; 8]),
+        tries: &[TryRecord],
+        wall: impl Fn(Instant) -> SystemTime,
+        (service, route): (Option<&'s Service>, Option<&Route>),
+        out: &mut Vec<Span<'s>>,
+    ) {
+        let remote_service = service
+            .and_then(|s| s.name.as_deref())
+            .or(self.config.default_service_name.as_deref());
+        for (i, attempt) in tries.iter().enumerate() {
+            let from = wall(attempt.started);
+            let label = format!("{name} (balancer try {})", i + 1);
+            let to = from + attempt.latency;
+            let mut s = self.span((label, "CLIENT"), new_span_id(), Some(parent), from, to);
+            s.remote_endpoint = remote(remote_service, Some(attempt.addr));
+            s.tags
+                .insert("kong.balancer.try".into(), (i + 1).to_string());
+            if i + 1 < tries.len() {
+                s.tags.insert("error".into(), "true".into());
+                s.tags.insert("kong.balancer.state".into(), "failed".into());
+                if let Some(code) = attempt.failed {
+                    s.tags.insert("http.status_code".into(), code.to_string());
+                }
+            }
+            service_route_tags(service, route, &mut s.tags);
+            out.push(s);
+        }
+    }
+}
+
+/// Serializes spans, one JSON object each.
+pub(super) fn serialized(spans: Vec<Span<'_>>) -> Vec<Vec<u8>> {
+    spans
+        .into_iter()
+        .filter_map(|s| serde_json::to_vec(&s).ok())
+        .collect()
 }
 
 /// The request's spans, each serialized as one JSON object.
@@ -122,7 +211,10 @@ pub fn spans(
     config: &Config,
 ) -> Vec<Vec<u8>> {
     let now = SystemTime::now();
-    let trace_id = to_hex(&t.trace_id[16 - t.trace_len..]);
+    let trace = Trace {
+        trace_id: to_hex(&t.trace_id[16 - t.trace_len..]),
+        config,
+    };
     let req = &ctx.request;
     let method = req.method.as_str();
     let name = match config.http_span_name.as_str() {
@@ -132,57 +224,18 @@ pub fn spans(
     let service_name = ctx.service.and_then(|s| s.name.as_deref());
     let default_service = config.default_service_name.as_deref();
     let start = ctx.started_wall;
-    let span = |name: String,
-                kind,
-                id: [u8; 8],
-                parent: Option<[u8; 8]>,
-                from: SystemTime,
-                to: SystemTime| Span {
-        trace_id: &trace_id,
-        name,
-        parent_id: parent.map(|p| to_hex(&p)),
-        id: to_hex(&id),
-        kind,
-        timestamp: micros(from),
-        duration: micros(to).saturating_sub(micros(from)),
-        local_endpoint: Local {
-            service_name: &config.local_service_name,
-        },
-        remote_endpoint: None,
-        tags: BTreeMap::new(),
-        annotations: Vec::new(),
-    };
     let mut out = Vec::with_capacity(record.tries.len() + 2);
-    let tries = record.tries.len();
-    for (i, attempt) in record.tries.iter().enumerate() {
-        let from = wall(ctx, attempt.started);
-        let label = format!("{name} (balancer try {})", i + 1);
-        let mut s = span(
-            label,
-            "CLIENT",
-            new_span_id(),
-            Some(t.request_span),
-            from,
-            from + attempt.latency,
-        );
-        s.remote_endpoint = remote(service_name.or(default_service), Some(attempt.addr));
-        s.tags
-            .insert("kong.balancer.try".into(), (i + 1).to_string());
-        if i + 1 < tries {
-            s.tags.insert("error".into(), "true".into());
-            s.tags.insert("kong.balancer.state".into(), "failed".into());
-            if let Some(code) = attempt.failed {
-                s.tags.insert("http.status_code".into(), code.to_string());
-            }
-        }
-        service_route_tags(ctx, &mut s.tags);
-        out.push(s);
-    }
+    trace.balancer_tries(
+        (&name, t.request_span),
+        &record.tries,
+        |at| wall(ctx, at),
+        (ctx.service, ctx.route),
+        &mut out,
+    );
 
     let access_start = wall(ctx, t.access_start);
-    let mut proxy = span(
-        format!("{name} (proxy)"),
-        "CLIENT",
+    let mut proxy = trace.span(
+        (format!("{name} (proxy)"), "CLIENT"),
         t.proxy_span,
         Some(t.request_span),
         access_start,
@@ -195,16 +248,13 @@ pub fn spans(
             proxy.tags.insert("peer.hostname".into(), host.to_string());
         }
     }
-    service_route_tags(ctx, &mut proxy.tags);
+    service_route_tags(ctx.service, ctx.route, &mut proxy.tags);
     let access_end = start + Duration::from_millis(record.kong_latency_ms);
     let upstream = record.upstream_latency_ms.unwrap_or(0);
     let header_start = access_end + Duration::from_millis(upstream);
-    let mut request = span(name.clone(), "SERVER", t.request_span, t.parent, start, now);
+    let mut request = trace.span((name, "SERVER"), t.request_span, t.parent, start, now);
     if config.phase_duration_flavor == "annotations" {
-        let at = |value, when| Annotation {
-            value,
-            timestamp: micros(when),
-        };
+        let at = Annotation::at;
         proxy.annotations = vec![
             at("khs", header_start),
             at("khf", now),
@@ -246,7 +296,5 @@ pub fn spans(
     }
     tags.retain(|_, v| !v.is_empty());
     out.push(request);
-    out.into_iter()
-        .filter_map(|s| serde_json::to_vec(&s).ok())
-        .collect()
+    serialized(out)
 }
