@@ -1,7 +1,8 @@
 //! Request paths: Kong's normalization before routing, and the upstream path built from the service path and
 //! what is left of the request path (`strip_path`, `path_handling`).
 //!
-//! - [`normalize`]: percent-escapes of characters that are not reserved are decoded, reserved ones are kept
+//! - [`normalize`] ([`sluice_model::uri_path`], which the 1.1/2.1 config migration uses too):
+//!   percent-escapes of characters that are not reserved are decoded, reserved ones are kept
 //!   (upper-cased), dot segments are removed and repeated slashes merged. The router and the upstream path
 //!   both use the normalized path; `X-Forwarded-Path` keeps the raw one.
 //! - [`upstream_path`]: with `strip_path`, the matched prefix (or the whole regex match) is cut off and a
@@ -12,87 +13,7 @@
 
 use std::borrow::Cow;
 
-/// Reserved characters (RFC 3986 gen-delims, sub-delims, and `%`): their escapes stay escaped.
-fn is_reserved(b: u8) -> bool {
-    b"!*'();:@&=+$,/?%#[]".contains(&b)
-}
-
-fn hex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).map(|d| d as u8)
-}
-
-/// Kong's path normalization. Borrows when there is nothing to change (the common case).
-pub fn normalize(path: &str) -> Cow<'_, str> {
-    let bytes = path.as_bytes();
-    let has_escape = bytes.contains(&b'%');
-    if !has_escape && !bytes.contains(&b'.') && !path.contains("//") {
-        return Cow::Borrowed(path);
-    }
-    let decoded = if has_escape {
-        decode_unreserved(bytes)
-    } else {
-        bytes.to_vec()
-    };
-    let out = remove_dot_segments(&decoded);
-    // Only ASCII is decoded, so the result is valid UTF-8.
-    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// Decodes `%XX` of ASCII characters that are not reserved; upper-cases the escapes that stay. Escapes of
-/// non-ASCII bytes stay encoded so the path remains valid UTF-8.
-fn decode_unreserved(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escape = match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(h), Some(l)) => hex(*h).zip(hex(*l)).map(|(h, l)| h << 4 | l),
-            _ => None,
-        };
-        match escape {
-            Some(c) if c < 0x80 && !is_reserved(c) => out.push(c),
-            Some(_) => out.extend(bytes[i..i + 3].iter().map(u8::to_ascii_uppercase)),
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-                continue;
-            }
-        }
-        i += 3;
-    }
-    out
-}
-
-/// RFC 3986 §5.2.4, plus merging `//` into `/`.
-fn remove_dot_segments(mut input: &[u8]) -> Vec<u8> {
-    let mut segments: Vec<&[u8]> = Vec::new();
-    while !input.is_empty() {
-        if input == b"/." || input == b"/.." {
-            if input == b"/.." {
-                segments.pop();
-            }
-            input = b"/";
-        } else if input == b"." || input == b".." {
-            input = b"";
-        } else if input.starts_with(b"../") {
-            input = &input[3..];
-        } else if input.starts_with(b"./") || input.starts_with(b"/./") {
-            input = &input[2..];
-        } else if input.starts_with(b"/../") {
-            input = &input[3..];
-            segments.pop();
-        } else if input.starts_with(b"//") {
-            input = &input[1..];
-        } else {
-            let end = input[1..]
-                .iter()
-                .position(|b| *b == b'/')
-                .map_or(input.len(), |p| p + 1);
-            segments.push(&input[..end]);
-            input = &input[end..];
-        }
-    }
-    segments.concat()
-}
+pub use sluice_model::uri_path::normalize;
 
 /// Percent-encodes every byte outside the set Kong lets through to the upstream (reserved characters,
 /// letters, digits, `-_.~` and `%`, so existing escapes survive).

@@ -1,8 +1,11 @@
 //! Kong's migration of `_format_version` 1.1 and 2.1 documents to 3.0, applied before anything else reads
 //! them: route paths that are not plain paths were regexes then, and 3.0 marks regexes with a leading `~`.
-//! A plain path uses only `A-Z a-z 0-9 . - _ ~ / %`; any other path becomes `~` followed by the path with
-//! its percent-escapes decoded as a regex needs them (reserved characters stay escaped, upper-cased; regex
-//! metacharacters become backslash escapes; the rest become the character). The document then says 3.0.
+//! A plain path uses only `A-Z a-z 0-9 . - _ ~ / %`, and is normalized as a request path is
+//! ([`crate::uri_path::normalize`]: escapes of unreserved characters decoded, dot segments removed, slashes
+//! merged), since 3.0 no longer normalizes route paths when it loads them. Any other path becomes `~`
+//! followed by the path with its percent-escapes decoded as a regex needs them (reserved characters stay
+//! escaped, upper-cased; regex metacharacters become backslash escapes; the rest become the character). The
+//! document then says 3.0.
 
 use serde_json::Value;
 
@@ -31,9 +34,10 @@ fn migrate_route(route: &mut Value) {
     if let Some(Value::Array(paths)) = route.get_mut("paths") {
         for path in paths {
             if let Value::String(p) = path {
-                if !is_plain(p) {
-                    *p = format!("~{}", decode_for_regex(p));
-                }
+                *p = match is_plain(p) {
+                    true => crate::uri_path::normalize(p).into_owned(),
+                    false => format!("~{}", decode_for_regex(p)),
+                };
             }
         }
     }
@@ -87,17 +91,17 @@ mod tests {
     #[test]
     fn old_regex_paths_get_a_tilde() {
         let mut doc = json!({"_format_version": "2.1",
-            "routes": [{"paths": ["/plain/path-1.2_~", "/api/v\\d+/users"]}],
+            "routes": [{"paths": ["/plain/path-1.2_~", "/api/v\\d+/users", "/a//b/./c/../d%7e%2F"]}],
             "services": [{"routes": [{"paths": ["/s/(a|b)", "/x%2Fy%2ez%41"]}]}]});
         migrate(&mut doc);
         assert_eq!(doc["_format_version"], "3.0");
         assert_eq!(
             doc["routes"][0]["paths"],
-            json!(["/plain/path-1.2_~", "~/api/v\\d+/users"])
+            json!(["/plain/path-1.2_~", "~/api/v\\d+/users", "/a/b/d~%2F"])
         );
         assert_eq!(
             doc["services"][0]["routes"][0]["paths"],
-            json!(["~/s/(a|b)", "/x%2Fy%2ez%41"])
+            json!(["~/s/(a|b)", "/x%2Fy.zA"])
         );
         let mut three = json!({"_format_version": "3.0", "routes": [{"paths": ["/a(b)"]}]});
         migrate(&mut three);
