@@ -219,5 +219,8 @@ fn alpn_h2(key: u64, base: &Arc<ClientConfig>) -> Arc<ClientConfig> {
     })
 }
 
+mod write_watch;
+pub use write_watch::{watch, WriteWatch};
+
 #[cfg(test)]
 mod tests;

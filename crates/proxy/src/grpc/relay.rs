@@ -1,6 +1,7 @@
 //! The upstream's answer to a gRPC call on its way to the client: `header_filter`, the head handed to the
 //! driver, then the body's frames (data and trailers) relayed as they come through `body_filter`, each
-//! within the service's `read_timeout` of the last, and `log` once the call ended.
+//! within the service's `read_timeout` of the last (and while the upstream keeps taking the rest of the
+//! request within `write_timeout`), and `log` once the call ended.
 
 use super::send::Sent;
 use crate::handler::{Answer, Scope};
@@ -15,6 +16,7 @@ use sluice_metrics::Source;
 use sluice_plugins::grpc_hooks::CarriedTrailers;
 use sluice_plugins::{PluginChain, RequestCtx};
 use sluice_upstream::body::{box_err, BoxError, ChannelBody};
+use sluice_upstream::h2::WriteWatch;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -41,6 +43,7 @@ impl Call<'_> {
             read_timeout,
             inflight,
             lease,
+            write_watch,
         } = sent;
         let (snap, started, chain) = (&*scope.snap, scope.started, self.chain);
         phases::filter_head(&mut self.ctx, chain, &mut head);
@@ -66,7 +69,7 @@ impl Call<'_> {
         let carried = filtering
             .then(|| self.ctx.plugin_data.get::<CarriedTrailers>().cloned())
             .flatten();
-        let body = Gapped::new(body, read_timeout, carried);
+        let body = Gapped::new(body, read_timeout, carried, write_watch);
         let bytes = phases::pump(body, tx, chain, &mut self.ctx, filtering).await;
         drop((inflight, lease));
         if chain.has_log() {
@@ -83,36 +86,52 @@ impl Call<'_> {
 }
 
 /// The upstream's body, failing when it is silent for longer than `gap` between two frames (nginx's
-/// `grpc_read_timeout`). Its trailers go to `carried` instead of the client when a plugin asked for them.
+/// `grpc_read_timeout`), or stops taking the rest of the request body for `write_timeout` (a streaming
+/// call's upload goes on after the head). Its trailers go to `carried` instead of the client when a
+/// plugin asked for them.
 struct Gapped {
     inner: Incoming,
     gap: Duration,
     timer: Pin<Box<Sleep>>,
     carried: Option<CarriedTrailers>,
+    writes: WriteWatch,
 }
 
 impl Gapped {
-    fn new(inner: Incoming, gap: Duration, carried: Option<CarriedTrailers>) -> Gapped {
+    fn new(
+        inner: Incoming,
+        gap: Duration,
+        carried: Option<CarriedTrailers>,
+        writes: WriteWatch,
+    ) -> Gapped {
         let timer = Box::pin(tokio::time::sleep(gap));
         Gapped {
             inner,
             gap,
             timer,
             carried,
+            writes,
         }
     }
 }
 
+/// Why a call's relay stopped: the upstream was silent, or took no request data.
 #[derive(Debug)]
-struct Silent;
+enum Stalled {
+    Read,
+    Write,
+}
 
-impl std::fmt::Display for Silent {
+impl std::fmt::Display for Stalled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the upstream was silent for longer than read_timeout")
+        f.write_str(match self {
+            Stalled::Read => "the upstream was silent for longer than read_timeout",
+            Stalled::Write => "the upstream took no request data for longer than write_timeout",
+        })
     }
 }
 
-impl std::error::Error for Silent {}
+impl std::error::Error for Stalled {}
 
 impl Body for Gapped {
     type Data = Bytes;
@@ -136,10 +155,15 @@ impl Body for Gapped {
                 };
                 Poll::Ready(frame.map(|f| f.map_err(box_err)))
             }
-            Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(box_err(Silent)))),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                if this.timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(box_err(Stalled::Read))));
+                }
+                match this.writes.poll_stalled(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(box_err(Stalled::Write)))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
         }
     }
 

@@ -5,7 +5,8 @@
 //!
 //! A try that cannot connect is retried on another target up to the service's `retries`, as nginx does;
 //! once the stream is open the request body is the upstream's, so nothing after that is retried. The
-//! response head must come within `read_timeout` of sending (504 otherwise).
+//! response head must come within `read_timeout` of sending, and the upstream must keep taking the
+//! request body within `write_timeout` ([`h2::WriteWatch`]); 504 otherwise.
 
 use crate::error::ProxyError;
 use crate::exchange::{self, Exchange, Routed};
@@ -35,6 +36,8 @@ pub struct Sent {
     pub inflight: Option<InFlight>,
     /// Keeps the upstream connection from being closed as idle until the call ends.
     pub lease: h2::Lease,
+    /// The service's `write_timeout` on the rest of the request body.
+    pub write_watch: h2::WriteWatch,
 }
 
 /// Sends the call with Kong's retries on connect failures.
@@ -111,6 +114,7 @@ pub async fn send(
         .path_and_query(target.unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")))
         .build()
         .map_err(|_| ProxyError::BadRequest)?;
+    let (body, mut write_watch) = h2::watch(body, svc.write_timeout);
     let mut req = Request::new(body);
     *req.method_mut() = ctx.request.method.clone();
     *req.uri_mut() = uri;
@@ -125,17 +129,22 @@ pub async fn send(
         sender.send_request(req).await
     };
     let report = |outcome| upstream::report(svc, &pick.target.name, state, outcome);
-    let response = match tokio::time::timeout(svc.read_timeout, call).await {
-        Err(_) => {
+    // The head within `read_timeout`, while the upstream keeps taking the body within `write_timeout`.
+    let answered = tokio::select! {
+        answered = tokio::time::timeout(svc.read_timeout, call) => answered.ok(),
+        () = write_watch.stalled() => None,
+    };
+    let response = match answered {
+        None => {
             report(Err(Failure::Timeout));
             return Err(ProxyError::Timeout);
         }
-        Ok(Err(e)) => {
+        Some(Err(e)) => {
             tracing::debug!(%addr, error = %e, "upstream h2 request failed");
             report(Err(Failure::Tcp));
             return Err(ProxyError::BadGateway);
         }
-        Ok(Ok(r)) => r,
+        Some(Ok(r)) => r,
     };
     report(Ok(response.status().as_u16()));
     let timings = Timings {
@@ -163,6 +172,7 @@ pub async fn send(
         read_timeout: svc.read_timeout,
         inflight,
         lease,
+        write_watch,
     })
 }
 

@@ -1,6 +1,7 @@
 //! Tests of the workers' HTTP/2 connections against a real h2c server: Kong's keep-alive limits
 //! (`upstream_keepalive_idle_timeout`, `upstream_keepalive_max_requests`) close and replace them, and a
-//! call in progress keeps its connection however long it lasts.
+//! call in progress keeps its connection however long it lasts; the write watch fires for an upstream
+//! that takes no data, and not for a body that flows or waits on its client.
 
 use super::*;
 use crate::pool::{configure, Keepalive};
@@ -16,7 +17,8 @@ struct Seen {
     closed: AtomicUsize,
 }
 
-/// An h2c server on 127.0.0.1:0 answering `ok`, after `/slow`'s 300 ms.
+/// An h2c server on 127.0.0.1:0 answering `ok` once it has read the request body, after `/slow`'s
+/// 300 ms.
 async fn server() -> (SocketAddr, Arc<Seen>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -32,6 +34,8 @@ async fn server() -> (SocketAddr, Arc<Seen>) {
                         if req.uri().path() == "/slow" {
                             tokio::time::sleep(Duration::from_millis(300)).await;
                         }
+                        // The whole request body is read before the answer.
+                        let _ = req.into_body().collect().await;
                         Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
                             Bytes::from("ok"),
                         )))
@@ -107,4 +111,106 @@ async fn a_connection_takes_max_requests_streams() {
     // Two streams a connection: 2 + 2 + 1; the spent ones close once nothing holds them.
     assert_eq!(seen.accepted.load(Ordering::SeqCst), 3);
     assert_eq!(seen.closed.load(Ordering::SeqCst), 2);
+}
+
+/// An h2c server that takes each call's head and then neither reads its body nor answers.
+async fn deaf_server() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    |req: http::Request<hyper::body::Incoming>| async move {
+                        let _held = req;
+                        std::future::pending::<Result<http::Response<Full<Bytes>>, hyper::Error>>()
+                            .await
+                    },
+                );
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// A request body fed by a task: `chunks` pieces of 64 KiB (endless when None), after `pause`.
+fn fed_body(chunks: Option<usize>, pause: Duration) -> ProxyBody {
+    let (tx, body) = crate::body::ChannelBody::channel();
+    tokio::spawn(async move {
+        let piece = Bytes::from(vec![b'x'; 64 << 10]);
+        tokio::time::sleep(pause).await;
+        let mut sent = 0;
+        while chunks.is_none_or(|n| sent < n) {
+            if tx
+                .send(Ok(http_body::Frame::data(piece.clone())))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            sent += 1;
+        }
+    });
+    body.boxed()
+}
+
+/// Sends a watched call with `body`; true when the write watch fired before an answer came.
+async fn stalls(addr: SocketAddr, body: ProxyBody, write_timeout: Duration) -> bool {
+    let key = PoolKey { addr, tls: 0 };
+    let (mut sender, _lease) = sender(key, None, Duration::from_secs(5)).await.unwrap();
+    let (body, mut watch) = watch(body, write_timeout);
+    let req = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}/upload"))
+        .body(body)
+        .unwrap();
+    sender.ready().await.unwrap();
+    let call = sender.send_request(req);
+    let outcome = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::select! {
+            answered = call => { answered.unwrap(); false }
+            () = watch.stalled() => true,
+        }
+    });
+    outcome.await.expect("an answer or a stall within 10 s")
+}
+
+#[tokio::test]
+async fn an_upstream_that_takes_no_data_stalls_the_write_watch() {
+    let addr = deaf_server().await;
+    let started = Instant::now();
+    assert!(
+        stalls(
+            addr,
+            fed_body(None, Duration::ZERO),
+            Duration::from_millis(300)
+        )
+        .await
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn a_body_that_keeps_going_or_waits_on_its_client_does_not_stall() {
+    let (addr, _) = server().await;
+    // 4 MiB taken as fast as it comes; then one piece after the client was silent for 3× the timeout.
+    assert!(
+        !stalls(
+            addr,
+            fed_body(Some(64), Duration::ZERO),
+            Duration::from_secs(1)
+        )
+        .await
+    );
+    assert!(
+        !stalls(
+            addr,
+            fed_body(Some(1), Duration::from_millis(900)),
+            Duration::from_millis(300)
+        )
+        .await
+    );
 }
