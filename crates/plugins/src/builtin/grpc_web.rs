@@ -24,6 +24,7 @@ mod proto;
 #[cfg(test)]
 mod tests;
 
+use crate::builtin::grpc_proto;
 use crate::ctx::RequestCtx;
 use crate::grpc_hooks::{CarriedTrailers, UpstreamPath};
 use crate::plugin::{Flow, Plugin, Registered};
@@ -35,7 +36,7 @@ use http::header::{
     ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
     CONTENT_LENGTH, CONTENT_TYPE, TE,
 };
-use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use proto::Methods;
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
@@ -129,7 +130,12 @@ impl GrpcWeb {
         }
         if self.pass_stripped_path {
             if let Some(UpstreamPath(path)) = ctx.plugin_data.remove::<UpstreamPath>() {
-                ctx.request.uri = with_path(&ctx.request.uri, &path);
+                let uri = &ctx.request.uri;
+                let target = match uri.query() {
+                    Some(q) => format!("{path}?{q}"),
+                    None => path,
+                };
+                ctx.request.uri = grpc_proto::with_target(uri, &target);
             }
         }
         let content_type = ctx.request.headers.get(CONTENT_TYPE);
@@ -191,18 +197,4 @@ impl GrpcWeb {
         last.extend_from_slice(&frame);
         *chunk = last.freeze();
     }
-}
-
-/// `uri` with its path replaced by `path` (the query kept).
-fn with_path(uri: &Uri, path: &str) -> Uri {
-    let target = match uri.query() {
-        Some(q) => format!("{path}?{q}"),
-        None => path.to_string(),
-    };
-    let mut parts = uri.clone().into_parts();
-    match target.parse() {
-        Ok(pq) => parts.path_and_query = Some(pq),
-        Err(_) => return uri.clone(),
-    }
-    Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
 }

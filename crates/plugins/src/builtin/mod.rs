@@ -10,6 +10,8 @@ pub mod correlation_id;
 pub mod cors;
 pub mod datadog;
 pub mod file_log;
+pub mod grpc_gateway;
+mod grpc_proto;
 pub mod grpc_web;
 pub mod hmac_auth;
 pub mod http_log;
@@ -57,6 +59,7 @@ pub fn all_for(database: bool) -> Vec<Builtin> {
         basic_auth::builtin(),
         session::builtin(),
         hmac_auth::builtin(),
+        grpc_gateway::builtin(),
         ip_restriction::builtin(),
         acl::builtin(),
         rate_limiting::builtin(database),

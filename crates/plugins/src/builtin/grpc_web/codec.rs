@@ -4,6 +4,7 @@
 //! response body.
 
 use super::proto::{Methods, Missing, Types};
+use crate::builtin::grpc_proto::{frame, whole_frame};
 use crate::response::PluginResponse;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -181,24 +182,9 @@ impl Json {
     }
 }
 
-/// The length of the gRPC frame at the start of `bytes`, when it is whole.
-fn whole_frame(bytes: &[u8]) -> Option<usize> {
-    let len = u32::from_be_bytes(bytes.get(1..5)?.try_into().ok()?) as usize;
-    (bytes.len() >= 5 + len).then_some(5 + len)
-}
-
 /// The message of the first frame of a body.
 fn first_message(body: &[u8]) -> Option<&[u8]> {
     whole_frame(body).map(|len| &body[5..len])
-}
-
-/// A gRPC frame: flag, big-endian length, bytes.
-fn frame(flag: u8, bytes: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(5 + bytes.len());
-    out.put_u8(flag);
-    out.put_u32(bytes.len() as u32);
-    out.put_slice(bytes);
-    out.freeze()
 }
 
 /// Base64 that may be several padded pieces one after another (a client that encoded its frames one by

@@ -1,13 +1,12 @@
-//! The config's `.proto` for JSON transcoding: compiled once when the plugin is built (protox, a Rust protobuf
-//! compiler; the file's folder is the include path, Google's well-known types are built in), then every
-//! method by its gRPC path (`/package.Service/Method`) with its input and output types. Messages are
+//! The config's `.proto` for JSON transcoding: compiled once when the plugin is built ([`grpc_proto`],
+//! shared with `grpc-gateway`), then every method by its gRPC path (`/package.Service/Method`) with its input and output types. Messages are
 //! translated as dynamic messages (prost-reflect) with the proto field names, as Kong's `lua-protobuf` and
 //! `cjson` name them.
 
+use crate::builtin::grpc_proto;
 use prost::Message;
 use prost_reflect::{DeserializeOptions, DynamicMessage, MessageDescriptor, SerializeOptions};
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 /// One method's message types.
@@ -40,14 +39,7 @@ impl Methods {
     }
 
     fn compile(file: &str) -> Result<HashMap<String, Types>, String> {
-        let path = Path::new(file);
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let pool = protox::Compiler::new([dir.unwrap_or(Path::new("."))])
-            .and_then(|mut c| {
-                c.include_imports(true).open_file(path)?;
-                Ok(c.descriptor_pool())
-            })
-            .map_err(|e| format!("proto '{file}': {e}"))?;
+        let pool = grpc_proto::compile(file)?;
         let mut methods = HashMap::new();
         for service in pool.services() {
             for method in service.methods() {
