@@ -1,9 +1,10 @@
 //! `grpc-gateway` (priority 998): lets a REST client call a gRPC service with JSON, through the
 //! `google.api.http` bindings of the config's `.proto`, as Kong does it.
 //!
-//! - When built (each config load): `proto` is compiled ([`grpc_proto`]) and its bindings read
-//!   ([`rules`]); a file that is missing or does not compile, or a binding whose path template is
-//!   invalid, fails the config (Kong finds out at the first request and answers 500).
+//! - When the config is validated, then when the plugin is built (each config load): `proto` is compiled
+//!   ([`grpc_proto`]) and its bindings read ([`rules`]); a file that is missing or does not compile, or
+//!   a binding whose path template is invalid, is an error of the `proto` field (Kong finds out at the
+//!   first request and answers 500).
 //! - `access`: every response gets `Access-Control-Allow-Origin: *`; an `OPTIONS` is answered `200 OK`
 //!   with Kong's CORS headers. Otherwise the request's method and path pick a binding (none: Kong's 400,
 //!   `failed to transcode .proto file Unknown path "..."`), whose path variables, JSON body or query
@@ -49,7 +50,21 @@ struct Config {
 }
 
 fn schema() -> Schema {
-    Schema::new(vec![("proto", Field::string())])
+    Schema::new(vec![("proto", Field::string().check(check_proto))])
+}
+
+/// A `proto` that is missing, does not compile or has an invalid binding is a field error of the config
+/// (compiled again when the plugin is built).
+fn check_proto(value: &serde_json::Value) -> Result<(), String> {
+    match value.as_str() {
+        Some(file) => endpoints(file).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// The bindings of the `.proto` at `file`.
+fn endpoints(file: &str) -> Result<Endpoints, String> {
+    Endpoints::of(&grpc_proto::compile(file)?)
 }
 
 pub fn builtin() -> Builtin {
@@ -59,7 +74,7 @@ pub fn builtin() -> Builtin {
 fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plugin>, String> {
     let config: Config = typed_config(entity)?;
     let endpoints = match config.proto.as_deref() {
-        Some(file) => Some(Endpoints::of(&grpc_proto::compile(file)?)?),
+        Some(file) => Some(endpoints(file)?),
         None => None,
     };
     Ok(Registered::new("grpc-gateway", GrpcGateway { endpoints })
