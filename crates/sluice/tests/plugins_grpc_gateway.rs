@@ -105,7 +105,13 @@ async fn path_variables_bodies_and_query_arguments_make_the_call() {
     let body = json!({"text": "posted", "payload": "AQID", "unknown": 1});
     let got = s.json("POST", "/v1/echo", Some(body)).await;
     assert_eq!(got, json!({"text": "posted", "payload": "AQID"}));
-    let got = s.json("GET", "/v1/query?text=from%20query&payload=AQI%3D&x=1", None).await;
+    let got = s
+        .json(
+            "GET",
+            "/v1/query?text=from%20query&payload=AQI%3D&x=1",
+            None,
+        )
+        .await;
     assert_eq!(got, json!({"text": "from query", "payload": "AQI="}));
 }
 
@@ -140,12 +146,21 @@ async fn unbound_requests_get_kongs_400_and_preflights_its_cors() {
     assert_eq!(r.headers["access-control-allow-origin"], "*");
     let r = s.call("PUT", "/v1/echo", Some(json!({}))).await;
     assert_eq!(r.status, 400);
-    assert_eq!(r.body, r#"failed to transcode .proto file Unknown method "put""#);
+    assert_eq!(
+        r.body,
+        r#"failed to transcode .proto file Unknown method "put""#
+    );
     let r = s.call("POST", "/v1/echo", Some(json!({"text": 1}))).await;
-    assert_eq!((r.status, r.body.as_str()), (400, "failed to encode payload"));
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (400, "failed to encode payload")
+    );
     let r = s.call("OPTIONS", "/v1/echo", None).await;
     assert_eq!((r.status, r.body.as_str()), (200, "OK"));
-    assert_eq!(r.headers["access-control-allow-methods"], "GET,POST,PATCH,DELETE");
+    assert_eq!(
+        r.headers["access-control-allow-methods"],
+        "GET,POST,PATCH,DELETE"
+    );
     assert_eq!(r.headers["access-control-allow-headers"], "content-type");
 }
 
@@ -160,12 +175,21 @@ async fn a_proto_that_does_not_compile_is_a_config_error() {
     let yaml = config(s.up.port(), broken.to_str().unwrap());
     let file = s.dir.path().join("kong.yml");
     std::fs::write(&file, &yaml).unwrap();
-    let out = Command::new(BIN).args(["config", "check"]).arg(&file).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("broken.proto"), "{stderr}");
     let post = s.http.post(s.gw.admin_url("/config"));
-    let r = post.header("content-type", "application/x-yaml").body(yaml).send().await.unwrap();
+    let r = post
+        .header("content-type", "application/x-yaml")
+        .body(yaml)
+        .send()
+        .await
+        .unwrap();
     let status = r.status().as_u16();
     let body = r.text().await.unwrap();
     assert_eq!(status, 400, "{body}");
@@ -173,7 +197,10 @@ async fn a_proto_that_does_not_compile_is_a_config_error() {
     assert_eq!(body["code"], 14);
     let error = &body["fields"]["services"][0]["routes"][0]["plugins"][0]["config.proto"];
     let error = error.as_str().unwrap_or_default();
-    assert!(error.contains("broken.proto': expected an identifier"), "{body}");
+    assert!(
+        error.contains("broken.proto': expected an identifier"),
+        "{body}"
+    );
     // The old config keeps serving.
     let got = s.json("GET", "/v1/echo/still", None).await;
     assert_eq!(got["text"], "still");
