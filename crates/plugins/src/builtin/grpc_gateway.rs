@@ -31,10 +31,7 @@ use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use bytes::Bytes;
-use http::header::{
-    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
-    CONTENT_LENGTH, CONTENT_TYPE, TE,
-};
+use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_LENGTH, CONTENT_TYPE, TE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use response::Downstream;
 use rules::Endpoints;
@@ -161,19 +158,13 @@ impl GrpcGateway {
     }
 }
 
-/// Kong's answer to a preflight: fixed CORS headers and `OK`.
+/// Kong's answer to a preflight.
 fn preflight() -> PluginResponse {
-    let mut headers = HeaderMap::new();
-    let json = HeaderValue::from_static("application/json");
-    headers.insert(CONTENT_TYPE, json);
-    headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    let methods = HeaderValue::from_static("GET,POST,PATCH,DELETE");
-    headers.insert(ACCESS_CONTROL_ALLOW_METHODS, methods);
-    let allowed = HeaderValue::from_static("content-type");
-    headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, allowed);
-    PluginResponse {
-        status: StatusCode::OK,
-        headers,
-        body: Bytes::from_static(b"OK"),
-    }
+    let any = HeaderValue::from_static("*");
+    grpc_proto::preflight(
+        "application/json",
+        any,
+        "GET,POST,PATCH,DELETE",
+        "content-type",
+    )
 }

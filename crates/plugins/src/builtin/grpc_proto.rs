@@ -1,5 +1,6 @@
 //! What the plugins that transcode gRPC (`grpc-web`, `grpc-gateway`) share: the config's `.proto` compiled
-//! when the plugin is built, gRPC's length-prefixed message frames, and the path a call goes to.
+//! when the plugin is built, gRPC's length-prefixed message frames, the path a call goes to, and Kong's
+//! answer to their CORS preflights.
 //!
 //! The file is compiled with protox (a Rust protobuf compiler) into a prost-reflect pool, whose dynamic
 //! messages the plugins translate to and from JSON. Imports resolve, first match wins, from the file's
@@ -8,8 +9,13 @@
 //! `google/api/annotations.proto` compiles either way), then Google's well-known types, which Kong ships
 //! in `/usr/local/kong/include`.
 
+use crate::response::PluginResponse;
 use bytes::{BufMut, Bytes, BytesMut};
-use http::Uri;
+use http::header::{
+    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
+    CONTENT_TYPE,
+};
+use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use prost_reflect::DescriptorPool;
 use protox::file::{
     ChainFileResolver, File, FileResolver, GoogleFileResolver, IncludeFileResolver,
@@ -85,4 +91,25 @@ pub fn with_target(uri: &Uri, target: &str) -> Uri {
         Err(_) => return uri.clone(),
     }
     Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
+}
+
+/// Kong's answer to an `OPTIONS` on a transcoding plugin's route: `200 OK` with fixed CORS headers.
+pub fn preflight(
+    content_type: &'static str,
+    origin: HeaderValue,
+    methods: &'static str,
+    headers: &'static str,
+) -> PluginResponse {
+    let mut answer = HeaderMap::new();
+    answer.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    answer.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    let methods = HeaderValue::from_static(methods);
+    answer.insert(ACCESS_CONTROL_ALLOW_METHODS, methods);
+    let headers = HeaderValue::from_static(headers);
+    answer.insert(ACCESS_CONTROL_ALLOW_HEADERS, headers);
+    PluginResponse {
+        status: StatusCode::OK,
+        headers: answer,
+        body: Bytes::from_static(b"OK"),
+    }
 }

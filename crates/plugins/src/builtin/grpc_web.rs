@@ -32,11 +32,8 @@ use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use bytes::{Bytes, BytesMut};
 use codec::Mode;
-use http::header::{
-    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
-    CONTENT_LENGTH, CONTENT_TYPE, TE,
-};
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_LENGTH, CONTENT_TYPE, TE};
+use http::{HeaderMap, HeaderValue, Method};
 use proto::Methods;
 use serde::Deserialize;
 use sluice_model::schema::{Field, Schema};
@@ -102,23 +99,11 @@ struct GrpcWeb {
 }
 
 impl GrpcWeb {
-    /// Kong's answer to a preflight: fixed CORS headers and `OK`.
+    /// Kong's answer to a preflight.
     fn preflight(&self) -> PluginResponse {
-        let mut headers = HeaderMap::new();
-        let text = HeaderValue::from_static("application/grpc-web-text+proto");
-        headers.insert(CONTENT_TYPE, text);
-        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, self.allow_origin.clone());
-        headers.insert(
-            ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("POST"),
-        );
-        let allowed = HeaderValue::from_static("content-type,x-grpc-web,x-user-agent");
-        headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, allowed);
-        PluginResponse {
-            status: StatusCode::OK,
-            headers,
-            body: Bytes::from_static(b"OK"),
-        }
+        let text = "application/grpc-web-text+proto";
+        let allowed = "content-type,x-grpc-web,x-user-agent";
+        grpc_proto::preflight(text, self.allow_origin.clone(), "POST", allowed)
     }
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
