@@ -59,9 +59,12 @@ fn check_proto(value: &serde_json::Value) -> Result<(), String> {
     }
 }
 
-/// The bindings of the `.proto` at `file`.
+/// The bindings of the `.proto` at `file` (its name in the pool is its file name: its folder is the
+/// include path).
 fn endpoints(file: &str) -> Result<Endpoints, String> {
-    Endpoints::of(&grpc_proto::compile(file)?)
+    let name = std::path::Path::new(file).file_name();
+    let name = name.and_then(|n| n.to_str()).unwrap_or(file);
+    Endpoints::of(&grpc_proto::compile(file)?, name)
 }
 
 pub fn builtin() -> Builtin {

@@ -8,7 +8,9 @@
 
 use super::template::{Template, Vars};
 use http::Method;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor, Value};
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor, MethodDescriptor, Value,
+};
 
 /// One HTTP binding of a method.
 #[derive(Debug)]
@@ -37,15 +39,19 @@ const METHODS: [(&str, Method); 5] = [
 ];
 
 impl Endpoints {
-    /// The bindings of every method of `pool`; an invalid path template is an error.
-    pub fn of(pool: &DescriptorPool) -> Result<Endpoints, String> {
+    /// The bindings of the methods of `file` in `pool` and of the files it imports `public` (Kong's
+    /// order: those first), not of its other imports; an invalid path template is an error.
+    pub fn of(pool: &DescriptorPool, file: &str) -> Result<Endpoints, String> {
         let mut endpoints = Vec::new();
         let Some(http) = pool.get_extension_by_name("google.api.http") else {
             return Ok(Endpoints(endpoints));
         };
-        let methods = pool
-            .services()
-            .flat_map(|s| s.methods().collect::<Vec<_>>());
+        let mut files = Vec::new();
+        if let Some(file) = pool.get_file_by_name(file) {
+            with_public_imports(file, &mut files);
+        }
+        let services = files.iter().flat_map(|f| f.services().collect::<Vec<_>>());
+        let methods = services.flat_map(|s| s.methods().collect::<Vec<_>>());
         for method in methods {
             let options = method.options();
             if !options.has_extension(&http) {
@@ -76,6 +82,14 @@ impl Endpoints {
             .find_map(|e| Some((e, e.template.matches(path)?)))
             .ok_or_else(|| format!("Unknown path {path:?}"))
     }
+}
+
+/// `file` after the files it imports `public`, theirs first.
+fn with_public_imports(file: FileDescriptor, out: &mut Vec<FileDescriptor>) {
+    for import in file.public_dependencies() {
+        with_public_imports(import, out);
+    }
+    out.push(file);
 }
 
 /// The endpoint of one rule of `method`; None when the rule binds none of the five methods.

@@ -20,6 +20,8 @@ const SHOP_PROTO: &str = r#"syntax = "proto3";
 package shop;
 import "google/api/annotations.proto";
 import "google/protobuf/timestamp.proto";
+import "other.proto";
+import public "shared.proto";
 service Books {
   rpc GetBook(GetBookRequest) returns (Book) {
     option (google.api.http) = {
@@ -46,9 +48,22 @@ message Book {
 message UpdateBookRequest { string id = 1; Book book = 2; }
 "#;
 
-/// The shop `.proto` in a temporary folder, and its path.
+/// A file `SHOP_PROTO` imports (Kong binds none of its methods) and one it imports `public` (bound).
+fn imported(package: &str, path: &str) -> String {
+    let rule = format!("option (google.api.http) = {{ get: \"{path}\" }};");
+    format!(
+        "syntax = \"proto3\"; package {package}; import \"google/api/annotations.proto\";\n\
+         message M {{ string id = 1; }} service S {{ rpc Get(M) returns (M) {{ {rule} }} }}\n"
+    )
+}
+
+/// The shop `.proto` and its imports in a temporary folder, and the shop's path.
 fn shop_file() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
+    let other = imported("other", "/v1/other/{id}");
+    std::fs::write(dir.path().join("other.proto"), other).unwrap();
+    let shared = imported("shared", "/v1/shared/{id}");
+    std::fs::write(dir.path().join("shared.proto"), shared).unwrap();
     let file = dir.path().join("shop.proto");
     std::fs::write(&file, SHOP_PROTO).unwrap();
     (dir, file.to_str().unwrap().to_string())
@@ -56,7 +71,7 @@ fn shop_file() -> (tempfile::TempDir, String) {
 
 fn endpoints() -> Endpoints {
     let (_dir, file) = shop_file();
-    Endpoints::of(&compile_proto(&file).unwrap()).unwrap()
+    Endpoints::of(&compile_proto(&file).unwrap(), "shop.proto").unwrap()
 }
 
 /// Protobuf bytes of `message` as JSON with every field, to compare what was built.
@@ -103,6 +118,9 @@ fn bindings_are_found_by_method_then_path_in_file_order() {
     assert_eq!(head, r#"Unknown method "head""#);
     let put = endpoints.find(&Method::PUT, "/v1/books/7").unwrap_err();
     assert_eq!(put, r#"Unknown method "put""#);
+    let (shared, _) = endpoints.find(&Method::GET, "/v1/shared/1").unwrap();
+    assert_eq!(shared.rewrite, "/shared.S/Get");
+    assert!(endpoints.find(&Method::GET, "/v1/other/1").is_err());
 }
 
 /// The message built for a request, as JSON.
