@@ -6,7 +6,8 @@
 //!   a binding whose path template is invalid, is an error of the `proto` field (Kong finds out at the
 //!   first request and answers 500).
 //! - `access`: every response gets `Access-Control-Allow-Origin: *`; an `OPTIONS` is answered `200 OK`
-//!   with Kong's CORS headers. Otherwise the request's method and path pick a binding (none: Kong's 400,
+//!   with Kong's CORS headers. Otherwise the request's method and path (normalized as Kong's
+//!   `kong.request.get_path` does) pick a binding (none: Kong's 400,
 //!   `failed to transcode .proto file Unknown path "..."`), whose path variables, JSON body or query
 //!   string make the input message ([`payload`]), and the request becomes the gRPC call: `POST
 //!   /<package>.<Service>/<Method>` without query, `Content-Type: application/grpc`, `TE: trailers`, the
@@ -129,8 +130,9 @@ impl GrpcGateway {
             return Err("transcoding requests require a .proto file defining the service".into());
         };
         let uri = &ctx.request.uri;
+        let path = sluice_model::uri_path::normalize(uri.path());
         let (endpoint, vars) = endpoints
-            .find(&ctx.request.method, uri.path())
+            .find(&ctx.request.method, &path)
             .map_err(|e| format!("failed to transcode .proto file {e}"))?;
         let body = ctx.body.take().unwrap_or_default();
         let message = payload::build(endpoint, vars, uri.query(), &body)?;

@@ -235,7 +235,11 @@ fn a_call_is_translated_both_ways() {
     let (_dir, file) = shop_file();
     let (_, compiled) = compile(&config(Some(&file)));
     let chain = compiled.route_chain(0);
-    let head = request("GET", "/v1/shelves/s/books/b?full=1", &[("te", "gzip")]);
+    let head = request(
+        "GET",
+        "/v1/shelves/s/x/../books//%62?full=1",
+        &[("te", "gzip")],
+    );
     let mut ctx = RequestCtx::detached(head, compiled.credentials());
     assert!(block_on(chain.access(&mut ctx)).is_none());
     assert_eq!(ctx.request.method, Method::POST);
