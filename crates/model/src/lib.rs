@@ -16,6 +16,7 @@ pub mod kind_table;
 pub mod oauth2_secret;
 pub mod records;
 pub mod schema;
+pub mod stamps;
 pub mod uri_path;
 pub mod writes;
 

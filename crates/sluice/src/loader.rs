@@ -140,11 +140,16 @@ impl Loader {
             }
         };
         let started = Instant::now();
-        let config =
+        let mut config =
             declarative::parse_value(doc, self.registry.as_ref()).map_err(LoadError::Invalid)?;
         let hash = config.hash().to_string();
         if check_hash && self.is_ready() && self.live.load().hash() == hash {
             return Ok(Loaded::Unchanged);
+        }
+        // Entities the load stamped with its time keep the live ones' stamps when nothing else changed,
+        // so that a reload changes only what it changes (for the compiler, the store and data planes).
+        if self.is_ready() {
+            sluice_model::stamps::keep_unchanged_stamps(&mut config, self.live.load().config());
         }
         let (config, json) = self.go_live(config, started, commit)?;
         Ok(Loaded::Applied(config, json))

@@ -2,6 +2,7 @@
 //! - a Sluice DP under a Sluice CP gets the whole config once, then each change as a delta of the changed
 //!   entities, applied incrementally and stored (it serves them after a restart without the CP);
 //! - a DP that missed changes while it was down gets the whole config once, then deltas again;
+//! - a DB-less CP's config without timestamps (stamped at each load) changes only what changed;
 //! - a peer that does not offer deltas (Kong's DP, played by `peer.py`) gets Kong's full pushes, unchanged,
 //!   while one that offers them gets deltas, and the whole config when it asks;
 //! - a Sluice DP under a CP that sends it a gap or a delta with the wrong hash (`peer.py` as the CP) asks
@@ -87,6 +88,35 @@ async fn a_change_reaches_a_sluice_data_plane_as_a_delta_and_is_stored() {
     until(&dp, "/c", 200, Duration::from_secs(5)).await;
     assert_eq!(status(&dp, "/b").await, 404);
     assert!(dp.log().contains("configuration restored from the store"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_without_timestamps_sends_only_what_changed() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let unstamped = |paths: &[&str]| {
+        config(up.port(), paths)
+            .replace(", created_at: 1700000000, updated_at: 1700000000", "")
+            .replace("  created_at: 1700000000\n  updated_at: 1700000000\n", "")
+    };
+    assert!(!unstamped(&["/a"]).contains("created_at"));
+    let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
+    let port = free_port();
+    let debug = [("SLUICE_LOG_LEVEL", "debug")];
+    let cp = control_plane_with(port, &cert, &unstamped(&["/a", "/b"]), &debug);
+    let dp = data_plane(port, &cert);
+    until(&dp, "/a", 200, Duration::from_secs(10)).await;
+    // The next load's stamps are a second later than the first's.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    post_config(&cp, unstamped(&["/a", "/b", "/c"])).await;
+    until(&dp, "/c", 200, Duration::from_secs(5)).await;
+    let log = plain_log(&dp);
+    assert_eq!(count(&dp, DELTA_APPLIED), 1, "{log}");
+    assert_eq!(
+        log.matches("changes=1 ").count(),
+        1,
+        "the new route only:\n{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
