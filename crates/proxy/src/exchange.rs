@@ -195,7 +195,9 @@ pub struct Sending {
 impl Sending {
     /// Finds the route's service, computes the balancer's hash input (`consumer` and `captures` as the
     /// plugins left them) and writes the upstream request from `parts`.
-    #[inline]
+    // Always inlined: out of line, its result (the upstream request, a few hundred bytes) is copied out
+    // and then copied again into the request's future (two `memcpy`s, ~150 instructions per request).
+    #[inline(always)]
     pub fn prepare(
         parts: &request::Parts,
         body: ProxyBody,
