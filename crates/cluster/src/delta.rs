@@ -12,7 +12,10 @@
 //!    the config hash after it (which the DP then pings with, as after a full push);
 //! 4. a DP applies a delta only on its exact base version ([`check`]); on a gap it sends one binary
 //!    `sluice_resync` frame ([`Resync`]) and the CP answers with a full `reconfigure`. A Kong DP never
-//!    offers the capability, so it keeps Kong's full pushes.
+//!    offers the capability, so it keeps Kong's full pushes;
+//! 5. a DP that reconnects names the version and hash it holds (`basic_info.sluice.held`, [`Held`]): the
+//!    CP sends nothing when that is its current config, the deltas since when it still has them, and the
+//!    whole config otherwise.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,13 +36,24 @@ pub const RESYNC_TYPE: &str = "sluice_resync";
 pub struct SluiceHello {
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// The config a reconnecting DP holds, from its last link; absent on its first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
+}
+
+/// The delta version and config hash a DP runs, as the CP that sent it numbered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub version: u64,
+    pub hash: String,
 }
 
 impl SluiceHello {
-    /// What this build offers.
-    pub fn current() -> SluiceHello {
+    /// What this build offers, holding `held`.
+    pub fn current(held: Option<Held>) -> SluiceHello {
         SluiceHello {
             capabilities: vec![DELTA_CAPABILITY.to_owned()],
+            held,
         }
     }
 

@@ -142,7 +142,7 @@ async fn a_burst_of_writes_all_reach_the_other_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_outlives_a_database_outage() {
     let db = TestDb::bootstrapped(BIN, "outage");
-    let relay = PgRelay::start();
+    let relay = PgRelay::to_postgres();
     let direct = db.gateway(BIN, None).start();
     let mut cut_off = db.gateway(BIN, Some(relay.port)).start();
     let echo = EchoUpstream::start();

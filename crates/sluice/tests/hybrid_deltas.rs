@@ -3,6 +3,8 @@
 //!   entities, applied incrementally and stored (it serves them after a restart without the CP);
 //! - a DP that missed changes while it was down gets the whole config once, then deltas again;
 //! - a DB-less CP's config without timestamps (stamped at each load) changes only what changed;
+//! - a DP whose link broke names what it holds when it reconnects: it gets nothing when that is current,
+//!   and the changes it missed as deltas;
 //! - a peer that does not offer deltas (Kong's DP, played by `peer.py`) gets Kong's full pushes, unchanged,
 //!   while one that offers them gets deltas, and the whole config when it asks;
 //! - a Sluice DP under a CP that sends it a gap or a delta with the wrong hash (`peer.py` as the CP) asks
@@ -18,7 +20,7 @@ use peer::Peer;
 use serde_json::Value;
 use sluice_cluster::delta::{Change, Delta, Op, SluiceFull};
 use sluice_cluster::frames::cp::Reconfigure;
-use sluice_testkit::{self_signed, EchoUpstream, Gateway};
+use sluice_testkit::{self_signed, EchoUpstream, Gateway, TcpRelay};
 use std::time::Duration;
 
 const FULL_APPLIED: &str = "configuration from the control plane applied";
@@ -117,6 +119,47 @@ async fn a_config_without_timestamps_sends_only_what_changed() {
         1,
         "the new route only:\n{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnecting_data_plane_gets_only_what_it_missed() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (cp, port, cert) = cluster(&up, dir.path(), &["/a"]);
+    let link = TcpRelay::to("127.0.0.1".into(), port);
+    let dp = data_plane(link.port, &cert);
+    until(&dp, "/a", 200, Duration::from_secs(10)).await;
+    let reconnects = |n: usize| {
+        let dp = &dp;
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while plain_log(dp)
+                .matches("connected to the control plane")
+                .count()
+                < n
+            {
+                assert!(std::time::Instant::now() < deadline, "{}", dp.log());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    // The link breaks and comes back: the DP holds the CP's current config, and is sent nothing.
+    link.cut();
+    link.restore();
+    reconnects(2).await;
+    let current = "data plane holds the current configuration";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !plain_log(&cp).contains(current) {
+        assert!(std::time::Instant::now() < deadline, "{}", cp.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // It breaks again and a route is added meanwhile: the DP gets that change as a delta.
+    link.cut();
+    post_config(&cp, config(up.port(), &["/a", "/b"])).await;
+    link.restore();
+    until(&dp, "/b", 200, Duration::from_secs(30)).await;
+    assert_eq!(count(&dp, FULL_APPLIED), 1, "{}", dp.log());
+    assert_eq!(count(&dp, DELTA_APPLIED), 1, "{}", dp.log());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ mod load;
 mod nginx;
 mod pg;
 mod recorder;
+mod relay;
 mod sink;
 mod stream;
 mod tls;
@@ -29,6 +30,7 @@ pub use load::{LoadLoop, LoadStats};
 pub use nginx::NginxPeer;
 pub use pg::{pg_server, psql, psql_command, PgRelay, TestDb};
 pub use recorder::{Received, Recorder};
+pub use relay::TcpRelay;
 pub use sink::{LogSink, SinkRequest};
 pub use stream::{free_tcp_port, free_udp_port, TcpLineEcho, UdpEcho};
 pub use tls::{

@@ -1,15 +1,12 @@
 //! PostgreSQL for DB-mode tests: a database of the test's own on the local server (made on creation,
 //! dropped on drop, even while nodes are still connected), and a TCP relay between a node and the server
-//! that a test can cut and restore to play a database outage.
+//! ([`PgRelay`], a [`crate::TcpRelay`]) that a test can cut and restore to play a database outage.
 //!
 //! The server is `SLUICE_TEST_PG_HOST`/`_PORT`/`_USER` (default 127.0.0.1, 5432, postgres, trust auth);
 //! databases are made and dropped with `psql`.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The server's address and user.
 pub fn pg_server() -> (String, u16, String) {
@@ -135,92 +132,5 @@ impl Drop for TestDb {
     }
 }
 
-/// A TCP relay on 127.0.0.1 to the PostgreSQL server. [`PgRelay::cut`] closes every relayed connection
-/// and refuses new ones (the database is "down"); [`PgRelay::restore`] lets them through again.
-pub struct PgRelay {
-    pub port: u16,
-    open: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl PgRelay {
-    pub fn start() -> PgRelay {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind relay");
-        let port = listener.local_addr().expect("addr").port();
-        let open = Arc::new(AtomicBool::new(true));
-        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (o, c, s) = (open.clone(), conns.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let (host, server_port, _) = pg_server();
-            for client in listener.incoming() {
-                if s.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(client) = client else { continue };
-                if !o.load(Ordering::Relaxed) {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect((host.as_str(), server_port)) else {
-                    continue;
-                };
-                let mut list = c.lock().unwrap();
-                list.push(client.try_clone().expect("clone"));
-                list.push(server.try_clone().expect("clone"));
-                pipe(
-                    client.try_clone().expect("clone"),
-                    server.try_clone().expect("clone"),
-                );
-                pipe(server, client);
-            }
-        });
-        PgRelay {
-            port,
-            open,
-            conns,
-            stop,
-        }
-    }
-
-    /// The database goes "down": relayed connections are closed and new ones refused.
-    pub fn cut(&self) {
-        self.open.store(false, Ordering::Relaxed);
-        for conn in self.conns.lock().unwrap().drain(..) {
-            let _ = conn.shutdown(Shutdown::Both);
-        }
-    }
-
-    /// The database is reachable again.
-    pub fn restore(&self) {
-        self.open.store(true, Ordering::Relaxed);
-    }
-}
-
-impl Drop for PgRelay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.cut();
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
-
-/// Copies `from` to `to` on a thread until either side closes.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-        let _ = from.shutdown(Shutdown::Both);
-    });
-}
+/// A relay to the PostgreSQL server ([`crate::TcpRelay::to_postgres`]).
+pub type PgRelay = crate::TcpRelay;

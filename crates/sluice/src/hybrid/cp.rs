@@ -15,6 +15,7 @@ use crate::loader::Loader;
 use anyhow::{Context, Result};
 use futures_util::{SinkExt, StreamExt};
 use sluice_cluster::compat::{self, SyncStatus};
+use sluice_cluster::delta::Held;
 use sluice_cluster::frames::dp::{parse_ping, BasicInfo, DpMessage, Outlet, PluginInfo};
 use sluice_cluster::frames::{PING_WAIT_SECS, TIMEOUT_SECS};
 use std::collections::HashMap;
@@ -159,9 +160,11 @@ impl Link {
         self.record(&plane);
         tracing::info!(id = %plane.id, peer = %self.peer, version = %plane.version, "data plane connected");
         let dp_plugins = compat::plugin_map(&hello.plugins);
+        let offers = hello.offers_deltas();
         let mut sent = Sent {
-            deltas: hello.offers_deltas(),
+            deltas: offers,
             held: None,
+            claimed: hello.sluice.and_then(|s| s.held).filter(|_| offers),
         };
         let mut changes = self.loader.subscribe();
         let mut push = true;
@@ -236,12 +239,13 @@ fn now() -> u64 {
 }
 
 /// What one link has sent its DP.
-#[derive(Clone, Copy)]
 struct Sent {
     /// The DP offered Sluice's deltas (`basic_info.sluice`).
     deltas: bool,
     /// The delta version of the config it was last sent (None: nothing yet, or it asked for a full sync).
     held: Option<u64>,
+    /// What a reconnecting DP said it holds (`basic_info.sluice.held`), until the first push weighs it.
+    claimed: Option<Held>,
 }
 
 impl Sent {
@@ -252,8 +256,19 @@ impl Sent {
         pushes: &Pushes,
         push: &Push,
     ) -> Vec<tokio_tungstenite::tungstenite::Bytes> {
+        if let Some(claim) = self.claimed.take() {
+            // Taken when it is this config as this CP numbered it, or a version the CP's deltas start
+            // from (the DP checks the hash each delta leads to, and asks for the whole config if wrong).
+            if claim.version != push.version || claim.hash == push.hashes.config {
+                self.held = Some(claim.version);
+            }
+        }
         let held = self.held.replace(push.version);
         if held == Some(push.version) {
+            tracing::debug!(
+                version = push.version,
+                "data plane holds the current configuration"
+            );
             return Vec::new();
         }
         if !self.deltas {

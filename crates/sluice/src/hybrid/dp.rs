@@ -9,7 +9,7 @@ use super::ClusterSettings;
 use crate::loader::{Loaded, Loader};
 use anyhow::{Context, Result};
 use futures_util::{SinkExt, StreamExt};
-use sluice_cluster::delta::SluiceHello;
+use sluice_cluster::delta::{Held, SluiceHello};
 use sluice_cluster::frames::cp::CpMessage;
 use sluice_cluster::frames::dp::{ping_payload, BasicInfo, Outlet};
 use sluice_cluster::frames::{PING_INTERVAL_SECS, PING_WAIT_SECS, SHARED_MTLS_SNI, TIMEOUT_SECS};
@@ -36,8 +36,11 @@ pub async fn run(
         node_hostname: Some(hostname),
         node_version: crate::KONG_VERSION.to_string(),
     };
+    // What the last link left running, named to the CP on the next one so that it can send only what
+    // changed since (or nothing).
+    let mut held = None;
     loop {
-        match link(&settings, &tls, &outlet, &loader).await {
+        match link(&settings, &tls, &outlet, &loader, &mut held).await {
             Ok(()) => tracing::warn!("control plane closed the cluster link"),
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "cluster link failed"),
         }
@@ -53,6 +56,7 @@ async fn link(
     tls: &tokio_rustls::TlsConnector,
     outlet: &Outlet,
     loader: &Arc<Loader>,
+    held: &mut Option<Held>,
 ) -> Result<()> {
     let address = settings.control_plane.as_deref().unwrap_or_default();
     let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
@@ -83,15 +87,21 @@ async fn link(
     )
     .await
     .context("WebSocket handshake timed out")??;
+    let mut current = current_hash(loader);
+    // Only a hold that is still the running config is named (the store's config after a restart is not
+    // one the CP numbered for this process).
+    held.take_if(|h| current.as_deref() != Some(h.hash.as_str()));
     let hello = BasicInfo {
         plugins: super::plugin_infos(loader.registry()),
-        sluice: Some(SluiceHello::current()),
+        sluice: Some(SluiceHello::current(held.clone())),
         ..BasicInfo::default()
     };
     ws.send(Message::Binary(hello.encode().into())).await?;
-    tracing::info!(control_plane = %address, "connected to the control plane");
-    let mut current = current_hash(loader);
+    tracing::info!(control_plane = %address, held = ?held.as_ref().map(|h| h.version), "connected to the control plane");
     let mut deltas = DeltaSync::default();
+    if let Some(h) = held.as_ref() {
+        deltas.full(Some(h.version), loader);
+    }
     let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
     loop {
         tokio::select! {
@@ -116,6 +126,7 @@ async fn link(
                             current = Some(frame.config_hash);
                         }
                         deltas.full(version, loader);
+                        *held = version.zip(current.clone()).map(|(version, hash)| Held { version, hash });
                         // Kong's DP pings right after applying, so the CP sees the new hash.
                         let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
                         ws.send(Message::Ping(payload.into())).await?;
@@ -126,6 +137,7 @@ async fn link(
                         }
                         match deltas.apply(loader, delta).await {
                             Outcome::Applied(hash) => {
+                                *held = deltas.version.map(|version| Held { version, hash: hash.clone() });
                                 current = Some(hash);
                                 let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
                                 ws.send(Message::Ping(payload.into())).await?;

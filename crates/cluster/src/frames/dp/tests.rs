@@ -35,7 +35,7 @@ fn writes_basic_info_with_kongs_fields() {
         labels: Some(labels(&["region:eu:1".to_owned()]).unwrap()),
         process_conf: None,
         filters: Some(json!({})),
-        sluice: Some(crate::delta::SluiceHello::current()),
+        sluice: Some(crate::delta::SluiceHello::current(None)),
     };
     let v: Value = serde_json::from_slice(&info.encode()).unwrap();
     assert_eq!(
