@@ -153,9 +153,13 @@ impl Body for Tracked {
 
 /// Drives `conn` until it ends or `state` says it waited too long for a request head (then it is dropped,
 /// which closes the socket).
+///
+/// `conn` is pinned where it was passed: moved into the `select!` instead, it would be stored twice in
+/// this future, which every idle connection holds (an async fn's argument keeps its slot after a move).
 pub async fn guard<F: Future>(conn: F, state: Arc<ConnState>, limits: Limits) -> Option<F::Output> {
+    tokio::pin!(conn);
     tokio::select! {
-        out = conn => Some(out),
+        out = &mut conn => Some(out),
         () = state.expired(limits) => None,
     }
 }

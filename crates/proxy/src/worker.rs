@@ -8,6 +8,7 @@ use crate::handler;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::watchdog::{self, ConnState, Limits};
+use futures_util::future::Either;
 use futures_util::FutureExt;
 use hyper::server::conn::http2;
 use hyper::service::service_fn;
@@ -15,6 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use sluice_upstream::pool;
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,8 +207,9 @@ async fn accept_loop(
                 tokio::spawn(async move {
                     let mut accepted = accepted;
                     if first_bytes(&stream, &accepted.shared, &mut accepted.stop).await {
-                        // Boxed: until its client speaks, a connection's task holds only this pointer.
-                        Box::pin(accepted.serve(stream, info, false)).await
+                        // Served by a task of its own, sized for serving alone: this one, sized for the
+                        // wait for the first bytes, ends.
+                        tokio::spawn(accepted.serve(stream, info, false));
                     }
                 });
             }
@@ -238,7 +241,8 @@ async fn accept_loop(
                         tls: sluice_tls::Negotiated::of(tls),
                         ..info
                     };
-                    Box::pin(accepted.serve(stream, info, h2)).await
+                    // As above: the handshake's task (sized for the handshake) ends.
+                    tokio::spawn(accepted.serve(stream, info, h2));
                 });
             }
         }
@@ -277,7 +281,11 @@ async fn first_bytes(
 impl Accepted {
     /// Serves the connection (plain or TLS) until it closes: HTTP/1.1 by Sluice's own loop, h2 (`h2`: ALPN
     /// said so) by hyper's.
-    async fn serve<IO: Transport>(self, io: IO, info: ConnInfo, h2: bool) {
+    ///
+    /// Not an `async fn`: the future is built here and returned, so the connection (its socket, TLS state
+    /// included) is stored once in it. An async fn would keep its arguments' slots beside the future they
+    /// were moved into, and every idle connection holds this future.
+    fn serve<IO: Transport>(self, io: IO, info: ConnInfo, h2: bool) -> impl Future<Output = ()> {
         let Accepted {
             shared,
             graceful,
@@ -303,14 +311,11 @@ impl Accepted {
         let served = match h2 {
             // Boxed: hyper's h2 connection state is large, and an HTTP/1.1 connection's future would
             // otherwise be sized for it.
-            true => {
-                watchdog::guard(
-                    Box::pin(h2_conn(Handed::new(bytes::Bytes::new(), Box::new(io)))),
-                    state,
-                    limits,
-                )
-                .await
-            }
+            true => Either::Left(watchdog::guard(
+                Box::pin(h2_conn(Handed::new(bytes::Bytes::new(), Box::new(io)))),
+                state,
+                limits,
+            )),
             false => {
                 let conn = Conn {
                     info,
@@ -318,13 +323,15 @@ impl Accepted {
                     state: state.clone(),
                     stop,
                 };
-                watchdog::guard(conn.serve(io, h2_conn), state, limits).await
+                Either::Right(watchdog::guard(conn.serve(io, h2_conn), state, limits))
             }
         };
-        if served.is_none() {
-            tracing::debug!(%peer, "closed: no request head within client_header_timeout")
-        }
-        drop(guard);
+        served.map(move |served| {
+            if served.is_none() {
+                tracing::debug!(%peer, "closed: no request head within client_header_timeout")
+            }
+            drop(guard);
+        })
     }
 }
 
