@@ -31,6 +31,10 @@ use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
+/// The flow-control windows offered to upstreams: per stream, and for the whole connection.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
 /// The handle a request sends its stream on (cheap to clone: the connection is shared).
 pub type Sender = SendRequest<ProxyBody>;
 
@@ -142,7 +146,13 @@ async fn connect_watched(
     builder
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(30)))
-        .adaptive_window(true);
+        // Fixed windows, not hyper's adaptive ones, which start at 64 KiB: h2 bounds the small DATA
+        // frames received and not yet read to a budget of half the connection window, and a gRPC reply
+        // is one small frame before its trailers. With 64 KiB, ~130 calls in flight whose replies wait
+        // for a busy worker ended the connection (GOAWAY ENHANCE_YOUR_CALM, every call on it failed).
+        // 16 MiB lets ~33,000 wait; a window is a permit, not memory set aside.
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW);
     let Some(t) = tls else {
         let (sender, conn) = builder
             .handshake(TokioIo::new(tcp))

@@ -214,3 +214,73 @@ async fn a_body_that_keeps_going_or_waits_on_its_client_does_not_stall() {
         .await
     );
 }
+
+/// An h2c server answering calls as gRPC does (a small DATA frame, then trailers), all at once when
+/// `calls` have arrived.
+async fn small_reply_server(calls: usize) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(calls));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |_req: http::Request<hyper::body::Incoming>| {
+                        let barrier = barrier.clone();
+                        async move {
+                            barrier.wait().await;
+                            // A gRPC reply: a small DATA frame, then the trailers (the DATA frame
+                            // does not end the stream).
+                            let (tx, body) = crate::body::ChannelBody::channel();
+                            let mut trailers = http::HeaderMap::new();
+                            trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                            let data = http_body::Frame::data(Bytes::from_static(b"1234567"));
+                            tx.send(Ok(data)).await.unwrap();
+                            tx.send(Ok(http_body::Frame::trailers(trailers)))
+                                .await
+                                .unwrap();
+                            Ok::<_, std::convert::Infallible>(http::Response::new(body))
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .max_concurrent_streams(1000)
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn many_small_replies_not_yet_read_do_not_end_the_connection() {
+    let addr = small_reply_server(400).await;
+    let key = PoolKey { addr, tls: 0 };
+    // 400 calls in flight whose one-frame replies all arrive before the relay reads any of them (a busy
+    // worker): h2 counts each unread small frame against a budget of half the connection window.
+    let mut heads = Vec::new();
+    for _ in 0..400 {
+        let (mut sender, lease) = sender(key, None, Duration::from_secs(5)).await.unwrap();
+        let req = http::Request::builder()
+            .uri(format!("http://{addr}/x.Y/Z"))
+            .body(crate::body::full(Bytes::new()))
+            .unwrap();
+        sender.ready().await.unwrap();
+        heads.push((sender.send_request(req), lease));
+    }
+    let mut bodies = Vec::new();
+    for (call, lease) in heads {
+        let resp = call.await.expect("a response head");
+        bodies.push((resp.into_body(), lease));
+    }
+    for (body, _lease) in bodies {
+        let reply = body.collect().await.expect("a whole reply");
+        assert_eq!(
+            reply.trailers().map(|t| t["grpc-status"].clone()),
+            Some(http::HeaderValue::from_static("0"))
+        );
+        assert_eq!(reply.to_bytes(), "1234567");
+    }
+}
