@@ -11,7 +11,7 @@
 
 pub mod grpc;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod ws;
 
 use bytes::Bytes;

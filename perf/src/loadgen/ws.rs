@@ -102,7 +102,7 @@ pub fn main(args: &WsLoadArgs) -> Result<()> {
 
 /// One open tunnel, plain or over TLS.
 enum Tunnel {
-    Plain(WebSocketStream<TcpStream>),
+    Plain(Box<WebSocketStream<TcpStream>>),
     Tls(Box<WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>>>),
 }
 
@@ -149,7 +149,7 @@ pub async fn drive(args: &WsLoadArgs) -> Result<LoadResult> {
         let payload = payload.clone();
         pumps.spawn(async move {
             match t {
-                Tunnel::Plain(ws) => pump(ws, payload, deadline).await,
+                Tunnel::Plain(ws) => pump(*ws, payload, deadline).await,
                 Tunnel::Tls(ws) => pump(*ws, payload, deadline).await,
             }
         });
@@ -182,12 +182,12 @@ async fn open(
     tcp.set_nodelay(true)?;
     let fail = |e| anyhow::anyhow!("WebSocket handshake on {url}: {e}");
     Ok(match tls {
-        None => Tunnel::Plain(
+        None => Tunnel::Plain(Box::new(
             tokio_tungstenite::client_async(&url, tcp)
                 .await
                 .map_err(fail)?
                 .0,
-        ),
+        )),
         Some(c) => {
             let name = sluice_tls::rustls::pki_types::ServerName::try_from("perf")?;
             let stream = c.connect(name, tcp).await?;

@@ -39,9 +39,7 @@ fn arguments_round_trip() {
 /// The driver against the built-in upstream's echo, no gateway between: every tunnel echoes.
 #[tokio::test]
 async fn drives_tunnels_against_the_echo() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(crate::upstream::serve_on(listener, 2));
+    let addr = crate::upstream::tests::started(2).await;
     let r = drive(&WsLoadArgs {
         url: format!("http://{addr}"),
         tunnels: 5,
