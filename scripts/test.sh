@@ -14,6 +14,7 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 { command -v slapd || [ -x /usr/sbin/slapd ]; } >/dev/null 2>&1 && command -v ldappasswd >/dev/null 2>&1 || need+=(slapd ldap-utils)
 luajit -e "require('cjson')" >/dev/null 2>&1 || need+=(luajit lua-cjson)
@@ -75,7 +76,9 @@ cargo test --workspace --no-fail-fast
 if command -v wrk >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1; then
   step "sluice-perf smoke (numbers are not checked)"
   out=$(mktemp -d)
-  "$target_dir/debug/sluice-perf" run --case no-plugins --target "bin:$sluice" --target nginx \
+  cases=(--case no-plugins --case ws-echo)
+  command -v h2load >/dev/null 2>&1 && cases+=(--case grpc-unary)
+  "$target_dir/debug/sluice-perf" run "${cases[@]}" --target "bin:$sluice" --target nginx \
     --reps 1 --duration 2s --warmup 1s --connections 10 --out "$out"
 fi
 step "fuzz: every target for ${FUZZ_SECONDS:-20} s from the committed corpora"

@@ -55,11 +55,29 @@ pub enum CaseKind {
     /// cost of answering from the cache. The service's path is `/cacheable`, for which the built-in
     /// upstream sends the `Content-Type` proxy-cache needs.
     ProxyCacheHit,
+    /// WebSocket tunnels (route `/r{i}`, no plugins) to the built-in upstream, which echoes every message:
+    /// messages/s with one message in flight per tunnel; `--connections` is the number of tunnels.
+    WsEcho,
+    /// gRPC unary calls over HTTP/2 (h2c with `--http`, h2 over TLS otherwise) to the built-in upstream's
+    /// h2c gRPC answer: a `protocol: grpc` service, routes `/perf.R{i}/` of `protocols: [grpc, grpcs]`,
+    /// loaded by h2load.
+    GrpcUnary,
+}
+
+/// What the load speaks to the gateway, and so how every gateway is configured and loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Requests over HTTP/1.1 (wrk, oha).
+    Http,
+    /// Messages through WebSocket tunnels (the built-in driver, [`crate::loadgen::ws`]).
+    WebSocket,
+    /// gRPC unary calls over HTTP/2 (h2load, [`crate::loadgen::h2load`]).
+    Grpc,
 }
 
 impl CaseKind {
     /// Every kind, in report order.
-    pub const ALL: [CaseKind; 15] = [
+    pub const ALL: [CaseKind; 17] = [
         CaseKind::NoPlugins,
         CaseKind::RateLimiting,
         CaseKind::RlRedis,
@@ -75,6 +93,8 @@ impl CaseKind {
         CaseKind::Opentelemetry,
         CaseKind::TcpLog,
         CaseKind::ProxyCacheHit,
+        CaseKind::WsEcho,
+        CaseKind::GrpcUnary,
     ];
 
     /// The command-line name.
@@ -95,6 +115,8 @@ impl CaseKind {
             CaseKind::Opentelemetry => "opentelemetry",
             CaseKind::TcpLog => "tcp-log",
             CaseKind::ProxyCacheHit => "proxy-cache-hit",
+            CaseKind::WsEcho => "ws-echo",
+            CaseKind::GrpcUnary => "grpc-unary",
         }
     }
 
@@ -125,7 +147,18 @@ impl CaseKind {
             | CaseKind::Statsd
             | CaseKind::Opentelemetry
             | CaseKind::TcpLog
-            | CaseKind::ProxyCacheHit => None,
+            | CaseKind::ProxyCacheHit
+            | CaseKind::WsEcho
+            | CaseKind::GrpcUnary => None,
+        }
+    }
+
+    /// What the load speaks.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            CaseKind::WsEcho => Protocol::WebSocket,
+            CaseKind::GrpcUnary => Protocol::Grpc,
+            _ => Protocol::Http,
         }
     }
 }
@@ -202,9 +235,20 @@ impl Case {
         Ok(Case::new(kind, routes, consumers))
     }
 
-    /// Whether nginx peers can serve this case (they have no plugins).
+    /// Whether nginx peers can serve this case (they have no plugins): the no-plugins case and the
+    /// protocol cases, which have none either.
     pub fn peers_can_run(&self) -> bool {
-        self.kind == CaseKind::NoPlugins
+        self.kind == CaseKind::NoPlugins || self.kind.protocol() != Protocol::Http
+    }
+
+    /// The case nginx's row is taken from when this case's row is compared with nginx: the same case
+    /// for the protocol cases (messages and gRPC calls compare only with themselves), the no-plugins
+    /// case with the same routes otherwise.
+    pub fn peer_case(&self) -> Case {
+        match self.kind.protocol() {
+            Protocol::Http => self.baseline(),
+            Protocol::WebSocket | Protocol::Grpc => *self,
+        }
     }
 
     /// The no-plugins case with the same routes: the baseline of this case's plugin cost.

@@ -13,7 +13,7 @@
 //! RSS is `VmRSS` summed over the target's process tree (nginx's master and workers), read after
 //! [`SETTLE`] so that freed memory has been returned.
 
-mod client;
+pub(crate) mod client;
 
 use crate::cases::{Case, CaseKind};
 use crate::driver::{local::Local, Driver};
@@ -115,6 +115,8 @@ fn measure(
         rate: None,
         cpus: None,
         work_dir: out.to_path_buf(),
+        streams: 1,
+        upstream: None,
     };
     let p99 = |driver: &mut Local| -> Result<Option<f64>> {
         if args.load_secs == 0 {

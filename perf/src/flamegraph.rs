@@ -69,6 +69,8 @@ pub fn run(args: &FlameArgs) -> Result<()> {
         rate: None,
         cpus: None,
         work_dir: work.clone(),
+        streams: 1,
+        upstream: None,
     };
     let data = work.join("perf.data");
     let record = std::thread::scope(|s| -> Result<std::process::Output> {

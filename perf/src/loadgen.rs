@@ -1,10 +1,14 @@
 //! Load generation: `wrk` for maximum throughput (closed loop), `oha` for latency under a
-//! constant offered rate (open loop, with latency correction against coordinated omission).
+//! constant offered rate (open loop, with latency correction against coordinated omission); the
+//! protocol cases have their own: WebSocket tunnels driven by this crate ([`ws`]) and gRPC calls by
+//! `h2load` ([`h2load`]).
 
+pub mod h2load;
 pub mod oha;
 pub mod wrk;
+pub mod ws;
 
-use crate::cases::Case;
+use crate::cases::{Case, Protocol};
 use crate::results::LoadResult;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -30,13 +34,23 @@ pub struct LoadSpec {
     pub cpus: Option<String>,
     /// Directory for the generated script.
     pub work_dir: PathBuf,
+    /// Calls in flight per HTTP/2 connection (grpc-unary's h2load `-m`).
+    pub streams: u32,
+    /// The built-in upstream, `host:port`, filled in by the driver: grpc-unary reads its call count.
+    pub upstream: Option<String>,
 }
 
 /// Runs the load described by `spec` and returns what the generator measured.
 pub fn run(spec: &LoadSpec) -> Result<LoadResult> {
-    match spec.rate {
-        None => wrk::run(spec),
-        Some(rate) => oha::run(spec, rate),
+    match (spec.case.kind.protocol(), spec.rate) {
+        (Protocol::WebSocket, None) => ws::run(spec),
+        (Protocol::Grpc, None) => h2load::run(spec),
+        (Protocol::Http, None) => wrk::run(spec),
+        (Protocol::Http, Some(rate)) => oha::run(spec, rate),
+        (_, Some(_)) => bail!(
+            "case {}: --rate (constant offered load) is for HTTP cases only",
+            spec.case
+        ),
     }
 }
 

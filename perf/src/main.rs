@@ -30,8 +30,8 @@ enum Cmd {
     /// Print (or write) the Kong declarative config of a case: route i has path /r{i}, consumer
     /// c{i} has key key-{i} or password pw-{i}.
     GenConfig {
-        /// Case name: no-plugins, rate-limiting, rl-key-auth, rl-basic-auth, rl-jwt or large
-        /// (`name@routes[/consumers]` also works).
+        /// Case name: no-plugins, rate-limiting, rl-key-auth, rl-basic-auth, rl-jwt, large, ws-echo,
+        /// grpc-unary, ... (`name@routes[/consumers]` also works).
         #[arg(long)]
         case: String,
         /// Number of routes (overrides the case's).
@@ -60,6 +60,9 @@ enum Cmd {
         #[arg(long, default_value_t = 2)]
         body_size: usize,
     },
+    /// The ws-echo case's load driver (`run` starts it on the load CPUs): WebSocket tunnels through a
+    /// gateway, one message in flight each; prints one JSON result line.
+    WsLoad(sluice_perf::loadgen::ws::WsLoadArgs),
     /// Run cases × targets × connections with N interleaved repetitions; write results.json,
     /// results.md and chart.svg.
     Run(runner::RunArgs),
@@ -141,6 +144,7 @@ fn real_main() -> Result<ExitCode> {
             }
         }
         Cmd::Upstream { listen, body_size } => upstream::serve(listen, body_size)?,
+        Cmd::WsLoad(args) => sluice_perf::loadgen::ws::main(&args)?,
         Cmd::Run(args) => {
             let (results, dir) = runner::run(&args)?;
             println!("{}", report::markdown(&results));

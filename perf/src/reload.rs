@@ -198,6 +198,8 @@ fn load_spec(args: &ReloadArgs, case: &Case, out: &Path) -> LoadSpec {
         rate: None,
         cpus: None,
         work_dir: out.to_path_buf(),
+        streams: 1,
+        upstream: None,
     }
 }
 

@@ -51,22 +51,28 @@ pub fn rerender(path: &Path) -> Result<Results> {
     Ok(results)
 }
 
-/// The nginx no-plugins row a row is compared with: same connections, the no-plugins case with
-/// the same routes, or with one route when that was not run.
+/// The nginx row a row is compared with: same connections, and the same case for the protocol cases
+/// (`ws-echo`, `grpc-unary`); otherwise the no-plugins case with the same routes, or with one route when
+/// that was not run.
 pub fn nginx_baseline<'a>(all: &'a [Combined], row: &Combined) -> Option<&'a Combined> {
-    let routes = crate::cases::Case::parse(&row.case).ok()?.routes;
+    let case = crate::cases::Case::parse(&row.case).ok()?;
     let find = |case: String| {
         all.iter()
             .find(|x| x.target == "nginx" && x.connections == row.connections && x.case == case)
     };
-    find(format!("no-plugins@{routes}")).or_else(|| find("no-plugins@1".into()))
+    if case.kind.protocol() != crate::cases::Protocol::Http {
+        return find(case.peer_case().to_string());
+    }
+    find(case.peer_case().to_string()).or_else(|| find("no-plugins@1".into()))
 }
 
 /// The same target's no-plugins row (same connections; same routes, or one route when that was
-/// not run) a plugin case is compared with; `None` for no-plugins rows.
+/// not run) a plugin case is compared with; `None` for no-plugins rows and the protocol cases.
 pub fn plugin_baseline<'a>(all: &'a [Combined], row: &Combined) -> Option<&'a Combined> {
     let case = crate::cases::Case::parse(&row.case).ok()?;
-    if case.kind == crate::cases::CaseKind::NoPlugins {
+    if case.kind == crate::cases::CaseKind::NoPlugins
+        || case.kind.protocol() != crate::cases::Protocol::Http
+    {
         return None;
     }
     let find = |case: String| {

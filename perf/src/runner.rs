@@ -7,7 +7,7 @@ mod tests;
 
 pub use args::{parse_duration, Cpus, RunArgs};
 
-use crate::cases::{config, Case};
+use crate::cases::{config, Case, Protocol};
 use crate::driver::{Driver, Usage};
 use crate::results::{combine, LoadResult, Meta, Results, Sample};
 use crate::target::process::Running;
@@ -64,10 +64,7 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
         meta: Meta {
             command: std::env::args().collect::<Vec<_>>().join(" "),
             started_unix: plan.started_unix,
-            mode: match args.rate {
-                Some(r) => format!("constant rate {r}/s (oha, latency-corrected)"),
-                None => "max throughput (wrk, closed loop)".into(),
-            },
+            mode: mode(args.rate, &plan.cases),
             driver: driver.name().into(),
             notes,
         },
@@ -76,6 +73,25 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
     };
     report::write(&out, &results)?;
     Ok((results, out))
+}
+
+/// The report's load mode: which generators ran the cases, closed loop or at a constant rate.
+pub fn mode(rate: Option<u32>, cases: &[Case]) -> String {
+    if let Some(r) = rate {
+        return format!("constant rate {r}/s (oha, latency-corrected)");
+    }
+    let mut generators = Vec::new();
+    for case in cases {
+        let g = match case.kind.protocol() {
+            Protocol::Http => "wrk",
+            Protocol::WebSocket => "sluice-perf ws-load",
+            Protocol::Grpc => "h2load",
+        };
+        if !generators.contains(&g) {
+            generators.push(g);
+        }
+    }
+    format!("max throughput ({}, closed loop)", generators.join(", "))
 }
 
 /// What a run covers, parsed and checked up front so mistakes fail before anything starts.

@@ -90,6 +90,8 @@ pub fn run(args: &SoakArgs) -> Result<String> {
         rate: None,
         cpus: None,
         work_dir: out.clone(),
+        streams: 1,
+        upstream: None,
     };
 
     progress(format!(

@@ -84,3 +84,19 @@ pub fn ratio(b: f64, a: f64) -> Option<f64> {
     let r = b / a;
     (a != 0.0 && r.is_finite()).then_some(r)
 }
+
+/// p50/p95/p99/max in milliseconds of latencies given in microseconds (sorted in place); zeros when
+/// there are none.
+pub fn percentiles_ms(us: &mut [f64]) -> crate::results::Latency {
+    us.sort_by(f64::total_cmp);
+    let at = |q: f64| match us.len() {
+        0 => 0.0,
+        n => us[((n as f64 * q).ceil() as usize).clamp(1, n) - 1] / 1000.0,
+    };
+    crate::results::Latency {
+        p50: at(0.50),
+        p95: at(0.95),
+        p99: at(0.99),
+        max: at(1.0),
+    }
+}

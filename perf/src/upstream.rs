@@ -2,11 +2,17 @@
 //! the receiver of the log-sink cases: datagrams to its UDP port (the same number; statsd) and connections
 //! whose first byte is `{` (tcp-log's JSON lines) are read and thrown away.
 //!
+//! A request upgrading to `websocket` gets a tunnel that echoes every message ([`ws`], the ws-echo case),
+//! and a connection that opens with the HTTP/2 preface is answered as a gRPC server ([`grpc`], the
+//! grpc-unary case).
+//!
 //! It is as cheap as an HTTP server gets so that the proxy, not the upstream, is the bottleneck;
 //! `run` starts it as a separate `sluice-perf upstream` process pinned to the load CPUs.
 
+pub mod grpc;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+pub mod ws;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -45,25 +51,47 @@ pub async fn serve_on(listener: tokio::net::TcpListener, body_size: usize) -> an
         let _ = stream.set_nodelay(true);
         let body = body.clone();
         tokio::spawn(async move {
-            let mut first = [0u8; 1];
-            if matches!(stream.peek(&mut first).await, Ok(1)) && first[0] == b'{' {
+            let mut first = [0u8; 4];
+            let seen = stream.peek(&mut first).await.unwrap_or(0);
+            if seen >= 1 && first[0] == b'{' {
                 return discard(stream).await;
             }
+            if first[..seen] == *grpc::PREFACE {
+                return grpc::serve(stream).await;
+            }
             let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let mut resp = hyper::Response::new(Full::new(body.clone()));
-                if req.uri().path().starts_with(CACHEABLE) {
-                    resp.headers_mut().insert(
-                        hyper::header::CONTENT_TYPE,
-                        hyper::header::HeaderValue::from_static("text/plain"),
-                    );
-                }
+                let resp = respond(req, &body);
                 async move { Ok::<_, Infallible>(resp) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades()
                 .await;
         });
     }
+}
+
+/// The answer to one HTTP/1.1 request: a WebSocket tunnel, the gRPC call count, or `body` (typed
+/// `text/plain` under [`CACHEABLE`]).
+fn respond(
+    req: hyper::Request<hyper::body::Incoming>,
+    body: &Bytes,
+) -> hyper::Response<Full<Bytes>> {
+    if ws::is_upgrade(&req) {
+        return ws::accept(req);
+    }
+    let path = req.uri().path();
+    if path == grpc::CALLS_PATH {
+        return hyper::Response::new(Full::new(Bytes::from(grpc::calls().to_string())));
+    }
+    let mut resp = hyper::Response::new(Full::new(body.clone()));
+    if path.starts_with(CACHEABLE) {
+        resp.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain"),
+        );
+    }
+    resp
 }
 
 /// Reads a log sink's connection until it closes, keeping nothing.

@@ -42,6 +42,8 @@ pub fn build(case: &Case, upstream: &str) -> Value {
     );
     let url = match case.kind {
         CaseKind::ProxyCacheHit => format!("http://{upstream}{}", crate::upstream::CACHEABLE),
+        // The built-in upstream answers gRPC over h2c on its one port.
+        CaseKind::GrpcUnary => format!("grpc://{upstream}"),
         _ => format!("http://{upstream}"),
     };
     root.insert(
@@ -67,7 +69,27 @@ pub fn render(config: &Value, format: Format) -> anyhow::Result<String> {
     })
 }
 
+/// The gRPC service of route `i` in the grpc-unary case: `perf.R{i}`, matched by the route's path prefix
+/// `/perf.R{i}/`.
+pub fn grpc_service(i: usize) -> String {
+    format!("perf.R{i}")
+}
+
+/// The path of the unary method the grpc-unary load calls through route `i`.
+pub fn grpc_path(i: usize) -> String {
+    format!("/{}/Unary", grpc_service(i))
+}
+
 fn route(case: &Case, i: usize) -> Value {
+    if case.kind == CaseKind::GrpcUnary {
+        // grpcs too, so the route matches over the TLS listener as well as over h2c.
+        return json!({
+            "name": format!("r{i}"),
+            "protocols": ["grpc", "grpcs"],
+            "paths": [format!("/{}/", grpc_service(i))],
+            "strip_path": false,
+        });
+    }
     let mut r = json!({ "name": format!("r{i}"), "paths": [format!("/r{i}")] });
     if case.kind == CaseKind::Large {
         r["plugins"] = json!([
@@ -85,7 +107,7 @@ fn global_plugins(kind: CaseKind, upstream: &str) -> Vec<Value> {
         "config": { "second": NEVER_LIMIT_PER_SECOND, "policy": "local" },
     });
     match kind {
-        CaseKind::NoPlugins | CaseKind::Large => vec![],
+        CaseKind::NoPlugins | CaseKind::Large | CaseKind::WsEcho | CaseKind::GrpcUnary => vec![],
         CaseKind::RateLimiting => vec![rate_limiting],
         CaseKind::RlRedis => vec![on_redis(-1.0)],
         CaseKind::RlRedisSync => vec![on_redis(REDIS_SYNC_RATE)],

@@ -116,3 +116,50 @@ fn log_sink_cases_send_to_the_built_in_upstream() {
     assert_eq!(otel["traces_endpoint"], "http://127.0.0.1:7000/v1/traces");
     assert_eq!(otel["sampling_rate"], 1.0);
 }
+
+#[test]
+fn protocol_cases_parse_and_run_on_peers() {
+    for (spec, protocol) in [
+        ("ws-echo", Protocol::WebSocket),
+        ("grpc-unary@3", Protocol::Grpc),
+    ] {
+        let case = Case::parse(spec).unwrap();
+        assert_eq!(case.kind.protocol(), protocol, "{spec}");
+        assert!(case.peers_can_run(), "{spec}");
+        assert_eq!(case.peer_case(), case, "{spec}");
+        assert_eq!(Case::parse(&case.to_string()).unwrap(), case);
+    }
+    let rl = Case::parse("rate-limiting@4").unwrap();
+    assert!(!rl.peers_can_run());
+    assert_eq!(rl.peer_case().to_string(), "no-plugins@4");
+    assert_eq!(CaseKind::NoPlugins.protocol(), Protocol::Http);
+}
+
+#[test]
+fn ws_echo_config_is_a_plain_http_route() {
+    let c = config::build(&Case::parse("ws-echo@2").unwrap(), "127.0.0.1:7000");
+    let service = &c["services"][0];
+    assert_eq!(service["url"], "http://127.0.0.1:7000");
+    assert_eq!(service["routes"][1]["paths"][0], "/r1");
+    assert!(c.get("plugins").is_none());
+}
+
+#[test]
+fn grpc_unary_config_is_a_grpc_service_and_routes() {
+    let case = Case::parse("grpc-unary@2").unwrap();
+    let text = config::render(
+        &config::build(&case, "127.0.0.1:7000"),
+        config::Format::Yaml,
+    )
+    .unwrap();
+    // Read back as YAML, the way the gateway reads it.
+    let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let service = &v["services"][0];
+    assert_eq!(service["url"].as_str(), Some("grpc://127.0.0.1:7000"));
+    let route = &service["routes"][1];
+    assert_eq!(route["paths"][0].as_str(), Some("/perf.R1/"));
+    assert_eq!(route["protocols"][0].as_str(), Some("grpc"));
+    assert_eq!(route["strip_path"].as_bool(), Some(false));
+    assert!(config::grpc_path(1).starts_with(route["paths"][0].as_str().unwrap()));
+    assert!(v.get("plugins").is_none());
+}

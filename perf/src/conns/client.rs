@@ -161,7 +161,7 @@ async fn exchange_h1<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> Result<()>
 }
 
 /// A client config that accepts the benchmark's self-made certificate and offers the mode's protocol.
-fn tls_config(mode: Mode) -> rustls::ClientConfig {
+pub(crate) fn tls_config(mode: Mode) -> rustls::ClientConfig {
     let mut config = rustls::ClientConfig::builder_with_provider(sluice_tls::provider())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")

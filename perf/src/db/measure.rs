@@ -189,6 +189,8 @@ pub(super) fn load_with_writes(
         rate: None,
         cpus: None,
         work_dir: out.to_path_buf(),
+        streams: 1,
+        upstream: None,
     };
     if args.warmup_secs > 0 {
         let warm = LoadSpec {

@@ -140,7 +140,7 @@ impl Driver for Local {
     fn start_target(
         &mut self,
         target: &Resolved,
-        _case: &Case,
+        case: &Case,
         config: &Path,
         dir: &Path,
     ) -> Result<Running> {
@@ -155,8 +155,8 @@ impl Driver for Local {
             tls: self.tls.as_ref().map(|(c, k)| (c.as_path(), k.as_path())),
         };
         let running = match (&target.target, &target.bin) {
-            (Target::Nginx, _) => process::start_nginx(false, &launch)?,
-            (Target::NginxLua, _) => process::start_nginx(true, &launch)?,
+            (Target::Nginx, _) => process::start_nginx(false, case.kind.protocol(), &launch)?,
+            (Target::NginxLua, _) => process::start_nginx(true, case.kind.protocol(), &launch)?,
             (_, Some(bin)) => process::start_sluice(bin, Some(config), &launch, "warn")?,
             (t, None) => anyhow::bail!("target {} has no binary", t.label()),
         };
@@ -169,6 +169,7 @@ impl Driver for Local {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         spec.base_url = format!("{scheme}://{}", running.proxy);
         spec.cpus = Some(self.load_cpus.clone());
+        spec.upstream = self.upstream_listen.clone();
         loadgen::run(&spec)
     }
 

@@ -25,7 +25,21 @@ pub fn markdown(results: &Results) -> String {
     for row in &results.combined {
         out.push_str(&line(&results.combined, row));
     }
-    out.push_str("\n× nginx: RPS over nginx's no-plugins RPS at the same connections; × no-plugins: RPS over the same target's no-plugins case with the same routes. CV above 15% is marked ⚠ (unstable).\n");
+    out.push_str("\n× nginx: RPS over nginx's no-plugins RPS at the same connections (for ws-echo and grpc-unary: over nginx's RPS on the same case); × no-plugins: RPS over the same target's no-plugins case with the same routes. CV above 15% is marked ⚠ (unstable).\n");
+    if results
+        .combined
+        .iter()
+        .any(|c| c.case.starts_with("ws-echo"))
+    {
+        out.push_str("\nws-echo: RPS is echoed messages/s, conns the number of WebSocket tunnels (one message in flight each), CPU per message.\n");
+    }
+    if results
+        .combined
+        .iter()
+        .any(|c| c.case.starts_with("grpc-unary"))
+    {
+        out.push_str("\ngrpc-unary: RPS is gRPC unary calls/s (h2load; conns = HTTP/2 connections, each with `--streams` calls in flight); non-2xx counts failed calls and 2xx answers the upstream never counted.\n");
+    }
     if !m.notes.is_empty() {
         out.push_str("\n## Notes\n\n");
         for n in &m.notes {

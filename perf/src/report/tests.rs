@@ -86,3 +86,34 @@ fn rerender_recombines_from_samples() {
     assert!(dir.path().join("chart.svg").is_file());
     assert!(rerender(&dir.path().join("missing.json")).is_err());
 }
+
+#[test]
+fn protocol_cases_compare_with_nginx_on_the_same_case() {
+    let samples = vec![
+        sample("no-plugins@1", "nginx", 50_000.0),
+        sample("ws-echo@1", "nginx", 20_000.0),
+        sample("ws-echo@1", "bin:s", 25_000.0),
+        sample("grpc-unary@1", "bin:s", 10_000.0),
+    ];
+    let results = Results {
+        combined: combine(&samples),
+        samples,
+        ..Default::default()
+    };
+    let md = markdown(&results);
+    let row = |needle: &str| {
+        md.lines()
+            .find(|l| l.starts_with(needle))
+            .unwrap_or_default()
+    };
+    assert!(
+        row("| ws-echo@1 | bin:s |").ends_with("| 1.25 | — |"),
+        "{md}"
+    );
+    // No nginx row of its own: never the no-plugins one.
+    assert!(
+        row("| grpc-unary@1 | bin:s |").ends_with("| — | — |"),
+        "{md}"
+    );
+    assert!(md.contains("messages/s"), "{md}");
+}

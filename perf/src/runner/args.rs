@@ -51,12 +51,15 @@ pub struct RunArgs {
     /// Unmeasured load after each target starts.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub warmup: Duration,
-    /// Connection counts, comma-separated.
+    /// Connection counts, comma-separated (for ws-echo: WebSocket tunnels, e.g. `1,1000`).
     #[arg(long, default_value = "50,200", value_delimiter = ',')]
     pub connections: Vec<u32>,
     /// Load-generator threads (wrk -t).
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
+    /// Calls in flight on each HTTP/2 connection of the grpc-unary case (h2load -m).
+    #[arg(long, default_value_t = 10)]
+    pub streams: u32,
     /// Constant offered rate in requests/s: measures latency with oha (open loop, corrected for
     /// coordinated omission) instead of maximum throughput with wrk.
     #[arg(long)]
@@ -176,6 +179,8 @@ impl RunArgs {
             rate: self.rate,
             cpus: None,
             work_dir: work_dir.to_path_buf(),
+            streams: self.streams,
+            upstream: None,
         }
     }
 }

@@ -78,3 +78,18 @@ fn repeated_targets_get_distinct_labels() {
     ];
     assert_eq!(labels(t.iter()), ["nginx", "bin:/s", "nginx#2", "nginx#3"]);
 }
+
+#[test]
+fn mode_names_the_generators_that_ran() {
+    let cases =
+        |specs: &[&str]| -> Vec<Case> { specs.iter().map(|s| Case::parse(s).unwrap()).collect() };
+    assert_eq!(
+        mode(None, &cases(&["no-plugins", "rate-limiting"])),
+        "max throughput (wrk, closed loop)"
+    );
+    assert_eq!(
+        mode(None, &cases(&["ws-echo", "grpc-unary", "no-plugins"])),
+        "max throughput (sluice-perf ws-load, h2load, wrk, closed loop)"
+    );
+    assert!(mode(Some(100), &cases(&["no-plugins"])).starts_with("constant rate 100/s"));
+}

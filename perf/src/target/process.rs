@@ -2,6 +2,7 @@
 //! from a generated config. Processes are stopped on drop, so an error never leaves one running.
 
 use super::nginx;
+use crate::cases::Protocol;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -159,8 +160,9 @@ pub fn start_sluice_with_env(
     })
 }
 
-/// Writes the nginx config into the target's directory and starts nginx in the foreground.
-pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
+/// Writes the nginx config for a case speaking `protocol` into the target's directory and starts nginx in
+/// the foreground.
+pub fn start_nginx(lua: bool, protocol: Protocol, launch: &Launch<'_>) -> Result<Running> {
     let modules = if lua {
         Some(nginx::lua_modules()?)
     } else {
@@ -168,10 +170,11 @@ pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
     };
     std::fs::create_dir_all(launch.dir.join("tmp"))?;
     let conf = launch.dir.join("nginx.conf");
-    // Over TLS, readiness is probed on a second, plain listener.
-    let ready = match launch.tls {
-        Some(_) => free_addr(&launch.proxy.ip().to_string())?,
-        None => launch.proxy,
+    // Over TLS, and where the proxy listener speaks HTTP/2 only (gRPC over h2c), readiness is probed on
+    // a second, plain HTTP/1.1 listener.
+    let ready = match (launch.tls, protocol) {
+        (None, Protocol::Http | Protocol::WebSocket) => launch.proxy,
+        _ => free_addr(&launch.proxy.ip().to_string())?,
     };
     let text = nginx::config(&nginx::Peer {
         lua: modules.as_deref(),
@@ -181,6 +184,7 @@ pub fn start_nginx(lua: bool, launch: &Launch<'_>) -> Result<Running> {
         ready,
         upstream: launch.upstream,
         tls: launch.tls,
+        protocol,
     });
     std::fs::write(&conf, text)?;
     let log = launch.dir.join("error.log");
