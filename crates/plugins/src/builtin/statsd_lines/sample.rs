@@ -48,6 +48,25 @@ pub struct ConsumerRef<'a> {
     pub username: Option<&'a str>,
 }
 
+impl<'a> ServiceRef<'a> {
+    fn of(s: &'a sluice_model::Service) -> ServiceRef<'a> {
+        ServiceRef {
+            id: s.id,
+            name: s.name.as_deref(),
+            host: &s.host,
+        }
+    }
+}
+
+impl<'a> RouteRef<'a> {
+    fn of(r: &'a sluice_model::Route) -> RouteRef<'a> {
+        RouteRef {
+            id: r.id,
+            name: r.name.as_deref(),
+        }
+    }
+}
+
 /// Marks an absent optional string in the packed form.
 const NONE: u32 = u32::MAX;
 
@@ -62,15 +81,8 @@ impl<'a> Sample<'a> {
             latency: record.request_latency_ms,
             upstream_latency: record.upstream_latency_ms.map_or(-1, |ms| ms as i64),
             kong_latency: record.kong_latency_ms,
-            service: ctx.service.map(|s| ServiceRef {
-                id: s.id,
-                name: s.name.as_deref(),
-                host: &s.host,
-            }),
-            route: ctx.route.map(|r| RouteRef {
-                id: r.id,
-                name: r.name.as_deref(),
-            }),
+            service: ctx.service.map(ServiceRef::of),
+            route: ctx.route.map(RouteRef::of),
             consumer: ctx.consumer.map(|c| ConsumerRef {
                 id: c.id,
                 custom_id: c.custom_id.as_deref(),
@@ -90,15 +102,8 @@ impl<'a> Sample<'a> {
             latency: 0,
             upstream_latency: -1,
             kong_latency: session.kong_latency_ms,
-            service: session.service.map(|s| ServiceRef {
-                id: s.id,
-                name: s.name.as_deref(),
-                host: &s.host,
-            }),
-            route: session.route.map(|r| RouteRef {
-                id: r.id,
-                name: r.name.as_deref(),
-            }),
+            service: session.service.map(ServiceRef::of),
+            route: session.route.map(RouteRef::of),
             consumer: None,
         }
     }
