@@ -363,4 +363,15 @@ plugins:
             && l.get("code").map(String::as_str) == Some("200")
     });
     assert!(counted, "{text}");
+    // `kong_node_info` names the Kong version `GET /` reports, as Kong's does.
+    let version = get_json(&gw.admin_url("/"), &[]).await.2["version"].clone();
+    let node = all
+        .iter()
+        .find(|(n, _)| n == "kong_node_info")
+        .expect("kong_node_info");
+    assert_eq!(
+        node.1.get("version").map(String::as_str),
+        version.as_str(),
+        "{text}"
+    );
 }
