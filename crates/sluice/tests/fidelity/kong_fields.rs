@@ -87,6 +87,8 @@ pub fn plugin(name: &str) -> Option<&'static [&'static str]> {
 pub const SINCE_3_10: &[(&str, &str)] = &[
     ("cors", "allow_origin_absent"),
     ("prometheus", "wasm_metrics"),
+    ("session", "hash_subject"),
+    ("session", "store_metadata"),
 ];
 
 /// `redis` of rate-limiting (`kong/tools/redis/schema.lua`).
