@@ -12,6 +12,7 @@ mod exports;
 mod kong_fields;
 #[path = "fidelity/live.rs"]
 mod live;
+mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 

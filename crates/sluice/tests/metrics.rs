@@ -278,12 +278,19 @@ fn series(text: &str) -> Vec<(String, HashMap<String, String>)> {
         .collect()
 }
 
+/// A family, the labels its series must have, and one label with the values that must each have a series.
+type Queried = (
+    &'static str,
+    &'static [&'static str],
+    Option<(&'static str, &'static [&'static str])>,
+);
+
 /// The families Kong's official Grafana dashboard (kong/plugins/prometheus/grafana/kong-official.json,
 /// Kong 3.9.1) queries, with the labels its queries select or group by, and the label values it names.
 /// Not here: `kong_memory_lua_shared_dict_bytes` / `_total_bytes` (Sluice has no shared dicts,
 /// docs/differences.md) and the `type` label one bandwidth panel groups by (no Kong family has it).
 #[rustfmt::skip]
-const DASHBOARD: &[(&str, &[&str], Option<(&str, &[&str])>)] = &[
+const DASHBOARD: &[Queried] = &[
     ("kong_http_requests_total", &["service", "route", "code"], None),
     ("kong_kong_latency_ms_bucket", &["service", "route", "le"], None),
     ("kong_request_latency_ms_bucket", &["service", "route", "le"], None),

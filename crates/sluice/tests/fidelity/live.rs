@@ -3,22 +3,10 @@
 //! a document Kong 3.9 takes, which `POST /config` takes back to the same `GET /config`.
 
 use super::{fixture, kong_fields, BIN, FIXTURES};
+use crate::support::reload;
 use serde_json::Value;
 use sluice_model::declarative;
 use sluice_testkit::{client, get_json, Gateway};
-
-/// `POST /config` of a YAML body; the status and the response's JSON.
-async fn post_config(gw: &Gateway, yaml: &str) -> (u16, Value) {
-    let resp = client()
-        .post(gw.admin_url("/config"))
-        .header("content-type", "application/x-yaml")
-        .body(yaml.to_string())
-        .send()
-        .await
-        .expect("POST /config");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
 
 /// The route a request matched, from request-termination's echo (`x-fidelity-echo` triggers it); "" and the
 /// status when something else answered.
@@ -41,24 +29,32 @@ async fn route_of(
     (status, route.to_string())
 }
 
+const KEY: &[(&str, &str)] = &[("apikey", "alice-key")];
+
+/// A request (method, path, headers) and what it gets: the status and the route it matched.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    (u16, &'static str),
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kong_2_8_export_routes_as_kong_routes_it() {
     let gw = Gateway::builder(BIN)
         .config_yaml("_format_version: \"3.0\"\n")
         .start();
-    let (status, body) = post_config(&gw, &fixture("kong-2.8-db-export.yaml")).await;
-    assert_eq!(status, 201, "{body}");
-    let key = [("apikey", "alice-key")];
-    let cases: &[(&str, &str, &[(&str, &str)], (u16, &str))] = &[
+    reload(&gw, &fixture("kong-2.8-db-export.yaml")).await;
+    let cases: &[Case] = &[
         // `/users/\d+/orders` was a regex in 2.x, and stays one: it matches digits only.
         ("PUT", "/users/42/orders", &[], (200, "order-by-id")),
         ("PUT", "/users/abc/orders", &[], (404, "")),
         // `users` matches on methods and paths, more kinds of fields than `order-by-id`'s paths: it wins
         // although a regex path beats a prefix among routes of equal field kinds.
-        ("GET", "/users/42/orders", &key, (200, "users")),
+        ("GET", "/users/42/orders", KEY, (200, "users")),
         // `/api/./v1//items` was a plain path: normalized as a request path.
-        ("GET", "/api/v1/items", &key, (200, "users")),
-        ("PUT", "/users", &key, (404, "")),
+        ("GET", "/api/v1/items", KEY, (200, "users")),
+        ("PUT", "/users", KEY, (404, "")),
         // key-auth on `users` (priority 1250) answers before request-termination (2).
         ("GET", "/users", &[], (401, "")),
     ];
@@ -92,14 +88,12 @@ async fn every_fixture_posts_and_its_get_config_posts_back_unchanged() {
         .config_yaml("_format_version: \"3.0\"\n")
         .start();
     for (name, _) in FIXTURES {
-        let (status, body) = post_config(&gw, &fixture(name)).await;
-        assert_eq!(status, 201, "{name}: {body}");
+        reload(&gw, &fixture(name)).await;
         let first = get_config(&gw).await;
         let doc = declarative::to_document(&first).expect("GET /config is YAML");
         let refused = kong_fields::refused(&doc);
         assert!(refused.is_empty(), "{name}: Kong 3.9 refuses {refused:?}");
-        let (status, body) = post_config(&gw, &first).await;
-        assert_eq!(status, 201, "{name}: {body}");
+        reload(&gw, &first).await;
         assert_eq!(
             get_config(&gw).await,
             first,
