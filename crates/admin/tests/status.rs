@@ -21,7 +21,13 @@ async fn ready_turns_200_after_the_first_load() {
         before["configuration_hash"],
         "00000000000000000000000000000000"
     );
-    assert_eq!(before["database"], json!({"reachable": true}));
+    // DB-less: no `database` (Kong's health.lua drops it); `memory` in Kong's shape.
+    assert_eq!(before.get("database"), None, "{before}");
+    assert_eq!(
+        before["memory"]["workers_lua_vms"][0]["pid"],
+        std::process::id()
+    );
+    assert_eq!(before["memory"]["lua_shared_dicts"], json!({}));
     assert_eq!(before["server"]["connections_active"], 1);
 
     let body = "_format_version: \"3.0\"\nconsumers:\n- username: x\n";
@@ -158,4 +164,13 @@ async fn status_dns_answers_as_kongs_default_dns_client_does() {
             "{url}"
         );
     }
+}
+
+/// A node with a database reports whether it reaches it (Kong's `database.reachable`).
+#[tokio::test]
+async fn status_reports_the_database_only_in_db_mode() {
+    let s = start(TestNode::database()).await;
+    let (status, body) = get(&s.admin_url("/status")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["database"], json!({"reachable": true}), "{body}");
 }

@@ -73,15 +73,17 @@ impl Credentials {
         }
     }
 
-    /// The key-auth credential with this key. The hash lookup compares bucket candidates by full equality;
-    /// a final constant-time comparison guards against early-exit timing on the matched entry.
+    /// The key-auth credential with this key, unless its `ttl` (the Unix time it expires, as in Kong's
+    /// declarative files) has passed: Kong's DB-less node no longer finds an expired key. The hash lookup
+    /// compares bucket candidates by full equality; a final constant-time comparison guards against
+    /// early-exit timing on the matched entry.
     pub fn key(&self, key: &str) -> Option<&KeyAuthCredential> {
         let cred = self.keys.get(key)?;
-        bool::from(subtle::ConstantTimeEq::ct_eq(
+        let matches = bool::from(subtle::ConstantTimeEq::ct_eq(
             cred.key.as_bytes(),
             key.as_bytes(),
-        ))
-        .then_some(cred)
+        ));
+        (matches && !expired(cred.ttl)).then_some(cred)
     }
 
     pub fn basic(&self, username: &str) -> Option<&BasicAuthCredential> {
@@ -113,3 +115,16 @@ impl Credentials {
         self.groups.get(consumer).map_or(&[], |g| g.as_slice())
     }
 }
+
+/// Whether a credential's `ttl` (Unix seconds) is now or past.
+fn expired(ttl: Option<u64>) -> bool {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    ttl.is_some_and(|t| t <= now())
+}
+
+#[cfg(test)]
+mod tests;

@@ -25,10 +25,11 @@ pub fn render(node: &NodeControl) -> String {
         "gauge",
         "Kong Node metadata information",
     );
+    // Kong's `kong.version`: the version `GET /` reports too.
     let _ = writeln!(
         out,
         "kong_node_info{{node_id=\"{node_id}\",version=\"{}\"}} 1",
-        escape(env!("CARGO_PKG_VERSION"))
+        escape(crate::KONG_VERSION)
     );
     if let Some(stats) = node.proxy_stats.get() {
         family(

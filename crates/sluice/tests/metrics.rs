@@ -255,3 +255,130 @@ async fn the_dashboards_node_families_count_connection_states_tasks_and_memory()
     assert_eq!(status["server"]["connections_waiting"], 3, "{status}");
     drop((idle, silent, busy));
 }
+
+/// Every series of the exposition as (name, labels), read line by line (histogram buckets keep `_bucket`).
+fn series(text: &str) -> Vec<(String, HashMap<String, String>)> {
+    let lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty());
+    lines
+        .map(|l| {
+            let (name, rest) = l.split_at(l.find(['{', ' ']).unwrap_or(l.len()));
+            let labels = rest
+                .strip_prefix('{')
+                .and_then(|r| r.split_once('}'))
+                .map_or("", |(inside, _)| inside);
+            let labels = labels
+                .split("\",")
+                .filter_map(|kv| kv.split_once("=\""))
+                .map(|(k, v)| (k.to_string(), v.trim_end_matches('"').to_string()))
+                .collect();
+            (name.to_string(), labels)
+        })
+        .collect()
+}
+
+/// A family, the labels its series must have, and one label with the values that must each have a series.
+type Queried = (
+    &'static str,
+    &'static [&'static str],
+    Option<(&'static str, &'static [&'static str])>,
+);
+
+/// The families Kong's official Grafana dashboard (kong/plugins/prometheus/grafana/kong-official.json,
+/// Kong 3.9.1) queries, with the labels its queries select or group by, and the label values it names.
+/// Not here: `kong_memory_lua_shared_dict_bytes` / `_total_bytes` (Sluice has no shared dicts,
+/// docs/differences.md) and the `type` label one bandwidth panel groups by (no Kong family has it).
+#[rustfmt::skip]
+const DASHBOARD: &[Queried] = &[
+    ("kong_http_requests_total", &["service", "route", "code"], None),
+    ("kong_kong_latency_ms_bucket", &["service", "route", "le"], None),
+    ("kong_request_latency_ms_bucket", &["service", "route", "le"], None),
+    ("kong_upstream_latency_ms_bucket", &["service", "route", "le"], None),
+    ("kong_bandwidth_bytes", &["direction", "service", "route"], Some(("direction", &["ingress", "egress"]))),
+    ("kong_memory_workers_lua_vms_bytes", &[], None),
+    ("kong_nginx_connections_total", &["state"],
+        Some(("state", &["accepted", "handled", "total", "active", "reading", "writing", "waiting"]))),
+    ("kong_upstream_target_health", &["upstream", "target", "address", "state"],
+        Some(("state", &["healthy", "unhealthy", "dns_error"]))),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_family_and_label_the_official_dashboard_queries_is_served() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        r#"_format_version: "3.0"
+upstreams:
+- name: echo.upstream
+  targets:
+  - target: 127.0.0.1:{}
+services:
+- name: echo
+  host: echo.upstream
+  routes:
+  - name: fast
+    paths: [/fast]
+plugins:
+- name: prometheus
+  config:
+    status_code_metrics: true
+    latency_metrics: true
+    bandwidth_metrics: true
+    upstream_health_metrics: true
+"#,
+        up.port()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+    // With a body: Sluice's ingress bytes are the request body's `Content-Length` (Kong's are the whole
+    // request, headers included), so a request without one has no ingress series (docs/differences.md).
+    let resp = client()
+        .post(gw.proxy_url("/fast"))
+        .body("hello")
+        .send()
+        .await
+        .expect("proxied");
+    assert_eq!(resp.status(), 200);
+    let text = scrape(&gw.status_url("/metrics")).await;
+    let all = series(&text);
+    for (family, labels, values) in DASHBOARD {
+        let of_family: Vec<_> = all.iter().filter(|(n, _)| n == family).collect();
+        assert!(!of_family.is_empty(), "no {family} in\n{text}");
+        for (_, have) in &of_family {
+            for label in *labels {
+                assert!(
+                    have.contains_key(*label),
+                    "{family} without {label}: {have:?}"
+                );
+            }
+        }
+        if let Some((label, wanted)) = values {
+            for value in *wanted {
+                assert!(
+                    of_family
+                        .iter()
+                        .any(|(_, l)| l.get(*label).map(String::as_str) == Some(value)),
+                    "no {family}{{{label}=\"{value}\"}} in\n{text}"
+                );
+            }
+        }
+    }
+    // The request is counted under the labels the dashboard's per-route panels filter on.
+    let counted = all.iter().any(|(n, l)| {
+        n == "kong_http_requests_total"
+            && l.get("route").map(String::as_str) == Some("fast")
+            && l.get("service").map(String::as_str) == Some("echo")
+            && l.get("code").map(String::as_str) == Some("200")
+    });
+    assert!(counted, "{text}");
+    // `kong_node_info` names the Kong version `GET /` reports, as Kong's does.
+    let version = get_json(&gw.admin_url("/"), &[]).await.2["version"].clone();
+    let node = all
+        .iter()
+        .find(|(n, _)| n == "kong_node_info")
+        .expect("kong_node_info");
+    assert_eq!(
+        node.1.get("version").map(String::as_str),
+        version.as_str(),
+        "{text}"
+    );
+}

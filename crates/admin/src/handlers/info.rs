@@ -32,7 +32,8 @@ pub fn root(control: &dyn Control) -> Reply {
         "hostname": info.hostname,
         "node_id": info.node_id,
         "plugins": { "available_on_server": available, "enabled_in_cluster": enabled },
-        "pids": { "master": std::process::id() },
+        // Every worker is a thread of this one process.
+        "pids": { "master": std::process::id(), "workers": [std::process::id()] },
         "configuration": info.configuration,
     }))
 }

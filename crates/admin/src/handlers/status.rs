@@ -25,14 +25,28 @@ pub fn resident_bytes() -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
-/// Kong's DB-less `GET /status`.
+/// Kong's `GET /status`. `database` is there only on a node with a database that is not a data plane, as in
+/// Kong (kong/api/routes/health.lua). `memory` has Kong's shape (kong/pdk/node.lua, in its default unit):
+/// Sluice has no Lua VMs or shared dictionaries, so the one `workers_lua_vms` entry holds the process's
+/// resident memory and `lua_shared_dicts` is empty; `rss_bytes` is Sluice's own.
 pub fn status(control: &dyn Control) -> Reply {
-    reply::ok(&json!({
-        "database": { "reachable": control.database_reachable() },
-        "memory": { "rss_bytes": resident_bytes() },
+    let rss = resident_bytes();
+    let mut body = json!({
+        "memory": {
+            "workers_lua_vms": [{
+                "pid": std::process::id(),
+                "http_allocated_gc": format!("{:.2} MiB", rss.unwrap_or(0) as f64 / 1048576.0),
+            }],
+            "lua_shared_dicts": {},
+            "rss_bytes": rss,
+        },
         "server": control.server_status(),
         "configuration_hash": control.config_hash().unwrap_or_else(|| NO_HASH.to_string()),
-    }))
+    });
+    if control.db_mode() && !control.data_plane() {
+        body["database"] = json!({ "reachable": control.database_reachable() });
+    }
+    reply::ok(&body)
 }
 
 /// `GET /status/ready`: 200 once a config is live, else 503 with Kong's reason.

@@ -294,7 +294,9 @@ pub fn keyauth_credential() -> Schema {
     Schema::new(common(vec![
         ("consumer", foreign()),
         ("key", Field::string()),
-        ("ttl", Field::integer().between(0.0, 100000000.0)),
+        // The Unix time the key expires, as `kong config db_export` writes it (Kong's DB-less node
+        // hides a key once that time has passed).
+        ("ttl", Field::integer().between(0.0, 4294967295.0)),
     ]))
 }
 

@@ -480,6 +480,14 @@ upstreams:
     );
 }
 
+/// A key-auth credential's `ttl` in a Kong 3.x export is the Unix time it expires (Kong's DB-less node
+/// compares it with the clock), far above the Admin API's relative `ttl` bound; it loads as written.
+#[test]
+fn a_key_ttl_as_kong_exports_it_loads() {
+    let c = ok("_format_version: '3.0'\nconsumers:\n- username: u\n  keyauth_credentials:\n  - {key: k, ttl: 4102444800}\n");
+    assert_eq!(c.keyauth_credentials[0].ttl, Some(4102444800));
+}
+
 /// `_comment` must be a string and `_ignore` an array, at the top and on entities, as in Kong.
 #[test]
 fn meta_keys_have_kong_types() {
