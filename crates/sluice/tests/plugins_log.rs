@@ -437,8 +437,11 @@ async fn many_reloads_keep_one_log_thread_and_the_latest_endpoint() {
         "sent to the endpoint of the last config (30 % 3)"
     );
     let after = threads(gw.pid());
+    // A thread per reload would be +30. A few more threads are tokio's blocking pool: on a loaded machine
+    // a load's blocking task can still be finishing when the next POST comes, and the pool starts another
+    // (idle ones stay for 10 s). Seen: +3 under the full suite.
     assert!(
-        after <= before + 2,
+        after <= before + 5,
         "threads grew from {before} to {after} over 30 reloads"
     );
 }
