@@ -16,7 +16,7 @@
 //! response ends, which is what "open" means here.
 
 use crate::body::ProxyBody;
-use crate::conn::{server_name, PoolKey, TlsTarget};
+use crate::conn::{server_name, PoolKey, Stream, TlsTarget};
 use crate::error::UpstreamError;
 use crate::pool;
 use hyper::client::conn::http2::{self, SendRequest};
@@ -62,16 +62,25 @@ impl Drop for Lease {
     }
 }
 
-/// The clock the idle times are kept in (tokio's, so paused-time tests see it move).
+/// The clock the connections' idle times and the calls' write stamps are kept in, as milliseconds in
+/// one atomic each (tokio's clock, so paused-time tests see it move).
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
 }
 
+/// Milliseconds since [`epoch`].
 fn now_ms() -> u64 {
     Instant::now()
         .saturating_duration_since(epoch())
         .as_millis() as u64
+}
+
+/// The instant `ms` milliseconds after [`epoch`] (far in the future when past what `Instant` holds).
+fn instant_of(ms: u64) -> Instant {
+    epoch()
+        .checked_add(Duration::from_millis(ms))
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
 }
 
 thread_local! {
@@ -153,13 +162,14 @@ async fn connect_watched(
         // 16 MiB lets ~33,000 wait; a window is a permit, not memory set aside.
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW);
-    let Some(t) = tls else {
-        let (sender, conn) = builder
-            .handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| refused(&e))?;
+    // The preface on `io`, then a task drives the connection.
+    let start = |io| async {
+        let (sender, conn) = builder.handshake(io).await.map_err(|e| refused(&e))?;
         tokio::spawn(drive(conn, watch));
-        return Ok(sender);
+        Ok(sender)
+    };
+    let Some(t) = tls else {
+        return start(TokioIo::new(Stream::Plain(tcp))).await;
     };
     let config = alpn_h2(t.tls.key, &t.tls.config);
     let connector = tokio_rustls::TlsConnector::from(config);
@@ -167,12 +177,7 @@ async fn connect_watched(
         .connect(server_name(t.server_name, addr), tcp)
         .await
         .map_err(|e| refused(&e))?;
-    let (sender, conn) = builder
-        .handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| refused(&e))?;
-    tokio::spawn(drive(conn, watch));
-    Ok(sender)
+    start(TokioIo::new(Stream::Tls(Box::new(stream)))).await
 }
 
 /// Runs a connection until it closes (its streams are served while this future is polled), or, with
@@ -198,11 +203,7 @@ async fn drive<F: std::future::Future<Output = hyper::Result<()>>>(
             if due <= now_ms() && activity.open.load(Ordering::Relaxed) == 0 {
                 return;
             }
-            let at = epoch().checked_add(Duration::from_millis(due));
-            match at {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => return std::future::pending().await,
-            }
+            tokio::time::sleep_until(instant_of(due)).await;
         }
     };
     tokio::select! {

@@ -5,6 +5,7 @@
 //! stamp that moment, and the call's [`WriteWatch`] fires when hyper has not come back for `write_timeout`
 //! since. A body that is waiting on the client is not a stalled write, and neither is one that has ended.
 
+use super::{instant_of, now_ms};
 use crate::body::{BoxError, ProxyBody};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 
 /// Nothing handed over is waiting to be taken.
 const IDLE: u64 = 0;
@@ -25,7 +26,6 @@ const DONE: u64 = u64::MAX;
 struct Watched {
     inner: ProxyBody,
     handed: Arc<AtomicU64>,
-    epoch: Instant,
 }
 
 impl Body for Watched {
@@ -40,7 +40,7 @@ impl Body for Watched {
         this.handed.store(IDLE, Ordering::Relaxed);
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         let stamp = match &polled {
-            Poll::Ready(Some(Ok(_))) => since(this.epoch).max(1),
+            Poll::Ready(Some(Ok(_))) => now_ms().max(1),
             Poll::Ready(_) => DONE,
             Poll::Pending => IDLE,
         };
@@ -57,33 +57,25 @@ impl Body for Watched {
     }
 }
 
-/// Milliseconds since `epoch`.
-fn since(epoch: Instant) -> u64 {
-    Instant::now().saturating_duration_since(epoch).as_millis() as u64
-}
-
 /// Fires when the upstream has not taken the call's next frame for `write_timeout`.
 pub struct WriteWatch {
     handed: Arc<AtomicU64>,
-    epoch: Instant,
     timeout: Duration,
-    timer: Pin<Box<Sleep>>,
+    /// Made at the first poll that finds the body not ended (a unary call's usually has).
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 /// Wraps a call's request body, and gives the watch on its writes.
 pub fn watch(body: ProxyBody, timeout: Duration) -> (ProxyBody, WriteWatch) {
-    let epoch = Instant::now();
     let handed = Arc::new(AtomicU64::new(IDLE));
     let watched = Watched {
         inner: body,
         handed: handed.clone(),
-        epoch,
     };
     let watch = WriteWatch {
         handed,
-        epoch,
         timeout,
-        timer: Box::pin(tokio::time::sleep(timeout)),
+        timer: None,
     };
     (watched.boxed(), watch)
 }
@@ -92,18 +84,24 @@ impl WriteWatch {
     /// Ready when a frame handed over has waited `write_timeout`; never once the body has ended.
     pub fn poll_stalled(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
-            if self.timer.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
             let due = match self.handed.load(Ordering::Relaxed) {
                 DONE => return Poll::Pending,
-                IDLE => Instant::now() + self.timeout,
-                at => self.epoch + Duration::from_millis(at) + self.timeout,
+                IDLE => now_ms() + self.timeout.as_millis() as u64,
+                at => at + self.timeout.as_millis() as u64,
             };
-            if due <= Instant::now() {
+            if due <= now_ms() {
                 return Poll::Ready(());
             }
-            self.timer.as_mut().reset(due);
+            let at = instant_of(due);
+            let timer = self
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if timer.deadline() != at {
+                timer.as_mut().reset(at);
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
         }
     }
 
