@@ -152,8 +152,8 @@ pub async fn send(
                     tries: Tries { failed, answered },
                 });
             }
-            Ok(Err(Failed::NoAnswer)) if req.bodyless() && (conn.reused || idempotent) => {
-                if conn.reused {
+            Ok(Err(Failed::NoAnswer)) if req.bodyless() && (conn.reused() || idempotent) => {
+                if conn.reused() {
                     // A pooled connection the upstream closed while idle: not the target's fault and not a
                     // try (as nginx counts its cached connections); the next one comes from the pool or is new.
                     tracing::debug!(%addr, "pooled connection was closed, resending");

@@ -45,9 +45,8 @@ pub struct Conn {
     pub stream: Stream,
     pub buf: BytesMut,
     pub key: PoolKey,
-    /// It came from the pool (the upstream may have closed it while it was idle).
-    pub reused: bool,
-    /// Exchanges finished on it (checked against `upstream_keepalive_max_requests` when it is pooled).
+    /// Exchanges finished on it, counted when it goes back to the pool (checked against
+    /// `upstream_keepalive_max_requests` there); more than none means it came from the pool.
     pub(crate) served: u32,
     /// The request on it asked for an upgrade, so a 101 is its answer rather than an error. A connection
     /// that switched protocols belongs to its tunnel ([`crate::tunnel`]) and never goes back to the pool.
@@ -130,10 +129,14 @@ impl Conn {
             stream,
             buf: BytesMut::new(),
             key,
-            reused: false,
             served: 0,
             upgrade: false,
         })
+    }
+
+    /// It came from the pool (the upstream may have closed it while it was idle).
+    pub fn reused(&self) -> bool {
+        self.served > 0
     }
 
     /// Whether an idle connection can carry a request: nothing arrived while it sat in the pool, neither

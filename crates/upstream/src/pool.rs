@@ -114,7 +114,6 @@ fn take_idle(key: PoolKey, now: Instant) -> Option<Conn> {
         let queue = p.idle.get_mut(&key)?;
         while let Some(mut idle) = queue.pop_back() {
             if now.saturating_duration_since(idle.since) < timeout && idle.conn.is_idle_clean() {
-                idle.conn.reused = true;
                 return Some(idle.conn);
             }
         }
@@ -126,7 +125,7 @@ fn take_idle(key: PoolKey, now: Instant) -> Option<Conn> {
 /// `upstream_keepalive_max_requests`. The oldest idle connections of that address are dropped when past
 /// the idle timeout or over the cap.
 pub fn checkin(mut conn: Conn) {
-    conn.served += 1;
+    conn.served = conn.served.saturating_add(1);
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let (max, timeout) = (p.limits.pool_size, p.limits.idle_bound());

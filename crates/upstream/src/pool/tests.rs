@@ -45,7 +45,7 @@ async fn exchange(addr: SocketAddr, path: &str) -> bool {
     let mut conn = checkout(plain(addr), None, Duration::from_secs(5), Instant::now())
         .await
         .unwrap();
-    let reused = conn.reused;
+    let reused = conn.reused();
     let head = format!("GET {path} HTTP/1.1\r\nhost: t\r\n\r\n");
     let resp = conn.exchange_head(head.as_bytes(), false).await.unwrap();
     let body = PooledBody::new(conn, resp.framing, resp.keep_alive, Duration::from_secs(5));

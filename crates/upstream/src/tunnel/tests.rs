@@ -16,7 +16,6 @@ async fn upstream_pair(behind_head: &[u8]) -> (Conn, TcpStream) {
         stream: Stream::Plain(ours.unwrap()),
         buf: BytesMut::from(behind_head),
         key: PoolKey { addr, tls: 0 },
-        reused: false,
         served: 0,
         upgrade: true,
     };
