@@ -12,39 +12,38 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 /// An entity's id and the timestamps it carries.
-trait Stamped: Clone + PartialEq {
+trait Stamped: PartialEq {
+    /// `created_at`, and `updated_at` where the kind has one.
+    type Stamps: Copy;
     fn id(&self) -> Uuid;
-    /// Sets this entity's `created_at` (and `updated_at`, where its kind has one) to `from`'s.
-    fn copy_stamps(&mut self, from: &Self);
+    fn stamps(&self) -> Self::Stamps;
+    fn set_stamps(&mut self, stamps: Self::Stamps);
 }
 
 macro_rules! stamped {
-    (created and updated: $($ty:ident),*) => {$(
+    ($stamps:ty: $($ty:ident),*; |$e:ident| $get:expr, |$s:ident| $set:expr) => {$(
         impl Stamped for $ty {
+            type Stamps = $stamps;
             fn id(&self) -> Uuid {
                 self.id
             }
-            fn copy_stamps(&mut self, from: &Self) {
-                self.created_at = from.created_at;
-                self.updated_at = from.updated_at;
+            fn stamps(&self) -> $stamps {
+                let $e = self;
+                $get
             }
-        }
-    )*};
-    (created: $($ty:ident),*) => {$(
-        impl Stamped for $ty {
-            fn id(&self) -> Uuid {
-                self.id
-            }
-            fn copy_stamps(&mut self, from: &Self) {
-                self.created_at = from.created_at;
+            fn set_stamps(&mut self, $s: $stamps) {
+                let $e = self;
+                $set
             }
         }
     )*};
 }
 
-stamped!(created and updated: Service, Route, Upstream, Target, Consumer, Plugin, Certificate, Sni);
-stamped!(created: KeyAuthCredential, BasicAuthCredential, HmacAuthCredential, Acl, JwtSecret,
-    OAuth2Credential, CaCertificate);
+stamped!((i64, i64): Service, Route, Upstream, Consumer, Plugin, Certificate, Sni;
+    |e| (e.created_at, e.updated_at), |s| (e.created_at, e.updated_at) = s);
+stamped!((f64, f64): Target; |e| (e.created_at, e.updated_at), |s| (e.created_at, e.updated_at) = s);
+stamped!(i64: KeyAuthCredential, BasicAuthCredential, HmacAuthCredential, Acl, JwtSecret,
+    OAuth2Credential, CaCertificate; |e| e.created_at, |s| e.created_at = s);
 
 /// Gives each entity of `next` that equals its namesake (same kind and id) in `live` but for its
 /// timestamps the live one's timestamps.
@@ -66,10 +65,11 @@ fn keep<T: Stamped>(next: &mut [T], live: &[T]) {
         let Some(old) = by_id.get(&entity.id()) else {
             continue;
         };
-        let mut probe = (*old).clone();
-        probe.copy_stamps(entity);
-        if probe == *entity {
-            entity.copy_stamps(old);
+        // Compared with the live stamps in place (no copy of either entity); put back if it differs.
+        let own = entity.stamps();
+        entity.set_stamps(old.stamps());
+        if entity != *old {
+            entity.set_stamps(own);
         }
     }
 }
