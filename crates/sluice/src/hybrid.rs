@@ -100,12 +100,7 @@ impl ClusterSettings {
             Some(other) => bail!("cluster_mtls: expected shared or pki, got '{other}'"),
         };
         let listen = get("cluster_listen").unwrap_or_else(|| "0.0.0.0:8005".into());
-        let number = |name: &str, default: u64| -> Result<u64> {
-            get(name).map_or(Ok(default), |v| {
-                v.parse()
-                    .with_context(|| format!("{name}: expected a number, got '{v}'"))
-            })
-        };
+        let number = |name: &str, default: u64| crate::settings::number(get, name, default);
         let settings = ClusterSettings {
             role,
             listen: listen

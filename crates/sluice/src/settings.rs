@@ -174,20 +174,12 @@ impl Settings {
         let dns = sluice_proxy::DnsSettings::from_kong(get).map_err(anyhow::Error::msg)?;
         let cluster = crate::hybrid::ClusterSettings::from_values(&get, &database)?;
         let client = client::ClientSettings::from_values(&get)?;
-        let count = |name: &str, default: u64| -> Result<u64> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v
-                    .parse::<u64>()
-                    .map_err(|_| anyhow::anyhow!("{name}: expected a number 0 or more, got '{v}'")),
-            }
-        };
         let upstream_keepalive = sluice_proxy::Keepalive {
-            pool_size: count("upstream_keepalive_pool_size", 512)? as usize,
-            max_requests: count("upstream_keepalive_max_requests", 10_000)?
+            pool_size: number(&get, "upstream_keepalive_pool_size", 512)? as usize,
+            max_requests: number(&get, "upstream_keepalive_max_requests", 10_000)?
                 .try_into()
                 .context("upstream_keepalive_max_requests: too large")?,
-            idle_timeout: Duration::from_secs(count("upstream_keepalive_idle_timeout", 60)?),
+            idle_timeout: Duration::from_secs(number(&get, "upstream_keepalive_idle_timeout", 60)?),
         };
         Ok(Settings {
             proxy_listen: get("proxy_listen")
@@ -284,6 +276,16 @@ fn listeners(setting: &str) -> serde_json::Value {
             })
         })
         .collect()
+}
+
+/// A setting that is a whole number 0 or more, `default` when unset.
+pub fn number(get: &dyn Fn(&str) -> Option<String>, name: &str, default: u64) -> Result<u64> {
+    match get(name) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .with_context(|| format!("{name}: expected a number, got '{v}'")),
+    }
 }
 
 /// Splits a comma-separated setting into trimmed, non-empty items.

@@ -8,14 +8,7 @@ use std::time::Duration;
 /// The `pg_*` settings, with Kong's defaults for those unset.
 pub fn from_values(get: &dyn Fn(&str) -> Option<String>) -> Result<PgSettings> {
     let d = PgSettings::default();
-    let number = |name: &str, default: u64| -> Result<u64> {
-        match get(name) {
-            None => Ok(default),
-            Some(v) => v
-                .parse::<u64>()
-                .with_context(|| format!("{name}: expected a number, got '{v}'")),
-        }
-    };
+    let number = |name: &str, default: u64| super::number(get, name, default);
     let flag = |name: &str| -> Result<bool> {
         match get(name).as_deref() {
             None | Some("off") => Ok(false),
