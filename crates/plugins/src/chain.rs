@@ -1,7 +1,7 @@
 //! A route's plugins in PRIORITY order, and the phase runners the proxy calls.
 
 use crate::ctx::{LogRecord, RequestCtx};
-use crate::plugin::{Flow, Plugin};
+use crate::plugin::{Deferred, Flow, Plugin};
 use crate::protocols::Protocols;
 use crate::response::PluginResponse;
 use bytes::Bytes;
@@ -49,6 +49,8 @@ pub struct PluginChain {
     has_log: bool,
     /// Some plugin logs, and none has any other phase or reads the request body.
     only_logs: bool,
+    /// Plugins act in `access` only: none has `header_filter`, `body_filter` or `log`, or reads the body.
+    access_only: bool,
     /// Some global instance registered `rewrite`.
     has_rewrite: bool,
     /// Some instance runs only for some protocols, so requests' protocols must be checked.
@@ -80,8 +82,10 @@ impl PluginChain {
                     && !s.plugin.has_body_filter()
                     && !s.plugin.has_rewrite()
             });
+        let access_only = !needs_request_body && !has_body_filter && !has_header_filter && !has_log;
         PluginChain {
             entries,
+            access_only,
             needs_request_body,
             has_body_filter,
             has_header_filter,
@@ -126,6 +130,13 @@ impl PluginChain {
         self.only_logs
     }
 
+    /// The plugins act in `access` only (authentication, limits, termination, request edits): nothing of
+    /// the request's context is needed after it but the headers plugins add to the response and the
+    /// consumer, so the proxy runs `access` at once and goes on as for a route without plugins.
+    pub fn access_only(&self) -> bool {
+        self.access_only
+    }
+
     /// The request's protocol, looked at only when some instance is restricted (any protocol passes otherwise).
     fn protocol(&self, ctx: &RequestCtx<'_>) -> Protocols {
         if self.restricted {
@@ -157,18 +168,60 @@ impl PluginChain {
 
     /// Runs `access`; `Some` means answer with that response.
     pub async fn access(&self, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
+        let now = self.access_now(ctx, 0);
+        self.finish_access(ctx, now).await
+    }
+
+    /// The rest of `access` from where [`Self::access_now`] stopped; `Some` means answer with that response.
+    pub async fn finish_access(
+        &self,
+        ctx: &mut RequestCtx<'_>,
+        mut now: AccessNow,
+    ) -> Option<PluginResponse> {
+        loop {
+            match now {
+                AccessNow::Continue => return None,
+                AccessNow::Respond(resp) => return Some(resp),
+                AccessNow::Deferred { next, future } => {
+                    if let Some(resp) = settle(future.await, ctx).await {
+                        return Some(resp);
+                    }
+                    now = self.access_now(ctx, next);
+                }
+            }
+        }
+    }
+
+    /// Runs `access` from the `from`th entry on, without waiting: it stops at the first handler whose
+    /// work must wait ([`Flow::Defer`]) and hands that back with where to go on once it is done. A chain
+    /// whose handlers all answer at once is taken through `access` before the proxy's future exists.
+    pub fn access_now(&self, ctx: &mut RequestCtx<'_>, from: usize) -> AccessNow {
         let proto = self.protocol(ctx);
-        for entry in &self.entries {
+        for (i, entry) in self.entries.iter().enumerate().skip(from) {
             let consumer = ctx.consumer.map(|c| c.id);
             let Some(p) = entry.pick(consumer.as_ref(), proto) else {
                 continue;
             };
-            let flow = p.access(ctx);
-            if let Some(resp) = settle(flow, ctx).await {
-                return Some(resp);
+            let mut flow = p.access(ctx);
+            loop {
+                match flow {
+                    Flow::Continue => break,
+                    Flow::ContinueWith(headers) => {
+                        ctx.response_headers.extend(headers);
+                        break;
+                    }
+                    Flow::Respond(resp) => return AccessNow::Respond(resp),
+                    Flow::Then(apply) => flow = apply(ctx),
+                    Flow::Defer(future) => {
+                        return AccessNow::Deferred {
+                            next: i + 1,
+                            future,
+                        }
+                    }
+                }
             }
         }
-        None
+        AccessNow::Continue
     }
 
     pub fn header_filter(&self, ctx: &mut RequestCtx<'_>, resp: &mut http::response::Parts) {
@@ -212,6 +265,16 @@ impl PluginChain {
             }
         }
     }
+}
+
+/// Where [`PluginChain::access_now`] stopped.
+pub enum AccessNow {
+    /// Every handler let the request go on.
+    Continue,
+    /// A handler answered: the request stops here.
+    Respond(PluginResponse),
+    /// A handler's work must wait: await `future`, settle its flow, then go on from entry `next`.
+    Deferred { next: usize, future: Deferred },
 }
 
 /// Resolves a [`Flow`], awaiting deferred work; `Some` means stop with that response.

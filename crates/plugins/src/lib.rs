@@ -33,7 +33,7 @@ pub mod stream;
 pub mod testing;
 pub mod tracing;
 
-pub use chain::PluginChain;
+pub use chain::{AccessNow, PluginChain};
 pub use compiled::CompiledPlugins;
 pub use credentials::Credentials;
 pub use ctx::{BodyLimit, CredentialRef, LogRecord, RequestCtx, TryRecord};

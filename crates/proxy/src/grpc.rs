@@ -97,7 +97,7 @@ async fn run(
     }
     let outcome = match refused {
         Some(answer) => Outcome::Plugin(answer),
-        None => match phases::access(ctx, chain, body).await {
+        None => match phases::access(ctx, chain, body, None).await {
             Err(Outcome::Plugin(answer)) if is_grpc => {
                 Outcome::Plugin(status::plugin_answer(answer))
             }

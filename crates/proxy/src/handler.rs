@@ -170,11 +170,7 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         let captures = routed.found.captures.take();
         let body = body.map_err(box_err).boxed();
         return match Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x) {
-            Ok(sending) => Step::Fast(Fast {
-                sending,
-                negotiation,
-                bytes_in,
-            }),
+            Ok(sending) => Step::Fast(Fast::new(sending, negotiation, bytes_in, None)),
             Err(e) => {
                 let resp = error_response(e, &negotiation, &x);
                 let count = observe(series, snap, &resp, Source::Error, None, bytes_in, started);
@@ -186,48 +182,31 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         // Plugins that only log: the fast path's upstream request, the head kept for the log phase.
         return phases::log_only(parts, body, routed, negotiation, scope);
     }
+    if chain.access_only() {
+        // Plugins that act in `access` only: it runs now, then the fast path with the headers they add.
+        return phases::access_first(parts, body, routed, negotiation, scope);
+    }
     // Steps 4 to 9 with plugins, in one boxed future (the plugin context borrows from the snapshot).
     // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
     let in_task = chain.has_body_filter();
     let fallback = in_task.then(|| Negotiation::of(&parts));
-    let scope = scope.clone();
-    let plugin_steps = move |head_tx: Option<oneshot::Sender<Answer>>| async move {
-        let (snap, x) = (&*scope.snap, scope.exchange());
-        let chain = snap.plugins.route_chain(index);
-        let captures = routed.found.captures.take();
-        let mut ctx = phases::new_ctx(parts, snap, &x, Some(index), routed.client_ip);
-        ctx.captures = captures.as_ref();
-        let meter = series.meter(snap);
-        // Read before `access`: the request head may go upstream (moved) afterwards.
-        let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
-        // 4. access, then 5. balance and send unless a plugin answered.
-        let outcome = match phases::access(&mut ctx, chain, body).await {
-            Ok(body) => phases::send(&ctx, chain, body, routed, snap, &x).await,
-            Err(answered) => answered,
-        };
-        // 6. header_filter.
-        let done = phases::header_filter(ctx, chain, outcome, &negotiation, &x);
-        // 7. metrics, observed now (the head is final), recorded by the driver.
-        let count = meter.map(|m| done.observe(m, series, snap, bytes_in, started));
-        // 8. body_filter and 9. log.
-        match head_tx {
-            None => Some((
-                phases::respond(done, index, captures.as_ref(), &scope),
-                count,
-            )),
-            Some(head_tx) => {
-                phases::stream(done, count, head_tx, snap).await;
-                None
-            }
-        }
-    };
+    let start = phases::Start::Routed(parts, routed.client_ip);
     if !in_task {
-        return Step::Plugins(Box::pin(plugin_steps(None)), None);
+        let steps = phases::steps(start, body, routed, negotiation, None, scope.clone());
+        return Step::Plugins(Box::pin(steps), None);
     }
     let (head_tx, head_rx) = oneshot::channel();
+    let steps = phases::steps(
+        start,
+        body,
+        routed,
+        negotiation,
+        Some(head_tx),
+        scope.clone(),
+    );
     // Boxed: spawning moves the future into the task, and tokio would otherwise copy its ~6.5 KB of
     // state several times on the way there.
-    tokio::spawn(Box::pin(plugin_steps(Some(head_tx))));
+    tokio::spawn(Box::pin(steps));
     Step::Plugins(Box::pin(async move { head_rx.await.ok() }), fallback)
 }
 
@@ -258,16 +237,32 @@ pub(crate) struct Fast {
     sending: Sending,
     negotiation: Negotiation,
     bytes_in: u64,
+    /// What plugins that act in `access` only left for the response (boxed: most routes have none).
+    added: Option<Box<phases::Added>>,
 }
 
 impl Fast {
+    pub(crate) fn new(
+        sending: Sending,
+        negotiation: Negotiation,
+        bytes_in: u64,
+        added: Option<Box<phases::Added>>,
+    ) -> Fast {
+        Fast {
+            sending,
+            negotiation,
+            bytes_in,
+            added,
+        }
+    }
+
     /// Sends, then answers with the upstream's response (its body streamed, Kong's headers added while
     /// sending) or the gateway's error.
     async fn send(self, scope: &Scope) -> Answer {
         let (snap, x) = (&*scope.snap, scope.exchange());
         let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
-        let (resp, source, timings) = match self.sending.send(snap, &x, x.started).await {
+        let (mut resp, source, timings) = match self.sending.send(snap, &x, x.started).await {
             Ok(p) => (
                 Response::from_parts(p.head, p.body.boxed()),
                 Source::Service,
@@ -279,15 +274,19 @@ impl Fast {
                 None,
             ),
         };
-        let count = observe(
-            Series::Route(route),
-            snap,
-            &resp,
+        let mut consumer = None;
+        if let Some(added) = self.added {
+            consumer = added.consumer;
+            added.apply(resp.headers_mut());
+        }
+        let finished = Finished {
             source,
-            timings.as_ref(),
-            self.bytes_in,
-            x.started,
-        );
+            started: x.started,
+            timings: timings.as_ref(),
+            bytes_in: self.bytes_in,
+            consumer,
+        };
+        let count = observe_finished(Series::Route(route), snap, &resp, finished);
         (resp, count)
     }
 }
@@ -303,7 +302,6 @@ pub(crate) fn observe(
     bytes_in: u64,
     started: Instant,
 ) -> Option<Count> {
-    let meter = series.meter(snap)?;
     let finished = Finished {
         source,
         started,
@@ -311,5 +309,17 @@ pub(crate) fn observe(
         bytes_in,
         consumer: None,
     };
+    observe_finished(series, snap, resp, finished)
+}
+
+/// The count of a finished request, when a prometheus instance applies to its series.
+#[inline]
+fn observe_finished(
+    series: Series,
+    snap: &Snapshot,
+    resp: &Response<ProxyBody>,
+    finished: Finished<'_>,
+) -> Option<Count> {
+    let meter = series.meter(snap)?;
     Some(meter.observe(series, resp.status().as_u16(), resp.headers(), finished))
 }

@@ -12,11 +12,15 @@
 //! response body ([`logged`]). A chain with nothing but log handlers skips the phases before that and
 //! builds its context for the log phase only ([`log_only`]).
 
+mod access_first;
 mod ctx;
 mod log_only;
 mod logged;
 mod rewrite;
+mod steps;
 mod streaming;
+pub(crate) use access_first::{start as access_first, Added};
+pub(crate) use steps::{steps, Start};
 pub use streaming::{pump, LogFacts, Upstream};
 
 use ctx::add_headers;
@@ -35,7 +39,7 @@ use bytes::Bytes;
 use http::Response;
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
-use sluice_plugins::{PluginChain, PluginResponse, RequestCtx};
+use sluice_plugins::{AccessNow, PluginChain, PluginResponse, RequestCtx};
 use sluice_router::Captures;
 use sluice_upstream::body::{box_err, full, Capped, ChannelBody, ProxyBody};
 use sluice_upstream::readahead::UpstreamBody;
@@ -77,20 +81,26 @@ pub struct HeadDone<'a> {
 /// `Ok`: the body for the upstream (capped when a plugin set [`RequestCtx::body_limit`]); `Err`: the
 /// request is answered (a plugin's answer, or a body that
 /// could not be read).
+/// `resume` is where [`access_first`] stopped (None: from the start).
 pub async fn access(
     ctx: &mut RequestCtx<'_>,
     chain: &PluginChain,
     body: ClientBody,
+    resume: Option<AccessNow>,
 ) -> Result<ProxyBody, Outcome> {
     let mut upstream_body = body.map_err(box_err).boxed();
-    if chain.needs_request_body() {
+    if resume.is_none() && chain.needs_request_body() {
         match streaming::read_body(upstream_body, MAX_BUFFERED_BODY).await {
             Ok(bytes) => ctx.body = Some(bytes),
             Err(e) => return Err(Outcome::Failed(e)),
         }
         upstream_body = full(Bytes::new());
     }
-    if let Some(resp) = chain.access(ctx).await {
+    let now = match resume {
+        Some(now) => now,
+        None => chain.access_now(ctx, 0),
+    };
+    if let Some(resp) = chain.finish_access(ctx, now).await {
         return Err(Outcome::Plugin(resp));
     }
     if let Some(buffered) = &ctx.body {
@@ -334,8 +344,10 @@ fn finish_whole(
         head.headers.remove(http::header::CONTENT_LENGTH);
         chain.body_filter(&mut ctx, &mut bytes, true);
     }
-    let log = streaming::LogFacts::new(&head, source, ctx.started);
-    chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
+    if chain.has_log() {
+        let log = streaming::LogFacts::new(&head, source, ctx.started);
+        chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
+    }
     Response::from_parts(head, full(bytes))
 }
 

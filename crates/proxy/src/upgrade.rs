@@ -232,7 +232,7 @@ async fn run(
     let mut opened = Opened::new(parts, &routed, snap, &x, captures.as_ref());
     // 4. access, then 5. balance and send unless a plugin answered.
     let (chain, ctx) = (opened.chain, &mut opened.ctx);
-    let outcome = match phases::access(ctx, chain, body).await {
+    let outcome = match phases::access(ctx, chain, body, None).await {
         Err(answered) => answered,
         Ok(body) => match prepare(ctx, chain, body, routed, snap, &x, client.h2) {
             Err(e) => Outcome::Failed(e),

@@ -3,7 +3,7 @@
 //!
 //! The request's context borrows from the snapshot, so it is [`Detached`] (references become indices and
 //! ids, the snapshot is held by an `Arc`) when the head is handed to hyper, and attached again to run the
-//! log phase.
+//! log phase (or to go on with `access`, [`super::access_first`]).
 
 use super::ctx::route_and_service;
 use super::streaming::{LogFacts, Upstream};
@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::{request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use sluice_plugins::{CredentialRef, RequestCtx};
+use sluice_plugins::{BodyLimit, CredentialRef, RequestCtx};
 use sluice_router::Captures;
 use sluice_upstream::body::{full, BoxError, ProxyBody};
 use sluice_upstream::readahead::UpstreamBody;
@@ -63,7 +63,7 @@ pub(super) fn respond(
 }
 
 /// A [`RequestCtx`] without borrows.
-pub(super) struct Detached {
+pub(crate) struct Detached {
     request: request::Parts,
     body: Option<Bytes>,
     client_addr: SocketAddr,
@@ -79,6 +79,8 @@ pub(super) struct Detached {
     started: Instant,
     started_wall: SystemTime,
     plugin_data: http::Extensions,
+    response_headers: http::HeaderMap,
+    body_limit: Option<BodyLimit>,
 }
 
 impl Detached {
@@ -100,11 +102,13 @@ impl Detached {
             started: ctx.started,
             started_wall: ctx.started_wall,
             plugin_data: ctx.plugin_data,
+            response_headers: ctx.response_headers,
+            body_limit: ctx.body_limit,
         }
     }
 
-    /// The context again, on the same snapshot (its response headers were already sent).
-    fn attach<'s>(
+    /// The context again, on the same snapshot.
+    pub(super) fn attach<'s>(
         self,
         snap: &'s Snapshot,
         request_id: &'s str,
@@ -129,8 +133,8 @@ impl Detached {
             credential: self.credential,
             anonymous: self.anonymous,
             credentials,
-            body_limit: None,
-            response_headers: http::HeaderMap::new(),
+            body_limit: self.body_limit,
+            response_headers: self.response_headers,
             started: self.started,
             started_wall: self.started_wall,
             plugin_data: self.plugin_data,

@@ -1,0 +1,88 @@
+//! Routes whose plugins act in `access` only (authentication, limits, termination, request edits; no
+//! `header_filter`, `body_filter` or `log`, no request body read): `access` runs before the driver's
+//! future exists, and the request then goes on as a route without plugins does ([`Fast`]), carrying only
+//! what the plugins leave for the response ([`Added`]). The plugin context is dropped before the upstream
+//! wait, and nothing is boxed.
+//!
+//! A handler whose work must wait (a limit counted in Redis, an LDAP bind), or a body limit a plugin set,
+//! sends the request the general way: the rest of `access` and the steps after it, boxed
+//! ([`super::steps`]), with the context detached from the snapshot.
+
+use super::ctx::add_headers;
+use super::logged::Detached;
+use super::steps::{steps, Start};
+use super::{header_filter, new_ctx, prepare, whole, Outcome};
+use crate::downstream::ClientBody;
+use crate::error::Negotiation;
+use crate::exchange::Routed;
+use crate::handler::{Fast, Scope, Step};
+use crate::metrics::{content_length, Series};
+use http::HeaderMap;
+use http_body_util::BodyExt;
+use sluice_plugins::AccessNow;
+use sluice_upstream::body::box_err;
+
+/// What a route's access-only plugins leave for the rest of the request.
+pub(crate) struct Added {
+    /// Headers for whatever response the client gets (e.g. rate-limiting's `RateLimit-*`).
+    headers: HeaderMap,
+    /// The consumer's metrics slot, when the route's prometheus counts per consumer.
+    pub consumer: Option<u32>,
+}
+
+impl Added {
+    /// `header_filter` of an access-only chain: the plugins' headers on the response head.
+    pub(crate) fn apply(self, headers: &mut HeaderMap) {
+        add_headers(headers, self.headers);
+    }
+}
+
+/// Steps 4 to 7 of a route whose plugins act in `access` only: `access` now, then the fast path's send
+/// (or the answer a plugin or the gateway made, through `header_filter`).
+pub(crate) fn start(
+    parts: http::request::Parts,
+    body: ClientBody,
+    mut routed: Routed,
+    negotiation: Negotiation,
+    scope: &Scope,
+) -> Step {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let index = routed.found.id;
+    let chain = snap.plugins.route_chain(index);
+    let series = Series::Route(index);
+    let meter = series.meter(snap);
+    let captures = routed.found.captures.take();
+    let mut ctx = new_ctx(parts, snap, &x, Some(index), routed.client_ip);
+    ctx.captures = captures.as_ref();
+    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    let outcome = match chain.access_now(&mut ctx, 0) {
+        AccessNow::Continue if ctx.body_limit.is_none() => {
+            let body = body.map_err(box_err).boxed();
+            match prepare(&ctx, chain, body, routed, snap, &x) {
+                Ok((sending, _)) => {
+                    let consumer = meter
+                        .filter(|m| m.per_consumer())
+                        .and(ctx.consumer)
+                        .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+                    let headers = std::mem::take(&mut ctx.response_headers);
+                    let added = (!headers.is_empty() || consumer.is_some())
+                        .then(|| Box::new(Added { headers, consumer }));
+                    return Step::Fast(Fast::new(sending, negotiation, bytes_in, added));
+                }
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+        AccessNow::Respond(resp) => Outcome::Plugin(resp),
+        now => {
+            let ctx = Detached::new(ctx, index);
+            routed.found.captures = captures;
+            let start = Start::Resumed { ctx, now, bytes_in };
+            let rest = steps(start, body, routed, negotiation, None, scope.clone());
+            return Step::Plugins(Box::pin(rest), None);
+        }
+    };
+    // Answered without the upstream: the plugins' headers, and the count.
+    let done = header_filter(ctx, chain, outcome, &negotiation, &x);
+    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, scope.started));
+    Step::Done((whole(done), count))
+}
