@@ -26,7 +26,7 @@ use crate::stats::Counters;
 use sluice_upstream::body::{BoxError, ProxyBody};
 
 /// Milliseconds since the first call in this process (a monotonic clock cheap to store in an atomic).
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     // tokio's clock (the std clock in production; pausable in tests).
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     // +1 keeps 0 free to mean "not waiting".
@@ -47,10 +47,16 @@ pub struct ConnState {
 impl ConnState {
     /// A freshly accepted connection: waiting for its first head.
     pub fn new(counters: Arc<Counters>) -> Arc<ConnState> {
+        Self::accepted_at(counters, now_ms())
+    }
+
+    /// A connection accepted at `ms` ([`now_ms`]) and waiting for its first head since: the header
+    /// timeout counts from then.
+    pub fn accepted_at(counters: Arc<Counters>, ms: u64) -> Arc<ConnState> {
         Arc::new(ConnState {
             in_flight: AtomicU32::new(0),
             counters,
-            waiting_since: AtomicU64::new(now_ms()),
+            waiting_since: AtomicU64::new(ms),
             served: AtomicBool::new(false),
         })
     }

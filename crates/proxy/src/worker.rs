@@ -16,11 +16,15 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use sluice_upstream::pool;
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use waiting::{Room, Silent};
+
+mod waiting;
 
 /// One bound listening socket of a worker.
 pub struct Listener {
@@ -155,14 +159,45 @@ async fn accept_loop(
 ) {
     let builder = Arc::new(h2_builder(shared.settings.send_timeout));
     let port_value = http::HeaderValue::from(local_port);
+    let info = |peer: SocketAddr| ConnInfo {
+        peer,
+        peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())
+            .unwrap_or(http::HeaderValue::from_static("")),
+        trusted: shared.trust.is_trusted(peer.ip()),
+        local_port: port_value.clone(),
+        port: local_port,
+        scheme: "http",
+        sni: None,
+        tls: None,
+    };
+    let accepted = |guard, state| Accepted {
+        shared: shared.clone(),
+        // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
+        graceful: worker.graceful.watcher(),
+        builder: builder.clone(),
+        guard,
+        state,
+        stop: worker.stop.clone(),
+    };
+    // Plain connections whose client has not spoken yet (worker/waiting.rs).
+    let mut room = Room::new(shared.settings.client_header_timeout);
     let mut warned = None::<std::time::Instant>;
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            spoke = poll_fn(|cx| room.poll_spoke(cx)) => {
+                // The client spoke: its connection is served by a task of its own, built now.
+                let Silent { stream, peer, guard, accepted_ms } = spoke;
+                let state = ConnState::accepted_at(shared.counters.clone(), accepted_ms);
+                tokio::spawn(accepted(guard, state).serve(stream, info(peer), false));
                 continue;
             }
         };
@@ -181,71 +216,46 @@ async fn accept_loop(
         Counters::bump(&shared.counters.active);
         let guard = ActiveGuard(shared.clone(), worker.open.clone());
         // From now on the connection waits for its first head (the header timeout counts from here).
-        let state = ConnState::new(shared.counters.clone());
-        let info = ConnInfo {
-            peer,
-            peer_ip: http::HeaderValue::from_str(&peer.ip().to_string())
-                .unwrap_or(http::HeaderValue::from_static("")),
-            trusted: shared.trust.is_trusted(peer.ip()),
-            local_port: port_value.clone(),
-            port: local_port,
-            scheme: "http",
-            sni: None,
-            tls: None,
+        let Some(acceptor) = &tls else {
+            let accepted_ms = watchdog::now_ms();
+            room.enter(Silent {
+                stream,
+                peer,
+                guard,
+                accepted_ms,
+            });
+            continue;
         };
-        let accepted = Accepted {
-            shared: shared.clone(),
-            // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
-            graceful: worker.graceful.watcher(),
-            builder: builder.clone(),
-            guard,
-            state,
-            stop: worker.stop.clone(),
-        };
-        match &tls {
-            None => {
-                tokio::spawn(async move {
-                    let mut accepted = accepted;
-                    if first_bytes(&stream, &accepted.shared, &mut accepted.stop).await {
-                        // Served by a task of its own, sized for serving alone: this one, sized for the
-                        // wait for the first bytes, ends.
-                        tokio::spawn(accepted.serve(stream, info, false));
-                    }
-                });
+        let mut accepted = accepted(guard, ConnState::new(shared.counters.clone()));
+        let info = info(peer);
+        let accepting = acceptor.accept(stream);
+        tokio::spawn(async move {
+            // The handshake counts against the header timeout, as in nginx.
+            let timeout = accepted.shared.settings.client_header_timeout;
+            let stream = match tokio::time::timeout(timeout, accepting).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let (tcp, tls) = stream.get_ref();
+            // Nothing decrypted is waiting: the request has not come yet.
+            if tls.wants_read() && !first_bytes(tcp, &accepted.shared, &mut accepted.stop).await {
+                return;
             }
-            Some(acceptor) => {
-                let accepting = acceptor.accept(stream);
-                tokio::spawn(async move {
-                    let mut accepted = accepted;
-                    // The handshake counts against the header timeout, as in nginx.
-                    let timeout = accepted.shared.settings.client_header_timeout;
-                    let stream = match tokio::time::timeout(timeout, accepting).await {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => return,
-                    };
-                    let (tcp, tls) = stream.get_ref();
-                    // Nothing decrypted is waiting: the request has not come yet.
-                    if tls.wants_read()
-                        && !first_bytes(tcp, &accepted.shared, &mut accepted.stop).await
-                    {
-                        return;
-                    }
-                    let h2 = tls.alpn_protocol() == Some(b"h2");
-                    let info = ConnInfo {
-                        scheme: "https",
-                        sni: tls.server_name().map(Arc::from),
-                        tls: sluice_tls::Negotiated::of(tls),
-                        ..info
-                    };
-                    // As above: the handshake's task (sized for the handshake) ends.
-                    tokio::spawn(accepted.serve(stream, info, h2));
-                });
-            }
-        }
+            let h2 = tls.alpn_protocol() == Some(b"h2");
+            let info = ConnInfo {
+                scheme: "https",
+                sni: tls.server_name().map(Arc::from),
+                tls: sluice_tls::Negotiated::of(tls),
+                ..info
+            };
+            // Served by a task of its own, sized for serving alone: this one, sized for the handshake,
+            // ends.
+            tokio::spawn(accepted.serve(stream, info, h2));
+        });
     }
 }
 
@@ -260,9 +270,9 @@ struct Accepted {
     stop: watch::Receiver<Option<Duration>>,
 }
 
-/// Waits until the client sent something (or closed): the connection's buffers and state are built only
-/// then, so a connected but silent client costs its socket and a small task. False when the
-/// header timeout passed first or the worker is stopping.
+/// Waits until a TLS client sent something after its handshake (or closed): the connection's buffers and
+/// state are built only then. False when the header timeout passed first or the worker is stopping.
+/// (A plain connection waits in the listener's [`Room`] instead.)
 async fn first_bytes(
     tcp: &tokio::net::TcpStream,
     shared: &Shared,
