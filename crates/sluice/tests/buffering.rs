@@ -86,8 +86,10 @@ fn slow_chunked_post(
         s.write_all(b"\r\n").unwrap();
     }
     std::thread::sleep(gap);
-    s.write_all(b"0\r\n\r\n").unwrap();
+    // Taken before the last chunk is written: the upstream may see the request before this thread is
+    // scheduled again after the write (the gateway forwards it at once), and the test must not race that.
     let last = Instant::now();
+    s.write_all(b"0\r\n\r\n").unwrap();
     (last, response(&mut s))
 }
 
