@@ -99,13 +99,16 @@ where
             _ => {}
         }
         let deadline = stalled_at.map_or(idle_at, |at| at.min(idle_at));
-        if timer.deadline() != deadline {
+        // Re-armed only when the deadline came earlier, or the timer went off: every message moves the
+        // idle deadline later, and re-arming per message is a trip to tokio's timer wheel; a timer that
+        // goes off before the deadline is only looked at again here.
+        if deadline < timer.deadline() || timer.is_elapsed() {
             timer.as_mut().reset(deadline);
         }
         if timer.as_mut().poll(cx).is_pending() {
             return Poll::Pending;
         }
-        // The deadline passed: look again (progress since may have moved it).
+        // The timer went off: look again (progress since may have moved the deadline).
     })
     .await;
     let _ = tokio::time::timeout(t.write, async {
