@@ -34,7 +34,7 @@ impl Deaf {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
-        let (calls, ended) = (Arc::default(), Arc::default());
+        let (calls, ended): (Arc<AtomicU64>, Arc<AtomicU64>) = Default::default();
         let counters = (Arc::clone(&calls), Arc::clone(&ended));
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
