@@ -21,7 +21,11 @@ impl<S> Rewind<S> {
     pub fn new(ahead: impl Into<Bytes>, inner: S) -> Rewind<S> {
         let ahead = ahead.into();
         Rewind {
-            ahead: if ahead.is_empty() { Bytes::new() } else { ahead },
+            ahead: if ahead.is_empty() {
+                Bytes::new()
+            } else {
+                ahead
+            },
             inner,
         }
     }

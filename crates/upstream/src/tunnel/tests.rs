@@ -1,9 +1,9 @@
 //! The tunnel over real loopback sockets (the upstream side) and an in-memory pipe (the client side).
 
 use super::*;
-use half::Half;
 use crate::conn::{PoolKey, Stream};
 use bytes::BytesMut;
+use half::Half;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::net::{TcpListener, TcpStream};
 
