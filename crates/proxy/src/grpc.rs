@@ -1,8 +1,9 @@
 //! gRPC proxying: a request routed to a route whose `protocols` are `grpc`/`grpcs`, or whose service's
-//! `protocol` is, leaves the request driver ([`crate::handler::route`]) right after routing for a task of
-//! its own, as Kong hands such a request from `proxy_pass` to `grpc_pass`.
+//! `protocol` is, leaves the request driver ([`crate::handler::route`]) right after routing, as Kong hands
+//! such a request from `proxy_pass` to `grpc_pass`: for a task of its own when its plugins filter bodies or
+//! log (they run after the head), inline in the client stream's task otherwise ([`start`]).
 //!
-//! In that task: Kong's checks of a gRPC route (a request that is not gRPC gets 415, one not over HTTP/2
+//! Then: Kong's checks of a gRPC route (a request that is not gRPC gets 415, one not over HTTP/2
 //! gets 426, a plain-text one on a `grpcs`-only route gets `grpc-status: 1`), `access` of the route's
 //! plugins (an answer becomes a gRPC status, [`status`]), then the call sent on an upstream HTTP/2
 //! stream ([`send`]). The response head goes through `header_filter` to the client; its body and
@@ -58,8 +59,12 @@ pub fn of(route: &Route, service: Option<&Service>) -> Option<Grpc> {
     })
 }
 
-/// Starts the call's task; the driver awaits the head it hands over. Cold and out of line, like the
-/// upgrade branch: the HTTP driver pays only for the test that leads here.
+/// Starts the call; the driver awaits the head it hands over. A route whose chain filters bodies or logs
+/// has work after the head, so its call runs in a task of its own; any other call runs inline, in the
+/// client stream's task, and ends with its head ([`relay`]): a task spawned per call would cost each
+/// call two more hops between tasks (the head's, then the body's through a channel), which is where a
+/// call's latency went. Cold and out of line, like the upgrade branch: the HTTP driver pays only for the
+/// test that leads here.
 #[cold]
 #[inline(never)]
 pub fn start(
@@ -70,10 +75,21 @@ pub fn start(
     scope: &Scope,
 ) -> Started {
     let (fallback, scope) = (Negotiation::of(&parts), scope.clone());
-    detach(fallback, |head| run(grpc, parts, body, routed, scope, head))
+    let chain = scope.snap.plugins.route_chain(routed.found.id);
+    if chain.has_body_filter() || chain.has_log() {
+        return detach(fallback, |head| run(grpc, parts, body, routed, scope, head));
+    }
+    let inline = async move {
+        let (head_tx, head_rx) = oneshot::channel();
+        // Ends once the head is handed over: with no body filter, every answer but the upstream's is
+        // whole, and the upstream's body goes out as it is.
+        run(grpc, parts, body, routed, scope, head_tx).await;
+        head_rx.await.ok()
+    };
+    (Box::pin(inline), fallback)
 }
 
-/// Steps 4 to 9 of a gRPC call, in its task.
+/// Steps 4 to 9 of a gRPC call, in its task or inline.
 async fn run(
     grpc: Grpc,
     parts: request::Parts,

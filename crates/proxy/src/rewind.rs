@@ -9,6 +9,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+/// `ahead` is let go of once it is read (or from the start when empty): it is usually a slice of the
+/// connection's read buffer, and holding an empty slice would keep that whole buffer for the life of a
+/// WebSocket tunnel.
 pub struct Rewind<S> {
     ahead: Bytes,
     inner: S,
@@ -16,8 +19,13 @@ pub struct Rewind<S> {
 
 impl<S> Rewind<S> {
     pub fn new(ahead: impl Into<Bytes>, inner: S) -> Rewind<S> {
+        let ahead = ahead.into();
         Rewind {
-            ahead: ahead.into(),
+            ahead: if ahead.is_empty() {
+                Bytes::new()
+            } else {
+                ahead
+            },
             inner,
         }
     }
@@ -33,6 +41,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
             let n = self.ahead.len().min(out.remaining());
             out.put_slice(&self.ahead[..n]);
             self.ahead.advance(n);
+            if self.ahead.is_empty() {
+                self.ahead = Bytes::new();
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, out)
@@ -66,5 +77,29 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn the_read_buffer_is_let_go_of_once_what_was_ahead_is_read() {
+        let mut buf = BytesMut::with_capacity(4096);
+        buf.extend_from_slice(b"ahead");
+        let ahead = buf.split().freeze();
+        // The rest of the connection's buffer, sharing its memory with `ahead`.
+        let rest = buf.freeze();
+        assert!(!rest.is_unique());
+        let (inner, mut peer) = tokio::io::duplex(64);
+        let mut rewound = Rewind::new(ahead, inner);
+        peer.write_all(b" then").await.unwrap();
+        let mut got = [0; 10];
+        rewound.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"ahead then");
+        assert!(rest.is_unique(), "the tunnel still holds the read buffer");
     }
 }

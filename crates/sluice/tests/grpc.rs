@@ -3,8 +3,7 @@
 //! unary, server-, client- and bidirectional streaming, a message over 1 MB, the upstream's own status
 //! in trailers, `grpc-timeout` passing through (deadline exceeded), the gateway's errors as gRPC statuses
 //! (no route, key-auth, upstream down, no peer), Kong's checks of requests on gRPC routes (426, 415),
-//! an upstream restarted in the middle of a stream, and the service's `write_timeout` on an upstream that
-//! takes no request data.
+//! and an upstream restarted in the middle of a stream. An upstream that never answers: `grpc_stalled.rs`.
 
 use sluice_testkit::{
     closed_port, self_signed, Code, Gateway, GrpcClient, GrpcRequest, GrpcUpstream, Msg,
@@ -390,78 +389,4 @@ async fn python_grpcio_client() {
         (2, "status NOT_FOUND NotFound"),
         "{err}"
     );
-}
-
-/// An h2c server that takes each call's head, then neither reads its body nor answers.
-fn deaf_h2_upstream() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(
-                        |req: http::Request<hyper::body::Incoming>| async move {
-                            let _held = req;
-                            std::future::pending::<Result<http::Response<String>, hyper::Error>>()
-                                .await
-                        },
-                    );
-                    let _ = hyper::server::conn::http2::Builder::new(
-                        hyper_util::rt::TokioExecutor::new(),
-                    )
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-                });
-            }
-        });
-    });
-    port
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_that_takes_no_data_gets_the_write_timeout() {
-    let deaf = deaf_h2_upstream();
-    let yaml = format!(
-        r#"_format_version: "3.0"
-services:
-- name: deaf
-  url: grpc://127.0.0.1:{deaf}
-  write_timeout: 300
-  read_timeout: 60000
-  routes: [{{name: deaf, protocols: [grpc], hosts: [deaf.grpc.test]}}]
-"#
-    );
-    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
-    let addr = SocketAddr::from(([127, 0, 0, 1], gw.proxy_port()));
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .resolve("deaf.grpc.test", addr)
-        .http2_prior_knowledge()
-        .build()
-        .unwrap();
-    let url = format!("http://deaf.grpc.test:{}/x.Y/Z", gw.proxy_port());
-    let started = Instant::now();
-    // 16 MB: far more than the upstream's flow-control windows and the gateway's send buffer take.
-    let resp = tokio::time::timeout(
-        WAIT,
-        client
-            .post(url)
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(vec![0u8; 16 << 20])
-            .send(),
-    )
-    .await
-    .expect("an answer before read_timeout");
-    let resp = resp.unwrap();
-    assert_eq!(resp.status(), 504, "{}", gw.log());
-    assert_eq!(resp.headers()["grpc-status"], "4");
-    assert!(started.elapsed() >= Duration::from_millis(300));
 }

@@ -9,19 +9,13 @@
 //! tunnel once what was read from that side has been written on: nginx has no half-closed tunnels.
 
 use crate::conn::Conn;
+use half::Half;
 use std::future::{poll_fn, Future};
-use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
-
-/// Bytes buffered per direction (one read's worth, written on before the next read).
-const BUFFER: usize = 16 * 1024;
-
-/// Read-write rounds of one direction per poll before it yields to the rest of the worker.
-const ROUNDS: usize = 16;
 
 /// The service's timeouts, as they apply to a tunnel.
 #[derive(Debug, Clone, Copy)]
@@ -55,114 +49,6 @@ pub struct Moved {
     /// Bytes read from the upstream (those that came right behind its 101 included) and sent to the client.
     pub to_client: u64,
     pub end: End,
-}
-
-/// One direction: what was read and not yet written on.
-struct Half {
-    buf: Vec<u8>,
-    pos: usize,
-    end: usize,
-    /// Written since the last flush.
-    dirty: bool,
-    eof: bool,
-    moved: u64,
-    /// Since when the pending write has made no progress.
-    stalled: Option<Instant>,
-}
-
-/// What one direction did in one poll.
-struct Pumped {
-    progressed: bool,
-    /// A write (or flush) is waiting on the other side.
-    blocked: bool,
-    /// The reading side ended and everything was written on.
-    done: bool,
-}
-
-impl Half {
-    /// A direction starting with `pending`, bytes already read (behind the upstream's 101 head).
-    fn new(pending: &[u8]) -> Half {
-        let mut buf = vec![0; BUFFER.max(pending.len())];
-        buf[..pending.len()].copy_from_slice(pending);
-        Half {
-            buf,
-            pos: 0,
-            end: pending.len(),
-            dirty: false,
-            eof: false,
-            moved: pending.len() as u64,
-            stalled: None,
-        }
-    }
-
-    /// Writes what is buffered, then reads more, until either side has to wait (or for [`ROUNDS`]).
-    fn pump<R, W>(&mut self, cx: &mut Context<'_>, from: &mut R, to: &mut W) -> io::Result<Pumped>
-    where
-        R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
-    {
-        let mut progressed = false;
-        let waiting = |progressed, blocked| {
-            Ok(Pumped {
-                progressed,
-                blocked,
-                done: false,
-            })
-        };
-        for _ in 0..ROUNDS {
-            while self.pos < self.end {
-                match Pin::new(&mut *to).poll_write(cx, &self.buf[self.pos..self.end]) {
-                    Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-                    Poll::Ready(Ok(n)) => {
-                        self.pos += n;
-                        self.dirty = true;
-                        progressed = true;
-                    }
-                    Poll::Ready(Err(e)) => return Err(e),
-                    Poll::Pending => return waiting(progressed, true),
-                }
-            }
-            if self.dirty {
-                match Pin::new(&mut *to).poll_flush(cx) {
-                    Poll::Ready(Ok(())) => self.dirty = false,
-                    Poll::Ready(Err(e)) => return Err(e),
-                    Poll::Pending => return waiting(progressed, true),
-                }
-            }
-            if self.eof {
-                return Ok(Pumped {
-                    progressed,
-                    blocked: false,
-                    done: true,
-                });
-            }
-            let mut read = ReadBuf::new(&mut self.buf);
-            match Pin::new(&mut *from).poll_read(cx, &mut read) {
-                Poll::Ready(Ok(())) => {
-                    let n = read.filled().len();
-                    (self.pos, self.end) = (0, n);
-                    self.moved += n as u64;
-                    self.eof = n == 0;
-                    progressed = true;
-                }
-                Poll::Ready(Err(e)) => return Err(e),
-                Poll::Pending => return waiting(progressed, false),
-            }
-        }
-        // Still going: let the other tasks of the worker run, then carry on.
-        cx.waker().wake_by_ref();
-        waiting(progressed, false)
-    }
-
-    /// Notes when a blocked write started waiting; a write that progressed starts its wait again.
-    fn note_stall(&mut self, p: &Pumped, now: Instant) -> Option<Instant> {
-        self.stalled = match (p.blocked, p.progressed) {
-            (false, _) => None,
-            (true, true) => Some(now),
-            (true, false) => Some(self.stalled.unwrap_or(now)),
-        };
-        self.stalled
-    }
 }
 
 /// Copies bytes both ways between `client` and the upstream connection `conn` (whose unread bytes, sent
@@ -213,13 +99,16 @@ where
             _ => {}
         }
         let deadline = stalled_at.map_or(idle_at, |at| at.min(idle_at));
-        if timer.deadline() != deadline {
+        // Re-armed only when the deadline came earlier, or the timer went off: every message moves the
+        // idle deadline later, and re-arming per message is a trip to tokio's timer wheel; a timer that
+        // goes off before the deadline is only looked at again here.
+        if deadline < timer.deadline() || timer.is_elapsed() {
             timer.as_mut().reset(deadline);
         }
         if timer.as_mut().poll(cx).is_pending() {
             return Poll::Pending;
         }
-        // The deadline passed: look again (progress since may have moved it).
+        // The timer went off: look again (progress since may have moved the deadline).
     })
     .await;
     let _ = tokio::time::timeout(t.write, async {
@@ -234,5 +123,6 @@ where
     }
 }
 
+mod half;
 #[cfg(test)]
 mod tests;

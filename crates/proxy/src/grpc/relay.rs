@@ -2,6 +2,10 @@
 //! driver, then the body's frames (data and trailers) relayed as they come through `body_filter`, each
 //! within the service's `read_timeout` of the last (and while the upstream keeps taking the rest of the
 //! request within `write_timeout`), and `log` once the call ended.
+//!
+//! A chain that neither filters bodies nor logs has nothing to run after the head: the upstream's body
+//! (with its timeouts) is then the response's body as it is, polled by the client's stream itself, and
+//! the call can run inline in that stream's task ([`super::start`]).
 
 use super::send::Sent;
 use crate::handler::{Answer, Scope};
@@ -16,7 +20,8 @@ use sluice_metrics::Source;
 use sluice_plugins::grpc_hooks::CarriedTrailers;
 use sluice_plugins::{PluginChain, RequestCtx};
 use sluice_upstream::body::{box_err, BoxError, ChannelBody};
-use sluice_upstream::h2::WriteWatch;
+use sluice_upstream::h2::{Lease, WriteWatch};
+use sluice_upstream::health::InFlight;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -58,6 +63,13 @@ impl Call<'_> {
             phases::observe(&self.ctx, &head, meter, self.series, snap, finished)
         });
         let filtering = chain.has_body_filter();
+        let held = (inflight, lease);
+        if !(filtering || chain.has_log()) {
+            // Nothing after the head: the body goes as it is (see the module's doc).
+            let body = Gapped::new(body, read_timeout, None, write_watch, held);
+            let response = Response::from_parts(head, body.boxed());
+            return phases::hand_over(head_tx, (response, count), snap);
+        }
         if filtering {
             head.headers.remove(http::header::CONTENT_LENGTH);
         }
@@ -69,9 +81,9 @@ impl Call<'_> {
         let carried = filtering
             .then(|| self.ctx.plugin_data.get::<CarriedTrailers>().cloned())
             .flatten();
-        let body = Gapped::new(body, read_timeout, carried, write_watch);
+        let body = Gapped::new(body, read_timeout, carried, write_watch, held);
+        // The pump drops the body, and with it the call's hold on its target and connection, at its end.
         let bytes = phases::pump(body, tx, chain, &mut self.ctx, filtering).await;
-        drop((inflight, lease));
         if chain.has_log() {
             let uri = self.ctx.request.uri.path_and_query().cloned();
             let upstream = Upstream {
@@ -88,13 +100,15 @@ impl Call<'_> {
 /// The upstream's body, failing when it is silent for longer than `gap` between two frames (nginx's
 /// `grpc_read_timeout`), or stops taking the rest of the request body for `write_timeout` (a streaming
 /// call's upload goes on after the head). Its trailers go to `carried` instead of the client when a
-/// plugin asked for them.
+/// plugin asked for them. It holds the call's count against its target and its lease on the connection
+/// until it is dropped, when the call ended.
 struct Gapped {
     inner: Incoming,
     gap: Duration,
     timer: Pin<Box<Sleep>>,
     carried: Option<CarriedTrailers>,
     writes: WriteWatch,
+    _held: (Option<InFlight>, Lease),
 }
 
 impl Gapped {
@@ -103,6 +117,7 @@ impl Gapped {
         gap: Duration,
         carried: Option<CarriedTrailers>,
         writes: WriteWatch,
+        held: (Option<InFlight>, Lease),
     ) -> Gapped {
         let timer = Box::pin(tokio::time::sleep(gap));
         Gapped {
@@ -111,6 +126,7 @@ impl Gapped {
             timer,
             carried,
             writes,
+            _held: held,
         }
     }
 }

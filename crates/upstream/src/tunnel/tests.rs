@@ -3,6 +3,7 @@
 use super::*;
 use crate::conn::{PoolKey, Stream};
 use bytes::BytesMut;
+use half::Half;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -107,4 +108,32 @@ async fn a_client_that_stops_reading_ends_it_after_the_write_timeout() {
         .unwrap()
         .unwrap();
     assert_eq!(moved.end, End::WriteStalled);
+}
+
+/// Polls `half` once, moving bytes from `from` to `to`.
+async fn pump_once(half: &mut Half, from: &mut DuplexStream, to: &mut DuplexStream) -> bool {
+    poll_fn(|cx| Poll::Ready(half.pump(cx, from, to).unwrap().blocked)).await
+}
+
+#[tokio::test]
+async fn a_direction_holds_memory_only_while_a_write_is_partial() {
+    let (mut sender, mut from) = tokio::io::duplex(64 * 1024);
+    let (mut to, mut receiver) = tokio::io::duplex(1024);
+    let mut half = Half::new(&[]);
+    sender.write_all(&[5u8; 3000]).await.unwrap();
+    // The other side takes 1,024 bytes: the rest is kept back.
+    assert!(pump_once(&mut half, &mut from, &mut to).await);
+    assert_eq!(half.held(), 3000 - 1024);
+    let mut got = Vec::new();
+    while got.len() < 3000 {
+        got.extend(read_exactly(&mut receiver, 1024.min(3000 - got.len())).await);
+        pump_once(&mut half, &mut from, &mut to).await;
+    }
+    assert_eq!(got, vec![5u8; 3000]);
+    // Everything went: nothing is held between messages.
+    assert_eq!(half.held(), 0);
+    sender.write_all(b"small").await.unwrap();
+    assert!(!pump_once(&mut half, &mut from, &mut to).await);
+    assert_eq!(read_exactly(&mut receiver, 5).await, b"small");
+    assert_eq!((half.held(), half.moved), (0, 3005));
 }
