@@ -15,6 +15,8 @@
 //! `request_length`/`bytes_sent`.
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod tests;
 
 use super::entities::EntityJson;
