@@ -174,8 +174,17 @@ fn a_stream_session_record_is_what_it_always_was() {
         session_ms: 1_600,
         tries: tries(started),
     };
-    check(
-        "golden-session.json",
-        &serialize_session(&session, &EntityJson::build(&config)),
+    let entities = EntityJson::build(&config);
+    let with_tls = serialize_session(&session, &entities);
+    check("golden-session.json", &with_tls);
+    let plain = SessionRecord {
+        tls: None,
+        ..session
+    };
+    let tls = r#""tls":{"version":"TLSv1.2","cipher":"ECDHE-RSA-AES128-GCM-SHA256","client_verify":"NONE"},"#;
+    assert_eq!(
+        String::from_utf8_lossy(&serialize_session(&plain, &entities)),
+        String::from_utf8_lossy(&with_tls).replacen(tls, "", 1),
+        "without TLS, the same record less its tls member"
     );
 }
