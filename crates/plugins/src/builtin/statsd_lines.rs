@@ -36,13 +36,12 @@ pub struct Lines {
 }
 
 impl Lines {
-    /// Room for `lines` lines of about `line_bytes` bytes each, so that writing them does not grow the
-    /// buffers step by step (each step a reallocation and a copy of what was written).
-    pub fn with_capacity(lines: usize, line_bytes: usize) -> Lines {
-        Lines {
-            buf: Vec::with_capacity(lines * line_bytes),
-            ends: Vec::with_capacity(lines),
-        }
+    /// Empties the buffers (keeping them) and makes room for `lines` lines of about `line_bytes` each.
+    pub fn clear_for(&mut self, lines: usize, line_bytes: usize) {
+        self.buf.clear();
+        self.ends.clear();
+        self.buf.reserve(lines * line_bytes);
+        self.ends.reserve(lines);
     }
 
     /// Appends one line written by `f`.

@@ -21,6 +21,12 @@ pub fn array(items: &[bytes::Bytes]) -> bytes::Bytes {
 
 /// Appends `s` as a JSON string.
 pub fn string(out: &mut Vec<u8>, s: &str) {
+    if is_plain(s.as_bytes()) {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
     string_parts(out, &[s]);
 }
 
@@ -105,7 +111,14 @@ fn ip_text(out: &mut Vec<u8>, ip: std::net::IpAddr) {
                 if i > 0 {
                     out.push(b'.');
                 }
-                out.extend_from_slice(itoa::Buffer::new().format(octet).as_bytes());
+                // At most three digits: pushed one by one, cheaper than formatting and copying them.
+                if octet >= 100 {
+                    out.push(b'0' + octet / 100);
+                }
+                if octet >= 10 {
+                    out.push(b'0' + octet / 10 % 10);
+                }
+                out.push(b'0' + octet % 10);
             }
         }
         std::net::IpAddr::V6(v6) => {
@@ -151,6 +164,11 @@ impl<'a> Object<'a> {
     pub fn open(out: &'a mut Vec<u8>) -> Object<'a> {
         out.push(b'{');
         Object { out, empty: true }
+    }
+
+    /// An object whose opening brace and first members are already written.
+    pub fn continued(out: &'a mut Vec<u8>) -> Object<'a> {
+        Object { out, empty: false }
     }
 
     /// Starts member `name` (a plain ASCII key, never escaped); the caller writes its value to the

@@ -2,7 +2,7 @@
 //! session's when Kong's stream subsystem runs them), push it to the queue.
 
 use super::entities::EntityJson;
-use super::queue::Queue;
+use super::queue::{self, Queue};
 use super::serialize::serialize;
 use super::session::serialize_session;
 use crate::ctx::{LogRecord, RequestCtx};
@@ -35,12 +35,12 @@ impl QueueLogger {
 
     fn stream_log(&self, session: &SessionRecord<'_>) {
         self.queue
-            .push(serialize_session(session, &self.entities).into());
+            .push(queue::record(serialize_session(session, &self.entities)));
     }
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
         self.queue
-            .push(serialize(ctx, record, &self.entities).into());
+            .push(queue::record(serialize(ctx, record, &self.entities)));
     }
 }
 

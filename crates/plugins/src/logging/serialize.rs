@@ -15,6 +15,8 @@
 //! `request_length`/`bytes_sent`.
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod tests;
 
 use super::entities::EntityJson;
@@ -28,64 +30,93 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 /// The id Sluice reports for its one workspace, Kong's `default`: the id Kong gives it in DB-less mode
 /// (`DECLARATIVE_DEFAULT_WORKSPACE_ID` in `kong/constants.lua`; with a database Kong makes one up when it
 /// bootstraps).
-pub const DEFAULT_WORKSPACE_ID: &str = "0dc6f45b-8f8d-40d2-a504-473544ee190b";
+pub const DEFAULT_WORKSPACE_ID: &str = workspace_id!();
+
+/// [`DEFAULT_WORKSPACE_ID`] as a literal, for the fragments built with `concat!`.
+macro_rules! workspace_id {
+    () => {
+        "0dc6f45b-8f8d-40d2-a504-473544ee190b"
+    };
+}
+use workspace_id;
 
 /// The serialized record of one finished request (one JSON object, no trailing newline). Routes and
 /// services are copied from `entities` when it has them.
+///
+/// The fixed keys are written as literal fragments with their separators (`,"latencies":{"kong":`), one
+/// copy each instead of the four pushes a generic key writer makes: the record has about fifty keys.
 pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson) -> Vec<u8> {
     let mut out = Vec::with_capacity(LAST_SIZE.get() + SIZE_SLACK);
-    let mut o = Object::open(&mut out);
-    request(o.key("request"), ctx, record);
+    let o = &mut out;
+    o.extend_from_slice(b"{\"request\":");
+    request(o, ctx, record);
     if let Some(uri) = &record.upstream_uri {
-        json::string(o.key("upstream_uri"), uri.as_str());
+        o.extend_from_slice(b",\"upstream_uri\":");
+        json::string(o, uri.as_str());
     }
-    let mut status = itoa::Buffer::new();
-    let upstream_status = match record.source {
-        "upstream" => status.format(record.status),
-        _ => "",
-    };
-    json::string(o.key("upstream_status"), upstream_status);
-    response(o.key("response"), record);
-    latencies(o.key("latencies"), record);
+    o.extend_from_slice(b",\"upstream_status\":");
+    match record.source {
+        "upstream" => {
+            o.push(b'"');
+            json::uint(o, record.status.into());
+            o.push(b'"');
+        }
+        _ => o.extend_from_slice(b"\"\""),
+    }
+    o.extend_from_slice(b",\"response\":{\"status\":");
+    json::uint(o, record.status.into());
+    o.extend_from_slice(b",\"headers\":");
+    let fields = headers(o, &record.response_headers, false);
+    o.extend_from_slice(b",\"size\":");
+    json::uint(o, response_size_of(record, fields));
+    o.extend_from_slice(b"},\"latencies\":");
+    latencies(o, record);
     if !record.tries.is_empty() {
-        tries(
-            o.key("tries"),
-            (ctx.started, ctx.started_wall),
-            &record.tries,
-        );
+        o.extend_from_slice(b",\"tries\":");
+        tries(o, (ctx.started, ctx.started_wall), &record.tries);
     }
     if let Some(cred) = &ctx.credential {
-        let out = o.key("authenticated_entity");
-        let mut e = Object::open(out);
-        uuid(e.key("id"), &cred.id);
+        o.extend_from_slice(b",\"authenticated_entity\":{\"id\":");
+        uuid(o, &cred.id);
         if let Some(c) = ctx.consumer {
-            uuid(e.key("consumer_id"), &c.id);
+            o.extend_from_slice(b",\"consumer_id\":");
+            uuid(o, &c.id);
         }
-        e.close();
+        o.push(b'}');
     }
     if let Some(route) = ctx.route {
-        entities.write_route(o.key("route"), route);
+        o.extend_from_slice(b",\"route\":");
+        entities.write_route(o, route);
     }
     if let Some(service) = ctx.service {
-        entities.write_service(o.key("service"), service);
+        o.extend_from_slice(b",\"service\":");
+        entities.write_service(o, service);
     }
     if let Some(consumer) = ctx.consumer {
+        o.extend_from_slice(b",\"consumer\":");
         // Serializing a plain struct into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *o.key("consumer"), consumer);
+        let _ = serde_json::to_writer(&mut *o, consumer);
     }
-    json::ip(o.key("client_ip"), ctx.client_ip);
-    json::uint(o.key("started_at"), epoch_ms(ctx.started_wall));
-    json::string(o.key("workspace"), DEFAULT_WORKSPACE_ID);
-    json::string(o.key("workspace_name"), "default");
-    let source = match record.source {
-        "upstream" => "upstream",
-        _ => "kong",
-    };
-    json::string(o.key("source"), source);
-    o.close();
+    o.extend_from_slice(b",\"client_ip\":");
+    json::ip(o, ctx.client_ip);
+    o.extend_from_slice(b",\"started_at\":");
+    json::uint(o, epoch_ms(ctx.started_wall));
+    o.extend_from_slice(WORKSPACE_FIELDS);
+    o.extend_from_slice(match record.source {
+        "upstream" => b",\"source\":\"upstream\"}",
+        _ => b",\"source\":\"kong\"}",
+    });
     LAST_SIZE.set(out.len());
     out
 }
+
+/// `workspace` and `workspace_name` of every record (Sluice has one workspace), as one fragment.
+pub(super) const WORKSPACE_FIELDS: &[u8] = concat!(
+    r#","workspace":""#,
+    workspace_id!(),
+    r#"","workspace_name":"default""#
+)
+.as_bytes();
 
 thread_local! {
     /// The size of the last record this thread wrote. Records of one gateway are much alike, so the next
@@ -106,33 +137,45 @@ fn request_uri(req: &http::request::Parts) -> &str {
 
 /// `request.size`: the head as HTTP/1.1 text plus the body bytes (nginx's `request_length`).
 pub(crate) fn request_size(ctx: &RequestCtx<'_>, record: &LogRecord) -> u64 {
+    request_size_of(ctx, record, fields_size(&ctx.request.headers))
+}
+
+/// `request.size` when the header lines' bytes (`fields`, see [`fields_size`]) are known.
+fn request_size_of(ctx: &RequestCtx<'_>, record: &LogRecord, fields: usize) -> u64 {
     let req = &ctx.request;
     let first_line = req.method.as_str().len() + 1 + request_uri(req).len() + 11;
-    head_size(first_line, &req.headers) + record.request_bytes
+    (first_line + fields + 2) as u64 + record.request_bytes
 }
 
 /// `response.size`: the head as HTTP/1.1 text plus the body bytes (nginx's `bytes_sent`).
 pub(crate) fn response_size(record: &LogRecord) -> u64 {
+    response_size_of(record, fields_size(&record.response_headers))
+}
+
+/// `response.size` when the header lines' bytes are known.
+fn response_size_of(record: &LogRecord, fields: usize) -> u64 {
     let reason = http::StatusCode::from_u16(record.status)
         .ok()
         .and_then(|s| s.canonical_reason())
         .unwrap_or("");
     let status_line = 9 + 4 + reason.len() + 2;
-    head_size(status_line, &record.response_headers) + record.response_bytes
+    (status_line + fields + 2) as u64 + record.response_bytes
 }
 
 fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
     let uri = request_uri(req);
     let host = raw_host(req);
-    let mut o = Object::open(out);
-    json::string(o.key("id"), ctx.request_id);
-    json::string(o.key("uri"), uri);
+    out.extend_from_slice(b"{\"id\":");
+    json::string(out, ctx.request_id);
+    out.extend_from_slice(b",\"uri\":");
+    json::string(out, uri);
     // nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it.
+    out.extend_from_slice(b",\"url\":");
     let mut port = itoa::Buffer::new();
     let port = port.format(ctx.server_port);
     json::string_parts(
-        o.key("url"),
+        out,
         &[
             ctx.scheme,
             "://",
@@ -142,42 +185,46 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
             uri,
         ],
     );
-    querystring(o.key("querystring"), req.uri.query().unwrap_or_default());
-    json::string(o.key("method"), req.method.as_str());
-    headers(o.key("headers"), &req.headers, true);
-    json::uint(o.key("size"), request_size(ctx, record));
+    out.extend_from_slice(b",\"querystring\":");
+    querystring(out, req.uri.query().unwrap_or_default());
+    out.extend_from_slice(b",\"method\":");
+    json::string(out, req.method.as_str());
+    out.extend_from_slice(b",\"headers\":");
+    let fields = headers(out, &req.headers, true);
+    out.extend_from_slice(b",\"size\":");
+    json::uint(out, request_size_of(ctx, record, fields));
     if let Some(tls) = &ctx.tls {
-        let mut t = Object::open(o.key("tls"));
-        json::string(t.key("version"), tls.version);
-        json::string(t.key("cipher"), tls.cipher);
-        json::string(t.key("client_verify"), "NONE");
-        t.close();
+        out.push(b',');
+        tls_fields(out, tls);
     }
-    o.close();
+    out.push(b'}');
 }
 
-fn response(out: &mut Vec<u8>, record: &LogRecord) {
-    let mut o = Object::open(out);
-    json::uint(o.key("status"), record.status.into());
-    headers(o.key("headers"), &record.response_headers, false);
-    json::uint(o.key("size"), response_size(record));
-    o.close();
+/// `"tls":{…}` of a TLS request or session, as nginx names the version and cipher.
+pub(super) fn tls_fields(out: &mut Vec<u8>, tls: &sluice_tls::Negotiated) {
+    out.extend_from_slice(b"\"tls\":{\"version\":");
+    json::string(out, tls.version);
+    out.extend_from_slice(b",\"cipher\":");
+    json::string(out, tls.cipher);
+    out.extend_from_slice(b",\"client_verify\":\"NONE\"}");
 }
 
 fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
-    let mut o = Object::open(out);
-    json::uint(o.key("kong"), record.kong_latency_ms);
+    out.extend_from_slice(b"{\"kong\":");
+    json::uint(out, record.kong_latency_ms);
     // -1 when the request was not proxied, as Kong.
-    let proxy = record.upstream_latency_ms.map_or(-1, |ms| ms as i64);
-    json::int(o.key("proxy"), proxy);
-    json::uint(o.key("request"), record.request_latency_ms);
+    out.extend_from_slice(b",\"proxy\":");
+    json::int(out, record.upstream_latency_ms.map_or(-1, |ms| ms as i64));
+    out.extend_from_slice(b",\"request\":");
+    json::uint(out, record.request_latency_ms);
     // Kong's `receive`: from the upstream's response head to its last byte, what the request's total leaves
     // after the gateway's and the upstream's own time (0 when not proxied).
     let receive = record.upstream_latency_ms.map_or(0, |upstream| {
         (record.request_latency_ms).saturating_sub(record.kong_latency_ms + upstream)
     });
-    json::uint(o.key("receive"), receive);
-    o.close();
+    out.extend_from_slice(b",\"receive\":");
+    json::uint(out, receive);
+    out.push(b'}');
 }
 
 /// The request's `Host` (or, for an absolute-form target, its authority), port included.
@@ -192,25 +239,30 @@ pub(crate) fn raw_host(req: &http::request::Parts) -> &str {
 /// `tries`, each try's start placed on the wall clock from `started` (when the request or session began,
 /// by the clock and by the wall clock).
 pub(super) fn tries(out: &mut Vec<u8>, started: (Instant, SystemTime), tries: &[TryRecord]) {
-    out.push(b'[');
     for (i, t) in tries.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+        out.extend_from_slice(match i {
+            0 => b"[{\"ip\":",
+            _ => b",{\"ip\":",
+        });
         let wall = started.1 + t.started.saturating_duration_since(started.0);
-        let mut o = Object::open(out);
-        json::ip(o.key("ip"), t.addr.ip());
-        json::uint(o.key("port"), t.addr.port().into());
-        json::uint(o.key("balancer_start"), epoch_ms(wall));
-        let start_ns = wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        json::uint(o.key("balancer_start_ns"), start_ns as u64);
-        json::uint(o.key("balancer_latency"), t.latency.as_millis() as u64);
-        json::uint(o.key("balancer_latency_ns"), t.latency.as_nanos() as u64);
+        // One reading of the wall clock for both units (`epoch_ms` would compute it again).
+        let since_epoch = wall.duration_since(UNIX_EPOCH).unwrap_or_default();
+        json::ip(out, t.addr.ip());
+        out.extend_from_slice(b",\"port\":");
+        json::uint(out, t.addr.port().into());
+        out.extend_from_slice(b",\"balancer_start\":");
+        json::uint(out, since_epoch.as_millis() as u64);
+        out.extend_from_slice(b",\"balancer_start_ns\":");
+        json::uint(out, since_epoch.as_nanos() as u64);
+        out.extend_from_slice(b",\"balancer_latency\":");
+        json::uint(out, t.latency.as_millis() as u64);
+        out.extend_from_slice(b",\"balancer_latency_ns\":");
+        json::uint(out, t.latency.as_nanos() as u64);
         if let Some(code) = t.failed {
-            json::string(o.key("state"), "failed");
-            json::uint(o.key("code"), code.into());
+            out.extend_from_slice(b",\"state\":\"failed\",\"code\":");
+            json::uint(out, code.into());
         }
-        o.close();
+        out.push(b'}');
     }
     out.push(b']');
 }
@@ -228,56 +280,67 @@ pub(super) fn epoch_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Bytes of an HTTP/1.1 head: the first line (`first_line` bytes including CRLF), `name: value\r\n` per
-/// header, and the blank line.
-fn head_size(first_line: usize, headers: &HeaderMap) -> u64 {
-    let fields: usize = headers
+/// Bytes of a head's header lines as HTTP/1.1 text: `name: value\r\n` per header.
+fn fields_size(headers: &HeaderMap) -> usize {
+    headers
         .iter()
         .map(|(n, v)| n.as_str().len() + 2 + v.len() + 2)
-        .sum();
-    (first_line + fields + 2) as u64
+        .sum()
 }
 
 /// Headers as a JSON object: lower-case names, one string per header or an array for repeated ones
-/// (`HeaderMap` yields the values of one name one after another; the rare second value turns the first
-/// into an array in place). With `redact`, credentials (`authorization`, `proxy-authorization`) become
-/// `REDACTED`, as Kong does.
-fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) {
-    let mut o = Object::open(out);
+/// (`HeaderMap` yields the values of one name one after another, each with a reference to the same
+/// name, so a repeat is told by address; the rare second value turns the first into an array in place).
+/// With `redact`, credentials (`authorization`, `proxy-authorization`) become `REDACTED`, as Kong does.
+/// Returns the bytes of the header lines as HTTP/1.1 text (what [`fields_size`] counts), added up on
+/// the way rather than in a second pass for `size`.
+fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) -> usize {
     let mut previous: Option<&http::HeaderName> = None;
     // Where the current name's first value starts, and whether it became an array.
-    let (mut first_value, mut array) = (0, false);
+    let (mut first_value, mut array, mut secret) = (0, false, false);
+    let mut fields = 0;
+    out.push(b'{');
+    // The current name's length (`as_str` of a standard name is a table lookup, done once per name).
+    let mut name_len = 0;
     for (name, value) in map {
-        let secret = redact
-            && (name == http::header::AUTHORIZATION || name == http::header::PROXY_AUTHORIZATION);
-        if previous == Some(name) {
+        if previous.is_some_and(|p| std::ptr::eq(p, name)) {
+            fields += name_len + 2 + value.len() + 2;
             if secret {
                 continue;
             }
             if !array {
-                o.out.insert(first_value, b'[');
+                out.insert(first_value, b'[');
                 array = true;
             }
-            o.out.push(b',');
-            json::bytes(o.out, value.as_bytes());
+            out.push(b',');
+            json::bytes(out, value.as_bytes());
             continue;
         }
-        if array {
-            o.out.push(b']');
+        match (array, previous.is_some()) {
+            (true, _) => out.extend_from_slice(b"],\""),
+            (false, true) => out.extend_from_slice(b",\""),
+            (false, false) => out.push(b'"'),
         }
         previous = Some(name);
         array = false;
-        let out = o.key(name.as_str());
+        secret = redact
+            && (name == http::header::AUTHORIZATION || name == http::header::PROXY_AUTHORIZATION);
+        let text = name.as_str();
+        name_len = text.len();
+        fields += name_len + 2 + value.len() + 2;
+        out.extend_from_slice(text.as_bytes());
+        out.extend_from_slice(b"\":");
         first_value = out.len();
         match secret {
-            true => json::string(out, "REDACTED"),
+            true => out.extend_from_slice(b"\"REDACTED\""),
             false => json::bytes(out, value.as_bytes()),
         }
     }
     if array {
-        o.out.push(b']');
+        out.push(b']');
     }
-    o.close();
+    out.push(b'}');
+    fields
 }
 
 /// `+` as space, then percent-decoding (invalid UTF-8 replaced), as nginx decodes query arguments.

@@ -9,7 +9,7 @@
 
 use super::entities::EntityJson;
 use super::json::{self, Object};
-use super::serialize::{epoch_ms, tries, DEFAULT_WORKSPACE_ID};
+use super::serialize::{epoch_ms, tls_fields, tries, WORKSPACE_FIELDS};
 use crate::stream::SessionRecord;
 
 /// The serialized record of one finished session (one JSON object, no trailing newline).
@@ -17,15 +17,18 @@ pub fn serialize_session(s: &SessionRecord<'_>, entities: &EntityJson) -> Vec<u8
     let mut out = Vec::with_capacity(2048);
     let mut o = Object::open(&mut out);
     {
-        let mut session = Object::open(o.key("session"));
-        if let Some(tls) = &s.tls {
-            let mut t = Object::open(session.key("tls"));
-            json::string(t.key("version"), tls.version);
-            json::string(t.key("cipher"), tls.cipher);
-            json::string(t.key("client_verify"), "NONE");
-            t.close();
+        let out = o.key("session");
+        // `tls` comes first, so the members after it start with a comma either way.
+        match &s.tls {
+            Some(tls) => {
+                out.push(b'{');
+                tls_fields(out, tls);
+                out.extend_from_slice(b",\"received\":");
+            }
+            None => out.extend_from_slice(b"{\"received\":"),
         }
-        json::uint(session.key("received"), s.received);
+        json::uint(out, s.received);
+        let mut session = Object::continued(out);
         json::uint(session.key("sent"), s.sent);
         json::uint(session.key("status"), s.status.into());
         json::uint(session.key("server_port"), s.server_port.into());
@@ -50,8 +53,7 @@ pub fn serialize_session(s: &SessionRecord<'_>, entities: &EntityJson) -> Vec<u8
     }
     json::ip(o.key("client_ip"), s.client.ip());
     json::uint(o.key("started_at"), epoch_ms(s.started_wall));
-    json::string(o.key("workspace"), DEFAULT_WORKSPACE_ID);
-    json::string(o.key("workspace_name"), "default");
+    o.out.extend_from_slice(WORKSPACE_FIELDS);
     o.close();
     out
 }

@@ -152,7 +152,7 @@ impl SeverityLogger {
         if let Some(severity) = self.severities.of(record.status) {
             let mut bytes = serialize(ctx, record, &self.entities);
             bytes.push(severity);
-            self.queue.push(bytes.into());
+            self.queue.push(super::queue::record(bytes));
         }
     }
 }

@@ -70,6 +70,37 @@ struct Metric {
     consumer: ConsumerId,
     service: ServiceId,
     workspace: WorkspaceId,
+    /// The constant parts of the metric's common lines, written once here instead of piece by piece for
+    /// every line of every request (a line is then its head, one fragment, maybe a number, one fragment).
+    fragments: Fragments,
+}
+
+/// See [`Metric::fragments`].
+struct Fragments {
+    /// `.<stat>:` of a metric whose value is one of the request's numbers (empty for the others).
+    stat: Box<[u8]>,
+    /// `|<type>` and the rate (`|@0.5`) after such a value.
+    value_tail: Box<[u8]>,
+    /// `:1|c` and the rate, ending a count line (`status.<code>`).
+    count_tail: Box<[u8]>,
+}
+
+impl Fragments {
+    fn new(name: MetricName, suffix: &str, rate: Option<f64>) -> Fragments {
+        let tail = |value: &str, kind: &str| {
+            let mut out = Vec::new();
+            write_value(&mut out, Value::Text(value), kind, rate);
+            out.into_boxed_slice()
+        };
+        Fragments {
+            stat: stat_name(name)
+                .map(|stat| format!(".{stat}:").into_bytes().into())
+                .unwrap_or_default(),
+            // `write_value` starts with the `:` of an empty value; the tail goes after the number.
+            value_tail: tail("", suffix)[1..].into(),
+            count_tail: tail("1", "c"),
+        }
+    }
 }
 
 pub struct StatsdFormat {
@@ -95,6 +126,7 @@ impl StatsdFormat {
                 name: m.name,
                 suffix: stat_suffix(&m.stat_type),
                 rate: m.sample_rate,
+                fragments: Fragments::new(m.name, stat_suffix(&m.stat_type), m.sample_rate),
                 consumer: m
                     .consumer_identifier
                     .unwrap_or(config.consumer_identifier_default),
@@ -118,16 +150,29 @@ impl StatsdFormat {
 /// The metrics whose value is one of the request's numbers: their stat name and value (None when the
 /// value is -1, i.e. not proxied, which Kong leaves out).
 fn plain(name: MetricName, s: &Sample<'_>) -> Option<(&'static str, i64)> {
-    let (stat, value) = match name {
-        MetricName::RequestCount => ("request.count", 1),
-        MetricName::RequestSize => ("request.size", s.request_size as i64),
-        MetricName::ResponseSize => ("response.size", s.response_size as i64),
-        MetricName::Latency => ("latency", s.latency as i64),
-        MetricName::UpstreamLatency => ("upstream_latency", s.upstream_latency),
-        MetricName::KongLatency => ("kong_latency", s.kong_latency as i64),
+    let value = match name {
+        MetricName::RequestCount => 1,
+        MetricName::RequestSize => s.request_size as i64,
+        MetricName::ResponseSize => s.response_size as i64,
+        MetricName::Latency => s.latency as i64,
+        MetricName::UpstreamLatency => s.upstream_latency,
+        MetricName::KongLatency => s.kong_latency as i64,
         _ => return None,
     };
-    (value != -1).then_some((stat, value))
+    (value != -1).then_some((stat_name(name)?, value))
+}
+
+/// The stat name of a metric whose value is one of the request's numbers.
+fn stat_name(name: MetricName) -> Option<&'static str> {
+    Some(match name {
+        MetricName::RequestCount => "request.count",
+        MetricName::RequestSize => "request.size",
+        MetricName::ResponseSize => "response.size",
+        MetricName::Latency => "latency",
+        MetricName::UpstreamLatency => "upstream_latency",
+        MetricName::KongLatency => "kong_latency",
+        _ => return None,
+    })
 }
 
 fn service_value<'a>(
@@ -196,8 +241,14 @@ impl StatsdFormat {
         let mut consumer_buf = uuid::Uuid::encode_buffer();
         let consumer = consumer_value(s.consumer.as_ref(), m.consumer, &mut consumer_buf);
         let (one, rate) = (Value::Int(1), m.rate);
+        let f = &m.fragments;
         match (m.name, consumer) {
-            (MetricName::StatusCount, _) => lines.metric(head, &["status", status], one, "c", rate),
+            (MetricName::StatusCount, _) => lines.push(|out| {
+                out.extend_from_slice(head.as_bytes());
+                out.extend_from_slice(b".status.");
+                out.extend_from_slice(status.as_bytes());
+                out.extend_from_slice(&f.count_tail);
+            }),
             (MetricName::UniqueUsers, Some(c)) => {
                 lines.metric(head, &["user", "uniques"], Value::Text(c), "s", None)
             }
@@ -225,8 +276,13 @@ impl StatsdFormat {
                 }
             }
             (name, _) => {
-                if let Some((stat, value)) = plain(name, s) {
-                    lines.metric(head, &[stat], Value::Int(value), m.suffix, rate)
+                if let Some((_, value)) = plain(name, s) {
+                    lines.push(|out| {
+                        out.extend_from_slice(head.as_bytes());
+                        out.extend_from_slice(&f.stat);
+                        out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+                        out.extend_from_slice(&f.value_tail);
+                    })
                 }
             }
         }

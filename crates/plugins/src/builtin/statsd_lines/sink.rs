@@ -46,6 +46,8 @@ pub struct MetricSink<F> {
     /// Seconds since the epoch of the last send-failure warning (one every 10 s at most).
     last_warn: AtomicU64,
     warned_packet_size: AtomicBool,
+    /// Line buffers kept from one delivery to the next.
+    spare: Mutex<Lines>,
 }
 
 impl<F: Format> MetricSink<F> {
@@ -59,6 +61,7 @@ impl<F: Format> MetricSink<F> {
             tcp: tokio::sync::Mutex::new(None),
             last_warn: AtomicU64::new(0),
             warned_packet_size: AtomicBool::new(false),
+            spare: Mutex::default(),
         }
     }
 
@@ -67,16 +70,16 @@ impl<F: Format> MetricSink<F> {
         format!("{}:{}", self.host, self.port)
     }
 
-    /// The lines of a batch, in the order of its samples.
-    pub fn lines(&self, batch: &[Bytes]) -> Lines {
+    /// Writes the lines of a batch, in the order of its samples, into `lines` (emptied first, its buffers
+    /// kept).
+    fn write_lines(&self, batch: &[Bytes], lines: &mut Lines) {
         // Kong's default metrics make up to 13 lines per request, most under 64 bytes.
-        let mut lines = Lines::with_capacity(batch.len() * 16, 64);
+        lines.clear_for(batch.len() * 16, 64);
         for record in batch {
             if let Some(sample) = Sample::unpack(record) {
-                self.format.write(&sample, &mut lines);
+                self.format.write(&sample, lines);
             }
         }
-        lines
     }
 
     async fn resolve(&self) -> Result<SocketAddr, String> {
@@ -167,14 +170,18 @@ impl<F: Format> MetricSink<F> {
 
 impl<F: Format> Sink for MetricSink<F> {
     async fn deliver(&self, batch: &[Bytes]) -> Result<(), String> {
-        let lines = self.lines(batch);
-        if lines.is_empty() {
-            return Ok(());
-        }
-        match self.transport {
-            Transport::Udp { packet_size } => self.send_udp(&lines, packet_size).await,
-            Transport::Tcp => self.send_tcp(&lines).await,
-        }
+        // The last delivery's buffers (empty when another delivery holds them, with `concurrency_limit`
+        // -1): most batches are one request (Kong's default `max_batch_size`), and two fresh buffers
+        // for each cost more than writing its lines.
+        let mut lines = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|p| p.into_inner()));
+        self.write_lines(batch, &mut lines);
+        let sent = match (lines.is_empty(), self.transport) {
+            (true, _) => Ok(()),
+            (false, Transport::Udp { packet_size }) => self.send_udp(&lines, packet_size).await,
+            (false, Transport::Tcp) => self.send_tcp(&lines).await,
+        };
+        *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = lines;
+        sent
     }
 }
 
