@@ -3,7 +3,6 @@
 //! queues deliver to a closed port on the `sluice-log` thread and give failures up at once, so they drain.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use http::HeaderMap;
 use sluice_plugins::testing::{block_on, compile, request};
 use sluice_plugins::{LogRecord, RequestCtx};
 use std::hint::black_box;
@@ -27,7 +26,7 @@ fn config() -> String {
 fn record() -> LogRecord {
     LogRecord {
         status: 200,
-        response_headers: HeaderMap::new(),
+        response_headers: Default::default(),
         request_bytes: 0,
         response_bytes: 512,
         kong_latency_ms: 0,

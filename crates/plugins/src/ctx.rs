@@ -66,7 +66,7 @@ pub struct RequestCtx<'s> {
     /// Set by request-size-limiting for a body it cannot measure before it is streamed.
     pub body_limit: Option<BodyLimit>,
     /// Headers to add to whatever response the client gets (upstream or plugin-made), e.g. `RateLimit-*`.
-    pub response_headers: HeaderMap,
+    pub response_headers: crate::AddedHeaders,
     /// When the gateway received the request.
     pub started: Instant,
     pub started_wall: SystemTime,

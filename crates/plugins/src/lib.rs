@@ -16,6 +16,7 @@
 //! serializer and the batching queue drained off the proxy workers. L4 stream sessions have one phase, `log`
 //! at their end, for the plugins that register it ([`stream`]).
 
+pub mod added_headers;
 pub mod builtin;
 pub mod chain;
 pub mod compiled;
@@ -33,6 +34,7 @@ pub mod stream;
 pub mod testing;
 pub mod tracing;
 
+pub use added_headers::AddedHeaders;
 pub use chain::{AccessNow, PluginChain};
 pub use compiled::CompiledPlugins;
 pub use credentials::Credentials;

@@ -4,7 +4,6 @@ use crate::compiled::CompiledPlugins;
 use crate::credentials::Credentials;
 use crate::ctx::RequestCtx;
 use crate::registry::Registry;
-use http::HeaderMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Instant, SystemTime};
 
@@ -43,7 +42,7 @@ impl<'s> RequestCtx<'s> {
             anonymous: false,
             credentials,
             body_limit: None,
-            response_headers: HeaderMap::new(),
+            response_headers: Default::default(),
             started: Instant::now(),
             started_wall: SystemTime::now(),
             plugin_data: http::Extensions::new(),

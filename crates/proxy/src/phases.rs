@@ -23,7 +23,6 @@ pub(crate) use access_first::{start as access_first, Added};
 pub(crate) use steps::{steps, Start};
 pub use streaming::{pump, LogFacts, Upstream};
 
-use ctx::add_headers;
 pub use ctx::{new_ctx, unrouted};
 pub(crate) use log_only::start as log_only;
 pub use rewrite::rewrite;
@@ -218,7 +217,7 @@ pub fn filter_head(
     chain: &PluginChain,
     head: &mut http::response::Parts,
 ) {
-    add_headers(&mut head.headers, std::mem::take(&mut ctx.response_headers));
+    std::mem::take(&mut ctx.response_headers).apply(&mut head.headers);
     chain.header_filter(ctx, head);
 }
 

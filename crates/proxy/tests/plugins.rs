@@ -190,8 +190,10 @@ impl Renaming {
         if let Some(rest) = path.strip_prefix("/old/") {
             ctx.request.uri = format!("/new/{rest}").parse().unwrap();
         }
-        ctx.response_headers
-            .insert("x-rewritten", "yes".parse().unwrap());
+        ctx.response_headers.insert(
+            http::HeaderName::from_static("x-rewritten"),
+            "yes".parse().unwrap(),
+        );
         Flow::Continue
     }
 

@@ -96,14 +96,14 @@ fn millis(t: SystemTime) -> u64 {
 impl ProxyCache {
     /// Sets a cache header when `response_headers` shows it or the client asked with `Kong-Debug`.
     fn tag(
-        headers: &mut HeaderMap,
+        headers: &mut impl crate::added_headers::SetHeader,
         shown: bool,
         debug: bool,
         name: HeaderName,
         value: HeaderValue,
     ) {
         if shown || debug {
-            headers.insert(name, value);
+            headers.set(name, value);
         }
     }
 

@@ -18,6 +18,7 @@ pub(crate) mod config;
 pub(crate) mod redis;
 pub(crate) mod window;
 
+use crate::added_headers::SetHeader;
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
@@ -220,8 +221,8 @@ impl RateLimiting {
     }
 }
 
-fn set(headers: &mut http::HeaderMap, name: HeaderName, value: u64) {
-    headers.insert(name, HeaderValue::from(value));
+fn set(headers: &mut impl SetHeader, name: HeaderName, value: u64) {
+    headers.set(name, HeaderValue::from(value));
 }
 
 /// The route and service the plugin instance is configured on, which Kong's shared counters are keyed by
@@ -410,14 +411,14 @@ impl Rules {
         counts: &[u64],
         exceeded: bool,
         now: u64,
-        headers: &mut http::HeaderMap,
+        headers: &mut impl SetHeader,
     ) -> Option<PluginResponse> {
         // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
         let mut tightest: Option<(u64, u64, &Limit)> = None;
         for (l, count) in self.limits.iter().zip(counts) {
             let remaining = l.limit.saturating_sub(*count);
             if !self.config.hide_client_headers {
-                headers.insert(l.limit_h.clone(), l.limit_value.clone());
+                headers.set(l.limit_h.clone(), l.limit_value.clone());
                 set(headers, l.remaining_h.clone(), remaining);
             }
             let (_, end) = window::bounds(l.period, now);
@@ -428,7 +429,7 @@ impl Rules {
         }
         // The schema requires at least one period, so `tightest` is always set.
         if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
-            headers.insert(RATELIMIT_LIMIT, l.limit_value.clone());
+            headers.set(RATELIMIT_LIMIT, l.limit_value.clone());
             set(headers, RATELIMIT_REMAINING, remaining);
             set(headers, RATELIMIT_RESET, reset);
         }

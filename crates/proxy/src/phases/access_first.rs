@@ -8,7 +8,6 @@
 //! sends the request the general way: the rest of `access` and the steps after it, boxed
 //! ([`super::steps`]), with the context detached from the snapshot.
 
-use super::ctx::add_headers;
 use super::logged::Detached;
 use super::steps::{steps, Start};
 use super::{header_filter, new_ctx, prepare, whole, Outcome};
@@ -17,23 +16,22 @@ use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Fast, Scope, Step};
 use crate::metrics::{content_length, Series};
-use http::HeaderMap;
 use http_body_util::BodyExt;
-use sluice_plugins::AccessNow;
+use sluice_plugins::{AccessNow, AddedHeaders};
 use sluice_upstream::body::box_err;
 
 /// What a route's access-only plugins leave for the rest of the request.
 pub(crate) struct Added {
     /// Headers for whatever response the client gets (e.g. rate-limiting's `RateLimit-*`).
-    headers: HeaderMap,
+    headers: AddedHeaders,
     /// The consumer's metrics slot, when the route's prometheus counts per consumer.
     pub consumer: Option<u32>,
 }
 
 impl Added {
     /// `header_filter` of an access-only chain: the plugins' headers on the response head.
-    pub(crate) fn apply(self, headers: &mut HeaderMap) {
-        add_headers(headers, self.headers);
+    pub(crate) fn apply(self, headers: &mut http::HeaderMap) {
+        self.headers.apply(headers);
     }
 }
 

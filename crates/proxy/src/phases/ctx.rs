@@ -6,10 +6,9 @@ use super::{header_filter, whole, Outcome};
 use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::Exchange;
 use crate::snapshot::Snapshot;
-use http::header::HeaderMap;
 use http::{request, Response};
 use sluice_model::{Route, Service};
-use sluice_plugins::RequestCtx;
+use sluice_plugins::{AddedHeaders, RequestCtx};
 use sluice_upstream::body::ProxyBody;
 use std::time::SystemTime;
 
@@ -40,7 +39,7 @@ pub fn unrouted(
 /// Response headers that global `rewrite` handlers added before routing, carried in the request's
 /// extensions into the context built after routing ([`super::rewrite`]).
 #[derive(Clone)]
-pub(super) struct AddedHeaders(pub HeaderMap);
+pub(super) struct FromRewrite(pub AddedHeaders);
 
 /// The plugin context of a request; `route` is its index in the snapshot (None before routing or
 /// without a route).
@@ -54,8 +53,8 @@ pub fn new_ctx<'s>(
     let (route, service) = route_and_service(snap, route);
     let response_headers = request
         .extensions
-        .remove::<AddedHeaders>()
-        .map_or_else(HeaderMap::new, |added| added.0);
+        .remove::<FromRewrite>()
+        .map_or_else(AddedHeaders::new, |added| added.0);
     RequestCtx {
         request,
         body: None,
@@ -92,22 +91,4 @@ pub(super) fn route_and_service(
         .and_then(|r| r.service)
         .and_then(|s| config.services.get(s));
     (index.and_then(|i| config.routes.get(i)), service)
-}
-
-/// Headers plugins asked for: each name replaces the response's own values.
-pub(super) fn add_headers(headers: &mut HeaderMap, extra: HeaderMap) {
-    let mut last = None;
-    for (name, value) in extra {
-        match name {
-            Some(name) => {
-                headers.insert(name.clone(), value);
-                last = Some(name);
-            }
-            None => {
-                if let Some(name) = &last {
-                    headers.append(name.clone(), value);
-                }
-            }
-        }
-    }
 }

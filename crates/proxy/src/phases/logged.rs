@@ -79,7 +79,7 @@ pub(crate) struct Detached {
     started: Instant,
     started_wall: SystemTime,
     plugin_data: http::Extensions,
-    response_headers: http::HeaderMap,
+    response_headers: sluice_plugins::AddedHeaders,
     body_limit: Option<BodyLimit>,
 }
 

@@ -3,7 +3,7 @@
 //! another route), or a handler answers and the request never reaches the router. The driver comes here
 //! only when some global instance registered `rewrite` ([`sluice_plugins::CompiledPlugins::rewrite_chain`]).
 
-use super::ctx::{new_ctx, AddedHeaders};
+use super::ctx::{new_ctx, FromRewrite};
 use super::{header_filter, whole, Outcome};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
@@ -41,7 +41,7 @@ pub async fn rewrite(
     } = ctx;
     if !response_headers.is_empty() {
         // Headers a rewrite handler added to the response: the route's context takes them over.
-        parts.extensions.insert(AddedHeaders(response_headers));
+        parts.extensions.insert(FromRewrite(response_headers));
     }
     let step = handler::route(parts, body, &scope);
     Some(step.run(&scope).await)

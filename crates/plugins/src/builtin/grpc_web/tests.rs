@@ -115,7 +115,9 @@ fn a_text_call_is_translated_both_ways() {
     assert_eq!(h["content-length"], "11");
     assert_eq!(ctx.request.uri, "/pkg.S/M?a=1");
     assert_eq!(
-        ctx.response_headers["access-control-allow-origin"],
+        ctx.response_headers
+            .get("access-control-allow-origin")
+            .unwrap(),
         "https://app.test"
     );
     assert_eq!(

@@ -1,0 +1,161 @@
+//! The headers plugins add to whatever response the client gets ([`crate::RequestCtx::response_headers`]),
+//! e.g. rate-limiting's `RateLimit-*` or a correlation id, made in `rewrite` or `access` and put on the
+//! response head by the proxy once it has one.
+//!
+//! A short list, not a `HeaderMap`: a plugin adds a few, and the proxy puts each on the response head once.
+//! A map would hash every name twice (into it, then into the response's) and allocate its table per request.
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+
+/// Headers for the response. The values of one name are kept together, so that putting them on the
+/// response moves each once.
+#[derive(Debug, Default, Clone)]
+pub struct AddedHeaders(Vec<Added>);
+
+#[derive(Debug, Clone)]
+struct Added {
+    name: HeaderName,
+    value: HeaderValue,
+    /// A further value of the name of the entry before.
+    further: bool,
+}
+
+impl AddedHeaders {
+    pub fn new() -> AddedHeaders {
+        AddedHeaders(Vec::new())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets `name` to `value`, replacing what was added under that name before.
+    pub fn insert(&mut self, name: HeaderName, value: HeaderValue) {
+        self.remove(&name);
+        self.0.push(Added {
+            name,
+            value,
+            further: false,
+        });
+    }
+
+    /// Adds `value` under `name`, beside what was added under it before.
+    pub fn append(&mut self, name: HeaderName, value: HeaderValue) {
+        match self.0.iter().rposition(|a| a.name == name) {
+            Some(last) => self.0.insert(
+                last + 1,
+                Added {
+                    name,
+                    value,
+                    further: true,
+                },
+            ),
+            None => self.insert(name, value),
+        }
+    }
+
+    /// Takes back what was added under `name`.
+    pub fn remove(&mut self, name: &HeaderName) {
+        self.0.retain(|a| a.name != name);
+    }
+
+    /// The first value added under `name`.
+    pub fn get(&self, name: &str) -> Option<&HeaderValue> {
+        self.0.iter().find(|a| a.name == name).map(|a| &a.value)
+    }
+
+    /// Adds a map's headers: each of its names replaces what was added under it before.
+    pub fn extend(&mut self, map: HeaderMap) {
+        let mut last = None;
+        for (name, value) in map {
+            match name {
+                Some(name) => {
+                    self.insert(name.clone(), value);
+                    last = Some(name);
+                }
+                // A further value of the name before.
+                None => {
+                    if let Some(name) = &last {
+                        self.append(name.clone(), value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts them on a response head: each name replaces the response's own values.
+    pub fn apply(self, headers: &mut HeaderMap) {
+        headers.reserve(self.0.len());
+        for added in self.0 {
+            if added.further {
+                headers.append(added.name, added.value);
+            } else {
+                headers.insert(added.name, added.value);
+            }
+        }
+    }
+}
+
+/// Setting a header where a plugin may set one: the headers it adds in `access`, or a response head.
+pub trait SetHeader {
+    /// Sets `name` to `value`, replacing its values before.
+    fn set(&mut self, name: HeaderName, value: HeaderValue);
+}
+
+impl SetHeader for AddedHeaders {
+    fn set(&mut self, name: HeaderName, value: HeaderValue) {
+        self.insert(name, value);
+    }
+}
+
+impl SetHeader for HeaderMap {
+    fn set(&mut self, name: HeaderName, value: HeaderValue) {
+        self.insert(name, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(v: &'static str) -> HeaderValue {
+        HeaderValue::from_static(v)
+    }
+
+    #[test]
+    fn insert_replaces_append_adds_and_apply_replaces_the_responses_own() {
+        let mut added = AddedHeaders::new();
+        let (a, b) = (
+            HeaderName::from_static("x-a"),
+            HeaderName::from_static("x-b"),
+        );
+        added.insert(a.clone(), value("1"));
+        added.insert(a.clone(), value("2"));
+        added.append(b.clone(), value("3"));
+        added.append(b.clone(), value("4"));
+        assert_eq!(added.get("x-a"), Some(&value("2")));
+        let mut head = HeaderMap::new();
+        head.insert(a.clone(), value("upstream"));
+        head.insert(b.clone(), value("upstream"));
+        head.insert("x-c", value("kept"));
+        added.apply(&mut head);
+        let all = |n: &str| head.get_all(n).iter().cloned().collect::<Vec<_>>();
+        assert_eq!(all("x-a"), [value("2")]);
+        assert_eq!(all("x-b"), [value("3"), value("4")]);
+        assert_eq!(all("x-c"), [value("kept")]);
+    }
+
+    #[test]
+    fn a_map_extends_by_name_with_every_value() {
+        let mut added = AddedHeaders::new();
+        added.insert(HeaderName::from_static("x-a"), value("old"));
+        let mut map = HeaderMap::new();
+        map.insert("x-a", value("new"));
+        map.append("x-a", value("newer"));
+        added.extend(map);
+        let mut head = HeaderMap::new();
+        added.apply(&mut head);
+        let all: Vec<_> = head.get_all("x-a").iter().cloned().collect();
+        assert_eq!(all, [value("new"), value("newer")]);
+    }
+}
