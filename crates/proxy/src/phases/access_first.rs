@@ -72,7 +72,7 @@ pub(crate) fn start(
         }
         AccessNow::Respond(resp) => Outcome::Plugin(resp),
         now => {
-            let ctx = Detached::new(ctx, index);
+            let ctx = Box::new(Detached::new(ctx, index));
             routed.found.captures = captures;
             let start = Start::Resumed { ctx, now, bytes_in };
             let rest = steps(start, body, routed, negotiation, None, scope.clone());

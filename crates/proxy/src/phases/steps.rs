@@ -22,9 +22,9 @@ pub(crate) enum Start {
     /// A request just routed: its head, and the client's address as the trust rules read it.
     Routed(http::request::Parts, IpAddr),
     /// A request part of whose `access` already ran ([`super::access_first`]): its context, what is left
-    /// of `access`, and the request's `Content-Length` as it came.
+    /// of `access`, and the request's `Content-Length` as it came. Boxed: rare, and large.
     Resumed {
-        ctx: Detached,
+        ctx: Box<Detached>,
         now: AccessNow,
         bytes_in: u64,
     },
