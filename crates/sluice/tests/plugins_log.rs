@@ -3,7 +3,9 @@
 //! and file reopening on SIGUSR1.
 
 use serde_json::Value;
-use sluice_testkit::{client, closed_port, EchoUpstream, Gateway, LogSink, SilentServer};
+use sluice_testkit::{
+    client, closed_port, unused_port, EchoUpstream, Gateway, LogSink, SilentServer,
+};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -283,7 +285,7 @@ async fn http_log_reaches_https_endpoints_without_verifying_them_like_kong() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_log_retries_until_the_sink_is_back() {
     let up = EchoUpstream::start();
-    let port = closed_port();
+    let port = unused_port();
     let plugin = http_log(
         &format!("http://127.0.0.1:{port}/logs"),
         ", queue: {initial_retry_delay: 0.05, max_retry_delay: 0.2}",

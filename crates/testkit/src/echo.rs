@@ -280,11 +280,31 @@ impl SilentServer {
     }
 }
 
-/// A port on 127.0.0.1 with nothing listening (connections are refused).
-pub fn closed_port() -> u16 {
+/// A port on 127.0.0.1 with nothing listening now, for a server the test starts on it later. Another
+/// test's server may take it meanwhile: a port that must stay refused is [`closed_port`]'s.
+pub fn unused_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = l.local_addr().expect("addr").port();
     drop(l);
+    port
+}
+
+/// A port on 127.0.0.1 with nothing listening, for the test process's life (connections are refused).
+pub fn closed_port() -> u16 {
+    use socket2::{Domain, Socket, Type};
+    // Bound but never listening: a connection is refused, and the port stays this process's, so a server
+    // another test starts meanwhile cannot take it (a port merely closed again could be handed out anew).
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("addr");
+    socket.bind(&any.into()).expect("bind");
+    let port = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("addr")
+        .port();
+    // Held for the test process's life.
+    std::mem::forget(socket);
     port
 }
 

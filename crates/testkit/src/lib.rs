@@ -21,7 +21,7 @@ mod verdicts;
 mod websocket;
 
 pub use dns::DnsServer;
-pub use echo::{closed_port, EchoUpstream, SilentServer};
+pub use echo::{closed_port, unused_port, EchoUpstream, SilentServer};
 pub use flaky::{FlakyUpstream, Mode};
 pub use gateway::{Gateway, GatewayBuilder};
 pub use grpc::{Code, GrpcClient, GrpcRequest, GrpcUpstream, Msg};
