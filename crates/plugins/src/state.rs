@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 const SHARDS: usize = 64;
 
 /// Fixed-window counters keyed by a 64-bit hash of (plugin id, identifier, period) and the window start.
-/// Sharded so that concurrent requests rarely share a lock; expired windows are swept lazily.
-type Shard = HashMap<(u64, u64), (u64, Arc<AtomicU64>)>;
+/// Sharded so that concurrent requests rarely share a lock; expired windows are swept lazily. The key is
+/// already a hash with a secret seed (rate-limiting's `counter_keys`), so the map mixes it with Fx
+/// instead of hashing it again with SipHash.
+type Shard = HashMap<(u64, u64), (u64, Arc<AtomicU64>), rustc_hash::FxBuildHasher>;
 
 pub struct PluginState {
     /// (key, window start) → (window end, count).

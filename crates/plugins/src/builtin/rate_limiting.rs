@@ -28,7 +28,7 @@ use crate::state::PluginState;
 use batch::{Batch, Known};
 use config::{schema, Config, LimitBy};
 use http::{HeaderName, HeaderValue, StatusCode};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 use window::{Period, PERIODS};
 
@@ -221,6 +221,17 @@ impl RateLimiting {
     }
 }
 
+/// How counters are keyed: a fast hash with a seed drawn once per process. The key is an identifier the
+/// client may choose (a header, its address), so the seed keeps it from aiming keys at one shard or at
+/// each other; the counters' own maps then need no second keyed hash ([`PluginState`]).
+fn counter_keys() -> &'static foldhash::quality::FixedState {
+    static KEYS: std::sync::OnceLock<foldhash::quality::FixedState> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64);
+        foldhash::quality::FixedState::with_seed(seed)
+    })
+}
+
 fn set(headers: &mut impl SetHeader, name: HeaderName, value: u64) {
     headers.set(name, HeaderValue::from(value));
 }
@@ -248,7 +259,7 @@ impl RateLimiting {
     /// Per configured period (the first `limits.len()`): the hash of (instance, identifier, period) and
     /// the window's start and end.
     fn slots(&self, ctx: &RequestCtx<'_>, now: u64) -> [(u64, u64, u64); PERIODS.len()] {
-        let mut base = std::hash::DefaultHasher::new();
+        let mut base = counter_keys().build_hasher();
         self.plugin_id.hash(&mut base);
         self.identifier(ctx).hash(&mut base);
         let mut slots = [(0u64, 0u64, 0u64); PERIODS.len()];
