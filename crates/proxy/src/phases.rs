@@ -76,6 +76,31 @@ pub struct HeadDone<'a> {
     source: Source,
 }
 
+/// What the plugin steps of a routed request look up first: its route's index, chain and metrics series
+/// and meter, and its regex captures (taken out of the routing result, for the context to borrow).
+pub(crate) struct RouteSteps<'s> {
+    pub index: usize,
+    pub chain: &'s PluginChain,
+    pub series: Series,
+    pub meter: Option<&'s RouteMeter>,
+    pub captures: Option<Captures>,
+}
+
+impl<'s> RouteSteps<'s> {
+    #[inline]
+    pub(crate) fn of(routed: &mut Routed, snap: &'s Snapshot) -> RouteSteps<'s> {
+        let index = routed.found.id;
+        let series = Series::Route(index);
+        RouteSteps {
+            index,
+            chain: snap.plugins.route_chain(index),
+            series,
+            meter: series.meter(snap),
+            captures: routed.found.captures.take(),
+        }
+    }
+}
+
 /// `access`, after reading the request body when some plugin reads it.
 /// `Ok`: the body for the upstream (capped when a plugin set [`RequestCtx::body_limit`]); `Err`: the
 /// request is answered (a plugin's answer, or a body that

@@ -10,12 +10,12 @@
 
 use super::logged::Detached;
 use super::steps::{steps, Start};
-use super::{header_filter, new_ctx, prepare, whole, Outcome};
+use super::{header_filter, new_ctx, prepare, whole, Outcome, RouteSteps};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Fast, Scope, Step};
-use crate::metrics::{content_length, Series};
+use crate::metrics::content_length;
 use http_body_util::BodyExt;
 use sluice_plugins::{AccessNow, AddedHeaders};
 use sluice_upstream::body::box_err;
@@ -45,11 +45,13 @@ pub(crate) fn start(
     scope: &Scope,
 ) -> Step {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let index = routed.found.id;
-    let chain = snap.plugins.route_chain(index);
-    let series = Series::Route(index);
-    let meter = series.meter(snap);
-    let captures = routed.found.captures.take();
+    let RouteSteps {
+        index,
+        chain,
+        series,
+        meter,
+        captures,
+    } = RouteSteps::of(&mut routed, snap);
     let mut ctx = new_ctx(parts, snap, &x, Some(index), routed.client_ip);
     ctx.captures = captures.as_ref();
     let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));

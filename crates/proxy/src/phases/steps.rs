@@ -7,12 +7,12 @@
 //! driver boxes it: most requests never take it.
 
 use super::logged::Detached;
-use super::{access, header_filter, new_ctx, respond, send, stream};
+use super::{access, header_filter, new_ctx, respond, send, stream, RouteSteps};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
-use crate::metrics::{content_length, Series};
+use crate::metrics::content_length;
 use sluice_plugins::AccessNow;
 use std::net::IpAddr;
 use tokio::sync::oneshot;
@@ -42,11 +42,13 @@ pub(crate) async fn steps(
     scope: Scope,
 ) -> Option<Answer> {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let index = routed.found.id;
-    let chain = snap.plugins.route_chain(index);
-    let series = Series::Route(index);
-    let meter = series.meter(snap);
-    let captures = routed.found.captures.take();
+    let RouteSteps {
+        index,
+        chain,
+        series,
+        meter,
+        captures,
+    } = RouteSteps::of(&mut routed, snap);
     let (mut ctx, resume, bytes_in) = match start {
         Start::Routed(parts, client_ip) => {
             let ctx = new_ctx(parts, snap, &x, Some(index), client_ip);
