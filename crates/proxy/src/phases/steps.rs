@@ -42,13 +42,8 @@ pub(crate) async fn steps(
     scope: Scope,
 ) -> Option<Answer> {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let RouteSteps {
-        index,
-        chain,
-        series,
-        meter,
-        captures,
-    } = RouteSteps::of(&mut routed, snap);
+    let route = RouteSteps::of(&mut routed, snap);
+    let (index, chain, meter) = (route.index, route.chain, route.meter);
     let (mut ctx, resume, bytes_in) = match start {
         Start::Routed(parts, client_ip) => {
             let ctx = new_ctx(parts, snap, &x, Some(index), client_ip);
@@ -60,7 +55,7 @@ pub(crate) async fn steps(
             (ctx.attach(snap, x.request_id, None), Some(now), bytes_in)
         }
     };
-    ctx.captures = captures.as_ref();
+    ctx.captures = route.captures.as_ref();
     // 4. access, then 5. balance and send unless a plugin answered.
     let outcome = match access(&mut ctx, chain, body, resume).await {
         Ok(body) => send(&ctx, chain, body, routed, snap, &x).await,
@@ -69,10 +64,10 @@ pub(crate) async fn steps(
     // 6. header_filter.
     let done = header_filter(ctx, chain, outcome, &negotiation, &x);
     // 7. metrics, observed now (the head is final), recorded by the driver.
-    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, scope.started));
+    let count = meter.map(|m| done.observe(m, route.series, snap, bytes_in, scope.started));
     // 8. body_filter and 9. log.
     match head_tx {
-        None => Some((respond(done, index, captures.as_ref(), &scope), count)),
+        None => Some((respond(done, index, route.captures.as_ref(), &scope), count)),
         Some(head_tx) => {
             stream(done, count, head_tx, snap).await;
             None
