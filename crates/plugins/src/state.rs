@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 const SHARDS: usize = 64;
 
 /// Fixed-window counters keyed by a 64-bit hash of (plugin id, identifier, period) and the window start.
-/// Sharded so that concurrent requests rarely share a lock; expired windows are swept lazily. The key is
+/// Sharded so that concurrent requests rarely share a lock (a count is read and changed only under its
+/// shard's lock); expired windows are swept lazily. The key is
 /// already a hash with a secret seed (rate-limiting's `counter_keys`), so the map mixes it with Fx
 /// instead of hashing it again with SipHash.
-type Shard = HashMap<(u64, u64), (u64, Arc<AtomicU64>), rustc_hash::FxBuildHasher>;
+type Shard = HashMap<(u64, u64), (u64, u64), rustc_hash::FxBuildHasher>;
 
 pub struct PluginState {
     /// (key, window start) → (window end, count).
@@ -77,36 +78,31 @@ impl PluginState {
 
     /// Adds `by` to the counter of `key` in the window starting at `window_start`; the new count.
     pub fn add(&self, key: u64, window_start: u64, window_len: u64, now: u64, by: u64) -> u64 {
-        let shard = &self.shards[(key as usize) % SHARDS];
-        let counter = {
-            let mut map = shard.lock().unwrap_or_else(|p| p.into_inner());
-            match map.get(&(key, window_start)) {
-                Some((_, c)) => c.clone(),
-                None => {
-                    if self
-                        .inserts
-                        .fetch_add(1, Ordering::Relaxed)
-                        .is_multiple_of(256)
-                    {
-                        map.retain(|_, (end, _)| *end > now);
-                    }
-                    let entry = map
-                        .entry((key, window_start))
-                        .or_insert_with(|| (window_start + window_len, Arc::default()));
-                    entry.1.clone()
-                }
-            }
-        };
-        counter.fetch_add(by, Ordering::AcqRel) + by
+        let mut map = self.shards[(key as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((_, count)) = map.get_mut(&(key, window_start)) {
+            *count += by;
+            return *count;
+        }
+        if self
+            .inserts
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(256)
+        {
+            map.retain(|_, (end, _)| *end > now);
+        }
+        map.insert((key, window_start), (window_start + window_len, by));
+        by
     }
 
     /// Gives back one count (a refused request's increment).
     pub fn decrement(&self, key: u64, window_start: u64) {
-        let shard = self.shards[(key as usize) % SHARDS]
+        let mut shard = self.shards[(key as usize) % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if let Some((_, c)) = shard.get(&(key, window_start)) {
-            let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
+        if let Some((_, count)) = shard.get_mut(&(key, window_start)) {
+            *count = count.saturating_sub(1);
         }
     }
 
@@ -117,7 +113,7 @@ impl PluginState {
             .unwrap_or_else(|p| p.into_inner());
         shard
             .get(&(key, window_start))
-            .map_or(0, |(_, c)| c.load(Ordering::Acquire))
+            .map_or(0, |(_, count)| *count)
     }
 
     /// Drops every counter whose window ended before `now`.
