@@ -8,7 +8,7 @@
 //! them would do, and the general path's boxed steps, empty phase loops and moves of the context cost
 //! every log plugin thousands of instructions per request (issue 24).
 
-use super::logged::{Detached, LoggedBody, PendingLog};
+use super::logged::{Finish, LoggedBody};
 use super::new_ctx;
 use super::streaming::{LogFacts, Upstream};
 use crate::downstream::ClientBody;
@@ -24,7 +24,10 @@ use sluice_router::Captures;
 use sluice_upstream::body::{box_err, full};
 use std::net::IpAddr;
 
-/// What the log phase needs of the request, kept while it is proxied (boxed with the send).
+/// What the log phase needs of the request, kept as routed while it is proxied: its context is built
+/// once, when the log phase runs, rather than built, detached and attached again around the upstream
+/// wait. Boxed once, when the request is routed: the future then holds a pointer, and the same box
+/// becomes the body's pending log phase ([`LoggedBody`]), so the request head is not copied again.
 struct Kept {
     request: request::Parts,
     captures: Option<Captures>,
@@ -32,6 +35,35 @@ struct Kept {
     route: usize,
     negotiation: Negotiation,
     bytes_in: u64,
+    /// The request's own (its snapshot and connection facts are what the log phase's context is built on).
+    scope: Scope,
+    /// The response's facts, set once it is known (the log phase has nothing to log before).
+    log: Option<LogFacts>,
+    /// None for the gateway's error.
+    upstream: Option<Upstream>,
+}
+
+impl Finish for Kept {
+    fn finish(self: Box<Self>, sent: u64) {
+        let Kept {
+            request,
+            captures,
+            client_ip,
+            route,
+            scope,
+            log: Some(log),
+            upstream,
+            ..
+        } = *self
+        else {
+            return;
+        };
+        let (snap, x) = (&*scope.snap, scope.exchange());
+        let mut ctx = new_ctx(request, snap, &x, Some(route), client_ip);
+        ctx.captures = captures.as_ref();
+        let chain: &PluginChain = snap.plugins.route_chain(route);
+        chain.log(&ctx, &log.record(&ctx, sent, upstream));
+    }
 }
 
 /// Steps 4 to 9 of a routed request whose chain only logs: the upstream request is written now; the
@@ -52,75 +84,65 @@ pub(crate) fn start(
     let client_ip = routed.client_ip;
     let body = body.map_err(box_err).boxed();
     let sent = Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x);
-    let kept = Kept {
+    let kept = Box::new(Kept {
         negotiation,
         request: parts,
         captures,
         client_ip,
         route,
         bytes_in,
-    };
+        scope: scope.clone(),
+        log: None,
+        upstream: None,
+    });
     match sent {
-        Ok(sending) => {
-            let scope = scope.clone();
-            Step::Plugins(
-                Box::pin(async move { Some(send(sending, kept, &scope).await) }),
-                None,
-            )
-        }
-        Err(e) => Step::Done(failed(e, kept, scope)),
+        Ok(sending) => Step::Plugins(
+            Box::pin(async move { Some(send(sending, kept).await) }),
+            None,
+        ),
+        Err(e) => Step::Done(failed(e, kept)),
     }
 }
 
 /// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error).
-async fn send(sending: Sending, kept: Kept, scope: &Scope) -> Answer {
-    let (snap, x) = (&*scope.snap, scope.exchange());
+async fn send(sending: Sending, mut kept: Box<Kept>) -> Answer {
+    let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
     let proxied = match sending.send(snap, &x, x.started).await {
         Ok(p) => p,
-        Err(e) => return failed(e, kept, scope),
+        Err(e) => return failed(e, kept),
     };
     let (route, bytes_in, timings) = (kept.route, kept.bytes_in, proxied.timings);
     let log = LogFacts::new(&proxied.head, Source::Service, x.started);
-    let pending = PendingLog {
-        snap: scope.snap.clone(),
-        id: scope.id,
-        ctx: Detached::new(
-            new_ctx(kept.request, snap, &x, Some(kept.route), kept.client_ip),
-            kept.route,
-        ),
-        captures: kept.captures,
-        log,
-        upstream: Upstream {
-            timings: proxied.timings,
-            tries: proxied.tries,
-            uri,
-        },
-    };
-    let body = LoggedBody::new(proxied.body, pending).boxed();
+    // The snapshot outlives `kept`, which the body takes, for the count below.
+    let (snap, started) = (kept.scope.snap.clone(), x.started);
+    kept.log = Some(log);
+    kept.upstream = Some(Upstream {
+        timings: proxied.timings,
+        tries: proxied.tries,
+        uri,
+    });
+    let body = LoggedBody::new(proxied.body, kept).boxed();
     let resp = Response::from_parts(proxied.head, body);
     let series = Series::Route(route);
     let count = observe(
         series,
-        snap,
+        &snap,
         &resp,
         Source::Service,
         Some(&timings),
         bytes_in,
-        x.started,
+        started,
     );
     (resp, count)
 }
 
 /// The gateway's error for a request that could not be proxied, logged now.
-fn failed(e: ProxyError, kept: Kept, scope: &Scope) -> Answer {
-    let (snap, x) = (&*scope.snap, scope.exchange());
+fn failed(e: ProxyError, mut kept: Box<Kept>) -> Answer {
+    let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let (head, bytes) = error_parts(e, &kept.negotiation, &x).into_parts();
     let log = LogFacts::new(&head, Source::Error, x.started);
-    let mut ctx = new_ctx(kept.request, snap, &x, Some(kept.route), kept.client_ip);
-    ctx.captures = kept.captures.as_ref();
-    let chain: &PluginChain = snap.plugins.route_chain(kept.route);
-    chain.log(&ctx, &log.record(&ctx, bytes.len() as u64, None));
+    let sent = bytes.len() as u64;
     let resp = Response::from_parts(head, full(bytes));
     let series = Series::Route(kept.route);
     let count = observe(
@@ -132,5 +154,7 @@ fn failed(e: ProxyError, kept: Kept, scope: &Scope) -> Answer {
         kept.bytes_in,
         x.started,
     );
+    kept.log = Some(log);
+    kept.finish(sent);
     (resp, count)
 }

@@ -57,7 +57,7 @@ pub(super) fn respond(
                 log,
                 upstream,
             };
-            Response::from_parts(head, LoggedBody::new(body, pending).boxed())
+            Response::from_parts(head, LoggedBody::new(body, Box::new(pending)).boxed())
         }
     }
 }
@@ -152,8 +152,14 @@ pub(super) struct PendingLog {
     pub upstream: Upstream,
 }
 
-impl PendingLog {
-    fn finish(self, sent: u64) {
+/// The log phase of one request, run by [`LoggedBody`] once `sent` bytes of its body went to the client
+/// (a trait, so that a log-only chain can keep its request as it was routed, [`super::log_only`]).
+pub(super) trait Finish: Send + Sync {
+    fn finish(self: Box<Self>, sent: u64);
+}
+
+impl Finish for PendingLog {
+    fn finish(self: Box<Self>, sent: u64) {
         let PendingLog {
             snap,
             id,
@@ -161,7 +167,7 @@ impl PendingLog {
             ctx,
             log,
             upstream,
-        } = self;
+        } = *self;
         let chain = snap.plugins.route_chain(ctx.route);
         let ctx = ctx.attach(&snap, request_id::as_str(&id), captures.as_ref());
         let record = log.record(&ctx, sent, Some(upstream));
@@ -174,15 +180,15 @@ pub(super) struct LoggedBody {
     inner: UpstreamBody,
     sent: u64,
     /// Boxed: hyper moves the body around, and this keeps it small.
-    pending: Option<Box<PendingLog>>,
+    pending: Option<Box<dyn Finish>>,
 }
 
 impl LoggedBody {
-    pub(super) fn new(inner: UpstreamBody, pending: PendingLog) -> LoggedBody {
+    pub(super) fn new(inner: UpstreamBody, pending: Box<dyn Finish>) -> LoggedBody {
         LoggedBody {
             inner,
             sent: 0,
-            pending: Some(Box::new(pending)),
+            pending: Some(pending),
         }
     }
 }
