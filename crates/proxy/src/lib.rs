@@ -6,8 +6,9 @@
 //! [`SharedSnapshot`] and finishes on it, whatever reloads happen meanwhile.
 //!
 //! Module map, in request order:
-//! 1. [`worker`] accepts and hands each request to [`handler`], the request driver, which loads the snapshot
-//!    and takes the request through every step below, in Kong's order;
+//! 1. [`worker`] accepts (a plain connection waits in its listener's room until its client speaks) and
+//!    hands each request to [`handler`], the request driver, which loads the snapshot and takes the request
+//!    through every step below, in Kong's order;
 //! 2. [`strict`] checks the head, [`exchange`] routes ([`path`], [`realip`]; Kong's https-only check);
 //! 3. [`phases`] runs `rewrite`/`access` of the route's plugins (routes with plugins only);
 //! 4. [`exchange`] balances and sends: the upstream request written once, [`upstream`] picks a target and

@@ -2,8 +2,9 @@
 //! runs before routing ([`rewrite`], only when some global instance has one). For a routed request whose
 //! route has plugins the driver then calls, in order: [`access`], [`send`] (balance and send, with what
 //! the plugins settled on), [`header_filter`], then `body_filter` per chunk and `log` once the response
-//! has been sent or the client went away ([`respond`] inline, [`stream`] in a task). Routes without
-//! plugins never come here.
+//! has been sent or the client went away ([`respond`] inline, [`stream`] in a task), as one boxed future
+//! ([`steps`]). Routes without plugins never come here. Routes whose plugins act in `access` only run it
+//! before the driver's future exists and then take the fast path ([`access_first`]).
 //!
 //! A [`RequestCtx`] borrows from the snapshot, and the later phases run after the driver has returned the
 //! response head to hyper. A chain that filters bodies runs in a task that owns the snapshot: it hands the
