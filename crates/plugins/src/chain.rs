@@ -202,21 +202,13 @@ impl PluginChain {
             let Some(p) = entry.pick(consumer.as_ref(), proto) else {
                 continue;
             };
-            let mut flow = p.access(ctx);
-            loop {
-                match flow {
-                    Flow::Continue => break,
-                    Flow::ContinueWith(headers) => {
-                        ctx.response_headers.extend(headers);
-                        break;
-                    }
-                    Flow::Respond(resp) => return AccessNow::Respond(resp),
-                    Flow::Then(apply) => flow = apply(ctx),
-                    Flow::Defer(future) => {
-                        return AccessNow::Deferred {
-                            next: i + 1,
-                            future,
-                        }
+            match settle_now(p.access(ctx), ctx) {
+                Settled::GoOn => {}
+                Settled::Answer(resp) => return AccessNow::Respond(resp),
+                Settled::Wait(future) => {
+                    return AccessNow::Deferred {
+                        next: i + 1,
+                        future,
                     }
                 }
             }
@@ -277,18 +269,37 @@ pub enum AccessNow {
     Deferred { next: usize, future: Deferred },
 }
 
+/// A [`Flow`] resolved as far as it goes without waiting.
+enum Settled {
+    GoOn,
+    Answer(PluginResponse),
+    /// Deferred work to await; its flow is to be settled in turn.
+    Wait(Deferred),
+}
+
+/// Resolves a [`Flow`] without waiting: applies what it hands to the context, and stops at deferred work.
+fn settle_now(mut flow: Flow, ctx: &mut RequestCtx<'_>) -> Settled {
+    loop {
+        match flow {
+            Flow::Continue => return Settled::GoOn,
+            Flow::ContinueWith(headers) => {
+                ctx.response_headers.extend(headers);
+                return Settled::GoOn;
+            }
+            Flow::Respond(r) => return Settled::Answer(r),
+            Flow::Then(apply) => flow = apply(ctx),
+            Flow::Defer(future) => return Settled::Wait(future),
+        }
+    }
+}
+
 /// Resolves a [`Flow`], awaiting deferred work; `Some` means stop with that response.
 async fn settle(mut flow: Flow, ctx: &mut RequestCtx<'_>) -> Option<PluginResponse> {
     loop {
-        match flow {
-            Flow::Continue => return None,
-            Flow::ContinueWith(headers) => {
-                ctx.response_headers.extend(headers);
-                return None;
-            }
-            Flow::Respond(r) => return Some(r),
-            Flow::Then(apply) => flow = apply(ctx),
-            Flow::Defer(fut) => flow = fut.await,
+        match settle_now(flow, ctx) {
+            Settled::GoOn => return None,
+            Settled::Answer(r) => return Some(r),
+            Settled::Wait(future) => flow = future.await,
         }
     }
 }
