@@ -281,11 +281,19 @@ pub(crate) fn observe(
     snap: &Snapshot,
     mut finished: Finished<'_>,
 ) -> Count {
-    finished.consumer = ctx
-        .consumer
-        .filter(|_| meter.per_consumer())
-        .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+    finished.consumer = consumer_slot(ctx, meter, snap);
     meter.observe(series, head.status.as_u16(), &head.headers, finished)
+}
+
+/// The metrics slot of the request's consumer, when the meter counts per consumer.
+pub(crate) fn consumer_slot(
+    ctx: &RequestCtx<'_>,
+    meter: &RouteMeter,
+    snap: &Snapshot,
+) -> Option<u32> {
+    ctx.consumer
+        .filter(|_| meter.per_consumer())
+        .and_then(|c| snap.consumer_slots.get(&c.id).copied())
 }
 
 /// `body_filter` and `log` of a chain that filters no body, inline: the response as is when no plugin

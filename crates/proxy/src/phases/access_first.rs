@@ -10,7 +10,7 @@
 
 use super::logged::Detached;
 use super::steps::{steps, Start};
-use super::{header_filter, new_ctx, prepare, whole, Outcome, RouteSteps};
+use super::{consumer_slot, header_filter, new_ctx, prepare, whole, Outcome, RouteSteps};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
@@ -60,10 +60,7 @@ pub(crate) fn start(
             let body = body.map_err(box_err).boxed();
             match prepare(&ctx, chain, body, routed, snap, &x) {
                 Ok((sending, _)) => {
-                    let consumer = meter
-                        .filter(|m| m.per_consumer())
-                        .and(ctx.consumer)
-                        .and_then(|c| snap.consumer_slots.get(&c.id).copied());
+                    let consumer = meter.and_then(|m| consumer_slot(&ctx, m, snap));
                     let headers = std::mem::take(&mut ctx.response_headers);
                     let added = (!headers.is_empty() || consumer.is_some())
                         .then(|| Box::new(Added { headers, consumer }));
