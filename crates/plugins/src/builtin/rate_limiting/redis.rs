@@ -7,6 +7,9 @@
 //! (`ratelimit:<route_id>:<service_id>:<identifier>:<window start, ms>:<period>`), so a mixed Kong/Sluice
 //! fleet shares counters; a key expires with its window.
 //!
+//! Requests that count in the same windows at the same time share one call ([`coalesce`]): the script
+//! grants a batch as many counts as the windows have room for.
+//!
 //! Connections: one multiplexed (pipelining) connection per worker thread and Redis target, made on the
 //! first request that needs it and dropped after an I/O error or timeout, so the next request reconnects. A
 //! worker never blocks: the request waits on its own future only.
@@ -16,30 +19,32 @@ use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Check every window, then increment all of them or none. KEYS: one per window; ARGV: the limits, then
-/// each key's time to live in seconds. Returns `{1, count...}` (let through, counts after the increment) or
-/// `{0, count...}` (refused, counts unchanged).
+mod coalesce;
+
+/// Grant a batch of requests as many counts as every window has room for, and add them to every window.
+/// KEYS: one per window; ARGV: the limits, then each key's time to live in seconds, then how many
+/// requests ask. Returns `{granted, count before...}`; a key made by this call gets its expiry.
 const CHECK_AND_COUNT: &str = r"
 local n = #KEYS
+local granted = tonumber(ARGV[2 * n + 1])
 local counts = {}
 for i = 1, n do
   counts[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
+  local room = tonumber(ARGV[i]) - counts[i]
+  if room < granted then granted = room end
 end
-for i = 1, n do
-  if counts[i] >= tonumber(ARGV[i]) then
-    table.insert(counts, 1, 0)
-    return counts
+if granted < 0 then granted = 0 end
+if granted > 0 then
+  for i = 1, n do
+    if redis.call('INCRBY', KEYS[i], granted) == granted then
+      redis.call('EXPIRE', KEYS[i], ARGV[n + i])
+    end
   end
 end
-for i = 1, n do
-  counts[i] = redis.call('INCR', KEYS[i])
-  if counts[i] == 1 then
-    redis.call('EXPIRE', KEYS[i], ARGV[n + i])
-  end
-end
-table.insert(counts, 1, 1)
+table.insert(counts, 1, granted)
 return counts
 ";
 
@@ -49,6 +54,8 @@ pub struct Target {
     /// `redis[s]://[user:password@]host:port/database`: also the connection cache's key.
     url: String,
     timeout: Duration,
+    /// The check-and-count calls out now, with the requests queued to share the next one.
+    in_flight: Arc<coalesce::InFlight>,
 }
 
 /// Kong's `redis` record (the deprecated flat `redis_*` fields are folded into it by the caller).
@@ -97,6 +104,7 @@ impl Target {
         Ok(Target {
             url,
             timeout: Duration::from_millis(config.timeout.unwrap_or(2000)),
+            in_flight: Arc::default(),
         })
     }
 }
@@ -143,8 +151,32 @@ pub struct Window {
     pub ttl_secs: u64,
 }
 
-/// Checks and counts one request in every window, atomically.
+/// Checks and counts one request in every window, atomically (alone, or in a batch of requests for the
+/// same windows).
 pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Counted, String> {
+    let id = batch_id(windows);
+    coalesce::check_and_count(&target.in_flight, id, |asked| {
+        check_and_count_many(target, windows, asked)
+    })
+    .await
+}
+
+/// What requests must share to share a call: the same keys with the same limits.
+fn batch_id(windows: &[Window]) -> String {
+    use std::fmt::Write;
+    let mut id = String::with_capacity(windows.iter().map(|w| w.key.len() + 24).sum());
+    for w in windows {
+        let _ = write!(id, "{}\n{}\n", w.key, w.limit);
+    }
+    id
+}
+
+/// The script for `asked` requests: `[granted, count before...]`.
+async fn check_and_count_many(
+    target: &Target,
+    windows: &[Window],
+    asked: u64,
+) -> Result<Vec<u64>, String> {
     /// Compiled once: `Script` hashes its source, and `EVALSHA` sends only the hash.
     static SCRIPT: std::sync::LazyLock<redis::Script> =
         std::sync::LazyLock::new(|| redis::Script::new(CHECK_AND_COUNT));
@@ -159,14 +191,12 @@ pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Coun
         for w in windows {
             invocation.arg(w.ttl_secs);
         }
+        invocation.arg(asked);
         invocation.invoke_async::<Vec<u64>>(&mut con).await
     })
     .await?;
     match reply.len() == windows.len() + 1 {
-        true => Ok(Counted {
-            allowed: reply[0] == 1,
-            counts: reply[1..].to_vec(),
-        }),
+        true => Ok(reply),
         false => Err(format!("unexpected reply from redis: {reply:?}")),
     }
 }

@@ -85,3 +85,59 @@ async fn an_unreachable_redis_is_an_error_not_a_hang() {
     assert!(check_and_count(&target, &windows).await.is_err());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+/// Against the real Redis: requests in flight together share calls, and the script's batch arithmetic
+/// lets exactly the limit through, each passing request with a count of its own.
+#[tokio::test(flavor = "current_thread")]
+async fn concurrent_requests_let_exactly_the_limit_through() {
+    let target = Target::new(&config(6379)).unwrap();
+    let tag = uuid::Uuid::new_v4();
+    let windows = std::sync::Arc::new([
+        Window {
+            key: format!("ratelimit:{tag}:minute"),
+            limit: 25,
+            ttl_secs: 60,
+        },
+        Window {
+            key: format!("ratelimit:{tag}:hour"),
+            limit: 1000,
+            ttl_secs: 3600,
+        },
+    ]);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..60 {
+        let (target, windows) = (target.clone(), windows.clone());
+        set.spawn(async move { check_and_count(&target, &windows[..]).await });
+    }
+    let mut passed = Vec::new();
+    while let Some(counted) = set.join_next().await {
+        let counted = counted.unwrap().unwrap();
+        match counted.allowed {
+            true => passed.push(counted.counts),
+            false => assert_eq!(counted.counts, [25, 25], "refused with the full window"),
+        }
+    }
+    passed.sort();
+    let expected: Vec<Vec<u64>> = (1..=25).map(|n| vec![n, n]).collect();
+    assert_eq!(passed, expected);
+    let mut con = connect(&target).await.unwrap();
+    let counts: Vec<u64> = redis::cmd("MGET")
+        .arg(&windows[0].key)
+        .arg(&windows[1].key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(counts, [25, 25]);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&windows[0].key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(ttl > 50 && ttl <= 60, "{ttl}");
+    let _: () = redis::cmd("DEL")
+        .arg(&windows[0].key)
+        .arg(&windows[1].key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+}

@@ -1,0 +1,191 @@
+//! Concurrent checks of the same windows share one script call.
+//!
+//! Under load, many requests of one identifier are in flight at once. Sent one by one, each is a script
+//! call Redis runs alone (a `GET` and an `INCR` per window, and the Lua call around them: most of Redis's
+//! CPU per request), and a command, a reply and a wake-up here. Instead, while a call for a set of windows
+//! is out, the requests that want the same windows queue. When it returns, the first of them leads the
+//! next call for all that queued, asking for as many counts as there are requests. The script grants as
+//! many as every window has room for, in one atomic step, so the requests let through still equal the
+//! limit exactly: the first `granted` of a batch pass, in arrival order.
+//!
+//! A request with nothing to share with is sent at once: coalescing adds no wait when there is no queue.
+//! A request that is dropped while it leads or waits (its client gone) passes the lead on, so a queue is
+//! never left without a leader.
+
+use crate::counters::Counted;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// The calls in flight, by the windows they count (see [`super::batch_id`]), each with the requests
+/// queued behind it.
+#[derive(Default)]
+pub struct InFlight {
+    queues: Mutex<HashMap<String, VecDeque<oneshot::Sender<Turn>>>>,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let calls = self.queues.lock().map_or(0, |q| q.len());
+        write!(f, "InFlight({calls} calls)")
+    }
+}
+
+/// What a queued request is told.
+enum Turn {
+    /// Its batch's answer.
+    Counted(Result<Counted, String>),
+    /// The call before it returned: it sends the next one, for itself and whoever queued since.
+    Lead,
+}
+
+/// Checks and counts one request in the windows `id` names: in a call of its own, or in a batch.
+/// `call(asked)` makes the script call for `asked` requests; its reply is `[granted, count before...]`.
+pub async fn check_and_count<F, Fut>(
+    in_flight: &InFlight,
+    id: String,
+    call: F,
+) -> Result<Counted, String>
+where
+    F: FnOnce(u64) -> Fut,
+    Fut: Future<Output = Result<Vec<u64>, String>>,
+{
+    let queued = {
+        let mut queues = in_flight.queues.lock().unwrap_or_else(|e| e.into_inner());
+        match queues.get_mut(&id) {
+            Some(queue) => {
+                let (tx, rx) = oneshot::channel();
+                queue.push_back(tx);
+                Some(rx)
+            }
+            None => {
+                queues.insert(id.clone(), VecDeque::new());
+                None
+            }
+        }
+    };
+    if let Some(rx) = queued {
+        let mut waiting = Waiting {
+            in_flight,
+            id: &id,
+            rx,
+            answered: false,
+        };
+        let turn = (&mut waiting.rx).await;
+        waiting.answered = true;
+        match turn {
+            Ok(Turn::Counted(counted)) => return counted,
+            Ok(Turn::Lead) => {}
+            Err(_) => return Err("the redis call this request waited on was abandoned".into()),
+        }
+    }
+    let mut lead = Leading {
+        in_flight,
+        id: &id,
+        riders: Vec::new(),
+    };
+    lead.riders = lead.take_queue();
+    let reply = call(1 + lead.riders.len() as u64).await;
+    lead.settle(reply)
+}
+
+/// The leader of a call: the requests riding on it, and the hand-over when it is done or dropped.
+struct Leading<'a> {
+    in_flight: &'a InFlight,
+    id: &'a str,
+    /// The requests whose counts this call asks for, after the leader's own.
+    riders: Vec<oneshot::Sender<Turn>>,
+}
+
+impl Leading<'_> {
+    /// Everyone queued so far rides on this call; later arrivals wait for the next one.
+    fn take_queue(&self) -> Vec<oneshot::Sender<Turn>> {
+        let mut queues = self
+            .in_flight
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        queues
+            .get_mut(self.id)
+            .map_or_else(Vec::new, |q| q.drain(..).collect())
+    }
+
+    /// Tells each rider its share of the reply and returns the leader's (the first).
+    fn settle(mut self, reply: Result<Vec<u64>, String>) -> Result<Counted, String> {
+        for (i, rider) in std::mem::take(&mut self.riders).into_iter().enumerate() {
+            let _ = rider.send(Turn::Counted(share(&reply, i + 1)));
+        }
+        share(&reply, 0)
+    }
+}
+
+impl Drop for Leading<'_> {
+    /// Riders left here were not answered (the leader was dropped mid-call): they get an error, which
+    /// `fault_tolerant` judges. Then the next queued request leads, or the entry goes.
+    fn drop(&mut self) {
+        for rider in self.riders.drain(..) {
+            let abandoned = Err("the redis call was abandoned midway".to_string());
+            let _ = rider.send(Turn::Counted(abandoned));
+        }
+        hand_over(self.in_flight, self.id);
+    }
+}
+
+/// A queued request. Dropped after the lead was handed to it but before it took it, it hands it on.
+struct Waiting<'a> {
+    in_flight: &'a InFlight,
+    id: &'a str,
+    rx: oneshot::Receiver<Turn>,
+    /// Its turn came and was taken.
+    answered: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            // Closed first, so that a lead sent from now on fails and goes to the next in the queue.
+            self.rx.close();
+            if let Ok(Turn::Lead) = self.rx.try_recv() {
+                hand_over(self.in_flight, self.id);
+            }
+        }
+    }
+}
+
+/// The call for `id` is over: the first queued request that is still there leads the next one, or,
+/// with none, the windows have no call in flight.
+fn hand_over(in_flight: &InFlight, id: &str) {
+    let mut queues = in_flight.queues.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(queue) = queues.get_mut(id) else {
+        return;
+    };
+    while let Some(next) = queue.pop_front() {
+        if next.send(Turn::Lead).is_ok() {
+            return;
+        }
+    }
+    queues.remove(id);
+}
+
+/// Request `i`'s share of a batch's reply `[granted, count before...]`: the first `granted` pass, each
+/// seeing the counts after its own increment; the rest are refused with the counts every granted request
+/// left (the caller adds the refused one itself, as for a lone refusal).
+fn share(reply: &Result<Vec<u64>, String>, i: usize) -> Result<Counted, String> {
+    let reply = reply.as_ref().map_err(Clone::clone)?;
+    let (granted, before) = reply.split_first().ok_or("an empty reply from redis")?;
+    let i = i as u64;
+    Ok(match i < *granted {
+        true => Counted {
+            allowed: true,
+            counts: before.iter().map(|c| c + i + 1).collect(),
+        },
+        false => Counted {
+            allowed: false,
+            counts: before.iter().map(|c| c + granted).collect(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests;

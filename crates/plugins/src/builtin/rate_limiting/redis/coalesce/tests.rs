@@ -1,0 +1,165 @@
+//! Coalescing on its own, with a counter in memory standing in for the script (the real script is
+//! tested against Redis in `redis/tests.rs`): batches form while a call is out, stay exact, and a
+//! request dropped while it leads or waits never strands the ones behind it.
+
+use super::*;
+use std::cell::{Cell, RefCell};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// The script's arithmetic over one window of `limit`: grants what fits and counts it.
+#[derive(Default)]
+struct Store {
+    count: Cell<u64>,
+    calls: Cell<u64>,
+    asked: RefCell<Vec<u64>>,
+}
+
+impl Store {
+    fn grant(&self, asked: u64, limit: u64) -> Vec<u64> {
+        let before = self.count.get();
+        let granted = asked.min(limit.saturating_sub(before));
+        self.count.set(before + granted);
+        self.calls.set(self.calls.get() + 1);
+        self.asked.borrow_mut().push(asked);
+        vec![granted, before]
+    }
+}
+
+type Boxed<'a> = Pin<Box<dyn Future<Output = Result<Counted, String>> + 'a>>;
+
+/// A request whose call waits for `gate` (so that others queue behind it) before the store answers.
+fn request<'a>(
+    in_flight: &'a InFlight,
+    store: Rc<Store>,
+    gate: Rc<tokio::sync::Notify>,
+    limit: u64,
+) -> Boxed<'a> {
+    Box::pin(check_and_count(
+        in_flight,
+        "w".into(),
+        move |asked| async move {
+            gate.notified().await;
+            Ok(store.grant(asked, limit))
+        },
+    ))
+}
+
+fn poll(f: &mut Boxed<'_>) -> Poll<Result<Counted, String>> {
+    f.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[test]
+fn requests_queued_behind_a_call_share_the_next_and_stay_exact() {
+    let (in_flight, store) = (InFlight::default(), Rc::new(Store::default()));
+    let gate = Rc::new(tokio::sync::Notify::new());
+    let mut requests: Vec<_> = (0..50)
+        .map(|_| request(&in_flight, store.clone(), gate.clone(), 20))
+        .collect();
+    let mut results: Vec<Option<Result<Counted, String>>> = (0..50).map(|_| None).collect();
+    // Poll every request, then let the calls made so far return; again until all are answered.
+    for _ in 0..10 {
+        for (result, f) in results.iter_mut().zip(&mut requests) {
+            if result.is_none() {
+                if let Poll::Ready(r) = poll(f) {
+                    *result = Some(r);
+                }
+            }
+        }
+        gate.notify_waiters();
+    }
+    let results: Vec<_> = results.into_iter().map(|r| r.expect("answered")).collect();
+    let allowed: Vec<_> = results
+        .iter()
+        .filter(|r| r.as_ref().unwrap().allowed)
+        .collect();
+    assert_eq!(allowed.len(), 20, "exactly the limit passes");
+    let mut seen: Vec<u64> = allowed
+        .iter()
+        .map(|r| r.as_ref().unwrap().counts[0])
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (1..=20).collect::<Vec<_>>(),
+        "each passing request has its own count"
+    );
+    for refused in results.iter().filter(|r| !r.as_ref().unwrap().allowed) {
+        assert_eq!(refused.as_ref().unwrap().counts, [20]);
+    }
+    assert_eq!(store.calls.get(), 2, "{:?}", store.asked.borrow());
+    assert_eq!(
+        *store.asked.borrow(),
+        [1, 49],
+        "the first alone, then the queue at once"
+    );
+    assert!(in_flight.queues.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_leader_dropped_midcall_fails_its_riders_and_hands_on_the_lead() {
+    let (in_flight, store) = (InFlight::default(), Rc::new(Store::default()));
+    let gate = Rc::new(tokio::sync::Notify::new());
+    let mut a = request(&in_flight, store.clone(), gate.clone(), 10);
+    assert!(poll(&mut a).is_pending(), "a's call is out");
+    let mut b = request(&in_flight, store.clone(), gate.clone(), 10);
+    let mut c = request(&in_flight, store.clone(), gate.clone(), 10);
+    assert!(
+        poll(&mut b).is_pending() && poll(&mut c).is_pending(),
+        "queued"
+    );
+    drop(a);
+    // b leads now, c rides on b's call.
+    assert!(poll(&mut b).is_pending());
+    gate.notify_waiters();
+    let b = poll(&mut b);
+    assert!(
+        matches!(&b, Poll::Ready(Ok(c)) if c.allowed && c.counts == [1]),
+        "{b:?}"
+    );
+    let c = poll(&mut c);
+    assert!(
+        matches!(&c, Poll::Ready(Ok(c)) if c.allowed && c.counts == [2]),
+        "{c:?}"
+    );
+    assert_eq!(*store.asked.borrow(), [2]);
+    assert!(in_flight.queues.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_request_dropped_after_being_handed_the_lead_hands_it_on() {
+    let (in_flight, store) = (InFlight::default(), Rc::new(Store::default()));
+    let gate = Rc::new(tokio::sync::Notify::new());
+    let mut a = request(&in_flight, store.clone(), gate.clone(), 10);
+    assert!(poll(&mut a).is_pending());
+    let mut b = request(&in_flight, store.clone(), gate.clone(), 10);
+    let mut c = request(&in_flight, store.clone(), gate.clone(), 10);
+    assert!(poll(&mut b).is_pending() && poll(&mut c).is_pending());
+    gate.notify_waiters();
+    assert!(
+        matches!(poll(&mut a), Poll::Ready(Ok(_))),
+        "a is answered and hands the lead to b"
+    );
+    drop(b);
+    assert!(poll(&mut c).is_pending(), "c leads now");
+    gate.notify_waiters();
+    let c = poll(&mut c);
+    assert!(
+        matches!(&c, Poll::Ready(Ok(c)) if c.allowed && c.counts == [2]),
+        "{c:?}"
+    );
+    assert_eq!(*store.asked.borrow(), [1, 1]);
+    assert!(in_flight.queues.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_batch_past_the_limit_refuses_its_tail_with_the_full_counts() {
+    let reply = Ok(vec![2, 8, 3]);
+    let counted: Vec<_> = (0..4).map(|i| share(&reply, i).unwrap()).collect();
+    assert!(counted[0].allowed && counted[0].counts == [9, 4]);
+    assert!(counted[1].allowed && counted[1].counts == [10, 5]);
+    assert!(!counted[2].allowed && counted[2].counts == [10, 5]);
+    assert!(!counted[3].allowed && counted[3].counts == [10, 5]);
+    assert!(share(&Err("down".into()), 0).is_err());
+}
