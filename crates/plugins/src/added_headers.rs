@@ -64,21 +64,12 @@ impl AddedHeaders {
         self.0.iter().find(|a| a.name == name).map(|a| &a.value)
     }
 
-    /// Adds a map's headers: each of its names replaces what was added under it before.
-    pub fn extend(&mut self, map: HeaderMap) {
-        let mut last = None;
-        for (name, value) in map {
-            match name {
-                Some(name) => {
-                    self.insert(name.clone(), value);
-                    last = Some(name);
-                }
-                // A further value of the name before.
-                None => {
-                    if let Some(name) = &last {
-                        self.append(name.clone(), value);
-                    }
-                }
+    /// Adds another list's headers: each of its names replaces what was added under it before.
+    pub fn extend(&mut self, other: AddedHeaders) {
+        for added in other.0 {
+            match added.further {
+                true => self.append(added.name, added.value),
+                false => self.insert(added.name, added.value),
             }
         }
     }
@@ -146,16 +137,18 @@ mod tests {
     }
 
     #[test]
-    fn a_map_extends_by_name_with_every_value() {
+    fn a_list_extends_by_name_with_every_value() {
         let mut added = AddedHeaders::new();
         added.insert(HeaderName::from_static("x-a"), value("old"));
-        let mut map = HeaderMap::new();
-        map.insert("x-a", value("new"));
-        map.append("x-a", value("newer"));
-        added.extend(map);
+        added.insert(HeaderName::from_static("x-b"), value("kept"));
+        let mut more = AddedHeaders::new();
+        more.insert(HeaderName::from_static("x-a"), value("new"));
+        more.append(HeaderName::from_static("x-a"), value("newer"));
+        added.extend(more);
         let mut head = HeaderMap::new();
         added.apply(&mut head);
         let all: Vec<_> = head.get_all("x-a").iter().cloned().collect();
         assert_eq!(all, [value("new"), value("newer")]);
+        assert_eq!(head.get("x-b"), Some(&value("kept")));
     }
 }

@@ -26,7 +26,7 @@ pub enum Flow {
     Defer(Deferred),
     /// Go on with the next plugin, adding these headers to whatever response the client gets (what a
     /// deferred future, which cannot hold the request's context, hands back instead of `Continue`).
-    ContinueWith(http::HeaderMap),
+    ContinueWith(crate::AddedHeaders),
     /// Go on by applying this to the request's context (what a deferred future hands back when its result
     /// must reach the context: [`RequestCtx::plugin_data`] for later phases, request headers), then act on
     /// the flow it returns.

@@ -18,7 +18,7 @@ pub(crate) mod config;
 pub(crate) mod redis;
 pub(crate) mod window;
 
-use crate::added_headers::SetHeader;
+use crate::added_headers::{AddedHeaders, SetHeader};
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
@@ -384,7 +384,7 @@ impl RateLimiting {
                             counted.counts = limits;
                         }
                     }
-                    let mut headers = http::HeaderMap::new();
+                    let mut headers = AddedHeaders::new();
                     // A refused request's counts are the full windows; it is the one over the limit.
                     let counts: Vec<u64> = match counted.allowed {
                         true => counted.counts,
@@ -392,7 +392,7 @@ impl RateLimiting {
                     };
                     match rules.verdict(&counts, !counted.allowed, now, &mut headers) {
                         Some(mut resp) => {
-                            resp.headers.extend(headers);
+                            headers.apply(&mut resp.headers);
                             Flow::Respond(resp)
                         }
                         None => Flow::ContinueWith(headers),

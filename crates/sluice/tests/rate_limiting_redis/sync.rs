@@ -79,7 +79,9 @@ async fn two_nodes_share_a_limit_within_the_bound() {
     );
 
     // At once on both nodes: within the bound (each node alone is exact, so at most 2 × 100), and every
-    // request let through is on Redis after the next syncs, exactly once.
+    // request let through is on Redis after the next syncs, exactly once. Redis may hold a few more: a
+    // request that went to Redis while its node was seeding the window, and that the node's own counts
+    // then refused, stays counted (the strict side); those are among the at most 100 the script grants.
     let calls: Vec<_> = (0..300)
         .map(|i| {
             let url = [&a, &b][i % 2].proxy_url("/limited");
@@ -92,7 +94,11 @@ async fn two_nodes_share_a_limit_within_the_bound() {
     }
     assert!((100..=200).contains(&ok), "{ok} passed");
     tokio::time::sleep(SYNCED).await;
-    assert_eq!(on_redis(6379, route, "burst").await, ok);
+    let counted = on_redis(6379, route, "burst").await;
+    assert!(
+        (ok..=ok + 100).contains(&counted),
+        "{ok} passed, {counted} on Redis"
+    );
     assert_eq!(
         passed(&a, "burst", 5).await + passed(&b, "burst", 5).await,
         0

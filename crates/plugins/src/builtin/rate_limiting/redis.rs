@@ -18,7 +18,6 @@ use crate::counters::Counted;
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -123,7 +122,8 @@ fn encode(s: &str) -> String {
 
 thread_local! {
     /// This worker's connections, by target URL.
-    static CONNECTIONS: RefCell<HashMap<String, MultiplexedConnection>> = RefCell::new(HashMap::new());
+    static CONNECTIONS: RefCell<foldhash::HashMap<String, MultiplexedConnection>> =
+        RefCell::default();
 }
 
 /// This worker's cached connection to `target`, if any.

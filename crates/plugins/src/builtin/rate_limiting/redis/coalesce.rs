@@ -13,16 +13,16 @@
 //! never left without a leader.
 
 use crate::counters::Counted;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 /// The calls in flight, by the windows they count (see [`super::batch_id`]), each with the requests
-/// queued behind it.
+/// queued behind it. The ids hold identifiers a client chooses: the map's hasher is seeded at random.
 #[derive(Default)]
 pub struct InFlight {
-    queues: Mutex<HashMap<String, VecDeque<oneshot::Sender<Turn>>>>,
+    queues: Mutex<foldhash::HashMap<String, VecDeque<oneshot::Sender<Turn>>>>,
 }
 
 impl std::fmt::Debug for InFlight {
