@@ -96,6 +96,8 @@ pub enum Kind {
 pub enum Rule {
     /// The value (a string) must be one of these.
     OneOf(&'static [&'static str]),
+    /// The value (an integer) must be one of these.
+    OneOfInt(&'static [i64]),
     /// The number must lie within these inclusive bounds.
     Between(f64, f64),
     /// The number must be strictly greater.
@@ -167,6 +169,11 @@ impl Field {
     }
     pub fn one_of(mut self, values: &'static [&'static str]) -> Self {
         self.rules.push(Rule::OneOf(values));
+        self
+    }
+    /// Kong's `one_of` on an integer field.
+    pub fn one_of_int(mut self, values: &'static [i64]) -> Self {
+        self.rules.push(Rule::OneOfInt(values));
         self
     }
     pub fn between(mut self, min: f64, max: f64) -> Self {
