@@ -66,7 +66,7 @@ fn schema() -> Schema {
         ("headers", Field::map(Field::string())),
         (
             "resource_attributes",
-            Field::map(Field::string().len_min(1)),
+            Field::map(Field::string().required().len_min(1)),
         ),
         (
             "queue",

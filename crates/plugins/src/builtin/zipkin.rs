@@ -109,10 +109,7 @@ fn schema() -> Schema {
             Field::integer()
                 .required()
                 .default(16)
-                .check(|v| match v.as_i64() {
-                    Some(8 | 16) => Ok(()),
-                    _ => Err("expected one of: 8, 16".into()),
-                }),
+                .one_of_int(&[8, 16]),
         ),
         (
             "header_type",
