@@ -8,6 +8,8 @@
 mod admin_shapes;
 #[path = "fidelity/exports.rs"]
 mod exports;
+#[path = "fidelity/kong_defaults.rs"]
+mod kong_defaults;
 #[path = "fidelity/kong_fields.rs"]
 mod kong_fields;
 #[path = "fidelity/live.rs"]
