@@ -118,3 +118,20 @@ fn integer_one_of_and_required_map_values_as_kong_checks_them() {
     assert_eq!(json["fields"][0]["bytes"]["one_of"], json!([8, 16]));
     assert_eq!(json["fields"][1]["attrs"]["values"]["required"], true);
 }
+
+#[test]
+fn a_field_only_when_set_stays_out_until_given() {
+    let schema = Schema::new(vec![
+        ("old", Field::boolean().default(false)),
+        ("new", Field::boolean().only_when_set()),
+    ]);
+    assert_eq!(schema.validate(&json!({})).unwrap(), json!({"old": false}));
+    assert_eq!(
+        schema.validate(&json!({"new": null})).unwrap(),
+        json!({"old": false})
+    );
+    assert_eq!(
+        schema.validate(&json!({"new": true})).unwrap(),
+        json!({"old": false, "new": true})
+    );
+}

@@ -108,6 +108,9 @@ pub(super) fn record_with(
     }
     let mut out = Map::with_capacity(n);
     for ((name, field), given) in schema.fields.iter().zip(given.iter()) {
+        if field.only_when_set && given.is_none_or(|v| v.is_null()) {
+            continue;
+        }
         let fpath = Path::Field(path, name);
         let value = field_value(field, *given, &fpath, errors);
         out.insert((*name).to_string(), value);

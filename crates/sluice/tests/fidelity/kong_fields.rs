@@ -1,8 +1,8 @@
 //! The fields Kong 3.9.1's schemas define, read from its source (`kong/db/schema/entities/*.lua`,
 //! `kong/plugins/*/daos.lua`, `kong/plugins/*/schema.lua`, `kong/tools/redis/schema.lua`): what Kong accepts
 //! in a declarative file or a `POST /config`. A field outside these lists is one Kong refuses (`unknown
-//! field`). Two fields Kong added in 3.10 are in Sluice's schemas and so in its exports, which Kong 3.9
-//! refuses (docs/differences.md, "Declarative config"); they are listed in [`SINCE_3_10`].
+//! field`). The four fields Kong added in 3.10 that Sluice has ([`SINCE_3_10`]) are not here: Sluice keeps
+//! them out of a config, and so of its export, unless set (docs/differences.md, "Declarative config").
 
 use serde_json::Value;
 
@@ -83,7 +83,7 @@ pub fn plugin(name: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-/// Plugin fields of Kong 3.10 that Sluice has: (plugin, field).
+/// Plugin fields of Kong 3.10 that Sluice has: (plugin, field). Kong 3.9 refuses them.
 pub const SINCE_3_10: &[(&str, &str)] = &[
     ("cors", "allow_origin_absent"),
     ("prometheus", "wasm_metrics"),
@@ -119,15 +119,7 @@ pub fn refused(doc: &Value) -> Vec<String> {
             let name = e["name"].as_str().unwrap_or_default();
             let config = e["config"].as_object().expect("a config");
             match plugin(name) {
-                Some(fields) => out.extend(
-                    unknown(config, fields, &format!("{at}.config"))
-                        .into_iter()
-                        .filter(|f| {
-                            !SINCE_3_10
-                                .iter()
-                                .any(|(p, k)| *p == name && f.ends_with(&format!(".{k}")))
-                        }),
-                ),
+                Some(fields) => out.extend(unknown(config, fields, &format!("{at}.config"))),
                 None => out.push(format!("{at}: plugin {name} not in the table")),
             }
             if let Some(Value::Object(redis)) = config.get("redis") {
