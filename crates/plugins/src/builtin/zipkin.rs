@@ -106,10 +106,7 @@ fn schema() -> Schema {
         ),
         (
             "traceid_byte_count",
-            Field::integer()
-                .required()
-                .default(16)
-                .one_of_int(&[8, 16]),
+            Field::integer().required().default(16).one_of_int(&[8, 16]),
         ),
         (
             "header_type",
