@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 /// One field of a plugin's config: `path` is dotted for records, `[]` for an array's or set's elements,
 /// `{}` for a map's values.
 #[derive(Debug, Default, Clone)]
-struct Row {
-    ty: String,
+pub(super) struct Row {
+    pub(super) ty: String,
     required: bool,
     default: Option<Value>,
     one_of: Option<Value>,
@@ -48,10 +48,13 @@ const OPEN: &[(&str, &str, &str)] = &[
 ];
 
 /// Kong's rows: `plugin path type [required] [default=JSON] [one_of=JSON] [between=JSON]` per line.
-fn kong_rows() -> BTreeMap<(String, String), Row> {
+pub(super) fn kong_rows() -> BTreeMap<(String, String), Row> {
     let text = super::fixture("kong-3.9-plugin-schemas.txt");
     let mut rows = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let mut words = line.splitn(4, ' ');
         let (plugin, path, ty) = (words.next(), words.next(), words.next());
         let (Some(plugin), Some(path), Some(ty)) = (plugin, path, ty) else {
@@ -171,7 +174,10 @@ fn differences(kong: &Row, ours: &Row) -> Vec<&'static str> {
         checks.extend([
             ("default", same_opt(&kong.default, &ours.default)),
             ("required", must(kong) == must(ours)),
-            ("one_of", same_set(&kong.one_of, &without_3_10(&ours.one_of))),
+            (
+                "one_of",
+                same_set(&kong.one_of, &without_3_10(&ours.one_of)),
+            ),
             ("between", same_opt(&kong.between, &ours.between)),
         ]);
     }
@@ -226,5 +232,10 @@ fn every_plugin_field_has_kongs_type_default_and_checks() {
         .filter(|n| !kong.keys().any(|(p, _)| p == n))
         .collect();
     assert!(missing.is_empty(), "plugins not in the table: {missing:?}");
-    assert!(found.is_empty(), "{} differences:\n{}", found.len(), found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{} differences:\n{}",
+        found.len(),
+        found.join("\n")
+    );
 }

@@ -1,7 +1,8 @@
 -- kong_schema_reader.lua: how kong-3.9-plugin-schemas.txt was read from Kong's source (not run by the tests).
 -- Loads kong/plugins/<name>/schema.lua of a Kong checkout with stand-ins for the modules that need
 -- OpenResty, and prints each config field's type, required, default, one_of and between, one line per
--- field, then the shorthand fields. Usage: luajit kong_schema_reader.lua <kong checkout> <plugin>...
+-- field, then the shorthand fields; given a module name (`kong.db.schema.entities.routes`), an entity's
+-- fields. Usage: luajit kong_schema_reader.lua <directory holding kong/> <plugin or module>...
 local root = arg[1]
 function is_array_fn(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n == #t end
 local NULL = setmetatable({}, { __tostring = function() return "null" end })
@@ -114,14 +115,28 @@ end
 package.path = root .. "/?.lua;" .. root .. "/?/init.lua;" .. package.path
 for i = 2, #arg do
   local name = arg[i]
-  local schema = require("kong.plugins." .. name .. ".schema")
-  for _, one in ipairs(schema.fields) do
-    local k, f = next(one)
-    if k == "config" then
-      walk(name, "", f.fields)
-      for _, sh in ipairs(f.shorthand_fields or {}) do
-        local sk, sf = next(sh)
-        print(table.concat({ name, sk, sf.type, "shorthand" }, " "))
+  if name:match("^kong%.") then
+    -- A module of entity schemas (`kong.db.schema.entities.routes`, `kong.plugins.key-auth.daos`): every
+    -- field of each entity, foreign keys included.
+    local loaded = require(name)
+    local list = loaded.fields and { loaded } or loaded
+    for key, schema in pairs(list) do
+      local short = schema.name or (type(key) == "string" and key) or name:gsub("^.*%.", "")
+      for _, one in ipairs(schema.fields) do
+        local k, f = next(one)
+        if f.type == "foreign" then line(short, k, f) else field(short, k, f) end
+      end
+    end
+  else
+    local schema = require("kong.plugins." .. name .. ".schema")
+    for _, one in ipairs(schema.fields) do
+      local k, f = next(one)
+      if k == "config" then
+        walk(name, "", f.fields)
+        for _, sh in ipairs(f.shorthand_fields or {}) do
+          local sk, sf = next(sh)
+          print(table.concat({ name, sk, sf.type, "shorthand" }, " "))
+        end
       end
     end
   end
