@@ -10,6 +10,8 @@ mod admin_shapes;
 mod exports;
 #[path = "fidelity/kong_defaults.rs"]
 mod kong_defaults;
+#[path = "fidelity/kong_entities.rs"]
+mod kong_entities;
 #[path = "fidelity/kong_fields.rs"]
 mod kong_fields;
 #[path = "fidelity/live.rs"]

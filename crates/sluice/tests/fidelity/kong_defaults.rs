@@ -47,9 +47,15 @@ const OPEN: &[(&str, &str, &str)] = &[
     ("zipkin", "queue.concurrency_limit", "one_of"),
 ];
 
-/// Kong's rows: `plugin path type [required] [default=JSON] [one_of=JSON] [between=JSON]` per line.
+/// Kong's plugin rows.
 pub(super) fn kong_rows() -> BTreeMap<(String, String), Row> {
-    let text = super::fixture("kong-3.9-plugin-schemas.txt");
+    rows_of("kong-3.9-plugin-schemas.txt")
+}
+
+/// The rows of a table file: `name path type [required] [default=JSON] [one_of=JSON] [between=JSON]
+/// [shorthand]` per line.
+pub(super) fn rows_of(file: &str) -> BTreeMap<(String, String), Row> {
+    let text = super::fixture(file);
     let mut rows = BTreeMap::new();
     for line in text
         .lines()
@@ -101,7 +107,12 @@ fn sluice_rows() -> BTreeMap<(String, String), Row> {
     rows
 }
 
-fn walk(plugin: &str, prefix: &str, fields: &Value, rows: &mut BTreeMap<(String, String), Row>) {
+pub(super) fn walk(
+    plugin: &str,
+    prefix: &str,
+    fields: &Value,
+    rows: &mut BTreeMap<(String, String), Row>,
+) {
     for one in fields.as_array().into_iter().flatten() {
         for (name, field) in one.as_object().into_iter().flatten() {
             add(plugin, &format!("{prefix}{name}"), field, rows);
@@ -157,7 +168,9 @@ fn same_set(a: &Option<Value>, b: &Option<Value>) -> bool {
     sorted(a) == sorted(b)
 }
 
+/// Kong's `default = null` is no default.
 fn same_opt(a: &Option<Value>, b: &Option<Value>) -> bool {
+    let a = &a.clone().filter(|v| !v.is_null());
     match (a, b) {
         (Some(a), Some(b)) => same(a, b),
         (a, b) => a.is_none() && b.is_none(),
@@ -167,7 +180,7 @@ fn same_opt(a: &Option<Value>, b: &Option<Value>) -> bool {
 /// What differs between Kong's row and Sluice's: the aspects by name. `required` counts only where it
 /// means something: a field without a default that is not a record (Kong fills a record from its fields).
 /// A shorthand is compared by type only.
-fn differences(kong: &Row, ours: &Row) -> Vec<&'static str> {
+pub(super) fn differences(kong: &Row, ours: &Row) -> Vec<&'static str> {
     let must = |r: &Row| r.required && r.default.is_none() && r.ty != "record";
     let mut checks = vec![("type", kong.ty == ours.ty)];
     if !kong.shorthand {
