@@ -37,15 +37,12 @@ const KEPT: &[(&str, &str, &str)] = &[
     ("rate-limiting", "error_code", "between"),
 ];
 
-/// (plugin, path, what differs): differences found but not fixed yet, because the schema lives in a file
-/// this change did not touch (the logging plugins' shared `queue` record, `crates/plugins/src/logging/queue.rs`).
-const OPEN: &[(&str, &str, &str)] = &[
-    ("datadog", "queue.concurrency_limit", "one_of"),
-    ("http-log", "queue.concurrency_limit", "one_of"),
-    ("opentelemetry", "queue.concurrency_limit", "one_of"),
-    ("statsd", "queue.concurrency_limit", "one_of"),
-    ("zipkin", "queue.concurrency_limit", "one_of"),
-];
+/// A difference found but not fixed yet, because the schema lives in a file this change did not touch: the
+/// logging plugins' shared `queue` record (`crates/plugins/src/logging/queue.rs`) lacks Kong's
+/// `concurrency_limit` `one_of: [-1, 1]` (docs/differences.md, "Schemas").
+fn open(path: &str, what: &str) -> bool {
+    path == "queue.concurrency_limit" && what == "one_of"
+}
 
 /// Kong's plugin rows.
 pub(super) fn kong_rows() -> BTreeMap<(String, String), Row> {
@@ -222,7 +219,7 @@ fn every_plugin_field_has_kongs_type_default_and_checks() {
         };
         for what in differences(k, o) {
             let at = (plugin.as_str(), path.as_str(), what);
-            if KEPT.contains(&at) || OPEN.contains(&at) {
+            if KEPT.contains(&at) || open(path, what) {
                 continue;
             }
             found.push(format!("{plugin} {path} {what}: Kong {k:?}, Sluice {o:?}"));
