@@ -346,6 +346,7 @@ pub struct CaCertificate {
     pub cert_digest: Option<String>,
     pub tags: Option<Vec<String>>,
     pub created_at: i64,
+    pub updated_at: i64,
 }
 
 macro_rules! config_struct {

@@ -96,6 +96,8 @@ pub enum Kind {
 pub enum Rule {
     /// The value (a string) must be one of these.
     OneOf(&'static [&'static str]),
+    /// The value (an integer) must be one of these.
+    OneOfInt(&'static [i64]),
     /// The number must lie within these inclusive bounds.
     Between(f64, f64),
     /// The number must be strictly greater.
@@ -115,6 +117,9 @@ pub struct Field {
     pub required: bool,
     pub default: Option<Value>,
     pub rules: Vec<Rule>,
+    /// Left out of the normalized record when not given (instead of `null`): a field of a newer Kong than
+    /// the one the schemas follow, so that a config not using it exports nothing the older Kong refuses.
+    pub only_when_set: bool,
 }
 
 impl Field {
@@ -124,6 +129,7 @@ impl Field {
             required: false,
             default: None,
             rules: Vec::new(),
+            only_when_set: false,
         }
     }
     pub fn string() -> Self {
@@ -167,6 +173,17 @@ impl Field {
     }
     pub fn one_of(mut self, values: &'static [&'static str]) -> Self {
         self.rules.push(Rule::OneOf(values));
+        self
+    }
+    /// See [`Field::only_when_set`](Field#structfield.only_when_set); such a field has no default here,
+    /// its user applies Kong's.
+    pub fn only_when_set(mut self) -> Self {
+        self.only_when_set = true;
+        self
+    }
+    /// Kong's `one_of` on an integer field.
+    pub fn one_of_int(mut self, values: &'static [i64]) -> Self {
+        self.rules.push(Rule::OneOfInt(values));
         self
     }
     pub fn between(mut self, min: f64, max: f64) -> Self {

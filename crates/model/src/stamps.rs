@@ -39,11 +39,11 @@ macro_rules! stamped {
     )*};
 }
 
-stamped!((i64, i64): Service, Route, Upstream, Consumer, Plugin, Certificate, Sni;
+stamped!((i64, i64): Service, Route, Upstream, Consumer, Plugin, Certificate, Sni, CaCertificate;
     |e| (e.created_at, e.updated_at), |s| (e.created_at, e.updated_at) = s);
 stamped!((f64, f64): Target; |e| (e.created_at, e.updated_at), |s| (e.created_at, e.updated_at) = s);
 stamped!(i64: KeyAuthCredential, BasicAuthCredential, HmacAuthCredential, Acl, JwtSecret,
-    OAuth2Credential, CaCertificate; |e| e.created_at, |s| e.created_at = s);
+    OAuth2Credential; |e| e.created_at, |s| e.created_at = s);
 
 /// Gives each entity of `next` that equals its namesake (same kind and id) in `live` but for its
 /// timestamps the live one's timestamps.

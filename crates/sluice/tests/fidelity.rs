@@ -8,6 +8,10 @@
 mod admin_shapes;
 #[path = "fidelity/exports.rs"]
 mod exports;
+#[path = "fidelity/kong_defaults.rs"]
+mod kong_defaults;
+#[path = "fidelity/kong_entities.rs"]
+mod kong_entities;
 #[path = "fidelity/kong_fields.rs"]
 mod kong_fields;
 #[path = "fidelity/live.rs"]
@@ -18,9 +22,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_sluice");
 
 /// Every fixture: (file name, the Kong version family whose output it is).
 const FIXTURES: &[(&str, &str)] = &[
+    ("kong-2.0-db-export.yaml", "2.0"),
     ("kong-2.8-db-export.yaml", "2.8"),
+    ("kong-3.0-db-export.yaml", "3.0"),
     ("kong-3.4-db-export.yaml", "3.4"),
     ("kong-3.9-db-export.yaml", "3.9"),
+    ("kong-3.9-streams-credentials.yaml", "3.9"),
+    ("kong-3.9-log-plugins.yaml", "3.9"),
     ("deck-3.9-dump.yaml", "3.9"),
 ];
 

@@ -73,7 +73,24 @@ pub fn export_of(config: &Config, keep: impl Fn(&str) -> bool) -> Map<String, Va
     doc
 }
 
-/// [`export`] as YAML.
+/// [`export`] as YAML, with foreign keys as plain ids (`service: <id>`), as Kong's file emitter writes
+/// them (`kong config db_export`, a DB-less node's `GET /config`). [`export`] keeps them as `{id: ...}`,
+/// the shape of Kong's hybrid payload, which expands them.
 pub fn export_yaml(config: &Config) -> String {
-    serde_yaml::to_string(&export(config)).unwrap_or_default()
+    let mut doc = export(config);
+    for (key, list) in doc.as_object_mut().into_iter().flatten() {
+        let Some(kind) = super::kinds::Kind::from_key(key) else {
+            continue;
+        };
+        for entity in list.as_array_mut().into_iter().flatten() {
+            for fk in kind.references() {
+                if let Some(slot) = entity.get_mut(fk.field) {
+                    if let Some(id) = slot.get("id").cloned() {
+                        *slot = id;
+                    }
+                }
+            }
+        }
+    }
+    serde_yaml::to_string(&doc).unwrap_or_default()
 }

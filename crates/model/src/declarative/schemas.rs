@@ -11,7 +11,7 @@ mod grpc;
 
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
     fields.insert(0, ("id", Field::string()));
-    fields.push(("tags", Field::set(Field::string().len_min(1))));
+    fields.push(("tags", Field::set(Field::string().required().len_min(1))));
     fields.push(("created_at", Field::integer()));
     fields.push(("updated_at", Field::integer()));
     fields
@@ -94,7 +94,9 @@ pub fn route() -> Schema {
         ),
         (
             "https_redirect_status_code",
-            Field::integer().default(426).check(check_redirect),
+            Field::integer()
+                .default(426)
+                .one_of_int(&[426, 301, 302, 307, 308]),
         ),
         ("request_buffering", Field::boolean().default(true)),
         ("response_buffering", Field::boolean().default(true)),
@@ -569,13 +571,6 @@ fn check_method(v: &Value) -> Result<(), String> {
     let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase());
     ok.then_some(())
         .ok_or_else(|| format!("invalid value: {s}"))
-}
-
-fn check_redirect(v: &Value) -> Result<(), String> {
-    match v.as_i64() {
-        Some(426 | 301 | 302 | 307 | 308) => Ok(()),
-        _ => Err("expected one of: 426, 301, 302, 307, 308".into()),
-    }
 }
 
 fn check_pem(v: &Value) -> Result<(), String> {

@@ -61,6 +61,7 @@ impl Field {
         for rule in &self.rules {
             match rule {
                 Rule::OneOf(values) => m.insert("one_of".into(), json!(values)),
+                Rule::OneOfInt(values) => m.insert("one_of".into(), json!(values)),
                 Rule::Between(a, b) => m.insert("between".into(), json!([number(*a), number(*b)])),
                 Rule::Gt(a) => m.insert("gt".into(), number(*a)),
                 Rule::LenMin(n) => m.insert("len_min".into(), json!(n)),

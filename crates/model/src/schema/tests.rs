@@ -94,3 +94,44 @@ fn record_checks_run_on_valid_records_and_nest() {
     assert_eq!(errs, vec![FieldError::new("config", "mode must be b")]);
     assert!(outer.validate(&json!({"config": {"mode": "b"}})).is_ok());
 }
+
+#[test]
+fn integer_one_of_and_required_map_values_as_kong_checks_them() {
+    let schema = Schema::new(vec![
+        ("bytes", Field::integer().default(16).one_of_int(&[8, 16])),
+        ("attrs", Field::map(Field::string().required())),
+    ]);
+    let errs = schema
+        .validate(&json!({"bytes": 12, "attrs": {"a": null, "b": "x"}}))
+        .unwrap_err();
+    let got: Vec<(String, String)> = errs.into_iter().map(|e| (e.field, e.message)).collect();
+    let want = [
+        ("bytes", "expected one of: 8, 16"),
+        ("attrs.a", "required field missing"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(f, m)| (f.to_string(), m.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    let json = schema.to_kong_json();
+    assert_eq!(json["fields"][0]["bytes"]["one_of"], json!([8, 16]));
+    assert_eq!(json["fields"][1]["attrs"]["values"]["required"], true);
+}
+
+#[test]
+fn a_field_only_when_set_stays_out_until_given() {
+    let schema = Schema::new(vec![
+        ("old", Field::boolean().default(false)),
+        ("new", Field::boolean().only_when_set()),
+    ]);
+    assert_eq!(schema.validate(&json!({})).unwrap(), json!({"old": false}));
+    assert_eq!(
+        schema.validate(&json!({"new": null})).unwrap(),
+        json!({"old": false})
+    );
+    assert_eq!(
+        schema.validate(&json!({"new": true})).unwrap(),
+        json!({"old": false, "new": true})
+    );
+}

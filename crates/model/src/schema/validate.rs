@@ -108,6 +108,9 @@ pub(super) fn record_with(
     }
     let mut out = Map::with_capacity(n);
     for ((name, field), given) in schema.fields.iter().zip(given.iter()) {
+        if field.only_when_set && given.is_none_or(|v| v.is_null()) {
+            continue;
+        }
         let fpath = Path::Field(path, name);
         let value = field_value(field, *given, &fpath, errors);
         out.insert((*name).to_string(), value);
@@ -217,6 +220,10 @@ fn value(field: &Field, v: &Value, path: &Path<'_>, errors: &mut Vec<FieldError>
             let mut out = Map::with_capacity(m.len());
             for (k, item) in m {
                 let kpath = Path::Field(path, k);
+                if item.is_null() && val.required {
+                    errors.push(FieldError::new(kpath.render(), "required field missing"));
+                    continue;
+                }
                 out.insert(k.clone(), value(val, item, &kpath, errors));
             }
             Value::Object(out)
@@ -262,6 +269,13 @@ fn check_rule(rule: &Rule, v: &Value) -> Result<(), String> {
         Rule::OneOf(allowed) => match v.as_str() {
             Some(s) if !allowed.contains(&s) => {
                 Err(format!("expected one of: {}", allowed.join(", ")))
+            }
+            _ => Ok(()),
+        },
+        Rule::OneOfInt(allowed) => match v.as_i64() {
+            Some(n) if !allowed.contains(&n) => {
+                let list: Vec<String> = allowed.iter().map(i64::to_string).collect();
+                Err(format!("expected one of: {}", list.join(", ")))
             }
             _ => Ok(()),
         },

@@ -56,8 +56,13 @@ struct Config {
     private_network: bool,
     /// Proxy preflight requests to the upstream instead of answering them.
     preflight_continue: bool,
-    /// Add the CORS headers even when the request has no `Origin`.
+    /// Add the CORS headers even when the request has no `Origin` (Kong 3.10; true when unset).
+    #[serde(default = "yes")]
     allow_origin_absent: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn check_origin(v: &Value) -> Result<(), String> {
@@ -82,7 +87,8 @@ fn schema() -> Schema {
         ("credentials", Field::boolean().default(false)),
         ("private_network", Field::boolean().default(false)),
         ("preflight_continue", Field::boolean().default(false)),
-        ("allow_origin_absent", Field::boolean().default(true)),
+        // Kong 3.10's: stored and exported only when given, so an export loads in Kong 3.9.
+        ("allow_origin_absent", Field::boolean().only_when_set()),
     ])
 }
 

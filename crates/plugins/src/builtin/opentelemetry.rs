@@ -34,9 +34,8 @@ use std::sync::Arc;
 
 #[derive(Debug, Deserialize)]
 struct Config {
+    /// Also set by Kong's deprecated shorthand `endpoint`, which is not kept.
     traces_endpoint: Option<String>,
-    /// Kong's deprecated name of `traces_endpoint`.
-    endpoint: Option<String>,
     headers: Option<BTreeMap<String, String>>,
     resource_attributes: Option<BTreeMap<String, String>>,
     queue: QueueConfig,
@@ -66,7 +65,7 @@ fn schema() -> Schema {
         ("headers", Field::map(Field::string())),
         (
             "resource_attributes",
-            Field::map(Field::string().len_min(1)),
+            Field::map(Field::string().required().len_min(1)),
         ),
         (
             "queue",
@@ -87,7 +86,15 @@ fn schema() -> Schema {
         ("sampling_rate", Field::number().between(0.0, 1.0)),
         ("propagation", propagation::field("w3c")),
     ])
+    .with_subschema(endpoint_shorthand)
     .with_check(check_endpoints)
+}
+
+/// Kong's deprecated shorthand: `endpoint` sets `traces_endpoint` and is not kept (so not exported).
+fn endpoint_shorthand(_: &Map<String, Value>, out: &mut Map<String, Value>) {
+    if let Some(v) = out.remove("endpoint").filter(|v| !v.is_null()) {
+        out.insert("traces_endpoint".into(), v);
+    }
 }
 
 /// Kong's `url` type: an absolute http(s) URL with a host.
@@ -107,7 +114,7 @@ fn check_endpoints(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
             "not supported: Sluice exports no logs over OTLP (Kong's are the log calls of Lua code)",
         )]);
     }
-    if !set("traces_endpoint") && !set("endpoint") {
+    if !set("traces_endpoint") {
         return Err(vec![FieldError::entity(
             "at least one of these fields must be non-empty: 'config.traces_endpoint', 'config.logs_endpoint'",
         )]);
@@ -150,7 +157,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         tracing::warn!("opentelemetry: config.batch_flush_delay is deprecated, please use config.queue.max_coalescing_delay instead");
         queue_config.max_coalescing_delay = d.clamp(0.0, 3600.0);
     }
-    let endpoint = config.traces_endpoint.clone().or(config.endpoint.clone());
+    let endpoint = config.traces_endpoint.clone();
     let endpoint = endpoint.ok_or("no traces_endpoint")?;
     let key = format!("opentelemetry {}", entity.config);
     let queue = ctx.state.log_queues().get_or_start(key, || {

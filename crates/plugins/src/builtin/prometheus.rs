@@ -31,7 +31,8 @@ pub fn builtin() -> Builtin {
         ("bandwidth_metrics", flag()),
         ("upstream_health_metrics", flag()),
         ("ai_metrics", flag()),
-        ("wasm_metrics", flag()),
+        // Kong 3.10's (no Wasm filters here): stored and exported only when given, for Kong 3.9.
+        ("wasm_metrics", Field::boolean().only_when_set()),
     ]);
     Builtin::new("prometheus", 13, config, build)
 }

@@ -106,13 +106,7 @@ fn schema() -> Schema {
         ),
         (
             "traceid_byte_count",
-            Field::integer()
-                .required()
-                .default(16)
-                .check(|v| match v.as_i64() {
-                    Some(8 | 16) => Ok(()),
-                    _ => Err("expected one of: 8, 16".into()),
-                }),
+            Field::integer().required().default(16).one_of_int(&[8, 16]),
         ),
         (
             "header_type",

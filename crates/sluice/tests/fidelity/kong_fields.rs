@@ -1,10 +1,16 @@
 //! The fields Kong 3.9.1's schemas define, read from its source (`kong/db/schema/entities/*.lua`,
-//! `kong/plugins/*/daos.lua`, `kong/plugins/*/schema.lua`, `kong/tools/redis/schema.lua`): what Kong accepts
-//! in a declarative file or a `POST /config`. A field outside these lists is one Kong refuses (`unknown
-//! field`). Two fields Kong added in 3.10 are in Sluice's schemas and so in its exports, which Kong 3.9
-//! refuses (docs/differences.md, "Declarative config"); they are listed in [`SINCE_3_10`].
+//! `kong/plugins/*/daos.lua`; plugin configs from the table `kong-3.9-plugin-schemas.txt`, read from
+//! `kong/plugins/*/schema.lua`, shorthands included): what Kong accepts in a declarative file or a
+//! `POST /config`. A field outside these lists is one Kong refuses (`unknown
+//! field`). The four fields Kong added in 3.10 that Sluice has ([`SINCE_3_10`]) are not here: Sluice keeps
+//! them out of a config, and so of its export, unless set (docs/differences.md, "Declarative config").
 
+use super::kong_defaults::{kong_rows, Row};
 use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Kong 3.9.1's plugin config fields by (plugin, path), from `kong-3.9-plugin-schemas.txt`.
+type Table = BTreeMap<(String, String), Row>;
 
 /// The fields of each entity kind (the traditional and traditional_compatible router's routes).
 #[rustfmt::skip]
@@ -44,46 +50,16 @@ pub fn entity(kind: &str) -> Option<&'static [&'static str]> {
         "jwt_secrets" => &[
             "id", "created_at", "consumer", "key", "secret", "rsa_public_key", "algorithm", "tags",
         ],
+        "hmacauth_credentials" => &["id", "created_at", "consumer", "username", "secret", "tags"],
+        "oauth2_credentials" => &[
+            "id", "created_at", "consumer", "name", "client_id", "client_secret", "hash_secret",
+            "redirect_uris", "tags", "client_type",
+        ],
         _ => return None,
     })
 }
 
-/// The `config` fields of the plugins the fixtures use, shorthand fields included (Kong takes them on
-/// input).
-#[rustfmt::skip]
-pub fn plugin(name: &str) -> Option<&'static [&'static str]> {
-    Some(match name {
-        "key-auth" => &[
-            "key_names", "hide_credentials", "anonymous", "key_in_header", "key_in_query",
-            "key_in_body", "run_on_preflight", "realm",
-        ],
-        "acl" => &["allow", "deny", "hide_groups_header", "always_use_authenticated_groups"],
-        "cors" => &[
-            "origins", "headers", "exposed_headers", "methods", "max_age", "credentials",
-            "private_network", "preflight_continue",
-        ],
-        "jwt" => &[
-            "uri_param_names", "cookie_names", "key_claim_name", "secret_is_base64",
-            "claims_to_verify", "anonymous", "run_on_preflight", "maximum_expiration",
-            "header_names", "realm",
-        ],
-        "prometheus" => &[
-            "per_consumer", "status_code_metrics", "ai_metrics", "latency_metrics",
-            "bandwidth_metrics", "upstream_health_metrics",
-        ],
-        "rate-limiting" => &[
-            "second", "minute", "hour", "day", "month", "year", "limit_by", "header_name", "path",
-            "policy", "fault_tolerant", "redis", "hide_client_headers", "error_code",
-            "error_message", "sync_rate", "redis_host", "redis_port", "redis_password",
-            "redis_username", "redis_ssl", "redis_ssl_verify", "redis_server_name", "redis_timeout",
-            "redis_database",
-        ],
-        "request-termination" => &["status_code", "message", "content_type", "body", "echo", "trigger"],
-        _ => return None,
-    })
-}
-
-/// Plugin fields of Kong 3.10 that Sluice has: (plugin, field).
+/// Plugin fields of Kong 3.10 that Sluice has: (plugin, field). Kong 3.9 refuses them.
 pub const SINCE_3_10: &[(&str, &str)] = &[
     ("cors", "allow_origin_absent"),
     ("prometheus", "wasm_metrics"),
@@ -91,15 +67,10 @@ pub const SINCE_3_10: &[(&str, &str)] = &[
     ("session", "store_metadata"),
 ];
 
-/// `redis` of rate-limiting (`kong/tools/redis/schema.lua`).
-#[rustfmt::skip]
-const REDIS: &[&str] = &[
-    "host", "port", "timeout", "username", "password", "database", "ssl", "ssl_verify", "server_name",
-];
-
 /// The fields of a flat declarative document (an export) that Kong 3.9 would refuse, as `kind[i].field`.
 /// Top-level keys other than entity kinds, and plugins this table does not know, are reported too.
 pub fn refused(doc: &Value) -> Vec<String> {
+    let plugins = kong_rows();
     let mut out = Vec::new();
     for (kind, list) in doc.as_object().expect("a document") {
         if matches!(kind.as_str(), "_format_version" | "_transform") {
@@ -117,25 +88,58 @@ pub fn refused(doc: &Value) -> Vec<String> {
                 continue;
             }
             let name = e["name"].as_str().unwrap_or_default();
-            let config = e["config"].as_object().expect("a config");
-            match plugin(name) {
-                Some(fields) => out.extend(
-                    unknown(config, fields, &format!("{at}.config"))
-                        .into_iter()
-                        .filter(|f| {
-                            !SINCE_3_10
-                                .iter()
-                                .any(|(p, k)| *p == name && f.ends_with(&format!(".{k}")))
-                        }),
-                ),
-                None => out.push(format!("{at}: plugin {name} not in the table")),
+            if !plugins.keys().any(|(p, _)| p == name) {
+                out.push(format!("{at}: plugin {name} not in the table"));
+                continue;
             }
-            if let Some(Value::Object(redis)) = config.get("redis") {
-                out.extend(unknown(redis, REDIS, &format!("{at}.config.redis")));
-            }
+            let config = e.get("config").unwrap_or(&Value::Null);
+            let at = format!("{at}.config");
+            config_refused(&plugins, name, "", config, &at, &mut out);
         }
     }
     out
+}
+
+/// The keys of a plugin's `config` (or of a record in it, at table path `prefix`) that Kong 3.9.1's
+/// schema lacks, following records, arrays of records and maps of records down.
+fn config_refused(
+    table: &Table,
+    plugin: &str,
+    prefix: &str,
+    v: &Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
+    let Value::Object(m) = v else { return };
+    for (k, v) in m {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let here = format!("{at}.{k}");
+        let row = |p: &str| table.get(&(plugin.to_string(), p.to_string()));
+        let Some(field) = row(&path) else {
+            out.push(here);
+            continue;
+        };
+        let each: Vec<(&Value, String)> = match (v, field.ty.as_str()) {
+            (Value::Object(_), "record") => vec![(v, path)],
+            (Value::Array(items), "array" | "set") => {
+                items.iter().map(|x| (x, format!("{path}[]"))).collect()
+            }
+            (Value::Object(values), "map") => values
+                .values()
+                .map(|x| (x, format!("{path}{{}}")))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (x, p) in each {
+            if row(&p).is_some_and(|r| r.ty == "record") {
+                config_refused(table, plugin, &p, x, &here, out);
+            }
+        }
+    }
 }
 
 /// The keys of `e` outside `known`, as `at.key`.

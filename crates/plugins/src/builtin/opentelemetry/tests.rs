@@ -100,3 +100,12 @@ fn schema_defaults_and_checks() {
         "a given record needs default_format"
     );
 }
+
+#[test]
+fn the_deprecated_endpoint_sets_traces_endpoint_and_is_not_kept() {
+    let v = validate(json!({"endpoint": "http://127.0.0.1:4318/v1/traces"})).unwrap();
+    assert_eq!(v["traces_endpoint"], "http://127.0.0.1:4318/v1/traces");
+    assert!(v.get("endpoint").is_none(), "{v}");
+    let v = validate(json!({"traces_endpoint": "http://a/v1/traces"})).unwrap();
+    assert!(v.get("endpoint").is_none(), "{v}");
+}

@@ -93,7 +93,6 @@ pub(super) fn schema(database: bool) -> Schema {
                     "service",
                     "header",
                     "path",
-                    "consumer-group",
                 ]),
             ),
             ("header_name", Field::string()),
@@ -132,7 +131,10 @@ pub(crate) fn redis_schema() -> Schema {
     Schema::new(vec![
         ("host", Field::string()),
         ("port", Field::integer().default(6379).between(0.0, 65535.0)),
-        ("timeout", Field::integer().default(2000)),
+        (
+            "timeout",
+            Field::integer().default(2000).between(0.0, 2_147_483_646.0),
+        ),
         ("username", Field::string()),
         ("password", Field::string()),
         ("database", Field::integer().default(0)),
@@ -219,10 +221,6 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
         Some("path") if m["path"].is_null() => {
             errors.push(FieldError::new("path", "required field missing"))
         }
-        Some("consumer-group") => errors.push(FieldError::new(
-            "limit_by",
-            "consumer groups are not supported by this build",
-        )),
         _ => {}
     }
     errors.is_empty().then_some(()).ok_or(errors)

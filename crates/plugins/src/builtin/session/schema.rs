@@ -104,8 +104,9 @@ pub(super) fn schema() -> Schema {
             Field::string().default("session_logout"),
         ),
         ("logout_post_arg", Field::string().default("session_logout")),
-        ("hash_subject", Field::boolean().default(false)),
-        ("store_metadata", Field::boolean().default(false)),
+        // Kong 3.10's (false when unset): stored and exported only when given, for Kong 3.9.
+        ("hash_subject", Field::boolean().only_when_set()),
+        ("store_metadata", Field::boolean().only_when_set()),
         // Kong's deprecated shorthands, translated by `shorthands` and then dropped.
         ("cookie_lifetime", Field::number()),
         ("cookie_idletime", Field::number()),

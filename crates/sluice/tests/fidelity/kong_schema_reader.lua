@@ -1,0 +1,143 @@
+-- kong_schema_reader.lua: how kong-3.9-plugin-schemas.txt was read from Kong's source (not run by the tests).
+-- Loads kong/plugins/<name>/schema.lua of a Kong checkout with stand-ins for the modules that need
+-- OpenResty, and prints each config field's type, required, default, one_of and between, one line per
+-- field, then the shorthand fields; given a module name (`kong.db.schema.entities.routes`), an entity's
+-- fields. Usage: luajit kong_schema_reader.lua <directory holding kong/> <plugin or module>...
+local root = arg[1]
+function is_array_fn(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n == #t end
+local NULL = setmetatable({}, { __tostring = function() return "null" end })
+local function magic()
+  local m
+  m = setmetatable({}, { __index = function() return m end, __call = function() return m end })
+  return m
+end
+_G.ngx = { null = NULL, re = magic(), log = function() end, ERR = 4, WARN = 5, DEBUG = 8, INFO = 7, NOTICE = 6, CRIT = 3, ALERT = 2, EMERG = 1, STDERR = 0,
+  config = magic(), shared = magic(), worker = magic(), var = magic(), ctx = {}, md5 = function() return "" end,
+  now = function() return 0 end, time = function() return 0 end, localtime = function() return "" end,
+  get_phase = function() return "init" end, sleep = function() end, timer = magic(), thread = magic(),
+  encode_base64 = function() return "" end, decode_base64 = function() return "" end, hmac_sha1 = magic(), sha1_bin = magic() }
+_G.kong = magic()
+table.unpack = unpack
+package.preload["table.isarray"] = function() return function(t) return is_array_fn(t) end end
+package.preload["table.clone"] = function() return function(t) local c = {} for k, v in pairs(t) do c[k] = v end return c end end
+package.preload["table.new"] = function() return function() return {} end end
+package.preload["table.nkeys"] = function() return function(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n end end
+local function define(t)
+  return setmetatable(t, { __call = function(self, over)
+    local c = {}
+    for k, v in pairs(self) do c[k] = v end
+    for k, v in pairs(over or {}) do c[k] = v end
+    return define(c)
+  end })
+end
+local stubs = {
+  ["kong.db.schema"] = { define = define, validators = magic() },
+  ["socket.url"] = magic(), ["lfs"] = magic(), ["cjson"] = magic(), ["cjson.safe"] = magic(),
+  ["pl.template"] = magic(), ["kong.tools.rand"] = magic(), ["kong.tools.sandbox"] = magic(),
+}
+local loaded = {}
+local real_require = require
+function require(name)
+  if loaded[name] ~= nil then return loaded[name] end
+  if stubs[name] then loaded[name] = stubs[name]; return stubs[name] end
+  if name:match("^resty") or name:match("^ngx") then loaded[name] = magic(); return loaded[name] end
+  local ok, mod = pcall(real_require, name)
+  if ok then loaded[name] = mod; return mod end
+  local path = root .. "/" .. name:gsub("%.", "/") .. ".lua"
+  local f = loadfile(path) or loadfile((path:gsub("%.lua$", "/init.lua")))
+  if f then
+    local ok2, res = pcall(f, name)
+    if ok2 then loaded[name] = res == nil and true or res; return loaded[name] end
+    io.stderr:write("stub for ", name, ": ", tostring(res), "\n")
+  else
+    io.stderr:write("stub for missing ", name, "\n")
+  end
+  loaded[name] = magic()
+  return loaded[name]
+end
+
+local function is_array(t)
+  if type(t) ~= "table" then return false end
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n == #t
+end
+local function json(v, kind)
+  if v == NULL then return "null" end
+  local t = type(v)
+  if t == "string" then return '"' .. v:gsub('\\', '\\\\'):gsub('"', '\\"') .. '"' end
+  if t == "number" then
+    if v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", v) end
+    return tostring(v)
+  end
+  if t == "boolean" then return tostring(v) end
+  if t == "table" then
+    if next(v) == nil then return (kind == "record" or kind == "map") and "{}" or "[]" end
+    if is_array(v) then
+      local out = {}
+      for _, x in ipairs(v) do out[#out + 1] = json(x) end
+      return "[" .. table.concat(out, ",") .. "]"
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys)
+    local out = {}
+    for _, k in ipairs(keys) do out[#out + 1] = json(k) .. ":" .. json(v[k]) end
+    return "{" .. table.concat(out, ",") .. "}"
+  end
+  return '"?' .. t .. '"'
+end
+
+local function line(plugin, path, f)
+  local parts = { plugin, path, type(f.type) == "string" and f.type or "?" }
+  if f.required then parts[#parts + 1] = "required" end
+  if f.default ~= nil then parts[#parts + 1] = "default=" .. json(f.default, f.type) end
+  if f.one_of then parts[#parts + 1] = "one_of=" .. json(f.one_of) end
+  if f.between then parts[#parts + 1] = "between=" .. json(f.between) end
+  print(table.concat(parts, " "))
+end
+
+local walk
+local function field(plugin, path, f)
+  if f.type == "foreign" then return end
+  line(plugin, path, f)
+  if f.type == "record" then walk(plugin, path .. ".", f.fields or {}) end
+  if (f.type == "array" or f.type == "set") and f.elements then field(plugin, path .. "[]", f.elements) end
+  if f.type == "map" and f.values then field(plugin, path .. "{}", f.values) end
+end
+walk = function(plugin, prefix, fields)
+  for _, one in ipairs(fields) do
+    local name, f = next(one)
+    field(plugin, prefix .. name, f)
+  end
+end
+
+package.path = root .. "/?.lua;" .. root .. "/?/init.lua;" .. package.path
+for i = 2, #arg do
+  local name = arg[i]
+  if name:match("^kong%.") then
+    -- A module of entity schemas (`kong.db.schema.entities.routes`, `kong.plugins.key-auth.daos`): every
+    -- field of each entity, foreign keys included.
+    local loaded = require(name)
+    local list = loaded.fields and { loaded } or loaded
+    for key, schema in pairs(list) do
+      local short = schema.name or (type(key) == "string" and key) or name:gsub("^.*%.", "")
+      for _, one in ipairs(schema.fields) do
+        local k, f = next(one)
+        if f.type == "foreign" then line(short, k, f) else field(short, k, f) end
+      end
+    end
+  else
+    local schema = require("kong.plugins." .. name .. ".schema")
+    for _, one in ipairs(schema.fields) do
+      local k, f = next(one)
+      if k == "config" then
+        walk(name, "", f.fields)
+        for _, sh in ipairs(f.shorthand_fields or {}) do
+          local sk, sf = next(sh)
+          print(table.concat({ name, sk, sf.type, "shorthand" }, " "))
+        end
+      end
+    end
+  end
+end
