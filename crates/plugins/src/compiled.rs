@@ -252,6 +252,10 @@ fn applies_to(p: &sluice_model::Plugin, route: Option<&Route>) -> bool {
 }
 
 fn chain_for(instances: Vec<&Instance<'_>>, route: Option<&Route>) -> PluginChain {
+    // Most routes of a large config have no plugin: no map, no pass.
+    if instances.is_empty() {
+        return PluginChain::new(Vec::new());
+    }
     let applies = |p: &sluice_model::Plugin| applies_to(p, route);
     let mut by_name: BTreeMap<(i32, &str), Vec<&Instance<'_>>> = BTreeMap::new();
     for inst in instances.into_iter().filter(|i| applies(i.entity)) {

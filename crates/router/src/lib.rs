@@ -57,9 +57,13 @@ pub struct RouteSpec {
 }
 
 /// A route compiled by a [`Router`], to be reused by a later one ([`Router::build_from`]) when the
-/// caller's route did not change.
+/// caller's route did not change: the route, and its position in the router it came from (which lets a
+/// build after that router keep its ranking instead of sorting every route again).
 #[derive(Clone)]
-pub struct Compiled(Arc<CompiledRoute>);
+pub struct Compiled {
+    route: Arc<CompiledRoute>,
+    position: u32,
+}
 
 /// One route for [`Router::build_from`]: to compile, or compiled by an earlier router.
 pub enum RouteInput {
@@ -129,7 +133,7 @@ pub struct Router {
     /// The caller's index of each route (as given; ascending when the caller gave them so).
     ids: Vec<usize>,
     /// (route index, path index or None) in rank order: index = rank.
-    candidates: Vec<(u32, Option<u32>)>,
+    ranking: priority::Ranking,
     /// Plain prefix text → ranks of candidates with that prefix, ascending. Hashed with FxHash: SipHash
     /// was a quarter of a match's instructions, and the keys come from the config, so a request can only
     /// look up, never shape the table.
@@ -161,16 +165,25 @@ impl Router {
         let mut errors = Vec::new();
         let mut routes = Vec::with_capacity(inputs.len());
         let mut ids = Vec::with_capacity(inputs.len());
+        // Each route's position in `previous`, when it was compiled there.
+        let mut from = Vec::with_capacity(inputs.len());
         for input in inputs {
             match input {
-                RouteInput::Compiled(id, Compiled(route)) => {
-                    routes.push(route);
+                RouteInput::Compiled(id, compiled) => {
+                    let came_from_previous = previous.is_some_and(|p| {
+                        p.routes
+                            .get(compiled.position as usize)
+                            .is_some_and(|r| Arc::ptr_eq(r, &compiled.route))
+                    });
+                    from.push(came_from_previous.then_some(compiled.position));
+                    routes.push(compiled.route);
                     ids.push(id);
                 }
                 RouteInput::Spec(spec) => match CompiledRoute::compile(&spec) {
                     Ok(r) => {
                         routes.push(Arc::new(r));
                         ids.push(spec.id);
+                        from.push(None);
                     }
                     Err(e) => errors.extend(e.into_iter().map(|message| BuildError {
                         route: spec.id,
@@ -182,7 +195,11 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let candidates = priority::ranked(&routes);
+        let ranking = match previous {
+            Some(p) => priority::Ranking::after(&routes, &from, &p.ranking),
+            None => priority::Ranking::of(&routes),
+        };
+        let candidates = &ranking.candidates;
         let mut prefixes: HashMap<Arc<str>, Ranks, FxBuildHasher> =
             HashMap::with_capacity_and_hasher(routes.len(), FxBuildHasher);
         let mut scanned = Vec::new();
@@ -217,7 +234,7 @@ impl Router {
         Ok(Router {
             routes,
             ids,
-            candidates,
+            ranking,
             prefixes,
             prefix_lengths,
             scanned,
@@ -234,7 +251,10 @@ impl Router {
             Some(&at_id) if at_id == id => id,
             _ => self.ids.binary_search(&id).ok()?,
         };
-        Some(Compiled(self.routes[at].clone()))
+        Some(Compiled {
+            route: self.routes[at].clone(),
+            position: at as u32,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -300,7 +320,7 @@ impl Router {
 
     #[inline]
     fn try_candidate(&self, rank: u32, input: &Input<'_>) -> Option<Match> {
-        let (route_index, path_index) = self.candidates[rank as usize];
+        let (route_index, path_index) = self.ranking.candidates[rank as usize];
         let route = &self.routes[route_index as usize];
         if !route.matches_non_path(input) {
             return None;

@@ -88,10 +88,7 @@ pub fn queue_schema() -> Schema {
         ),
         (
             "concurrency_limit",
-            Field::integer().default(1).check(|v| match v.as_i64() {
-                Some(1 | -1) => Ok(()),
-                _ => Err("expected one of: -1, 1".into()),
-            }),
+            Field::integer().default(1).one_of_int(&[-1, 1]),
         ),
     ])
 }
