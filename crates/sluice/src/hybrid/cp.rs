@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
 /// What the CP knows of a connected (or recently seen) data plane: Kong's `clustering_data_planes` row.
@@ -84,7 +85,7 @@ pub async fn serve(
                 max_payload,
             };
             if let Err(e) = link.run(acceptor, tcp).await {
-                tracing::warn!(%peer, error = %e, "data plane link closed");
+                tracing::warn!(%peer, error = %format!("{e:#}"), "data plane link closed");
             }
         });
     }
@@ -207,6 +208,10 @@ impl Link {
                             plane.config_hash = parse_ping(&data)?.to_string();
                             plane.last_seen = now();
                             self.record(&plane);
+                        }
+                        // Why a DP ends the link, when it says (e.g. 1009: a config over its cluster_max_payload).
+                        Some(Ok(Message::Close(Some(frame)))) if frame.code != CloseCode::Normal => {
+                            anyhow::bail!("the data plane closed the link ({}): {}", u16::from(frame.code), frame.reason);
                         }
                         Some(Ok(Message::Close(_))) | None => return Ok(()),
                         Some(Ok(Message::Pong(_))) => plane.last_seen = now(),

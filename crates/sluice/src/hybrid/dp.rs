@@ -2,7 +2,8 @@
 //! `/v1/outlet`), send `basic_info` (offering Sluice's deltas: a Kong CP ignores the offer), apply every
 //! config the CP pushes and every delta a Sluice CP sends ([`super::dp_delta`]), ping every 30 s with the
 //! running config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
-//! its last config; a restarted DP serves the one in its store.
+//! its last config; a restarted DP serves the one in its store. A frame over `cluster_max_payload`
+//! (compressed or inflated) is an error in the log, and the close frame (1009) tells the CP why.
 
 use super::dp_delta::{DeltaSync, Outcome};
 use super::ClusterSettings;
@@ -12,10 +13,15 @@ use futures_util::{SinkExt, StreamExt};
 use sluice_cluster::delta::{Held, SluiceHello};
 use sluice_cluster::frames::cp::CpMessage;
 use sluice_cluster::frames::dp::{ping_payload, BasicInfo, Outlet};
+use sluice_cluster::frames::FrameError;
 use sluice_cluster::frames::{PING_INTERVAL_SECS, PING_WAIT_SECS, SHARED_MTLS_SNI, TIMEOUT_SECS};
+use sluice_cluster::gzip::InflateError;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
 
 /// Keeps the link to the control plane up until the process ends.
 pub async fn run(
@@ -42,6 +48,9 @@ pub async fn run(
     loop {
         match link(&settings, &tls, &outlet, &loader, &mut held).await {
             Ok(()) => tracing::warn!("control plane closed the cluster link"),
+            Err(e) if e.is::<Oversized>() => {
+                tracing::error!(error = %e, "configuration from the control plane refused");
+            }
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "cluster link failed"),
         }
         // Kong's DP waits 5 to 10 s before it tries again.
@@ -114,9 +123,19 @@ async fn link(
                     Some(Ok(Message::Binary(data))) => data,
                     Some(Ok(Message::Close(_))) | None => return Ok(()),
                     Some(Ok(_)) => continue,
+                    Some(Err(WsError::Capacity(e))) => {
+                        return Err(refuse_oversized(&mut ws, settings.max_payload, e.to_string()).await);
+                    }
                     Some(Err(e)) => return Err(e.into()),
                 };
-                match CpMessage::decode(&data, settings.max_payload)? {
+                let message = match CpMessage::decode(&data, settings.max_payload) {
+                    Err(FrameError::Inflate(InflateError::TooLarge { .. })) => {
+                        let detail = format!("a frame of {} bytes inflates past it", data.len());
+                        return Err(refuse_oversized(&mut ws, settings.max_payload, detail).await);
+                    }
+                    decoded => decoded?,
+                };
+                match message {
                     CpMessage::Reconfigure(frame) => {
                         let version = frame.sluice.map(|s| s.version);
                         if current.as_deref() != Some(frame.config_hash.as_str()) {
@@ -151,6 +170,42 @@ async fn link(
             }
         }
     }
+}
+
+/// A frame over this DP's `cluster_max_payload` (an error in the log rather than a link failure: the CP
+/// sends the same config on every link until the limit or the config changes).
+#[derive(Debug)]
+struct Oversized(String);
+
+impl std::fmt::Display for Oversized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Oversized {}
+
+/// Refuses a frame over `limit` (`cluster_max_payload`): tells the CP why in the close frame (1009,
+/// "message too big", which the CP logs), and returns the link's error naming the limit.
+async fn refuse_oversized<S>(
+    ws: &mut WebSocketStream<S>,
+    limit: usize,
+    detail: String,
+) -> anyhow::Error
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let reason =
+        format!("configuration over the data plane's cluster_max_payload of {limit} bytes");
+    let close = CloseFrame {
+        code: CloseCode::Size,
+        reason: reason.clone().into(),
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), ws.close(Some(close))).await;
+    Oversized(format!(
+        "{reason} ({detail}); raise cluster_max_payload on this data plane, or make the configuration smaller"
+    ))
+    .into()
 }
 
 /// Loads a whole config from the CP through the loader (validated, stored, published); false when it was
