@@ -4,7 +4,7 @@
 //! - propagation: a change posted to the CP reaches every DP;
 //! - a partition: a DP's link is cut, a change is made meanwhile, the link heals: the DP catches up, and
 //!   the others had the change all along;
-//! - packet loss: 15% of a DP's packets are dropped at random (nftables); changes still arrive;
+//! - packet loss: 10% of a DP's packets are dropped at random (nftables); changes still arrive;
 //! - a CP outage: the DPs keep serving, a DP restarted meanwhile serves its stored config, and all of them
 //!   reconnect when the CP is back and get its changes.
 //!
@@ -83,7 +83,7 @@ async fn changes_reach_data_planes_on_other_hosts_through_partitions_loss_and_ou
     everywhere(&dps[..2], "/c", 200, Duration::ZERO).await;
 
     // Packet loss on dp2's link: every change still arrives.
-    site.lan.drop_randomly("dp2", 15);
+    site.lan.drop_randomly("dp2", 10);
     let mut paths = vec!["/a"];
     for path in ["/d1", "/d2", "/d3"] {
         paths.push(path);

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `N` and the names come from the process id and a counter, so parallel runs (and several LANs in one
-//! process) do not collide. The LAN is one /24 of 10.213.0.0/16, a range kept for these tests; nothing
+//! process) do not collide; `N` skips a /24 this namespace already has an address in. The LAN is one /24 of 10.213.0.0/16, a range kept for these tests; nothing
 //! global changes (no `ip_forward`, no sysctl). A host's link can be cut and healed, and packets on it
 //! dropped at random with nftables. Needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN), iproute2 and `nft`.
 
@@ -63,6 +63,22 @@ fn must(args: &[&str]) {
     }
 }
 
+/// The first 10.213.N (from N = `start` mod 250 + 1 on) whose /24 no address of this namespace is in, so
+/// that two LANs never route the same subnet.
+fn free_net(start: u32) -> String {
+    for i in 0..250 {
+        let net = format!("10.213.{}", (start + i) % 250 + 1);
+        let used = Command::new("ip")
+            .args(["-o", "-4", "addr", "show", "to", &format!("{net}.0/24")])
+            .output()
+            .is_ok_and(|out| !out.stdout.is_empty());
+        if !used {
+            return net;
+        }
+    }
+    panic!("every /24 of 10.213.0.0/16 is in use here");
+}
+
 impl Lan {
     /// Makes the LAN and one namespace per name in `hosts` (at most 250), at 10.213.N.1, .2, ... in
     /// that order. Panics with a clear message when network namespaces cannot be made here.
@@ -71,7 +87,7 @@ impl Lan {
         assert!(hosts.len() <= 250, "at most 250 hosts on a /24");
         let (pid, k) = (std::process::id(), MADE.fetch_add(1, Ordering::Relaxed));
         let tag = format!("sl{}{}", pid % 100_000, k % 10);
-        let net = format!("10.213.{}", (pid * 7 + k) % 250 + 1);
+        let net = free_net(pid * 7 + k);
         let mut lan = Lan {
             lan_ns: format!("{tag}-lan"),
             root_ip: format!("{net}.254").parse().expect("address"),
