@@ -18,7 +18,7 @@ mod hosts;
 
 use cluster::*;
 use hosts::{log_line, Site};
-use sluice_testkit::{client, self_signed, Gateway};
+use sluice_testkit::{get_json, self_signed, Gateway};
 use std::time::{Duration, Instant};
 
 /// Waits until `path` answers `want` on every DP; the time it took.
@@ -32,14 +32,7 @@ async fn everywhere(dps: &[Gateway], path: &str, want: u16, within: Duration) ->
 
 /// The addresses the CP lists its data planes at (`GET /clustering/data-planes`).
 async fn listed_ips(cp: &Gateway) -> Vec<String> {
-    let planes: serde_json::Value = client()
-        .get(cp.admin_url("/clustering/data-planes"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, _, planes) = get_json(&cp.admin_url("/clustering/data-planes"), &[]).await;
     let mut ips: Vec<String> = planes["data"]
         .as_array()
         .unwrap()

@@ -174,39 +174,25 @@ impl Lan {
         must(&["-n", &host.ns, "link", "set", &host.link, "up"]);
     }
 
-    /// Drops `percent` of the packets `name` receives and of those it sends, at random (nftables in its
-    /// namespace: `numgen random mod 100 < percent drop`). Replaces an earlier rate.
+    /// Drops `percent` (at most 99) of the packets `name` receives and of those it sends, at random
+    /// (nftables in its namespace: `numgen random mod 100 < percent drop`). Replaces an earlier rate.
     pub fn drop_randomly(&self, name: &str, percent: u32) {
         self.stop_dropping(name);
+        let chain = |hook: &str| {
+            format!(
+                "chain {hook} {{ type filter hook {hook} priority 0; \
+                 numgen random mod 100 < {percent} counter drop; }}"
+            )
+        };
         let rules = format!(
-            "table inet {LOSS_TABLE} {{\n\
-             chain input {{ type filter hook input priority 0; numgen random mod 100 < {percent} counter drop; }}\n\
-             chain output {{ type filter hook output priority 0; numgen random mod 100 < {percent} counter drop; }}\n\
-             }}\n"
+            "table inet {LOSS_TABLE} {{\n{}\n{}\n}}",
+            chain("input"),
+            chain("output")
         );
         let host = self.host(name);
-        let out = Command::new("ip")
-            .args(["netns", "exec", &host.ns, "nft", "-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child
-                    .stdin
-                    .take()
-                    .expect("stdin")
-                    .write_all(rules.as_bytes())?;
-                child.wait_with_output()
-            })
-            .expect("running nft");
-        assert!(
-            out.status.success(),
-            "nft (install nftables) in {}: {}",
-            host.ns,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        if let Err(e) = ip(&["netns", "exec", &host.ns, "nft", &rules]) {
+            panic!("{e} (is nftables installed?)");
+        }
     }
 
     /// How many packets the rules of [`Lan::drop_randomly`] dropped on `name` so far.
