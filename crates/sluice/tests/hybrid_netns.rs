@@ -8,8 +8,9 @@
 //! - a CP outage: the DPs keep serving, a DP restarted meanwhile serves its stored config, and all of them
 //!   reconnect when the CP is back and get its changes.
 //!
-//! On a LAN of their own, refused DPs and what both sides log: one with another certificate, and one
-//! whose `cluster_max_payload` the CP's config exceeds.
+//! On LANs of their own, refusals and what both sides log: a DP with another certificate, DPs whose
+//! `cluster_max_payload` the CP's config exceeds (compressed, or once inflated), and a CP whose own
+//! `cluster_max_payload` its config exceeds (it sends nothing, as Kong's CP).
 
 #[path = "hybrid_support/cluster.rs"]
 mod cluster;
@@ -149,9 +150,32 @@ async fn refused_data_planes_say_why_on_both_sides() {
             site.ip(host),
             format!("cluster_max_payload of {limit} bytes"),
         );
-        let line = log_line(dp, &["ERROR", &limit], within).await;
-        assert!(line.contains("refused"), "{line}");
-        log_line(&cp, &["data plane link closed", &ip, &limit], within).await;
+        log_line(dp, &["ERROR", &limit], within).await;
+        log_line(
+            &cp,
+            &["ERROR", "data plane link closed", &ip, &limit],
+            within,
+        )
+        .await;
         assert_eq!(status(dp, "/route-0").await, 404);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_plane_sends_nothing_over_its_cluster_max_payload_and_says_so() {
+    let site = Site::new(&["cp", "dp"]);
+    // Over the frame of 40 routes (about 2 KB) and the DP's basic_info, under the frame of 400 routes.
+    let routes: Vec<String> = (0..400).map(|i| format!("/route-{i}")).collect();
+    let paths: Vec<&str> = routes.iter().map(String::as_str).collect();
+    let cp = site.control_plane(&paths, &[("SLUICE_CLUSTER_MAX_PAYLOAD", "8000")]);
+    let dp = site.data_plane("dp", &site.cert, &[]);
+    let (limit, within) = (
+        "configuration over the control plane's cluster_max_payload of 8000 bytes",
+        Duration::from_secs(10),
+    );
+    let line = log_line(&cp, &["ERROR", &site.ip("dp"), limit], within).await;
+    assert!(line.contains("not sent"), "{line}");
+    let line = log_line(&dp, &["ERROR", limit], within).await;
+    assert!(line.contains("closed the link (1009)"), "{line}");
+    assert_eq!(status(&dp, "/route-0").await, 404);
 }

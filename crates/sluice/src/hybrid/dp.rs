@@ -3,9 +3,10 @@
 //! config the CP pushes and every delta a Sluice CP sends ([`super::dp_delta`]), ping every 30 s with the
 //! running config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
 //! its last config; a restarted DP serves the one in its store. A frame over `cluster_max_payload`
-//! (compressed or inflated) is an error in the log, and the close frame (1009) tells the CP why.
+//! (compressed or inflated) is an error in the log, and the close frame tells the CP why ([`super::oversize`]).
 
 use super::dp_delta::{DeltaSync, Outcome};
+use super::oversize::{self, Oversized};
 use super::ClusterSettings;
 use crate::loader::{Loaded, Loader};
 use anyhow::{Context, Result};
@@ -18,10 +19,7 @@ use sluice_cluster::frames::{PING_INTERVAL_SECS, PING_WAIT_SECS, SHARED_MTLS_SNI
 use sluice_cluster::gzip::InflateError;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_tungstenite::WebSocketStream;
 
 /// Keeps the link to the control plane up until the process ends.
 pub async fn run(
@@ -49,7 +47,7 @@ pub async fn run(
         match link(&settings, &tls, &outlet, &loader, &mut held).await {
             Ok(()) => tracing::warn!("control plane closed the cluster link"),
             Err(e) if e.is::<Oversized>() => {
-                tracing::error!(error = %e, "configuration from the control plane refused");
+                tracing::error!(error = %e, "cluster link closed: a frame over cluster_max_payload");
             }
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "cluster link failed"),
         }
@@ -121,17 +119,18 @@ async fn link(
             frame = tokio::time::timeout(Duration::from_secs(PING_WAIT_SECS), ws.next()) => {
                 let data = match frame.context("no frame from the control plane for 45 s")? {
                     Some(Ok(Message::Binary(data))) => data,
-                    Some(Ok(Message::Close(_))) | None => return Ok(()),
+                    Some(Ok(Message::Close(frame))) => return oversize::closed("control plane", frame),
+                    None => return Ok(()),
                     Some(Ok(_)) => continue,
                     Some(Err(WsError::Capacity(e))) => {
-                        return Err(refuse_oversized(&mut ws, settings.max_payload, e.to_string()).await);
+                        return Err(oversize::refuse(&mut ws, "data plane", settings.max_payload, "configuration", &e.to_string()).await);
                     }
                     Some(Err(e)) => return Err(e.into()),
                 };
                 let message = match CpMessage::decode(&data, settings.max_payload) {
                     Err(FrameError::Inflate(InflateError::TooLarge { .. })) => {
                         let detail = format!("a frame of {} bytes inflates past it", data.len());
-                        return Err(refuse_oversized(&mut ws, settings.max_payload, detail).await);
+                        return Err(oversize::refuse(&mut ws, "data plane", settings.max_payload, "configuration", &detail).await);
                     }
                     decoded => decoded?,
                 };
@@ -170,42 +169,6 @@ async fn link(
             }
         }
     }
-}
-
-/// A frame over this DP's `cluster_max_payload` (an error in the log rather than a link failure: the CP
-/// sends the same config on every link until the limit or the config changes).
-#[derive(Debug)]
-struct Oversized(String);
-
-impl std::fmt::Display for Oversized {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Oversized {}
-
-/// Refuses a frame over `limit` (`cluster_max_payload`): tells the CP why in the close frame (1009,
-/// "message too big", which the CP logs), and returns the link's error naming the limit.
-async fn refuse_oversized<S>(
-    ws: &mut WebSocketStream<S>,
-    limit: usize,
-    detail: String,
-) -> anyhow::Error
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let reason =
-        format!("configuration over the data plane's cluster_max_payload of {limit} bytes");
-    let close = CloseFrame {
-        code: CloseCode::Size,
-        reason: reason.clone().into(),
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), ws.close(Some(close))).await;
-    Oversized(format!(
-        "{reason} ({detail}); raise cluster_max_payload on this data plane, or make the configuration smaller"
-    ))
-    .into()
 }
 
 /// Loads a whole config from the CP through the loader (validated, stored, published); false when it was
