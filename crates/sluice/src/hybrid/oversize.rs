@@ -50,10 +50,11 @@ where
     .into()
 }
 
-/// The end of a link that the `peer` closed: fine when it closed normally or said nothing, else an
-/// error with its code and reason ([`Oversized`] for 1009).
+/// The end of a link that the `peer` closed: fine when it closed normally, went away (shutting down) or
+/// said nothing, else an error with its code and reason ([`Oversized`] for 1009).
 pub fn closed(peer: &str, frame: Option<CloseFrame>) -> anyhow::Result<()> {
-    let Some(frame) = frame.filter(|f| f.code != CloseCode::Normal) else {
+    let fine = |f: &CloseFrame| matches!(f.code, CloseCode::Normal | CloseCode::Away);
+    let Some(frame) = frame.filter(|f| !fine(f)) else {
         return Ok(());
     };
     let code = u16::from(frame.code);
@@ -63,3 +64,6 @@ pub fn closed(peer: &str, frame: Option<CloseFrame>) -> anyhow::Result<()> {
         _ => Err(anyhow::anyhow!(message)),
     }
 }
+
+#[cfg(test)]
+mod tests;
