@@ -73,8 +73,16 @@ async fn changes_reach_data_planes_on_other_hosts_through_partitions_loss_and_ou
     );
     site.lan.heal("dp3");
     let took = everywhere(&dps[2..], "/c", 200, Duration::from_secs(15)).await;
-    eprintln!("dp3 caught up {took:?} after the link healed");
+    let links = plain_log(&dps[2])
+        .matches("connected to the control plane")
+        .count();
+    eprintln!("dp3 caught up {took:?} after the link healed, with {links} link(s) in all");
     everywhere(&dps[..2], "/c", 200, Duration::ZERO).await;
+    for dp in &dps[..2] {
+        let log = plain_log(dp);
+        let links = log.matches("connected to the control plane").count();
+        assert_eq!(links, 1, "the others kept their links:\n{log}");
+    }
 
     // Packet loss on dp2's link: every change still arrives.
     site.lan.drop_randomly("dp2", 10);
