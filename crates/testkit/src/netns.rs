@@ -10,9 +10,12 @@
 //! ```
 //!
 //! `N` and the names come from the process id and a counter, so parallel runs (and several LANs in one
-//! process) do not collide; `N` skips a /24 this namespace already has an address in. The LAN is one /24 of 10.213.0.0/16, a range kept for these tests; nothing
+//! process) do not collide; `N` skips a /24 this namespace already has an address in. What a process
+//! killed before its drop left is removed by the next `Lan` ([`stale`]). The LAN is one /24 of 10.213.0.0/16, a range kept for these tests; nothing
 //! global changes (no `ip_forward`, no sysctl). A host's link can be cut and healed, and packets on it
 //! dropped at random with nftables. Needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN), iproute2 and `nft`.
+
+mod stale;
 
 use std::net::IpAddr;
 use std::process::Command;
@@ -86,7 +89,9 @@ impl Lan {
         static MADE: AtomicU32 = AtomicU32::new(0);
         assert!(hosts.len() <= 250, "at most 250 hosts on a /24");
         let (pid, k) = (std::process::id(), MADE.fetch_add(1, Ordering::Relaxed));
-        let tag = format!("sl{}{}", pid % 100_000, k % 10);
+        // At most 15 characters in a link's name: "sl4194304_9h249".
+        let tag = format!("sl{pid}_{}", k % 10);
+        stale::sweep();
         let net = free_net(pid * 7 + k);
         let mut lan = Lan {
             lan_ns: format!("{tag}-lan"),
