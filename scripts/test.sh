@@ -20,6 +20,7 @@ command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+{ command -v nft && command -v ip; } >/dev/null 2>&1 || need+=(nftables iproute2)
 { command -v slapd || [ -x /usr/sbin/slapd ]; } >/dev/null 2>&1 && command -v ldappasswd >/dev/null 2>&1 || need+=(slapd ldap-utils)
 luajit -e "require('cjson')" >/dev/null 2>&1 || need+=(luajit lua-cjson)
 pg_ready() { psql -h 127.0.0.1 -U postgres -d postgres -tAc 'SELECT 1' >/dev/null 2>&1; }

@@ -18,6 +18,7 @@ mod diff;
 pub mod dp;
 mod dp_delta;
 pub mod mtls;
+mod oversize;
 mod push;
 mod rehash;
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! Runs the real `sluice` binary for integration tests, on free ports, with a temp prefix.
+//! Runs the real `sluice` binary for integration tests, on free ports, with a temp prefix; on 127.0.0.1,
+//! or in a network namespace on its address there ([`GatewayBuilder::netns`]).
 
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -40,6 +41,7 @@ pub struct GatewayBuilder {
     workers: usize,
     wait_ready: bool,
     prefix: Option<tempfile::TempDir>,
+    netns: Option<(String, IpAddr)>,
 }
 
 impl GatewayBuilder {
@@ -82,8 +84,19 @@ impl GatewayBuilder {
         self
     }
 
+    /// Runs the binary in the network namespace `ns` (`ip netns exec`), listening on `ip`, its address
+    /// there: the URLs and the readiness probe use that address (see [`crate::Lan`]).
+    pub fn netns(mut self, ns: &str, ip: IpAddr) -> Self {
+        self.netns = Some((ns.into(), ip));
+        self
+    }
+
     /// Starts the process and waits until it is ready; panics with its log if it never is.
     pub fn start(self) -> Gateway {
+        let (netns, host) = match self.netns {
+            Some((ns, ip)) => (Some(ns), ip),
+            None => (None, IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        };
         let prefix = match self.prefix {
             Some(p) => p,
             None => tempfile::tempdir().expect("tempdir"),
@@ -92,6 +105,8 @@ impl GatewayBuilder {
             bin: self.bin,
             prefix,
             ports: Ports::free(),
+            host,
+            netns,
             config: self.config.is_some(),
             env: self.env,
             args: self.args,
@@ -111,6 +126,10 @@ pub struct Gateway {
     bin: PathBuf,
     prefix: tempfile::TempDir,
     ports: Ports,
+    /// The address it listens on.
+    host: IpAddr,
+    /// The network namespace it runs in (None: this one).
+    netns: Option<String>,
     config: bool,
     env: Vec<(String, String)>,
     args: Vec<String>,
@@ -128,6 +147,7 @@ impl Gateway {
             workers: 2,
             wait_ready: true,
             prefix: None,
+            netns: None,
         }
     }
 
@@ -151,8 +171,16 @@ impl Gateway {
     /// One start; Err(log) when the process exited before it was ready.
     fn try_spawn(&mut self, wait_ready: bool) -> Result<(), String> {
         let log = std::fs::File::create(self.log_path()).expect("log file");
-        let mut cmd = Command::new(&self.bin);
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns]).arg(&self.bin);
+                cmd
+            }
+            None => Command::new(&self.bin),
+        };
         cmd.arg("start");
+        let host = self.host;
         if self.config {
             cmd.arg("--config").arg(self.prefix().join("kong.yml"));
         }
@@ -160,17 +188,17 @@ impl Gateway {
             .env(
                 "SLUICE_PROXY_LISTEN",
                 format!(
-                    "127.0.0.1:{}, 127.0.0.1:{} ssl http2",
+                    "{host}:{}, {host}:{} ssl http2",
                     self.ports.proxy, self.ports.proxy_tls
                 ),
             )
             .env(
                 "SLUICE_ADMIN_LISTEN",
-                format!("127.0.0.1:{}", self.ports.admin),
+                format!("{host}:{}", self.ports.admin),
             )
             .env(
                 "SLUICE_STATUS_LISTEN",
-                format!("127.0.0.1:{}", self.ports.status),
+                format!("{host}:{}", self.ports.status),
             )
             .env("SLUICE_PREFIX", self.prefix.path())
             .env("SLUICE_WORKER_THREADS", self.workers.to_string())
@@ -189,7 +217,7 @@ impl Gateway {
             {
                 return Err(format!("exit {status}:\n{}", self.log()));
             }
-            if let Some(code) = status_code(self.ports.status, "/status/ready") {
+            if let Some(code) = status_code((self.host, self.ports.status), "/status/ready") {
                 if code == 200 || !wait_ready {
                     return Ok(());
                 }
@@ -202,15 +230,15 @@ impl Gateway {
     }
 
     pub fn proxy_url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports.proxy)
+        format!("http://{}:{}{path}", self.host, self.ports.proxy)
     }
 
     pub fn admin_url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports.admin)
+        format!("http://{}:{}{path}", self.host, self.ports.admin)
     }
 
     pub fn status_url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports.status)
+        format!("http://{}:{}{path}", self.host, self.ports.status)
     }
 
     pub fn proxy_port(&self) -> u16 {
@@ -313,10 +341,10 @@ impl Drop for Gateway {
     }
 }
 
-/// A blocking GET to 127.0.0.1:port, returning the status code (no HTTP client needed before readiness).
-fn status_code(port: u16, path: &str) -> Option<u16> {
+/// A blocking GET to `addr`, returning the status code (no HTTP client needed before readiness).
+fn status_code(addr: (IpAddr, u16), path: &str) -> Option<u16> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr.into(), Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     write!(
         s,

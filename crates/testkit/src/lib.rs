@@ -1,7 +1,7 @@
 //! Test kit for Sluice's integration tests: a real echo upstream, a WebSocket echo upstream, misbehaving servers, a DNS server, a log
 //! sink, a launcher for the real `sluice` binary, an HTTP client and a bounded load loop. Everything binds
 //! 127.0.0.1 on ephemeral ports and cleans up on drop; servers run on their own threads, so any test runtime
-//! (or none) can use them.
+//! (or none) can use them. [`Lan`] makes separate hosts (network namespaces) for cluster tests.
 
 mod dns;
 mod echo;
@@ -10,6 +10,7 @@ mod gateway;
 mod grpc;
 mod h2raw;
 mod load;
+mod netns;
 mod nginx;
 mod pg;
 mod recorder;
@@ -27,6 +28,7 @@ pub use gateway::{Gateway, GatewayBuilder};
 pub use grpc::{Code, GrpcClient, GrpcRequest, GrpcUpstream, Msg};
 pub use h2raw::{h2_request, H2Answer};
 pub use load::{LoadLoop, LoadStats};
+pub use netns::{Host, Lan};
 pub use nginx::NginxPeer;
 pub use pg::{pg_server, psql, psql_command, PgRelay, TestDb};
 pub use recorder::{Received, Recorder};

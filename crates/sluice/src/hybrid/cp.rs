@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// What the CP knows of a connected (or recently seen) data plane: Kong's `clustering_data_planes` row.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -83,8 +83,14 @@ pub async fn serve(
                 pushes,
                 max_payload,
             };
-            if let Err(e) = link.run(acceptor, tcp).await {
-                tracing::warn!(%peer, error = %e, "data plane link closed");
+            match link.run(acceptor, tcp).await {
+                Err(e) if e.is::<super::oversize::Oversized>() => {
+                    tracing::error!(%peer, error = %e, "data plane link closed: a frame over cluster_max_payload");
+                }
+                Err(e) => {
+                    tracing::warn!(%peer, error = %format!("{e:#}"), "data plane link closed")
+                }
+                Ok(()) => {}
             }
         });
     }
@@ -137,7 +143,17 @@ impl Link {
         let outlet = outlet.context("no outlet query")?;
         let hello = match tokio::time::timeout(timeout, ws.next()).await {
             Ok(Some(Ok(Message::Binary(data)))) => BasicInfo::decode(&data)?,
-            _ => anyhow::bail!("no basic_info from the data plane"),
+            Ok(Some(Err(WsError::Capacity(e)))) => {
+                let (limit, detail) = (self.max_payload, e.to_string());
+                let refused =
+                    super::oversize::refuse(&mut ws, "control plane", limit, "basic_info", &detail);
+                return Err(refused.await);
+            }
+            Ok(Some(Err(e))) => {
+                return Err(anyhow::Error::new(e).context("no basic_info from the data plane"))
+            }
+            Err(_) => anyhow::bail!("no basic_info from the data plane within {TIMEOUT_SECS} s"),
+            Ok(other) => anyhow::bail!("no basic_info from the data plane, but {other:?}"),
         };
         let mut plane = DataPlane {
             id: outlet.node_id.clone(),
@@ -184,6 +200,17 @@ impl Link {
                         let (frames, after) = frames.await?;
                         sent = after;
                         for frame in frames {
+                            if frame.len() > self.max_payload {
+                                let detail = format!("a frame of {} bytes, not sent", frame.len());
+                                return Err(super::oversize::refuse(
+                                    &mut ws,
+                                    "control plane",
+                                    self.max_payload,
+                                    "configuration",
+                                    &detail,
+                                )
+                                .await);
+                            }
                             ws.send(Message::Binary(frame)).await?;
                         }
                         plane.sync_status = SyncStatus::Normal.as_str();
@@ -208,7 +235,9 @@ impl Link {
                             plane.last_seen = now();
                             self.record(&plane);
                         }
-                        Some(Ok(Message::Close(_))) | None => return Ok(()),
+                        // Why a DP ends the link, when it says (e.g. 1009: a config over its cluster_max_payload).
+                        Some(Ok(Message::Close(frame))) => return super::oversize::closed("data plane", frame),
+                        None => return Ok(()),
                         Some(Ok(Message::Pong(_))) => plane.last_seen = now(),
                         // Only a DP that offered deltas may send more than pings (Kong's CP drops others).
                         Some(Ok(Message::Binary(data))) if sent.deltas => {

@@ -2,9 +2,11 @@
 //! `/v1/outlet`), send `basic_info` (offering Sluice's deltas: a Kong CP ignores the offer), apply every
 //! config the CP pushes and every delta a Sluice CP sends ([`super::dp_delta`]), ping every 30 s with the
 //! running config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
-//! its last config; a restarted DP serves the one in its store.
+//! its last config; a restarted DP serves the one in its store. A frame over `cluster_max_payload`
+//! (compressed or inflated) is an error in the log, and the close frame tells the CP why ([`super::oversize`]).
 
 use super::dp_delta::{DeltaSync, Outcome};
+use super::oversize::{self, Oversized};
 use super::ClusterSettings;
 use crate::loader::{Loaded, Loader};
 use anyhow::{Context, Result};
@@ -12,10 +14,12 @@ use futures_util::{SinkExt, StreamExt};
 use sluice_cluster::delta::{Held, SluiceHello};
 use sluice_cluster::frames::cp::CpMessage;
 use sluice_cluster::frames::dp::{ping_payload, BasicInfo, Outlet};
+use sluice_cluster::frames::FrameError;
 use sluice_cluster::frames::{PING_INTERVAL_SECS, PING_WAIT_SECS, SHARED_MTLS_SNI, TIMEOUT_SECS};
+use sluice_cluster::gzip::InflateError;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// Keeps the link to the control plane up until the process ends.
 pub async fn run(
@@ -42,6 +46,9 @@ pub async fn run(
     loop {
         match link(&settings, &tls, &outlet, &loader, &mut held).await {
             Ok(()) => tracing::warn!("control plane closed the cluster link"),
+            Err(e) if e.is::<Oversized>() => {
+                tracing::error!(error = %e, "cluster link closed: a frame over cluster_max_payload");
+            }
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "cluster link failed"),
         }
         // Kong's DP waits 5 to 10 s before it tries again.
@@ -112,11 +119,22 @@ async fn link(
             frame = tokio::time::timeout(Duration::from_secs(PING_WAIT_SECS), ws.next()) => {
                 let data = match frame.context("no frame from the control plane for 45 s")? {
                     Some(Ok(Message::Binary(data))) => data,
-                    Some(Ok(Message::Close(_))) | None => return Ok(()),
+                    Some(Ok(Message::Close(frame))) => return oversize::closed("control plane", frame),
+                    None => return Ok(()),
                     Some(Ok(_)) => continue,
+                    Some(Err(WsError::Capacity(e))) => {
+                        return Err(oversize::refuse(&mut ws, "data plane", settings.max_payload, "configuration", &e.to_string()).await);
+                    }
                     Some(Err(e)) => return Err(e.into()),
                 };
-                match CpMessage::decode(&data, settings.max_payload)? {
+                let message = match CpMessage::decode(&data, settings.max_payload) {
+                    Err(FrameError::Inflate(InflateError::TooLarge { .. })) => {
+                        let detail = format!("a frame of {} bytes inflates past it", data.len());
+                        return Err(oversize::refuse(&mut ws, "data plane", settings.max_payload, "configuration", &detail).await);
+                    }
+                    decoded => decoded?,
+                };
+                match message {
                     CpMessage::Reconfigure(frame) => {
                         let version = frame.sluice.map(|s| s.version);
                         if current.as_deref() != Some(frame.config_hash.as_str()) {

@@ -31,8 +31,13 @@ pub fn cert_files(dir: &std::path::Path, cert: &TestCert) -> (String, String) {
 /// A service with a route per path (`/x` → route `rx`). Every entity has its timestamps, so one that is
 /// unchanged stays equal across `POST /config`s (a load stamps the entities without them with its time).
 pub fn config(upstream: u16, paths: &[&str]) -> String {
+    config_at("127.0.0.1", upstream, paths)
+}
+
+/// [`config`] with the upstream on another address (`host`).
+pub fn config_at(host: &str, upstream: u16, paths: &[&str]) -> String {
     let mut yaml = format!(
-        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://127.0.0.1:{upstream}\n  created_at: 1700000000\n  updated_at: 1700000000\n  routes:\n"
+        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://{host}:{upstream}\n  created_at: 1700000000\n  updated_at: 1700000000\n  routes:\n"
     );
     for p in paths {
         yaml.push_str(&format!(
