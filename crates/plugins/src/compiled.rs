@@ -117,18 +117,25 @@ impl CompiledPlugins {
             .filter(|i| !i.protocols.is_empty())
             .partition(|i| i.plugin.metrics_flags().is_some());
         let index = ScopeIndex::new(&chained);
+        // (Nothing to look up per route when no instance chains: a large config without plugins.)
         let routes = config
             .routes
             .iter()
-            .map(|r| chain_for(index.candidates(Some(r)), Some(r)))
+            .map(|r| match chained.is_empty() {
+                true => PluginChain::new(Vec::new()),
+                false => chain_for(index.candidates(Some(r)), Some(r)),
+            })
             .collect();
         let global = chain_for(index.candidates(None), None);
         let metered_index = ScopeIndex::new(&metered);
-        let route_metrics = config
-            .routes
-            .iter()
-            .map(|r| most_specific_flags(metered_index.candidates(Some(r)), Some(r)))
-            .collect();
+        let route_metrics = match metered.is_empty() {
+            true => vec![None; config.routes.len()],
+            false => config
+                .routes
+                .iter()
+                .map(|r| most_specific_flags(metered_index.candidates(Some(r)), Some(r)))
+                .collect(),
+        };
         let global_metrics = most_specific_flags(metered_index.candidates(None), None);
         Ok(CompiledPlugins {
             credentials,

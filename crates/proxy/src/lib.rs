@@ -66,7 +66,7 @@ pub use sluice_upstream::dns::{DnsSettings, Kind as DnsKind};
 pub use sluice_upstream::pool::Keepalive;
 pub use sluice_upstream::readahead::ResponseBuffering;
 pub use sluice_upstream::spool::BodyBuffering;
-pub use snapshot::{CompileError, Health, SharedSnapshot, Snapshot};
+pub use snapshot::{CompileError, Health, RouteIds, SharedSnapshot, Snapshot};
 pub use stats::{ConnectionStates, ProxyStats};
 pub use stream::{parse_stream_listen, StreamListen};
 

@@ -10,6 +10,7 @@ mod reuse;
 mod upstreams;
 
 use crate::metrics::RouteMeter;
+pub use reuse::RouteIds;
 use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteInput, RouteSpec, Router};
@@ -117,11 +118,34 @@ impl Snapshot {
     }
 
     /// [`Snapshot::compile`], reusing what `previous` (the live snapshot) compiled for the routes that
-    /// did not change.
+    /// did not change (each route compared with the live one of its id).
     pub fn compile_after(
         config: Arc<Config>,
         registry: &Registry,
         previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, CompileError> {
+        let reuse = reuse::Reuse::new(previous, None);
+        Snapshot::compile_reusing(config, registry, previous, reuse)
+    }
+
+    /// [`Snapshot::compile_after`] for a config made from `previous`'s by patching it: every route whose
+    /// id is not in `changed_routes` is the live route of that id, so it takes its compiled form without
+    /// being compared (a DB-mode or hybrid change of one entity on a large config).
+    pub fn compile_patched(
+        config: Arc<Config>,
+        registry: &Registry,
+        previous: &Snapshot,
+        changed_routes: &RouteIds,
+    ) -> Result<Snapshot, CompileError> {
+        let reuse = reuse::Reuse::new(Some(previous), Some(changed_routes));
+        Snapshot::compile_reusing(config, registry, Some(previous), reuse)
+    }
+
+    fn compile_reusing(
+        config: Arc<Config>,
+        registry: &Registry,
+        previous: Option<&Snapshot>,
+        mut reused: reuse::Reuse<'_>,
     ) -> Result<Snapshot, CompileError> {
         let started = Instant::now();
         let by_id: rustc_hash::FxHashMap<uuid::Uuid, usize> = config
@@ -131,7 +155,6 @@ impl Snapshot {
             .map(|(i, s)| (s.id, i))
             .collect();
         let service_index = |r: &Route| r.service.and_then(|s| by_id.get(&s.id).copied());
-        let mut reused = reuse::Reuse::new(previous);
         let mut inputs: Vec<RouteInput> = Vec::with_capacity(config.routes.len());
         inputs.extend(
             config

@@ -2,7 +2,8 @@
 //! the compiled router route of each route that is equal, field for field, to a route of the live
 //! config. Routes usually keep their place in `config.routes` (a change replaces one in place or
 //! appends one), so each is first compared with the live route at its own index; the id → index map of
-//! the live config is built only when that misses (a route was deleted or the order changed).
+//! the live config is built only when that misses (a route was deleted or the order changed). A config
+//! patched from the live one says which routes changed, and the others are taken without a comparison.
 
 use super::Snapshot;
 use sluice_model::Route;
@@ -10,17 +11,23 @@ use sluice_router::Compiled;
 use std::collections::HashMap;
 use uuid::Uuid;
 
+/// Route ids, e.g. the routes a patch changed.
+pub type RouteIds = rustc_hash::FxHashSet<Uuid>;
+
 /// The live snapshot's routes, looked up by the next config's routes.
 pub(super) struct Reuse<'p> {
     previous: Option<&'p Snapshot>,
+    /// The next config is the live one patched, and these are the routes the patch changed.
+    changed: Option<&'p RouteIds>,
     /// The live config's route index by id, built on the first lookup that needs it.
     by_id: Option<HashMap<Uuid, usize>>,
 }
 
 impl<'p> Reuse<'p> {
-    pub fn new(previous: Option<&'p Snapshot>) -> Reuse<'p> {
+    pub fn new(previous: Option<&'p Snapshot>, changed: Option<&'p RouteIds>) -> Reuse<'p> {
         Reuse {
             previous,
+            changed,
             by_id: None,
         }
     }
@@ -37,7 +44,11 @@ impl<'p> Reuse<'p> {
                 .get_or_insert_with(|| live.iter().enumerate().map(|(i, r)| (r.id, i)).collect())
                 .get(&route.id)?,
         };
-        if live[at] != *route {
+        let unchanged = match self.changed {
+            Some(changed) => !changed.contains(&route.id),
+            None => live[at] == *route,
+        };
+        if !unchanged {
             return None;
         }
         previous.router.compiled(at)

@@ -67,3 +67,24 @@ fn a_compile_after_a_change_routes_as_a_fresh_one() {
         assert_eq!(routed(&fresh, path), want, "{path}");
     }
 }
+
+/// A patched config's compile takes the routes it is told did not change as they are, and compiles the
+/// changed ones: it routes as a fresh compile (it is told the truth here), and a route it is told is
+/// unchanged keeps its live form (the contract: the caller names every changed route).
+#[test]
+fn a_patched_compile_compiles_the_changed_routes_only() {
+    let registry = Registry::builtin();
+    let first =
+        Snapshot::compile(routes_config(&[(1, "/a"), (2, "/b"), (3, "/c")]), &registry).unwrap();
+    let changed = routes_config(&[(1, "/a"), (2, "/b2"), (3, "/c2")]);
+    let told: RouteIds = [uuid::Uuid::from_u128(2)].into_iter().collect();
+    let next = Snapshot::compile_patched(changed, &registry, &first, &told).unwrap();
+    for (path, want) in [
+        ("/a", Some(1)),
+        ("/b2", Some(2)),
+        ("/b", None),
+        ("/c", Some(3)),
+    ] {
+        assert_eq!(routed(&next, path), want, "{path}");
+    }
+}
