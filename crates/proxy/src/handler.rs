@@ -190,14 +190,15 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
     // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
     let in_task = chain.has_body_filter();
     let fallback = in_task.then(|| Negotiation::of(&parts));
-    let start = phases::Start::Routed(parts, routed.client_ip);
+    let ip = routed.client_ip;
     if !in_task {
-        let steps = phases::steps(start, body, routed, negotiation, None, scope.clone());
+        let steps = phases::steps(parts, ip, body, routed, negotiation, None, scope.clone());
         return Step::Plugins(Box::pin(steps), None);
     }
     let (head_tx, head_rx) = oneshot::channel();
     let steps = phases::steps(
-        start,
+        parts,
+        ip,
         body,
         routed,
         negotiation,
@@ -258,7 +259,7 @@ impl Fast {
 
     /// Sends, then answers with the upstream's response (its body streamed, Kong's headers added while
     /// sending) or the gateway's error.
-    async fn send(self, scope: &Scope) -> Answer {
+    pub(crate) async fn send(self, scope: &Scope) -> Answer {
         let (snap, x) = (&*scope.snap, scope.exchange());
         let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.

@@ -21,7 +21,7 @@ mod rewrite;
 mod steps;
 mod streaming;
 pub(crate) use access_first::{start as access_first, Added};
-pub(crate) use steps::{steps, Start};
+pub(crate) use steps::steps;
 pub use streaming::{pump, LogFacts, Upstream};
 
 pub use ctx::{new_ctx, unrouted};

@@ -4,17 +4,19 @@
 //! what the plugins leave for the response ([`Added`]). The plugin context is dropped before the upstream
 //! wait, and nothing is boxed.
 //!
-//! A handler whose work must wait (a limit counted in Redis, an LDAP bind), or a body limit a plugin set,
-//! sends the request the general way: the rest of `access` and the steps after it, boxed
-//! ([`super::steps`]), with the context detached from the snapshot.
+//! A handler whose work must wait (a limit counted in Redis, an LDAP bind) detaches the context from the
+//! snapshot and finishes `access` in a boxed future ([`resumed`]), which then takes the fast path's send
+//! all the same. A body limit a plugin set sends the request the general way (`send` and
+//! `header_filter`, as [`super::steps`] does), since only that path caps the body.
 
 use super::logged::Detached;
-use super::steps::{steps, Start};
-use super::{consumer_slot, header_filter, new_ctx, prepare, whole, Outcome, RouteSteps};
+use super::{
+    access, consumer_slot, header_filter, new_ctx, prepare, send, whole, Outcome, RouteSteps,
+};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
-use crate::handler::{Fast, Scope, Step};
+use crate::handler::{Answer, Fast, Scope, Step};
 use crate::metrics::content_length;
 use http_body_util::BodyExt;
 use sluice_plugins::{AccessNow, AddedHeaders};
@@ -29,6 +31,11 @@ pub(crate) struct Added {
 }
 
 impl Added {
+    /// What the plugins left, boxed beside the fast path's send; None when they left nothing.
+    fn boxed(headers: AddedHeaders, consumer: Option<u32>) -> Option<Box<Added>> {
+        (!headers.is_empty() || consumer.is_some()).then(|| Box::new(Added { headers, consumer }))
+    }
+
     /// `header_filter` of an access-only chain: the plugins' headers on the response head.
     pub(crate) fn apply(self, headers: &mut http::HeaderMap) {
         self.headers.apply(headers);
@@ -61,9 +68,7 @@ pub(crate) fn start(
             match prepare(&ctx, chain, body, routed, snap, &x) {
                 Ok((sending, _)) => {
                     let consumer = meter.and_then(|m| consumer_slot(&ctx, m, snap));
-                    let headers = std::mem::take(&mut ctx.response_headers);
-                    let added = (!headers.is_empty() || consumer.is_some())
-                        .then(|| Box::new(Added { headers, consumer }));
+                    let added = Added::boxed(std::mem::take(&mut ctx.response_headers), consumer);
                     return Step::Fast(Fast::new(sending, negotiation, bytes_in, added));
                 }
                 Err(e) => Outcome::Failed(e),
@@ -73,8 +78,7 @@ pub(crate) fn start(
         now => {
             let ctx = Box::new(Detached::new(ctx, index));
             routed.found.captures = captures;
-            let start = Start::Resumed { ctx, now, bytes_in };
-            let rest = steps(start, body, routed, negotiation, None, scope.clone());
+            let rest = resumed(ctx, now, body, routed, negotiation, bytes_in, scope.clone());
             return Step::Plugins(Box::pin(rest), None);
         }
     };
@@ -82,4 +86,48 @@ pub(crate) fn start(
     let done = header_filter(ctx, chain, outcome, &negotiation, &x);
     let count = meter.map(|m| done.observe(m, series, snap, bytes_in, scope.started));
     Step::Done((whole(done), count))
+}
+
+/// The rest of `access` after a handler had to wait, then the fast path's send with what the plugins left
+/// (the context is dropped before the upstream wait). A plugin's answer, or a body limit a plugin set, goes
+/// through `send` and `header_filter` as in [`super::steps`]: an access-only chain has no handler there, only
+/// the headers its plugins added.
+async fn resumed(
+    ctx: Box<Detached>,
+    now: AccessNow,
+    body: ClientBody,
+    mut routed: Routed,
+    negotiation: Negotiation,
+    bytes_in: u64,
+    scope: Scope,
+) -> Option<Answer> {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let RouteSteps {
+        chain,
+        series,
+        meter,
+        captures,
+        ..
+    } = RouteSteps::of(&mut routed, snap);
+    let mut ctx = ctx.attach(snap, x.request_id, None);
+    ctx.captures = captures.as_ref();
+    let outcome = match access(&mut ctx, chain, body, Some(now)).await {
+        Ok(body) if ctx.body_limit.is_none() => {
+            match prepare(&ctx, chain, body, routed, snap, &x) {
+                Ok((sending, _)) => {
+                    let consumer = meter.and_then(|m| consumer_slot(&ctx, m, snap));
+                    let added = Added::boxed(std::mem::take(&mut ctx.response_headers), consumer);
+                    drop(ctx);
+                    let fast = Fast::new(sending, negotiation, bytes_in, added);
+                    return Some(fast.send(&scope).await);
+                }
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+        Ok(body) => send(&ctx, chain, body, routed, snap, &x).await,
+        Err(answered) => answered,
+    };
+    let done = header_filter(ctx, chain, outcome, &negotiation, &x);
+    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, scope.started));
+    Some((whole(done), count))
 }

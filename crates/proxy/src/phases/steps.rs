@@ -1,40 +1,27 @@
-//! Steps 4 to 9 of a routed request whose route has plugins, as one future: `access` (from its start, or
-//! from where [`super::access_first`] had to stop), balance and send, `header_filter`, the metrics count,
-//! then `body_filter` and `log` (inline, or in the chain's own task when it filters bodies).
+//! Steps 4 to 9 of a routed request whose route has plugins beyond `access` (access-only chains take
+//! [`super::access_first`]), as one future: `access`, balance and send, `header_filter`, the metrics
+//! count, then `body_filter` and `log` (inline, or in the chain's own task when it filters bodies).
 //!
-//! The future owns what it needs (the request head or a detached context, the snapshot through the
-//! [`Scope`]) and builds the plugin context inside, since the context borrows from the snapshot. The
-//! driver boxes it: most requests never take it.
+//! The future owns what it needs (the request head, the snapshot through the [`Scope`]) and builds the
+//! plugin context inside, since the context borrows from the snapshot. The driver boxes it: most requests
+//! never take it.
 
-use super::logged::Detached;
 use super::{access, header_filter, new_ctx, respond, send, stream, RouteSteps};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
 use crate::metrics::content_length;
-use sluice_plugins::AccessNow;
 use std::net::IpAddr;
 use tokio::sync::oneshot;
 
-/// Where the plugin steps begin.
-pub(crate) enum Start {
-    /// A request just routed: its head, and the client's address as the trust rules read it.
-    Routed(http::request::Parts, IpAddr),
-    /// A request part of whose `access` already ran ([`super::access_first`]): its context, what is left
-    /// of `access`, and the request's `Content-Length` as it came. Boxed: rare, and large.
-    Resumed {
-        ctx: Box<Detached>,
-        now: AccessNow,
-        bytes_in: u64,
-    },
-}
-
-/// Steps 4 to 9 from `start`. `head_tx` is Some for a chain that filters bodies, which runs in a task of
+/// Steps 4 to 9 of a request just routed (its head, and the client's address as the trust rules read
+/// it). `head_tx` is Some for a chain that filters bodies, which runs in a task of
 /// its own: the head then goes through it as soon as it is known, and the future ends with None after the
 /// log phase. Without it, the future ends with the answer.
 pub(crate) async fn steps(
-    start: Start,
+    parts: http::request::Parts,
+    client_ip: IpAddr,
     body: ClientBody,
     mut routed: Routed,
     negotiation: Negotiation,
@@ -44,20 +31,12 @@ pub(crate) async fn steps(
     let (snap, x) = (&*scope.snap, scope.exchange());
     let route = RouteSteps::of(&mut routed, snap);
     let (index, chain, meter) = (route.index, route.chain, route.meter);
-    let (mut ctx, resume, bytes_in) = match start {
-        Start::Routed(parts, client_ip) => {
-            let ctx = new_ctx(parts, snap, &x, Some(index), client_ip);
-            // Read before `access`: the request head may go upstream (moved) afterwards.
-            let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
-            (ctx, None, bytes_in)
-        }
-        Start::Resumed { ctx, now, bytes_in } => {
-            (ctx.attach(snap, x.request_id, None), Some(now), bytes_in)
-        }
-    };
+    let mut ctx = new_ctx(parts, snap, &x, Some(index), client_ip);
+    // Read before `access`: the request head may go upstream (moved) afterwards.
+    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
     ctx.captures = route.captures.as_ref();
     // 4. access, then 5. balance and send unless a plugin answered.
-    let outcome = match access(&mut ctx, chain, body, resume).await {
+    let outcome = match access(&mut ctx, chain, body, None).await {
         Ok(body) => send(&ctx, chain, body, routed, snap, &x).await,
         Err(answered) => answered,
     };
