@@ -1,0 +1,91 @@
+//! Kong's unique constraints across the entities of one config: natural keys per kind, given ids per kind,
+//! a plugin's scope, a target per upstream. Each entity claims its keys in input order; a key claimed
+//! before is an error on the later entity. An entity reused from the previous load claims the keys its
+//! validation gave then (see [`super::super::reuse`]).
+
+use super::super::reuse::UniqueKey;
+use super::{reported, Entity, FieldError, Kind};
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::Value;
+
+/// Natural keys seen so far, per kind and field.
+pub(super) type Seen = HashMap<(Kind, &'static str, String), ()>;
+
+/// The natural keys of an entity of `kind` from its normalized form (or, invalid, its reported form),
+/// besides its id.
+pub(super) fn keys(kind: Kind, v: &Value) -> Vec<UniqueKey> {
+    let s = |f: &str| v.get(f).and_then(|x| x.as_str()).map(String::from);
+    let mut keys: Vec<UniqueKey> = Vec::new();
+    let mut plain = |field: &'static str| keys.extend(s(field).map(|n| (field, n, None)));
+    match kind {
+        Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => plain("name"),
+        Kind::Consumer => {
+            plain("username");
+            plain("custom_id");
+        }
+        Kind::KeyAuth | Kind::Jwt => plain("key"),
+        Kind::BasicAuth | Kind::HmacAuth => plain("username"),
+        Kind::OAuth2 => plain("client_id"),
+        Kind::Target => keys.push((
+            "target",
+            format!("{}|{}", v["upstream"], v["target"]),
+            Some(v["target"].as_str().unwrap_or_default().to_string()),
+        )),
+        Kind::Plugin => keys.push((
+            "name",
+            plugin_scope(v),
+            Some(v["name"].as_str().unwrap_or_default().to_string()),
+        )),
+        _ => {}
+    }
+    keys
+}
+
+/// Checks the entity's keys against those seen before and claims them: its given id, then `own` (its
+/// [`keys`]; computed here from what it has when None).
+pub(super) fn claim(e: &mut Entity, own: Option<&[UniqueKey]>, seen: &mut Seen) {
+    let computed;
+    let own = match own {
+        Some(own) => own,
+        None => {
+            // Invalid entities still take part with their raw values, so a clash is reported even then.
+            computed = if e.normalized.is_null() {
+                keys(e.raw.kind, &Value::Object(reported(e)))
+            } else {
+                keys(e.raw.kind, &e.normalized)
+            };
+            &computed
+        }
+    };
+    let kind = e.raw.kind;
+    // Generated ids derive from the natural key, so only given ids can clash on their own.
+    let id = e
+        .raw
+        .value
+        .get("id")
+        .is_some_and(Value::is_string)
+        .then(|| ("id", e.id.to_string(), None));
+    for (field, value, shown) in id.iter().chain(own) {
+        if seen.insert((kind, *field, value.clone()), ()).is_some() {
+            e.errors.push(FieldError::entity(format!(
+                "uniqueness violation: '{}' entity with {field} set to '{}' already declared",
+                kind.key(),
+                shown.as_ref().unwrap_or(value)
+            )));
+        }
+    }
+}
+
+/// What makes a plugin instance unique: its name, scope and instance name, as one string.
+fn plugin_scope(v: &Value) -> String {
+    let mut key = String::with_capacity(128);
+    for field in ["name", "service", "route", "consumer", "instance_name"] {
+        // Scopes are `{"id": ...}` after validation; anything else is written out as JSON.
+        match v[field].get("id").and_then(Value::as_str) {
+            Some(id) => key.push_str(id),
+            None => key.push_str(&v[field].to_string()),
+        }
+        key.push('|');
+    }
+    key
+}
