@@ -92,13 +92,14 @@ pub fn build(
                 errors.entities.push(entity_error(e));
             } else if errors.entities.is_empty() {
                 match out.add_copy(e.raw.kind, from, entry.index, &entry.digest) {
-                    Some(at) => next.insert(
-                        key,
-                        Entry {
+                    Some(at) => {
+                        next.count_copy();
+                        let entry = Entry {
                             index: at,
                             ..entry.clone()
-                        },
-                    ),
+                        };
+                        next.insert(key, entry);
+                    }
                     None => errors.document.push(FieldError::new(
                         &e.raw.path,
                         "internal error building the config: the entity to reuse is gone",

@@ -45,6 +45,8 @@ pub struct Reusable {
     entries: HashMap<u128, Entry>,
     /// The serialization buffer of [`Reusable::key`].
     scratch: Vec<u8>,
+    /// Entities the load that built this map copied from the previous one.
+    copied: usize,
 }
 
 impl Default for Reusable {
@@ -53,6 +55,7 @@ impl Default for Reusable {
             keys: (RandomState::new(), RandomState::new()),
             entries: HashMap::default(),
             scratch: Vec::new(),
+            copied: 0,
         }
     }
 }
@@ -64,6 +67,7 @@ impl Reusable {
             keys: self.keys.clone(),
             entries: HashMap::with_capacity_and_hasher(capacity, Default::default()),
             scratch: Vec::with_capacity(4096),
+            copied: 0,
         }
     }
 
@@ -74,6 +78,16 @@ impl Reusable {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Entities the load that returned this map copied from the previous load instead of validating.
+    pub fn copied(&self) -> usize {
+        self.copied
+    }
+
+    /// Counts one entity copied by this load.
+    pub(super) fn count_copy(&mut self) {
+        self.copied += 1;
     }
 
     pub(super) fn get(&self, key: u128) -> Option<&Entry> {
