@@ -31,7 +31,7 @@ mod yaml_bounds;
 
 pub use export::{export, export_of, export_yaml, for_each_entity, for_each_entity_of};
 pub use one::{validate_one, Validated};
-pub use reuse::{Previous, Reusable};
+pub use reuse::{Copies, Previous, Reusable};
 pub use typed::{
     attach_snis, from_store, random_secret, remove as remove_entity, upsert as upsert_entity,
 };

@@ -2,6 +2,7 @@
 //! natural keys and references a store indexes. Serialized from the typed entities directly, one at a
 //! time, so committing a large config never builds a second copy of it.
 
+use crate::declarative::Copies;
 use crate::entities::*;
 use crate::Config;
 use serde::Serialize;
@@ -122,11 +123,18 @@ pub struct Changes {
 /// What changed from `live` to `next`, entity by entity (same id, equal value), when a store keeping
 /// each entity's position and appending new ones can follow: in each kind, the entities `next` keeps
 /// are in `live`'s order and its new ones come after them. None otherwise (write the whole config).
-pub fn changes(next: &Config, live: &Config) -> Option<Changes> {
+/// Entities `copies` marks as copies of `live`'s are not compared again.
+pub fn changes(next: &Config, live: &Config, copies: &Copies) -> Option<Changes> {
+    use crate::declarative::kinds::Kind;
     let mut out = Changes::default();
     macro_rules! each_kind {
         ([] $( $variant:ident ($ty:ident) { key: $key:ident, $($rest:tt)* } )*) => {
-            $( if !kind_changes(stringify!($key), &next.$key, &live.$key, &mut out) {
+            $( if !kind_changes(
+                stringify!($key),
+                (&next.$key, copies.of(Kind::$variant)),
+                &live.$key,
+                &mut out,
+            ) {
                 return None;
             } )*
         };
@@ -137,7 +145,7 @@ pub fn changes(next: &Config, live: &Config) -> Option<Changes> {
 
 fn kind_changes<T: Keys + PartialEq>(
     kind: &'static str,
-    next: &[T],
+    (next, copies): (&[T], &[bool]),
     live: &[T],
     out: &mut Changes,
 ) -> bool {
@@ -153,7 +161,7 @@ fn kind_changes<T: Keys + PartialEq>(
                 }
                 last = Some(j);
                 kept[j] = true;
-                if live[j] != *e {
+                if !copies.get(i).copied().unwrap_or(false) && live[j] != *e {
                     out.puts.push((kind, i));
                 }
             }

@@ -177,9 +177,10 @@ impl Loader {
         let (config, json) = match &live {
             Some(live) => {
                 let live = live.config().clone();
-                sluice_model::stamps::keep_unchanged_stamps(&mut config, &live);
+                let copies = reusable.copies();
+                sluice_model::stamps::keep_unchanged_stamps_but(&mut config, &live, copies);
                 self.go_live(config, started, |store, config, hash| {
-                    commit_over(store, config, &live, hash)
+                    commit_over(store, config, &live, copies, hash)
                 })?
             }
             None => self.go_live(config, started, commit)?,

@@ -93,7 +93,7 @@ pub fn build(
             } else if errors.entities.is_empty() {
                 match out.add_copy(e.raw.kind, from, entry.index, &entry.digest) {
                     Some(at) => {
-                        next.count_copy();
+                        next.count_copy(e.raw.kind, at);
                         let entry = Entry {
                             index: at,
                             ..entry.clone()

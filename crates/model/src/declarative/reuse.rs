@@ -46,6 +46,7 @@ pub struct Reusable {
     /// The serialization buffer of [`Reusable::key`].
     scratch: Vec<u8>,
     /// Entities the load that built this map copied from the previous one.
+    copies: Copies,
     copied: usize,
 }
 
@@ -55,6 +56,7 @@ impl Default for Reusable {
             keys: (RandomState::new(), RandomState::new()),
             entries: HashMap::default(),
             scratch: Vec::new(),
+            copies: Copies::default(),
             copied: 0,
         }
     }
@@ -67,6 +69,7 @@ impl Reusable {
             keys: self.keys.clone(),
             entries: HashMap::with_capacity_and_hasher(capacity, Default::default()),
             scratch: Vec::with_capacity(4096),
+            copies: Copies::default(),
             copied: 0,
         }
     }
@@ -85,8 +88,14 @@ impl Reusable {
         self.copied
     }
 
-    /// Counts one entity copied by this load.
-    pub(super) fn count_copy(&mut self) {
+    /// Which entities of the config this load built are copies.
+    pub fn copies(&self) -> &Copies {
+        &self.copies
+    }
+
+    /// Notes that entity `index` of `kind` is a copy.
+    pub(super) fn count_copy(&mut self, kind: Kind, index: usize) {
+        self.copies.mark(kind, index);
         self.copied += 1;
     }
 
@@ -127,6 +136,33 @@ impl Reusable {
         let high = self.keys.0.hash_one(&b[..]) as u128;
         let low = self.keys.1.hash_one(&b[..]) as u128;
         high << 64 | low
+    }
+}
+
+/// Which entities of a config are copies of the previous config's (per kind, by position): they equal
+/// their namesake there, timestamps included, so comparing them with it again can be skipped.
+#[derive(Debug, Default, Clone)]
+pub struct Copies(Vec<Vec<bool>>);
+
+impl Copies {
+    pub fn is_copy(&self, kind: Kind, index: usize) -> bool {
+        self.of(kind).get(index).copied().unwrap_or(false)
+    }
+
+    /// The flags of `kind`, by position (shorter than the list when its last entities are not copies).
+    pub fn of(&self, kind: Kind) -> &[bool] {
+        self.0.get(kind as usize).map_or(&[], Vec::as_slice)
+    }
+
+    fn mark(&mut self, kind: Kind, index: usize) {
+        if self.0.len() <= kind as usize {
+            self.0.resize(kind as usize + 1, Vec::new());
+        }
+        let flags = &mut self.0[kind as usize];
+        if flags.len() <= index {
+            flags.resize(index + 1, false);
+        }
+        flags[index] = true;
     }
 }
 

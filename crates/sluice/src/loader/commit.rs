@@ -5,6 +5,7 @@
 use super::LoadError;
 use sluice_admin::EntityJson;
 use sluice_model::declarative::kinds::Kind;
+use sluice_model::declarative::Copies;
 use sluice_model::{declarative, records, Config};
 use sluice_store::{EntityRecord, Store, StoreError};
 
@@ -76,15 +77,17 @@ pub(super) fn commit(store: &Store, config: &Config, hash: &str) -> Result<Entit
 }
 
 /// [`commit`] for a store that holds `live`: writes only the entities that differ from it, in one
-/// transaction, when the store can keep `config`'s order that way (see [`records::changes`]); the
+/// transaction, when the store can keep `config`'s order that way (see [`records::changes`]; `copies`
+/// are `config`'s entities known to equal `live`'s); the
 /// whole config otherwise. Returns the JSON of every entity, as [`commit`] does.
 pub(super) fn commit_over(
     store: &Store,
     config: &Config,
     live: &Config,
+    copies: &Copies,
     hash: &str,
 ) -> Result<EntityJson, LoadError> {
-    let Some(changes) = records::changes(config, live) else {
+    let Some(changes) = records::changes(config, live, copies) else {
         return commit(store, config, hash);
     };
     let rows = rows(config);
