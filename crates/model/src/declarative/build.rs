@@ -25,10 +25,9 @@ struct Entity {
     id: Uuid,
     errors: Vec<FieldError>,
     normalized: Value,
-    /// Foreign keys set by nesting or resolved from names (as `{"id": ...}`), then values generated
-    /// before validation (a key-auth key), in the order they were set: validation sees them in place of
-    /// the raw fields, and error reports show the raw value with them.
-    refs: Vec<(&'static str, Value)>,
+    /// Foreign keys set by nesting or resolved from names, in the order they were set: validation sees
+    /// them (as `{"id": ...}`) in place of the raw fields, and error reports show the raw value with them.
+    refs: Vec<(&'static str, Uuid)>,
     /// Validation ran, so error reports show a given id in its normalized form.
     validated: bool,
 }
@@ -153,12 +152,12 @@ pub fn build(
 /// Validates the entity's raw value with its id and references set, without copying or changing it.
 fn validate(e: &mut Entity) {
     let input = Value::Object(std::mem::take(&mut e.raw.value));
-    e.refs.push(("id", Value::String(e.id.to_string())));
-    match e.raw.kind.schema().validate_with(&input, &e.refs) {
+    let mut refs = ref_values(&e.refs);
+    refs.push(("id", Value::String(e.id.to_string())));
+    match e.raw.kind.schema().validate_with(&input, &refs) {
         Ok(v) => e.normalized = v,
         Err(errs) => e.errors.extend(errs),
     }
-    e.refs.pop();
     e.validated = true;
     let Value::Object(input) = input else {
         unreachable!("wrapped an object above")
@@ -166,12 +165,19 @@ fn validate(e: &mut Entity) {
     e.raw.value = input;
 }
 
+/// References as the schema and error reports see them: `{"id": "<uuid>"}`.
+fn ref_values(refs: &[(&'static str, Uuid)]) -> Vec<(&'static str, Value)> {
+    refs.iter()
+        .map(|(field, id)| (*field, serde_json::json!({ "id": id.to_string() })))
+        .collect()
+}
+
 /// The entity as error reports show it: the input as given, with its references set and, once
 /// validated, a given id in normalized form.
 fn reported(e: &Entity) -> Map<String, Value> {
     let mut v = e.raw.value.clone();
-    for (field, value) in &e.refs {
-        v.insert((*field).into(), value.clone());
+    for (field, value) in ref_values(&e.refs) {
+        v.insert(field.into(), value);
     }
     if e.validated && v.contains_key("id") {
         v.insert("id".into(), Value::String(e.id.to_string()));

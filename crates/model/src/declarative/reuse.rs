@@ -115,7 +115,7 @@ impl Reusable {
         load: &str,
         kind: Kind,
         id: Uuid,
-        refs: &[(&'static str, Value)],
+        refs: &[(&'static str, Uuid)],
         value: &Map<String, Value>,
     ) -> u128 {
         let b = &mut self.scratch;
@@ -125,13 +125,13 @@ impl Reusable {
             b.push(0);
         }
         b.extend_from_slice(id.as_bytes());
-        for (field, v) in refs {
+        for (field, id) in refs {
             b.extend_from_slice(field.as_bytes());
             b.push(0);
-            // Serializing a `Value` into memory cannot fail; JSON text is self-delimiting.
-            let _ = serde_json::to_writer(&mut *b, v);
+            b.extend_from_slice(id.as_bytes());
         }
         b.push(0);
+        // Serializing a `Value` into memory cannot fail.
         let _ = serde_json::to_writer(&mut *b, value);
         let high = self.keys.0.hash_one(&b[..]) as u128;
         let low = self.keys.1.hash_one(&b[..]) as u128;

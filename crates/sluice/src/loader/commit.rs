@@ -9,9 +9,11 @@ use sluice_model::declarative::Copies;
 use sluice_model::{declarative, records, Config};
 use sluice_store::{EntityRecord, Store, StoreError};
 
-/// One entity, owned, before it is lent to the store as an [`EntityRecord`].
+/// One entity, owned, before it is lent to the store as an [`EntityRecord`]; only its body when it is
+/// not to be written (a reply lists every entity, a reload writes only what changed).
 struct Row {
     kind: &'static str,
+    write: bool,
     id: String,
     body: Vec<u8>,
     unique: Vec<(&'static str, String)>,
@@ -30,24 +32,32 @@ impl Row {
     }
 }
 
-fn rows(config: &Config) -> Vec<Row> {
-    let mut rows = Vec::with_capacity(config.counts().iter().map(|(_, n)| n).sum());
+/// Every entity of `config` as a row, kind by kind; those `write` picks (by kind and position in its
+/// kind) with their keys.
+fn rows(config: &Config, mut write: impl FnMut(&'static str, usize) -> bool) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::with_capacity(config.counts().iter().map(|(_, n)| n).sum());
+    let mut position = 0;
     records::for_each_record(config, |r| {
-        rows.push(Row {
+        position = match rows.last() {
+            Some(last) if last.kind == r.kind => position + 1,
+            _ => 0,
+        };
+        let mut row = Row {
             kind: r.kind,
-            id: r.id.to_string(),
+            write: write(r.kind, position),
+            id: String::new(),
             body: r.body,
-            unique: r
-                .unique
-                .into_iter()
-                .map(|(f, v)| (f, v.to_string()))
-                .collect(),
-            foreign: r
-                .foreign
-                .into_iter()
-                .map(|(f, id)| (f, id.to_string()))
-                .collect(),
-        })
+            unique: Vec::new(),
+            foreign: Vec::new(),
+        };
+        if row.write {
+            row.id = r.id.to_string();
+            let unique = r.unique.into_iter().map(|(f, v)| (f, v.to_string()));
+            row.unique = unique.collect();
+            let foreign = r.foreign.into_iter().map(|(f, id)| (f, id.to_string()));
+            row.foreign = foreign.collect();
+        }
+        rows.push(row);
     });
     rows
 }
@@ -67,7 +77,7 @@ fn by_kind(rows: Vec<Row>) -> EntityJson {
 /// Writes the whole config to the store in one transaction, as the flat declarative export. Returns the
 /// entities' JSON it wrote: the same bytes the Admin API would serialize.
 pub(super) fn commit(store: &Store, config: &Config, hash: &str) -> Result<EntityJson, LoadError> {
-    let rows = rows(config);
+    let rows = rows(config, |_, _| true);
     let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
     let committed = store
         .replace_all(hash, &config.format_version, &records)
@@ -90,19 +100,9 @@ pub(super) fn commit_over(
     let Some(changes) = records::changes(config, live, copies) else {
         return commit(store, config, hash);
     };
-    let rows = rows(config);
     let puts: std::collections::HashSet<(&str, usize)> = changes.puts.iter().copied().collect();
-    let mut position = (None, 0);
-    let mut records = Vec::with_capacity(puts.len());
-    for row in &rows {
-        position = match position {
-            (Some(kind), i) if kind == row.kind => (Some(kind), i + 1),
-            _ => (Some(row.kind), 0),
-        };
-        if puts.contains(&(row.kind, position.1)) {
-            records.push(row.record());
-        }
-    }
+    let rows = rows(config, |kind, i| puts.contains(&(kind, i)));
+    let records: Vec<EntityRecord<'_>> = rows.iter().filter(|r| r.write).map(Row::record).collect();
     let deletes: Vec<(&str, String)> = changes
         .deletes
         .iter()
@@ -152,7 +152,7 @@ pub(super) fn commit_changes(
                     vec![(c.kind.key().to_string(), vec![body.clone()])],
                 )
                 .map_err(LoadError::Store)?;
-                rows.extend(self::rows(&one));
+                rows.extend(self::rows(&one, |_, _| true));
             }
         }
     }
