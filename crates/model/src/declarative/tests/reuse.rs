@@ -36,13 +36,14 @@ upstreams:
   targets:
   - target: 10.0.0.1
 consumers:
-- username: alice
-  basicauth_credentials:
-  - username: alice
-    password: secret
+- username: ann
+  custom_id: ann-1
   keyauth_credentials:
-  - key: alice-key
+  - key: ann-key
   - {}
+  basicauth_credentials:
+  - username: ann
+    password: pw
 "#;
 
 fn load(text: &str, previous: Option<Previous<'_>>) -> Result<(Config, Reusable), ConfigErrors> {
@@ -100,7 +101,7 @@ fn same_as_from_scratch_after(base: &str, text: &str) -> (Config, Vec<(&'static 
                 .iter_mut()
                 .zip(&reused.keyauth_credentials)
             {
-                if e.key.len() == 32 && e.key != "alice-key" {
+                if e.key.len() == 32 && e.key != "ann-key" {
                     e.key.clone_from(&r.key);
                     e.created_at = r.created_at;
                 }
@@ -209,7 +210,7 @@ fn entities_whose_references_resolve_elsewhere_are_validated_again() {
     assert_eq!(copies, counts(1, 2, 3, [1, 1, 1, 1]));
     // The consumer's id changes: its credentials (the basic-auth password is hashed with it) too.
     let (_, copies) =
-        same_as_from_scratch(&BASE.replace("- username: alice", "- username: alicia"));
+        same_as_from_scratch(&BASE.replace("- username: ann", "- username: anna"));
     assert_eq!(copies, counts(2, 3, 3, [0, 0, 0, 1]));
     // Moved routes: the plugin nested under r1 has a path-derived id.
     let moved = BASE.replace(
@@ -224,7 +225,7 @@ fn entities_whose_references_resolve_elsewhere_are_validated_again() {
         "_format_version: \"3.0\"\n_transform: false",
     );
     let (c, copies) = same_as_from_scratch(&plain);
-    assert_eq!(c.basicauth_credentials[0].password, "secret");
+    assert_eq!(c.basicauth_credentials[0].password, "pw");
     // Nothing is copied: the key covers `_transform`.
     assert!(copies.iter().all(|(_, n)| *n == 0), "{copies:?}");
 }
