@@ -69,7 +69,7 @@ pub fn build(
     // from it), checked for uniqueness against those before it, hashed, and turned into its typed form at
     // once, so the normalized form of a large config is never held whole. A valid entity's raw input is
     // dropped once it is built; invalid ones keep theirs for the error report.
-    let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
+    let mut seen = Seen::with_capacity_and_hasher(2 * entities.len(), Default::default());
     let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
         let key = e
@@ -83,13 +83,12 @@ pub fn build(
                 .filter(|h| h.kind == e.raw.kind && h.index < typed::count(p.config, h.kind))?;
             Some((key, p.config, entry))
         });
-        if let Some((key, from, entry)) = hit {
-            // Its validation passed with this very input: only uniqueness can fail it now.
-            e.validated = true;
-            unique::claim(e, Some(&entry.unique), &mut seen);
-            if !e.errors.is_empty() {
-                errors.entities.push(entity_error(e));
-            } else if errors.entities.is_empty() {
+        // Its validation passed with this very input: only uniqueness could fail it now, and then it goes
+        // the full way, which reports it.
+        if let Some((key, from, entry)) =
+            hit.filter(|(_, _, entry)| unique::claim_copy(e, &entry.unique, &mut seen, &next))
+        {
+            if errors.entities.is_empty() {
                 match out.add_copy(e.raw.kind, from, entry.index, &entry.digest) {
                     Some(at) => {
                         next.count_copy(e.raw.kind, at);
@@ -120,17 +119,18 @@ pub fn build(
             prepare::hash_password(&mut e.normalized);
         }
         let own = (!e.normalized.is_null()).then(|| unique::keys(e.raw.kind, &e.normalized));
-        unique::claim(e, own.as_deref(), &mut seen);
+        unique::claim(e, own.as_deref(), &mut seen, &next);
         if e.errors.is_empty() && errors.entities.is_empty() {
             let normalized = std::mem::take(&mut e.normalized);
             match out.add(e.raw.kind, &e.raw.path, normalized) {
                 Ok(added) => {
-                    if let (false, Some(key), Some(own)) = (added.random, key, own) {
+                    let unique = own.and_then(|own| unique::hashes(e.raw.kind, &own, &next));
+                    if let (false, Some(key), Some(unique)) = (added.random, key, unique) {
                         let entry = Entry {
                             kind: e.raw.kind,
                             index: added.index,
                             digest: added.digest,
-                            unique: own.into_boxed_slice(),
+                            unique,
                         };
                         next.insert(key, entry);
                     }

@@ -34,7 +34,34 @@ pub(crate) struct Entry {
     /// What the config hash covers of it.
     pub digest: Digest16,
     /// Its natural keys, from its normalized form.
-    pub unique: Box<[UniqueKey]>,
+    pub unique: KeyHashes,
+}
+
+/// The hashes of an entity's natural keys ([`Reusable::unique_hash`]), at most two (a consumer's
+/// `username` and `custom_id`), kept inline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHashes {
+    hashes: [u128; 2],
+    len: u8,
+}
+
+impl KeyHashes {
+    /// None when there are more than two.
+    pub(crate) fn new(hashes: impl Iterator<Item = u128>) -> Option<KeyHashes> {
+        let mut out = KeyHashes {
+            hashes: [0; 2],
+            len: 0,
+        };
+        for h in hashes {
+            *out.hashes.get_mut(usize::from(out.len))? = h;
+            out.len += 1;
+        }
+        Some(out)
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u128] {
+        &self.hashes[..usize::from(self.len)]
+    }
 }
 
 /// The map from input keys to the entities of one loaded config. Returned by
@@ -105,6 +132,12 @@ impl Reusable {
 
     pub(super) fn insert(&mut self, key: u128, entry: Entry) {
         self.entries.insert(key, entry);
+    }
+
+    /// A natural key of an entity of `kind` (its `field` and value) as the uniqueness check keeps it.
+    pub(super) fn unique_hash(&self, kind: Kind, field: &str, value: &[u8]) -> u128 {
+        let key = (kind as u8, field, value);
+        (self.keys.0.hash_one(key) as u128) << 64 | self.keys.1.hash_one(key) as u128
     }
 
     /// The input key of one entity: `load` (the format version and `_transform`), kind, id, resolved

@@ -209,8 +209,7 @@ fn entities_whose_references_resolve_elsewhere_are_validated_again() {
     assert_eq!(c.routes[2].service.unwrap().id.to_string(), to);
     assert_eq!(copies, counts(1, 2, 3, [1, 1, 1, 1]));
     // The consumer's id changes: its credentials (the basic-auth password is hashed with it) too.
-    let (_, copies) =
-        same_as_from_scratch(&BASE.replace("- username: ann", "- username: anna"));
+    let (_, copies) = same_as_from_scratch(&BASE.replace("- username: ann", "- username: anna"));
     assert_eq!(copies, counts(2, 3, 3, [0, 0, 0, 1]));
     // Moved routes: the plugin nested under r1 has a path-derived id.
     let moved = BASE.replace(
