@@ -10,8 +10,10 @@
 //! the full way and report every error; entities that got a random value when built (a generated key, a
 //! salted secret hash), since loading them again gives a new value; and everything when the previous config
 //! is not the one the map was built for. Uniqueness is still checked over every entity, reused ones with the
-//! keys their validation produced. So the result is the config a full validation gives, with the previous
-//! load's timestamps on the reused entities (what [`crate::stamps::keep_unchanged_stamps`] gives them anyway).
+//! keys their validation produced (kept as hashes); a reused entity whose key is taken goes the full way,
+//! which reports the clash. So the result is the config (or the errors) a full validation gives, with the
+//! previous load's timestamps on the reused entities (what [`crate::stamps::keep_unchanged_stamps`] gives
+//! them anyway).
 
 use super::kinds::Kind;
 use super::typed::Digest16;
