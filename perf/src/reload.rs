@@ -3,8 +3,10 @@
 //! starts a sluice binary with it, and reports, next to their goals:
 //! - `POST /config` latency as the node reports it (`X-Kong-Admin-Latency`), and the parse /
 //!   compile / commit split from the node's `configuration loaded` log line;
-//! - RPS while the same config is re-posted every `--interval` under load, relative to steady
-//!   RPS in the same run, and the failed requests during it;
+//! - RPS while the config is re-posted every `--interval` under load, relative to steady RPS in
+//!   the same run, and the failed requests during it;
+//! - each of those for every `--change` mode: the same config re-posted (a GitOps loop posting an
+//!   unchanged file), or two configs that differ in one route posted in turn (an edit);
 //! - RSS with the config loaded, and after `--reloads` more reloads (flat = no growth per reload);
 //! - cold start from the store (process start → `/status/ready` 200, no `--config`).
 
@@ -57,6 +59,37 @@ pub struct ReloadArgs {
     /// Where configs, logs and the report go.
     #[arg(long, default_value = "target/sluice-perf/reload")]
     pub out: PathBuf,
+    /// What successive posts send, each mode measured in turn (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "same,one")]
+    pub change: Vec<Change>,
+}
+
+/// What successive `POST /config` calls send.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The same config every time: a GitOps loop re-posting an unchanged file.
+    Same,
+    /// In turn, the config with one route changed (one more path) and the config as started: each
+    /// post differs from the live config in one entity.
+    One,
+}
+
+impl Change {
+    fn label(self) -> &'static str {
+        match self {
+            Change::Same => "same config",
+            Change::One => "one route changed",
+        }
+    }
+}
+
+/// What one `--change` mode measured.
+struct Measured {
+    change: Change,
+    latency: String,
+    cpu_ms: f64,
+    split: String,
+    ratio: Option<(f64, LoadResult, usize)>,
 }
 
 /// One `POST /config` as the client saw it.
@@ -104,29 +137,16 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
     driver.check_gateway_pinning(running.pid(), "sluice");
     let admin = running.admin.context("sluice has an admin address")?;
 
-    progress(format!("{} timed POST /config", args.posts));
-    let posts: Vec<Posted> = (0..args.posts)
-        .map(|_| post_config(admin, &body))
-        .collect::<Result<_>>()?;
-    let bad = posts.iter().filter(|p| p.status != 201).count();
-    if bad > 0 {
-        bail!(
-            "{bad} POST /config calls did not answer 201; see {}",
-            running.log.display()
-        );
+    let bodies = Bodies::new(body)?;
+    let mut measured: Vec<Measured> = Vec::new();
+    for &change in &args.change {
+        progress(format!(
+            "{} timed POST /config ({})",
+            args.posts,
+            change.label()
+        ));
+        measured.push(timed_posts(args, change, &bodies, &running, admin)?);
     }
-    let latencies: Vec<f64> = posts.iter().filter_map(|p| p.admin_latency_ms).collect();
-    let walls: Vec<f64> = posts.iter().map(|p| p.wall_ms).collect();
-    lines.push(format!(
-        "POST /config X-Kong-Admin-Latency: median {:.0} ms, max {:.0} ms (client wall median {:.0} ms) — goal ≤ 500 ms",
-        median(&latencies),
-        latencies.iter().cloned().fold(0.0, f64::max),
-        median(&walls)
-    ));
-    lines.push(format!(
-        "node's split (last load): {}",
-        load_split(&running.log)
-    ));
 
     let rss_right_after = rss(running.pid());
     std::thread::sleep(SETTLE);
@@ -138,23 +158,30 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
     progress(format!("steady load, {} s", args.load_secs));
     let spec = load_spec(args, &case, &out);
     let steady = driver.run_load(&running, &spec)?;
-    progress(format!(
-        "load with a re-post every {} s, {} s",
-        args.interval, args.load_secs
-    ));
-    let interval = Duration::from_secs_f64(args.interval);
-    let (reloading, reposts) =
-        load_while_reposting(&mut driver, &running, &spec, admin, &body, interval)?;
-    let ratio = reloading.rps / steady.rps.max(1.0);
-    lines.push(format!(
-        "RPS steady {:.0}, while re-posting ({} posts) {:.0}: ratio {:.3} — goal ≥ 0.95; failed requests during reloads: {} socket errors, {} non-2xx — goal 0",
-        steady.rps, reposts, reloading.rps, ratio, reloading.errors, reloading.non_2xx
-    ));
+    for m in &mut measured {
+        progress(format!(
+            "load with a re-post every {} s ({}), {} s",
+            args.interval,
+            m.change.label(),
+            args.load_secs
+        ));
+        let interval = Duration::from_secs_f64(args.interval);
+        let (reloading, reposts) = load_while_posting(
+            &mut driver,
+            &running,
+            &spec,
+            admin,
+            bodies.of(m.change),
+            interval,
+        )?;
+        m.ratio = Some((reloading.rps / steady.rps.max(1.0), reloading, reposts));
+    }
+    lines.push(format!("steady RPS {:.0}", steady.rps));
 
     progress(format!("{} reloads for the RSS trend", args.reloads));
     let before = rss_kib(running.pid());
     for _ in 0..args.reloads {
-        post_config(admin, &body)?;
+        post_config(admin, &bodies.a)?;
     }
     let after = rss_kib(running.pid());
     std::thread::sleep(SETTLE);
@@ -181,8 +208,9 @@ pub fn run(args: &ReloadArgs) -> Result<String> {
     drop(restarted);
 
     let report = format!(
-        "# sluice-perf reload\n\n{}\n",
-        lines.iter().map(|l| format!("- {l}\n")).collect::<String>()
+        "# sluice-perf reload\n\n{}\n{}",
+        lines.iter().map(|l| format!("- {l}\n")).collect::<String>(),
+        table(&measured)
     );
     std::fs::write(out.join("reload.md"), &report)?;
     Ok(report)
@@ -203,6 +231,127 @@ fn load_spec(args: &ReloadArgs, case: &Case, out: &Path) -> LoadSpec {
     }
 }
 
+/// The generated config (`a`) and the same with one route changed (`b`).
+struct Bodies {
+    a: Vec<u8>,
+    /// `b` then `a`: posted in turn, each differs from the one live before it in one route.
+    changed: [Vec<u8>; 2],
+}
+
+impl Bodies {
+    /// `b` gives the last route of the first service one more path; the load keeps matching it.
+    fn new(a: Vec<u8>) -> Result<Bodies> {
+        let mut doc: serde_json::Value = serde_json::from_slice(&a)?;
+        let route = doc["services"][0]["routes"]
+            .as_array_mut()
+            .and_then(|routes| routes.last_mut())
+            .context("the generated config has a route")?;
+        let first = route["paths"][0].as_str().unwrap_or("/").to_string();
+        route["paths"] = serde_json::json!([first, format!("{first}-changed")]);
+        let b = serde_json::to_vec(&doc)?;
+        Ok(Bodies {
+            changed: [b, a.clone()],
+            a,
+        })
+    }
+
+    /// The bodies successive posts of `change` cycle through; the last is the config as started.
+    fn of(&self, change: Change) -> &[Vec<u8>] {
+        match change {
+            Change::Same => std::slice::from_ref(&self.a),
+            Change::One => &self.changed,
+        }
+    }
+}
+
+/// `args.posts` timed posts of `change` (an even count for `one`, so the config as started is live
+/// after them), with the node's CPU time per post.
+fn timed_posts(
+    args: &ReloadArgs,
+    change: Change,
+    bodies: &Bodies,
+    running: &Running,
+    admin: SocketAddr,
+) -> Result<Measured> {
+    let cycle = bodies.of(change);
+    let n = args.posts.div_ceil(cycle.len()) * cycle.len();
+    let cpu_before = procfs::cpu_seconds(running.pid()).unwrap_or(0.0);
+    let posts: Vec<Posted> = cycle
+        .iter()
+        .cycle()
+        .take(n)
+        .map(|body| post_config(admin, body))
+        .collect::<Result<_>>()?;
+    let cpu = procfs::cpu_seconds(running.pid()).unwrap_or(0.0) - cpu_before;
+    let bad = posts.iter().filter(|p| p.status != 201).count();
+    if bad > 0 {
+        bail!(
+            "{bad} POST /config calls did not answer 201; see {}",
+            running.log.display()
+        );
+    }
+    let latencies: Vec<f64> = posts.iter().filter_map(|p| p.admin_latency_ms).collect();
+    let walls: Vec<f64> = posts.iter().map(|p| p.wall_ms).collect();
+    Ok(Measured {
+        change,
+        latency: format!(
+            "{:.0} / {:.0} ms (client wall median {:.0} ms)",
+            median(&latencies),
+            latencies.iter().cloned().fold(0.0, f64::max),
+            median(&walls)
+        ),
+        cpu_ms: cpu * 1e3 / n as f64,
+        split: load_split(&running.log),
+        ratio: None,
+    })
+}
+
+/// The figures of every `--change` mode side by side, next to their goals.
+fn table(measured: &[Measured]) -> String {
+    let mut t = String::from("| figure |");
+    for m in measured {
+        t.push_str(&format!(" {} |", m.change.label()));
+    }
+    t.push_str(" goal |\n|---|");
+    t.push_str(&"---|".repeat(measured.len() + 1));
+    t.push('\n');
+    let mut row = |name: &str, cell: &dyn Fn(&Measured) -> String, goal: &str| {
+        t.push_str(&format!("| {name} |"));
+        for m in measured {
+            t.push_str(&format!(" {} |", cell(m)));
+        }
+        t.push_str(&format!(" {goal} |\n"));
+    };
+    row(
+        "`POST /config` (X-Kong-Admin-Latency), median / max",
+        &|m| m.latency.clone(),
+        "≤ 500 ms",
+    );
+    row(
+        "node CPU per post (utime + stime, no load)",
+        &|m| format!("{:.0} ms", m.cpu_ms),
+        "",
+    );
+    row("node's split (last post)", &|m| m.split.clone(), "");
+    row(
+        "RPS while posting every interval / steady",
+        &|m| match &m.ratio {
+            Some((r, l, n)) => format!("{r:.3} ({:.0} RPS, {n} posts)", l.rps),
+            None => "-".into(),
+        },
+        "≥ 0.95",
+    );
+    row(
+        "failed requests meanwhile (socket errors / non-2xx)",
+        &|m| match &m.ratio {
+            Some((_, l, _)) => format!("{} / {}", l.errors, l.non_2xx),
+            None => "-".into(),
+        },
+        "0",
+    );
+    t
+}
+
 /// Runs the load while another thread re-posts the config every `interval` (the soak uses it too).
 pub(crate) fn load_while_reposting(
     driver: &mut Local,
@@ -212,14 +361,28 @@ pub(crate) fn load_while_reposting(
     body: &[u8],
     interval: Duration,
 ) -> Result<(LoadResult, usize)> {
+    let body = [body.to_vec()];
+    load_while_posting(driver, running, spec, admin, &body, interval)
+}
+
+/// Runs the load while another thread posts `bodies` in turn every `interval`, then posts the last
+/// one if the cycle ended elsewhere (so the config as started is live after it).
+fn load_while_posting(
+    driver: &mut Local,
+    running: &Running,
+    spec: &LoadSpec,
+    admin: SocketAddr,
+    bodies: &[Vec<u8>],
+    interval: Duration,
+) -> Result<(LoadResult, usize)> {
     let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
+    let (result, posts) = std::thread::scope(|s| {
         let poster = s.spawn(|| -> Result<usize> {
             let mut n = 0;
             let mut next = Instant::now() + interval;
             while !done.load(Ordering::Relaxed) {
                 if Instant::now() >= next {
-                    let p = post_config(admin, body)?;
+                    let p = post_config(admin, &bodies[n % bodies.len()])?;
                     if p.status != 201 {
                         bail!("POST /config answered {} during the load", p.status);
                     }
@@ -234,9 +397,13 @@ pub(crate) fn load_while_reposting(
         done.store(true, Ordering::Relaxed);
         let posts = poster
             .join()
-            .map_err(|_| anyhow::anyhow!("the posting thread panicked"))??;
-        Ok((result?, posts))
-    })
+            .map_err(|_| anyhow::anyhow!("the posting thread panicked"))?;
+        anyhow::Ok((result, posts?))
+    })?;
+    if posts % bodies.len() != 0 {
+        post_config(admin, &bodies[bodies.len() - 1])?;
+    }
+    Ok((result?, posts))
 }
 
 /// `POST /config` with a JSON body; reads the whole reply.

@@ -4,7 +4,9 @@
 //! into one list, remembering each one's parent and input position; [`build`] gives every entity its id (kept
 //! when given, otherwise a UUIDv5 derived from its identity, so the same file gets the same ids), resolves
 //! references by name or id, validates each entity against its [`schemas`] schema and plugin configs against
-//! the plugin's schema, checks uniqueness, and hashes the result. All errors are collected.
+//! the plugin's schema, checks uniqueness, and hashes the result. All errors are collected. A reload may
+//! hand it the previous load's result: entities whose input did not change are copied from it instead of
+//! validated again ([`reuse`]).
 
 use crate::errors::ConfigErrors;
 use crate::schema::FieldError;
@@ -19,6 +21,7 @@ mod json;
 pub mod kinds;
 mod legacy;
 mod one;
+pub mod reuse;
 pub mod schemas;
 #[cfg(test)]
 mod tests;
@@ -28,6 +31,7 @@ mod yaml_bounds;
 
 pub use export::{export, export_of, export_yaml, for_each_entity, for_each_entity_of};
 pub use one::{validate_one, Validated};
+pub use reuse::{Copies, Previous, Reusable};
 pub use typed::{
     attach_snis, from_store, random_secret, remove as remove_entity, upsert as upsert_entity,
 };
@@ -70,11 +74,24 @@ pub fn parse(text: &str, registry: &dyn PluginRegistry) -> Result<Config, Config
 }
 
 /// Validates a parsed declarative document.
-pub fn parse_value(mut doc: Value, registry: &dyn PluginRegistry) -> Result<Config, ConfigErrors> {
+pub fn parse_value(doc: Value, registry: &dyn PluginRegistry) -> Result<Config, ConfigErrors> {
+    parse_value_reusing(doc, registry, None).map(|(config, _)| config)
+}
+
+/// [`parse_value`], taking a copy of each entity of `previous` whose input did not change instead of
+/// validating it again (see [`reuse`]). Returns the config and what the next load may reuse of it, to be
+/// kept with it. `previous` must be a config and the [`Reusable`] its load returned, with the same
+/// registry; the result is the config [`parse_value`] gives, with `previous`'s timestamps on the entities
+/// taken from it.
+pub fn parse_value_reusing(
+    mut doc: Value,
+    registry: &dyn PluginRegistry,
+    previous: Option<Previous<'_>>,
+) -> Result<(Config, Reusable), ConfigErrors> {
     legacy::migrate(&mut doc);
     let mut errors = ConfigErrors::default();
     let collected = collect::collect(doc, &mut errors.document);
-    build::build(collected, registry, &mut errors)
+    build::build(collected, registry, &mut errors, previous)
 }
 
 mod prepare;

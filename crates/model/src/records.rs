@@ -2,6 +2,7 @@
 //! natural keys and references a store indexes. Serialized from the typed entities directly, one at a
 //! time, so committing a large config never builds a second copy of it.
 
+use crate::declarative::Copies;
 use crate::entities::*;
 use crate::Config;
 use serde::Serialize;
@@ -108,4 +109,69 @@ pub fn for_each_record(config: &Config, mut f: impl FnMut(Record<'_>)) {
         }
     }
     crate::entities::each_entity_list!(config, each, &mut f);
+}
+
+/// The entities of `next` a store holding `live` must write, and the entities of `live` it must delete,
+/// to hold `next`: (kind, position in `next`'s list of that kind) and (kind, id), kinds in the flat
+/// export's order.
+#[derive(Debug, Default, PartialEq)]
+pub struct Changes {
+    pub puts: Vec<(&'static str, usize)>,
+    pub deletes: Vec<(&'static str, Uuid)>,
+}
+
+/// What changed from `live` to `next`, entity by entity (same id, equal value), when a store keeping
+/// each entity's position and appending new ones can follow: in each kind, the entities `next` keeps
+/// are in `live`'s order and its new ones come after them. None otherwise (write the whole config).
+/// Entities `copies` marks as copies of `live`'s are not compared again.
+pub fn changes(next: &Config, live: &Config, copies: &Copies) -> Option<Changes> {
+    use crate::declarative::kinds::Kind;
+    let mut out = Changes::default();
+    macro_rules! each_kind {
+        ([] $( $variant:ident ($ty:ident) { key: $key:ident, $($rest:tt)* } )*) => {
+            $( if !kind_changes(
+                stringify!($key),
+                (&next.$key, copies.of(Kind::$variant)),
+                &live.$key,
+                &mut out,
+            ) {
+                return None;
+            } )*
+        };
+    }
+    crate::entity_kinds!(each_kind);
+    Some(out)
+}
+
+fn kind_changes<T: Keys + PartialEq>(
+    kind: &'static str,
+    (next, copies): (&[T], &[bool]),
+    live: &[T],
+    out: &mut Changes,
+) -> bool {
+    let position: rustc_hash::FxHashMap<Uuid, usize> =
+        live.iter().enumerate().map(|(i, e)| (e.id(), i)).collect();
+    let mut kept = vec![false; live.len()];
+    let (mut last, mut appended) = (None, false);
+    for (i, e) in next.iter().enumerate() {
+        match position.get(&e.id()) {
+            Some(&j) => {
+                if appended || last.is_some_and(|l| j <= l) {
+                    return false;
+                }
+                last = Some(j);
+                kept[j] = true;
+                if !copies.get(i).copied().unwrap_or(false) && live[j] != *e {
+                    out.puts.push((kind, i));
+                }
+            }
+            None => {
+                appended = true;
+                out.puts.push((kind, i));
+            }
+        }
+    }
+    let gone = live.iter().zip(kept).filter(|(_, kept)| !kept);
+    out.deletes.extend(gone.map(|(e, _)| (kind, e.id())));
+    true
 }

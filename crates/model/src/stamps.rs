@@ -7,6 +7,7 @@
 //! changed looks changed. (An edit of a timestamp alone is therefore not taken; timestamps are not
 //! something a declarative file changes.)
 
+use crate::declarative::Copies;
 use crate::entities::*;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -48,20 +49,30 @@ stamped!(i64: KeyAuthCredential, BasicAuthCredential, HmacAuthCredential, Acl, J
 /// Gives each entity of `next` that equals its namesake (same kind and id) in `live` but for its
 /// timestamps the live one's timestamps.
 pub fn keep_unchanged_stamps(next: &mut Config, live: &Config) {
+    keep_unchanged_stamps_but(next, live, &Copies::default());
+}
+
+/// [`keep_unchanged_stamps`], skipping the entities `copies` marks as copies of `live`'s (they have its
+/// timestamps already).
+pub fn keep_unchanged_stamps_but(next: &mut Config, live: &Config, copies: &Copies) {
+    use crate::declarative::kinds::Kind;
     macro_rules! each_kind {
         ([] $( $variant:ident ($ty:ident) { key: $key:ident, $($rest:tt)* } )*) => {
-            $( keep(&mut next.$key, &live.$key); )*
+            $( keep(&mut next.$key, &live.$key, copies.of(Kind::$variant)); )*
         };
     }
     crate::entity_kinds!(each_kind);
 }
 
-fn keep<T: Stamped>(next: &mut [T], live: &[T]) {
-    if live.is_empty() || next.is_empty() {
+fn keep<T: Stamped>(next: &mut [T], live: &[T], copies: &[bool]) {
+    if live.is_empty() || next.is_empty() || copies.iter().filter(|c| **c).count() == next.len() {
         return;
     }
     let by_id: HashMap<Uuid, &T> = live.iter().map(|e| (e.id(), e)).collect();
-    for entity in next {
+    for (i, entity) in next.iter_mut().enumerate() {
+        if copies.get(i).copied().unwrap_or(false) {
+            continue;
+        }
         let Some(old) = by_id.get(&entity.id()) else {
             continue;
         };

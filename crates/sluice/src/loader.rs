@@ -5,15 +5,21 @@
 //! the snapshot they started with. A failure at any step leaves the live config and the store untouched.
 
 use arc_swap::ArcSwap;
+use commit::{commit, commit_changes, commit_over};
 use sluice_admin::EntityJson;
-use sluice_model::declarative::kinds::Kind;
-use sluice_model::{declarative, records, Config, ConfigErrors};
+use sluice_model::declarative::{self, Previous, Reusable};
+use sluice_model::{Config, ConfigErrors};
 use sluice_plugins::Registry;
 use sluice_proxy::{SharedSnapshot, Snapshot};
-use sluice_store::{EntityRecord, Store, StoreError};
+use sluice_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
+
+mod commit;
+pub use commit::EntityChange;
+#[cfg(test)]
+mod tests;
 
 /// Why a config did not go live.
 #[derive(Debug)]
@@ -59,6 +65,9 @@ pub struct LoadStats {
     pub last_compile_us: AtomicU64,
     /// Entities in the live config.
     pub entities: AtomicU64,
+    /// Of the last successful declarative load, the entities copied from the previous load's instead of
+    /// validated again.
+    pub last_copied: AtomicU64,
 }
 
 /// Owns the live snapshot handle and the store; serializes loads.
@@ -67,6 +76,9 @@ pub struct Loader {
     live: SharedSnapshot,
     store: Store,
     loading: Mutex<()>,
+    /// What the next declarative load may reuse of the last one's validated entities, with the config
+    /// it indexes (used only while that config is the live one).
+    reusable: Mutex<Option<(Weak<Config>, Reusable)>>,
     ready: AtomicBool,
     /// Bumped each time a config goes live (the control plane pushes it to its data planes then).
     published: tokio::sync::watch::Sender<u64>,
@@ -80,6 +92,7 @@ impl Loader {
             live: Arc::new(ArcSwap::from_pointee(Snapshot::empty())),
             store,
             loading: Mutex::new(()),
+            reusable: Mutex::new(None),
             ready: AtomicBool::new(false),
             published: tokio::sync::watch::Sender::new(0),
             stats: LoadStats::default(),
@@ -140,18 +153,47 @@ impl Loader {
             }
         };
         let started = Instant::now();
-        let mut config =
-            declarative::parse_value(doc, self.registry.as_ref()).map_err(LoadError::Invalid)?;
+        let live = self.is_ready().then(|| self.live.load_full());
+        let mut kept = self.reusable.lock().unwrap_or_else(|p| p.into_inner());
+        let previous = live
+            .as_ref()
+            .zip(kept.as_ref())
+            .and_then(|(live, (of, r))| {
+                std::ptr::eq(of.as_ptr(), Arc::as_ptr(live.config())).then_some(Previous {
+                    config: live.config(),
+                    reusable: r,
+                })
+            });
+        let (mut config, reusable) =
+            declarative::parse_value_reusing(doc, self.registry.as_ref(), previous)
+                .map_err(LoadError::Invalid)?;
         let hash = config.hash().to_string();
-        if check_hash && self.is_ready() && self.live.load().hash() == hash {
+        if check_hash && live.as_ref().is_some_and(|l| l.hash() == hash) {
             return Ok(Loaded::Unchanged);
         }
         // Entities the load stamped with its time keep the live ones' stamps when nothing else changed,
         // so that a reload changes only what it changes (for the compiler, the store and data planes).
-        if self.is_ready() {
-            sluice_model::stamps::keep_unchanged_stamps(&mut config, self.live.load().config());
-        }
-        let (config, json) = self.go_live(config, started, commit)?;
+        // The store holds the live config: only what differs from it is written.
+        let (config, json) = match &live {
+            Some(live) => {
+                let live = live.config().clone();
+                let copies = reusable.copies();
+                sluice_model::stamps::keep_unchanged_stamps_but(&mut config, &live, copies);
+                self.go_live(config, started, |store, config, hash| {
+                    commit_over(store, config, &live, copies, hash)
+                })?
+            }
+            None => self.go_live(config, started, commit)?,
+        };
+        let copied = reusable.copied();
+        self.stats
+            .last_copied
+            .store(copied as u64, Ordering::Relaxed);
+        tracing::info!(
+            copied,
+            "entities unchanged since the last load were not validated again"
+        );
+        *kept = Some((Arc::downgrade(&config), reusable));
         Ok(Loaded::Applied(config, json))
     }
 
@@ -270,115 +312,4 @@ impl Loader {
         self.ready.store(true, Ordering::Release);
         self.published.send_modify(|n| *n += 1);
     }
-}
-
-/// One entity, owned, before it is lent to the store as an [`EntityRecord`].
-struct Row {
-    kind: &'static str,
-    id: String,
-    body: Vec<u8>,
-    unique: Vec<(&'static str, String)>,
-    foreign: Vec<(&'static str, String)>,
-}
-
-impl Row {
-    fn record(&self) -> EntityRecord<'_> {
-        EntityRecord {
-            kind: self.kind,
-            id: &self.id,
-            body: &self.body,
-            unique: self.unique.clone(),
-            foreign: self.foreign.iter().map(|(k, v)| (*k, v.as_str())).collect(),
-        }
-    }
-}
-
-fn rows(config: &Config) -> Vec<Row> {
-    let mut rows = Vec::with_capacity(config.counts().iter().map(|(_, n)| n).sum());
-    records::for_each_record(config, |r| {
-        rows.push(Row {
-            kind: r.kind,
-            id: r.id.to_string(),
-            body: r.body,
-            unique: r
-                .unique
-                .into_iter()
-                .map(|(f, v)| (f, v.to_string()))
-                .collect(),
-            foreign: r
-                .foreign
-                .into_iter()
-                .map(|(f, id)| (f, id.to_string()))
-                .collect(),
-        })
-    });
-    rows
-}
-
-/// The rows' bodies grouped by kind, in order (rows come kind by kind).
-fn by_kind(rows: Vec<Row>) -> EntityJson {
-    let mut out: EntityJson = Vec::new();
-    for row in rows {
-        match out.last_mut() {
-            Some((kind, bodies)) if *kind == row.kind => bodies.push(row.body),
-            _ => out.push((row.kind, vec![row.body])),
-        }
-    }
-    out
-}
-
-/// Writes the whole config to the store in one transaction, as the flat declarative export. Returns the
-/// entities' JSON it wrote: the same bytes the Admin API would serialize.
-fn commit(store: &Store, config: &Config, hash: &str) -> Result<EntityJson, LoadError> {
-    let rows = rows(config);
-    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
-    let committed = store
-        .replace_all(hash, &config.format_version, &records)
-        .map_err(|e| match e {
-            StoreError::Full { .. } => LoadError::TooLarge(format!(
-                "Configuration does not fit in the LMDB store ({}); consider raising lmdb_map_size",
-                store.path().display()
-            )),
-            other => LoadError::Store(format!("could not commit the configuration: {other}")),
-        });
-    drop(records);
-    committed.map(|()| by_kind(rows))
-}
-
-/// One entity that changed in DB mode: its JSON now, or None when it was deleted.
-pub struct EntityChange {
-    pub kind: Kind,
-    pub id: uuid::Uuid,
-    pub body: Option<Vec<u8>>,
-}
-
-/// Writes only `changes` to the store, in one transaction (DB mode: one change does not rewrite the
-/// whole config). Returns no entity JSON: nothing answers with the whole config.
-fn commit_changes(
-    store: &Store,
-    hash: &str,
-    changes: &[EntityChange],
-) -> Result<EntityJson, LoadError> {
-    let mut rows = Vec::new();
-    let mut deletes = Vec::new();
-    for c in changes {
-        match &c.body {
-            None => deletes.push((c.kind.key(), c.id.to_string())),
-            Some(body) => {
-                let one = declarative::from_store(
-                    String::new(),
-                    String::new(),
-                    vec![(c.kind.key().to_string(), vec![body.clone()])],
-                )
-                .map_err(LoadError::Store)?;
-                rows.extend(self::rows(&one));
-            }
-        }
-    }
-    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
-    let deletes: Vec<(&str, &str)> = deletes.iter().map(|(k, id)| (*k, id.as_str())).collect();
-    store
-        .apply(hash, &records, &deletes)
-        .map_err(|e| LoadError::Store(format!("could not commit the changes: {e}")))?;
-    Ok(Vec::new())
 }

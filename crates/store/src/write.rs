@@ -93,11 +93,13 @@ impl Store {
     }
 
     /// Applies a change set in one transaction: `deletes` (kind, id) are removed, `puts` inserted or
-    /// replaced in place (an entity keeps its position), and the stored hash becomes `hash`. DB mode
-    /// applies each database change this way instead of rewriting the whole config.
+    /// replaced in place (an entity keeps its position, a new one is appended), and the stored hash and
+    /// format version become `hash` and `format_version`. DB mode applies each database change this way,
+    /// and a reload of a whole config writes only what differs from the stored one.
     pub fn apply(
         &self,
         hash: &str,
+        format_version: &str,
         puts: &[EntityRecord<'_>],
         deletes: &[(&str, &str)],
     ) -> Result<(), StoreError> {
@@ -116,7 +118,10 @@ impl Store {
         }
         self.touch_meta(&mut wtxn)
             .and_then(|()| self.meta.put(&mut wtxn, b"hash", hash.as_bytes()))
-            .and_then(|()| self.meta.put(&mut wtxn, b"format_version", b"3.0"))
+            .and_then(|()| {
+                self.meta
+                    .put(&mut wtxn, b"format_version", format_version.as_bytes())
+            })
             .map_err(|e| self.lmdb(e))?;
         wtxn.commit().map_err(|e| self.lmdb(e))
     }

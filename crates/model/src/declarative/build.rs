@@ -1,4 +1,5 @@
-//! Ids, references, validation, uniqueness and hashing over the collected entities.
+//! Ids, references, validation (or reuse of the previous load's result), uniqueness and hashing over the
+//! collected entities.
 
 use super::collect::{Collected, Raw};
 use super::kinds::Kind;
@@ -7,12 +8,14 @@ use super::typed;
 use crate::errors::{ConfigErrors, EntityError};
 use crate::schema::FieldError;
 use crate::{Config, PluginRegistry};
-use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 mod refs;
+mod unique;
+use super::reuse::{Entry, Previous, Reusable};
 use refs::{resolve_refs, NameIndex};
+use unique::Seen;
 
 /// Namespace for ids derived from entity identities (a fixed random UUID: never change it, ids would move).
 const ID_NAMESPACE: Uuid = Uuid::from_u128(0x5f1c_6a0e_9b43_4f3e_a2d7_31c8_0b5e_94a1);
@@ -22,10 +25,9 @@ struct Entity {
     id: Uuid,
     errors: Vec<FieldError>,
     normalized: Value,
-    /// Foreign keys set by nesting or resolved from names (as `{"id": ...}`), then values generated
-    /// before validation (a key-auth key), in the order they were set: validation sees them in place of
-    /// the raw fields, and error reports show the raw value with them.
-    refs: Vec<(&'static str, Value)>,
+    /// Foreign keys set by nesting or resolved from names, in the order they were set: validation sees
+    /// them (as `{"id": ...}`) in place of the raw fields, and error reports show the raw value with them.
+    refs: Vec<(&'static str, Uuid)>,
     /// Validation ran, so error reports show a given id in its normalized form.
     validated: bool,
 }
@@ -34,7 +36,8 @@ pub fn build(
     collected: Collected,
     registry: &dyn PluginRegistry,
     errors: &mut ConfigErrors,
-) -> Result<Config, ConfigErrors> {
+    previous: Option<Previous<'_>>,
+) -> Result<(Config, Reusable), ConfigErrors> {
     let Collected {
         format_version,
         transform,
@@ -57,13 +60,54 @@ pub fn build(
     for i in 0..entities.len() {
         resolve_refs(&mut entities, i, &index);
     }
-    // One pass in input order: each entity is validated, checked for uniqueness against those before it,
-    // hashed, and turned into its typed form at once, so the normalized form of a large config is never
-    // held whole. A valid entity's raw input is dropped once it is built; invalid ones keep theirs for the
-    // error report.
-    let mut seen = Seen::with_capacity_and_hasher(entities.len(), Default::default());
+    let mut next = match previous {
+        Some(p) => p.reusable.next(entities.len()),
+        None => Reusable::default().next(entities.len()),
+    };
+    let load = format!("{format_version}|{transform}");
+    // One pass in input order: each entity is validated (or, unchanged since the previous load, copied
+    // from it), checked for uniqueness against those before it, hashed, and turned into its typed form at
+    // once, so the normalized form of a large config is never held whole. A valid entity's raw input is
+    // dropped once it is built; invalid ones keep theirs for the error report.
+    let mut seen = Seen::with_capacity_and_hasher(2 * entities.len(), Default::default());
     let mut out = typed::Assembler::new(format_version, entities.iter().map(|e| e.raw.kind));
     for e in entities.iter_mut() {
+        let key = e
+            .errors
+            .is_empty()
+            .then(|| next.key(&load, e.raw.kind, e.id, &e.refs, &e.raw.value));
+        let hit = previous.zip(key).and_then(|(p, key)| {
+            let entry = p
+                .reusable
+                .get(key)
+                .filter(|h| h.kind == e.raw.kind && h.index < typed::count(p.config, h.kind))?;
+            Some((key, p.config, entry))
+        });
+        // Its validation passed with this very input: only uniqueness could fail it now, and then it goes
+        // the full way, which reports it.
+        if let Some((key, from, entry)) =
+            hit.filter(|(_, _, entry)| unique::claim_copy(e, &entry.unique, &mut seen, &next))
+        {
+            if errors.entities.is_empty() {
+                match out.add_copy(e.raw.kind, from, entry.index, &entry.digest) {
+                    Some(at) => {
+                        next.count_copy(e.raw.kind, at);
+                        let entry = Entry {
+                            index: at,
+                            ..entry.clone()
+                        };
+                        next.insert(key, entry);
+                    }
+                    None => errors.document.push(FieldError::new(
+                        &e.raw.path,
+                        "internal error building the config: the entity to reuse is gone",
+                    )),
+                }
+                e.raw.value = Map::new();
+                e.refs = Vec::new();
+            }
+            continue;
+        }
         prepare::before_validation(e.raw.kind, &mut e.raw.value, registry, &mut e.errors);
         if e.errors.is_empty() {
             validate(e);
@@ -74,11 +118,24 @@ pub fn build(
         if e.errors.is_empty() && e.raw.kind == Kind::BasicAuth && transform {
             prepare::hash_password(&mut e.normalized);
         }
-        check_unique(e, &mut seen);
+        let own = (!e.normalized.is_null()).then(|| unique::keys(e.raw.kind, &e.normalized));
+        unique::claim(e, own.as_deref(), &mut seen, &next);
         if e.errors.is_empty() && errors.entities.is_empty() {
             let normalized = std::mem::take(&mut e.normalized);
-            if let Err(err) = out.add(e.raw.kind, &e.raw.path, normalized) {
-                errors.document.push(err);
+            match out.add(e.raw.kind, &e.raw.path, normalized) {
+                Ok(added) => {
+                    let unique = own.and_then(|own| unique::hashes(e.raw.kind, &own, &next));
+                    if let (false, Some(key), Some(unique)) = (added.random, key, unique) {
+                        let entry = Entry {
+                            kind: e.raw.kind,
+                            index: added.index,
+                            digest: added.digest,
+                            unique,
+                        };
+                        next.insert(key, entry);
+                    }
+                }
+                Err(err) => errors.document.push(err),
             }
             e.raw.value = Map::new();
             e.refs = Vec::new();
@@ -89,18 +146,18 @@ pub fn build(
     if !errors.is_empty() {
         return Err(std::mem::take(errors));
     }
-    Ok(out.finish())
+    Ok((out.finish(), next))
 }
 
 /// Validates the entity's raw value with its id and references set, without copying or changing it.
 fn validate(e: &mut Entity) {
     let input = Value::Object(std::mem::take(&mut e.raw.value));
-    e.refs.push(("id", Value::String(e.id.to_string())));
-    match e.raw.kind.schema().validate_with(&input, &e.refs) {
+    let mut refs = ref_values(&e.refs);
+    refs.push(("id", Value::String(e.id.to_string())));
+    match e.raw.kind.schema().validate_with(&input, &refs) {
         Ok(v) => e.normalized = v,
         Err(errs) => e.errors.extend(errs),
     }
-    e.refs.pop();
     e.validated = true;
     let Value::Object(input) = input else {
         unreachable!("wrapped an object above")
@@ -108,12 +165,19 @@ fn validate(e: &mut Entity) {
     e.raw.value = input;
 }
 
+/// References as the schema and error reports see them: `{"id": "<uuid>"}`.
+fn ref_values(refs: &[(&'static str, Uuid)]) -> Vec<(&'static str, Value)> {
+    refs.iter()
+        .map(|(field, id)| (*field, serde_json::json!({ "id": id.to_string() })))
+        .collect()
+}
+
 /// The entity as error reports show it: the input as given, with its references set and, once
 /// validated, a given id in normalized form.
 fn reported(e: &Entity) -> Map<String, Value> {
     let mut v = e.raw.value.clone();
-    for (field, value) in &e.refs {
-        v.insert((*field).into(), value.clone());
+    for (field, value) in ref_values(&e.refs) {
+        v.insert(field.into(), value);
     }
     if e.validated && v.contains_key("id") {
         v.insert("id".into(), Value::String(e.id.to_string()));
@@ -183,72 +247,6 @@ fn natural_key(raw: &Raw) -> Option<(&'static str, &str)> {
         .get(field)
         .and_then(|v| v.as_str())
         .map(|s| (field, s))
-}
-
-/// Kong's unique constraints: natural keys per kind, ids per kind, plugin scope, target per upstream.
-/// Natural keys seen so far, per kind and field.
-type Seen = HashMap<(Kind, &'static str, String), ()>;
-
-fn check_unique(e: &mut Entity, seen: &mut Seen) {
-    {
-        let kind = e.raw.kind;
-        // Invalid entities still take part with their raw values, so a clash is reported even then.
-        let raw;
-        let v = if e.normalized.is_null() {
-            raw = Value::Object(reported(e));
-            &raw
-        } else {
-            &e.normalized
-        };
-        // Generated ids derive from the natural key, so only given ids can clash on their own.
-        let mut keys: Vec<(&'static str, String)> = Vec::new();
-        if e.raw.value.get("id").is_some_and(Value::is_string) {
-            keys.push(("id", e.id.to_string()));
-        }
-        let s = |f: &str| v.get(f).and_then(|x| x.as_str()).map(String::from);
-        match kind {
-            Kind::Service | Kind::Route | Kind::Upstream | Kind::Sni => {
-                keys.extend(s("name").map(|n| ("name", n)))
-            }
-            Kind::Consumer => {
-                keys.extend(s("username").map(|n| ("username", n)));
-                keys.extend(s("custom_id").map(|n| ("custom_id", n)));
-            }
-            Kind::KeyAuth | Kind::Jwt => keys.extend(s("key").map(|n| ("key", n))),
-            Kind::BasicAuth | Kind::HmacAuth => keys.extend(s("username").map(|n| ("username", n))),
-            Kind::Target => keys.push(("target", format!("{}|{}", v["upstream"], v["target"]))),
-            Kind::OAuth2 => keys.extend(s("client_id").map(|n| ("client_id", n))),
-            Kind::Plugin => keys.push(("name", plugin_scope(v))),
-            _ => {}
-        }
-        for (field, value) in keys {
-            if seen.insert((kind, field, value.clone()), ()).is_some() {
-                let shown = if kind == Kind::Plugin || kind == Kind::Target {
-                    v[field].as_str().unwrap_or_default().to_string()
-                } else {
-                    value
-                };
-                e.errors.push(FieldError::entity(format!(
-                    "uniqueness violation: '{}' entity with {field} set to '{shown}' already declared",
-                    kind.key()
-                )));
-            }
-        }
-    }
-}
-
-/// What makes a plugin instance unique: its name, scope and instance name, as one string.
-fn plugin_scope(v: &Value) -> String {
-    let mut key = String::with_capacity(128);
-    for field in ["name", "service", "route", "consumer", "instance_name"] {
-        // Scopes are `{"id": ...}` after validation; anything else is written out as JSON.
-        match v[field].get("id").and_then(Value::as_str) {
-            Some(id) => key.push_str(id),
-            None => key.push_str(&v[field].to_string()),
-        }
-        key.push('|');
-    }
-    key
 }
 
 fn entity_error(e: &Entity) -> EntityError {

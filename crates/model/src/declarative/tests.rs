@@ -507,4 +507,5 @@ fn meta_keys_have_kong_types() {
 
 mod jwt;
 mod oauth2;
+mod reuse;
 mod stream_routes;

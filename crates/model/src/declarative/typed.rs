@@ -70,6 +70,24 @@ macro_rules! typed_lists {
                 $(Kind::$variant => config.$key.reserve_exact(n),)*
             }
         }
+
+        /// Appends a copy of entity `index` of `kind` in `from`; false when there is none.
+        fn push_copy(config: &mut Config, kind: Kind, from: &Config, index: usize) -> bool {
+            match kind {
+                $(Kind::$variant => match from.$key.get(index) {
+                    Some(e) => config.$key.push(e.clone()),
+                    None => return false,
+                },)*
+            }
+            true
+        }
+
+        /// How many entities of `kind` `config` holds.
+        pub(super) fn count(config: &Config, kind: Kind) -> usize {
+            match kind {
+                $(Kind::$variant => config.$key.len(),)*
+            }
+        }
     };
 }
 
@@ -112,6 +130,29 @@ pub fn from_store(
     }
     attach_snis(&mut config);
     Ok(config)
+}
+
+/// The first 16 bytes of the SHA-256 of an entity's normalized JSON: what the config hash covers of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest16([u8; 16]);
+
+impl Digest16 {
+    fn of(bytes: &[u8]) -> Self {
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&Sha256::digest(bytes)[..16]);
+        Digest16(out)
+    }
+}
+
+/// What [`Assembler::add`] did with one entity.
+pub struct Added {
+    /// Its position in its kind's typed list.
+    pub index: usize,
+    /// Its normalized form's digest.
+    pub digest: Digest16,
+    /// A value was generated at random (a credential's key, a hashed secret's salt): loading the same
+    /// input again gives another entity, so this one must not be reused.
+    pub random: bool,
 }
 
 /// Builds the typed [`Config`] and its hash from valid entities, one at a time, in input order.
@@ -157,13 +198,14 @@ impl Assembler {
     /// timestamps and a credential's missing generated value (key-auth `key`, hmac-auth `secret`, jwt `key` and `secret`,
     /// oauth2 `client_id` and `client_secret`, the oauth2 plugin's `provision_key`), hashes an oauth2
     /// secret when asked, and moves it into the typed config. `path` is its input position, for errors.
-    pub fn add(&mut self, kind: Kind, path: &str, normalized: Value) -> Result<(), FieldError> {
-        self.hasher.update(kind.key().as_bytes());
+    pub fn add(&mut self, kind: Kind, path: &str, normalized: Value) -> Result<Added, FieldError> {
         self.scratch.clear();
         // Serializing a `Value` into memory cannot fail.
         let _ = serde_json::to_writer(&mut self.scratch, &normalized);
-        self.hasher.update(&self.scratch);
+        let digest = Digest16::of(&self.scratch);
+        self.hash_entity(kind, &digest);
         let mut v = normalized;
+        let mut random = false;
         if let Value::Object(m) = &mut v {
             for f in ["created_at", "updated_at"] {
                 if m.get(f).is_none_or(Value::is_null) {
@@ -181,15 +223,17 @@ impl Assembler {
             for field in generated {
                 if m.get(*field).is_none_or(Value::is_null) {
                     m.insert((*field).into(), random_secret().into());
+                    random = true;
                 }
             }
             if kind == Kind::OAuth2 {
-                hash_client_secret(m);
+                random |= hash_client_secret(m);
             }
             if kind == Kind::Plugin && m.get("name").and_then(Value::as_str) == Some("oauth2") {
                 if let Some(Value::Object(config)) = m.get_mut("config") {
                     if config.get("provision_key").is_none_or(Value::is_null) {
                         config.insert("provision_key".into(), random_secret().into());
+                        random = true;
                     }
                 }
             }
@@ -199,13 +243,42 @@ impl Assembler {
             (Value::Object(m), Kind::Plugin) => m.get_mut("config").map(Value::take),
             _ => None,
         };
+        let index = count(&self.config, kind);
         push(&mut self.config, kind, Source::Value(v)).map_err(|err| {
             FieldError::new(path, format!("internal error building the config: {err}"))
         })?;
         if let (Some(config), Some(plugin)) = (config, self.config.plugins.last_mut()) {
             plugin.config = config;
         }
-        Ok(())
+        Ok(Added {
+            index,
+            digest,
+            random,
+        })
+    }
+
+    /// Appends a copy of entity `index` of `kind` in `from` (an earlier load's result for the same input),
+    /// hashed as `digest` (its normalized form's, see [`Added::digest`]). Returns its index, or None when
+    /// `from` has no such entity (nothing is added then).
+    pub fn add_copy(
+        &mut self,
+        kind: Kind,
+        from: &Config,
+        index: usize,
+        digest: &Digest16,
+    ) -> Option<usize> {
+        let at = count(&self.config, kind);
+        if !push_copy(&mut self.config, kind, from, index) {
+            return None;
+        }
+        self.hash_entity(kind, digest);
+        Some(at)
+    }
+
+    /// The config hash covers each entity's kind and the digest of its normalized form, in order.
+    fn hash_entity(&mut self, kind: Kind, digest: &Digest16) {
+        self.hasher.update(kind.key().as_bytes());
+        self.hasher.update(digest.0);
     }
 
     pub fn finish(mut self) -> Config {
@@ -219,15 +292,18 @@ impl Assembler {
 }
 
 /// An oauth2 credential's `client_secret` as stored: hashed when `hash_secret` is true, unless it already is
-/// (a credential exported and loaded again, or updated without a new secret).
-fn hash_client_secret(m: &mut serde_json::Map<String, Value>) {
+/// (a credential exported and loaded again, or updated without a new secret). True when it hashed (with a
+/// random salt).
+fn hash_client_secret(m: &mut serde_json::Map<String, Value>) -> bool {
     if m.get("hash_secret") != Some(&Value::Bool(true)) {
-        return;
+        return false;
     }
-    if let Some(Value::String(secret)) = m.get_mut("client_secret") {
-        if !crate::oauth2_secret::is_hashed(secret) {
+    match m.get_mut("client_secret") {
+        Some(Value::String(secret)) if !crate::oauth2_secret::is_hashed(secret) => {
             *secret = crate::oauth2_secret::hash(secret);
+            true
         }
+        _ => false,
     }
 }
 

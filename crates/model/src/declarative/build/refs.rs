@@ -35,15 +35,14 @@ impl NameIndex {
 }
 
 /// Sets `field` in `refs`, in place when it is already there (as inserting into a map would).
-fn set_ref(refs: &mut Vec<(&'static str, Value)>, field: &'static str, id: Uuid) {
-    let value = serde_json::json!({ "id": id.to_string() });
+fn set_ref(refs: &mut Vec<(&'static str, Uuid)>, field: &'static str, id: Uuid) {
     match refs.iter_mut().find(|(f, _)| *f == field) {
-        Some(slot) => slot.1 = value,
-        None => refs.push((field, value)),
+        Some(slot) => slot.1 = id,
+        None => refs.push((field, id)),
     }
 }
 
-/// Turns nesting and references by name or id into `{"id": ...}` foreign keys (in [`Entity::refs`]).
+/// Turns nesting and references by name or id into foreign keys (in [`Entity::refs`]).
 pub(super) fn resolve_refs(entities: &mut [Entity], i: usize, index: &NameIndex) {
     let mut refs = Vec::new();
     if let Some((field, parent)) = entities[i].raw.parent {
