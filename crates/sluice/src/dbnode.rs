@@ -19,7 +19,7 @@
 
 pub(crate) mod spare;
 
-use crate::loader::{EntityChange, Loader};
+use crate::loader::{EntityChange, Loader, Patch};
 use deadpool_postgres::Pool;
 use sluice_db::health::HealthNotice;
 use sluice_db::read::{self, Since};
@@ -154,7 +154,8 @@ impl DbNode {
                 let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take();
                 let mut config = spare::next(spare, &live, after, &changes)?;
                 config.hash = hash(version);
-                let changes = self.publish(version, config, Some(changes)).await?;
+                let patch = Some((live.clone(), changes));
+                let changes = self.publish(version, config, patch).await?;
                 *self.spare.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some(Spare::new(live, changes, version));
                 Ok(version)
@@ -162,20 +163,23 @@ impl DbNode {
         }
     }
 
-    /// Makes `config` live off the async thread (writing only `changes` to the store when given).
-    /// Returns `changes` (empty when None).
+    /// Makes `config` live off the async thread (writing only `changes` to the store when given, with
+    /// the live config they patch). Returns `changes` (empty when None).
     async fn publish(
         &self,
         version: u64,
         config: Config,
-        changes: Option<Vec<EntityChange>>,
+        changes: Option<(Arc<Config>, Vec<EntityChange>)>,
     ) -> anyhow::Result<Vec<EntityChange>> {
         let loader = self.loader.clone();
         let changes = tokio::task::spawn_blocking(move || {
-            loader
-                .apply(config, changes.as_deref())
-                .map(|_| changes.unwrap_or_default())
-                .map_err(|e| anyhow::anyhow!("{e}"))
+            let patch = changes
+                .as_ref()
+                .map(|(base, changes)| Patch { base, changes });
+            let applied = loader
+                .apply(config, patch)
+                .map_err(|e| anyhow::anyhow!("{e}"));
+            applied.map(|_| changes.map(|(_, c)| c).unwrap_or_default())
         })
         .await??;
         self.applied.send_replace(version);

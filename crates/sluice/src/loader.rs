@@ -7,10 +7,11 @@
 use arc_swap::ArcSwap;
 use commit::{commit, commit_changes, commit_over};
 use sluice_admin::EntityJson;
+use sluice_model::declarative::kinds::Kind;
 use sluice_model::declarative::{self, Previous, Reusable};
 use sluice_model::{Config, ConfigErrors};
 use sluice_plugins::Registry;
-use sluice_proxy::{SharedSnapshot, Snapshot};
+use sluice_proxy::{RouteIds, SharedSnapshot, Snapshot};
 use sluice_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -18,6 +19,22 @@ use std::time::Instant;
 
 mod commit;
 pub use commit::EntityChange;
+
+/// A config made from the live one by changing some entities ([`Loader::apply`]).
+#[derive(Clone, Copy)]
+pub struct Patch<'a> {
+    /// The config it was made from: the compile trusts the changes only while this is still the live one.
+    pub base: &'a Arc<Config>,
+    /// The entities it changed (written to the store as they are).
+    pub changes: &'a [EntityChange],
+}
+
+impl Patch<'_> {
+    fn changed_routes(&self) -> RouteIds {
+        let routes = self.changes.iter().filter(|c| c.kind == Kind::Route);
+        routes.map(|c| c.id).collect()
+    }
+}
 #[cfg(test)]
 mod tests;
 
@@ -179,11 +196,17 @@ impl Loader {
                 let live = live.config().clone();
                 let copies = reusable.copies();
                 sluice_model::stamps::keep_unchanged_stamps_but(&mut config, &live, copies);
-                self.go_live(config, started, |store, config, hash| {
+                // A copied route is the live route of its id: only the others are compared.
+                let changed: RouteIds = (config.routes.iter().enumerate())
+                    .filter(|(i, _)| !copies.is_copy(Kind::Route, *i))
+                    .map(|(_, r)| r.id)
+                    .collect();
+                let patched = Some((&live, &changed));
+                self.go_live(config, started, patched, |store, config, hash| {
                     commit_over(store, config, &live, copies, hash)
                 })?
             }
-            None => self.go_live(config, started, commit)?,
+            None => self.go_live(config, started, None, commit)?,
         };
         let copied = reusable.copied();
         self.stats
@@ -205,18 +228,22 @@ impl Loader {
     pub fn apply(
         &self,
         config: Config,
-        changes: Option<&[EntityChange]>,
+        patch: Option<Patch<'_>>,
     ) -> Result<Arc<Config>, LoadError> {
         // A few changed entities free little (the unchanged routes' compiled forms are reused): purging
         // eagerly for 2 s after each would keep the proxy workers purging and faulting pages back in
         // all the time under a stream of writes. Only a whole config is worth it.
-        let _purge = changes.is_none().then(crate::alloc::EagerPurge::start);
+        let _purge = patch.is_none().then(crate::alloc::EagerPurge::start);
         let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
-        let result = match changes {
-            None => self.go_live(config, Instant::now(), commit),
-            Some(changes) => self.go_live(config, Instant::now(), |store, _, hash| {
-                commit_changes(store, hash, changes)
-            }),
+        let result = match patch {
+            None => self.go_live(config, Instant::now(), None, commit),
+            Some(patch) => {
+                let changed_routes = patch.changed_routes();
+                let patched = Some((patch.base, &changed_routes));
+                self.go_live(config, Instant::now(), patched, |store, _, hash| {
+                    commit_changes(store, hash, patch.changes)
+                })
+            }
         };
         let counter = match &result {
             Ok(_) => &self.stats.succeeded,
@@ -228,10 +255,14 @@ impl Loader {
 
     /// Compiles, commits (with `commit`) and publishes `config` (validated `started`..now ago); the caller
     /// holds `loading`.
+    /// `patched`: `config` is the given config (the live one, if it still is) with only the given routes
+    /// changed (any other route is that config's route of its id), so the others take their compiled
+    /// form without a comparison.
     fn go_live(
         &self,
         config: Config,
         started: Instant,
+        patched: Option<(&Arc<Config>, &RouteIds)>,
         commit: impl FnOnce(&Store, &Config, &str) -> Result<EntityJson, LoadError>,
     ) -> Result<(Arc<Config>, EntityJson), LoadError> {
         let hash = config.hash().to_string();
@@ -240,8 +271,13 @@ impl Loader {
         // Routes equal to live ones keep their compiled form (the caller holds `loading`: the live
         // snapshot is the one this config replaces).
         let live = self.live.load_full();
-        let snapshot = Snapshot::compile_after(config.clone(), &self.registry, Some(&live))
-            .map_err(|e| LoadError::Compile(e.to_string()))?;
+        let snapshot = match patched {
+            Some((base, changed)) if Arc::ptr_eq(base, live.config()) => {
+                Snapshot::compile_patched(config.clone(), &self.registry, &live, changed)
+            }
+            _ => Snapshot::compile_after(config.clone(), &self.registry, Some(&live)),
+        }
+        .map_err(|e| LoadError::Compile(e.to_string()))?;
         drop(live);
         let compiled = started.elapsed();
         let json = commit(&self.store, &config, &hash)?;

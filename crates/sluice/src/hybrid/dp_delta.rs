@@ -14,7 +14,7 @@
 
 use super::rehash::{self, Rehashed};
 use crate::dbnode::spare::{self, Spare};
-use crate::loader::{EntityChange, Loader};
+use crate::loader::{EntityChange, Loader, Patch};
 use sluice_cluster::delta::{self, Change, Delta, Op, Resync, Verdict};
 use sluice_cluster::hash::Parts;
 use sluice_model::declarative::kinds::Kind;
@@ -195,7 +195,13 @@ fn patch_and_apply(
     }
     config.hash = delta.config_hash.clone();
     let published = loader
-        .apply(config, Some(changes.as_slice()))
+        .apply(
+            config,
+            Some(Patch {
+                base: &live,
+                changes: &changes,
+            }),
+        )
         .map_err(|e| e.to_string())?;
     Ok(Applied {
         spare: Spare::new(live, changes, delta.version),
