@@ -346,15 +346,19 @@ fn reference(
     })
 }
 
-#[test]
-fn indexed_router_agrees_with_linear_reference() {
-    let mut seed = 0x2545F4914F6CDD1Du64;
-    let mut next = move |n: u64| {
+/// A small deterministic generator: `next(n)` is in `0..n`.
+fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n: u64| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % n
-    };
+    }
+}
+
+#[test]
+fn indexed_router_agrees_with_linear_reference() {
+    let mut next = xorshift(0x2545F4914F6CDD1D);
     let segs = ["a", "b", "ab", "api", "v1"];
     for _round in 0..40 {
         let mut specs = Vec::new();
@@ -441,13 +445,7 @@ fn a_router_reusing_compiled_routes_matches_as_a_fresh_one() {
 /// random changes (routes dropped, changed, added, moved), its ranking is the ranking of a fresh build.
 #[test]
 fn a_ranking_kept_across_builds_is_the_fresh_ranking() {
-    let mut seed = 0x9E3779B97F4A7C15u64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut next = xorshift(0x9E3779B97F4A7C15);
     // Route ids are unique in a config, but every fifth round gives some routes the same id, which
     // the build must notice (it then ranks from scratch).
     let mut made = 0u128;

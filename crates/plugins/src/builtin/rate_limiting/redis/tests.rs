@@ -53,19 +53,25 @@ async fn windows_are_counted_together_and_refusals_count_nothing() {
         (false, vec![2, 2]),
         "refused, nothing counted"
     );
-    let mut con = connect(&target).await.unwrap();
-    let ttl: i64 = redis::cmd("TTL")
-        .arg(&windows[1].key)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let ttl = ttl_then_delete(&target, &windows, 1).await;
     assert!(ttl > 3500 && ttl <= 3600, "{ttl}");
-    let _: () = redis::cmd("DEL")
-        .arg(&windows[0].key)
-        .arg(&windows[1].key)
+}
+
+/// The time to live of `windows[i]`'s key, then every window's key deleted.
+async fn ttl_then_delete(target: &Target, windows: &[Window], i: usize) -> i64 {
+    let mut con = connect(target).await.unwrap();
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&windows[i].key)
         .query_async(&mut con)
         .await
         .unwrap();
+    let keys: Vec<&str> = windows.iter().map(|w| w.key.as_str()).collect();
+    let _: () = redis::cmd("DEL")
+        .arg(&keys)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    ttl
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -128,16 +134,6 @@ async fn concurrent_requests_let_exactly_the_limit_through() {
         .await
         .unwrap();
     assert_eq!(counts, [25, 25]);
-    let ttl: i64 = redis::cmd("TTL")
-        .arg(&windows[0].key)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let ttl = ttl_then_delete(&target, &windows[..], 0).await;
     assert!(ttl > 50 && ttl <= 60, "{ttl}");
-    let _: () = redis::cmd("DEL")
-        .arg(&windows[0].key)
-        .arg(&windows[1].key)
-        .query_async(&mut con)
-        .await
-        .unwrap();
 }
