@@ -163,10 +163,13 @@ pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Coun
 
 /// What requests must share to share a call: the same keys with the same limits.
 fn batch_id(windows: &[Window]) -> String {
-    use std::fmt::Write;
+    let mut limit = itoa::Buffer::new();
     let mut id = String::with_capacity(windows.iter().map(|w| w.key.len() + 24).sum());
     for w in windows {
-        let _ = write!(id, "{}\n{}\n", w.key, w.limit);
+        id.push_str(&w.key);
+        id.push('\n');
+        id.push_str(limit.format(w.limit));
+        id.push('\n');
     }
     id
 }
