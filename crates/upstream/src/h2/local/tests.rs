@@ -18,21 +18,21 @@ use tokio::sync::mpsc;
 /// has read the whole body.
 fn server() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream));
-            }
-        });
-    });
+    let addr = listener.local_addr().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    std::thread::spawn(move || rt.block_on(accept(listener)));
     addr
+}
+
+async fn accept(listener: std::net::TcpListener) {
+    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+    while let Ok((stream, _)) = listener.accept().await {
+        tokio::spawn(serve(stream));
+    }
 }
 
 async fn serve(stream: tokio::net::TcpStream) {
