@@ -20,7 +20,7 @@ use crate::conn::{server_name, PoolKey, TlsTarget};
 use crate::error::UpstreamError;
 use crate::pool;
 use hyper::client::conn::http2::{self, SendRequest};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rustc_hash::FxHashMap;
 use sluice_tls::rustls::ClientConfig;
 use std::cell::RefCell;
@@ -151,7 +151,8 @@ async fn connect_watched(
     };
     let tcp = TcpStream::connect(addr).await.map_err(|e| refused(&e))?;
     let _ = tcp.set_nodelay(true);
-    let mut builder = http2::Builder::new(TokioExecutor::new());
+    let local = Local::new();
+    let mut builder = http2::Builder::new(local.clone());
     builder
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(30)))
@@ -163,7 +164,9 @@ async fn connect_watched(
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW);
     let Some(t) = tls else {
-        return start(&builder, tcp, watch).await.map_err(|e| refused(&e));
+        return start(&builder, local, tcp, watch)
+            .await
+            .map_err(|e| refused(&e));
     };
     let config = alpn_h2(t.tls.key, &t.tls.config);
     let connector = tokio_rustls::TlsConnector::from(config);
@@ -171,31 +174,48 @@ async fn connect_watched(
         .connect(server_name(t.server_name, addr), tcp)
         .await
         .map_err(|e| refused(&e))?;
-    start(&builder, stream, watch)
+    start(&builder, local, stream, watch)
         .await
         .map_err(|e| refused(&e))
 }
 
-/// The preface on `io`, then a task drives the connection. Generic over the stream rather than through
-/// [`crate::conn::Stream`]: sharing that type's I/O with the HTTP/1.1 client kept it from being inlined
-/// there (~160 instructions per request).
+/// The preface on `io` (its small writes [`Corked`]), then a task drives the connection, with the futures
+/// hyper hands to `local` and the connection's dispatch among them ([`local`]). Generic over the stream
+/// rather than through [`crate::conn::Stream`]: sharing that type's I/O with the HTTP/1.1 client kept it
+/// from being inlined there (~160 instructions per request).
 async fn start<IO>(
-    builder: &http2::Builder<TokioExecutor>,
+    builder: &http2::Builder<Local>,
+    local: Local,
     io: IO,
     watch: Option<(Arc<Activity>, Duration)>,
 ) -> hyper::Result<Sender>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (sender, conn) = builder.handshake(TokioIo::new(io)).await?;
-    tokio::spawn(drive(conn, watch));
+    let (sender, conn) = builder.handshake(TokioIo::new(Corked::new(io))).await?;
+    hyper::rt::Executor::execute(&local, serve(conn, watch));
+    tokio::spawn(drive(local));
     Ok(sender)
 }
 
+/// Runs the connection's futures until the last one ends.
+async fn drive(local: Local) {
+    /// Drops what is left in the set however this task ends (the runtime shutting down included).
+    struct Clear(Local);
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            self.0.clear();
+        }
+    }
+    let local = Clear(local);
+    std::future::poll_fn(|cx| local.0.poll(cx)).await;
+}
+
 /// Runs a connection until it closes (its streams are served while this future is polled), or, with
-/// `watch`, until no call has held it for the idle time: then the connection is dropped, which closes
-/// its socket, and its [`Sender`]s report closed, so the next call makes a new one.
-async fn drive<F: std::future::Future<Output = hyper::Result<()>>>(
+/// `watch`, until no call has held it for the idle time: then the connection is dropped, its
+/// [`Sender`]s report closed, so the next call makes a new one, and its I/O closes the socket once its
+/// streams are done.
+async fn serve<F: std::future::Future<Output = hyper::Result<()>>>(
     conn: F,
     watch: Option<(Arc<Activity>, Duration)>,
 ) {
@@ -242,7 +262,11 @@ fn alpn_h2(key: u64, base: &Arc<ClientConfig>) -> Arc<ClientConfig> {
     })
 }
 
+mod cork;
+mod local;
 mod write_watch;
+use cork::Corked;
+use local::Local;
 pub use write_watch::{watch, WriteWatch};
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::*;
 use crate::pool::{configure, Keepalive};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioExecutor;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
 
