@@ -15,12 +15,14 @@ use super::{
 };
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
-use crate::exchange::Routed;
+use crate::error::ProxyError;
+use crate::exchange::{Exchange, Routed, Sending};
 use crate::handler::{Answer, Fast, Scope, Step};
 use crate::metrics::content_length;
+use crate::snapshot::Snapshot;
 use http_body_util::BodyExt;
-use sluice_plugins::{AccessNow, AddedHeaders};
-use sluice_upstream::body::box_err;
+use sluice_plugins::{AccessNow, AddedHeaders, RequestCtx};
+use sluice_upstream::body::{box_err, ProxyBody};
 
 /// What a route's access-only plugins leave for the rest of the request.
 pub(crate) struct Added {
@@ -52,40 +54,38 @@ pub(crate) fn start(
     scope: &Scope,
 ) -> Step {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let RouteSteps {
-        index,
-        chain,
-        series,
-        meter,
-        captures,
-    } = RouteSteps::of(&mut routed, snap);
-    let mut ctx = new_ctx(parts, snap, &x, Some(index), routed.client_ip);
-    ctx.captures = captures.as_ref();
-    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
-    let outcome = match chain.access_now(&mut ctx, 0) {
+    let mut route = RouteSteps::of(&mut routed, snap);
+    let mut ctx = new_ctx(parts, snap, &x, Some(route.index), routed.client_ip);
+    ctx.captures = route.captures.as_ref();
+    let bytes_in = route
+        .meter
+        .map_or(0, |_| content_length(&ctx.request.headers));
+    let outcome = match route.chain.access_now(&mut ctx, 0) {
         AccessNow::Continue if ctx.body_limit.is_none() => {
             let body = body.map_err(box_err).boxed();
-            match prepare(&ctx, chain, body, routed, snap, &x) {
-                Ok((sending, _)) => {
-                    let consumer = meter.and_then(|m| consumer_slot(&ctx, m, snap));
-                    let added = Added::boxed(std::mem::take(&mut ctx.response_headers), consumer);
-                    return Step::Fast(Fast::new(sending, negotiation, bytes_in, added));
+            match fast(&mut ctx, &route, body, routed, snap, &x) {
+                Ok((sending, added)) => {
+                    return Step::Fast(Fast::new(sending, negotiation, bytes_in, added))
                 }
                 Err(e) => Outcome::Failed(e),
             }
         }
         AccessNow::Respond(resp) => Outcome::Plugin(resp),
         now => {
-            let ctx = Box::new(Detached::new(ctx, index));
-            routed.found.captures = captures;
+            let ctx = Box::new(Detached::new(ctx, route.index));
+            routed.found.captures = route.captures.take();
             let rest = resumed(ctx, now, body, routed, negotiation, bytes_in, scope.clone());
             return Step::Plugins(Box::pin(rest), None);
         }
     };
-    // Answered without the upstream: the plugins' headers, and the count.
-    let done = header_filter(ctx, chain, outcome, &negotiation, &x);
-    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, scope.started));
-    Step::Done((whole(done), count))
+    Step::Done(answered(
+        ctx,
+        &route,
+        outcome,
+        &negotiation,
+        bytes_in,
+        scope,
+    ))
 }
 
 /// The rest of `access` after a handler had to wait, then the fast path's send with what the plugins left
@@ -102,21 +102,13 @@ async fn resumed(
     scope: Scope,
 ) -> Option<Answer> {
     let (snap, x) = (&*scope.snap, scope.exchange());
-    let RouteSteps {
-        chain,
-        series,
-        meter,
-        captures,
-        ..
-    } = RouteSteps::of(&mut routed, snap);
+    let route = RouteSteps::of(&mut routed, snap);
     let mut ctx = ctx.attach(snap, x.request_id, None);
-    ctx.captures = captures.as_ref();
-    let outcome = match access(&mut ctx, chain, body, Some(now)).await {
+    ctx.captures = route.captures.as_ref();
+    let outcome = match access(&mut ctx, route.chain, body, Some(now)).await {
         Ok(body) if ctx.body_limit.is_none() => {
-            match prepare(&ctx, chain, body, routed, snap, &x) {
-                Ok((sending, _)) => {
-                    let consumer = meter.and_then(|m| consumer_slot(&ctx, m, snap));
-                    let added = Added::boxed(std::mem::take(&mut ctx.response_headers), consumer);
+            match fast(&mut ctx, &route, body, routed, snap, &x) {
+                Ok((sending, added)) => {
                     drop(ctx);
                     let fast = Fast::new(sending, negotiation, bytes_in, added);
                     return Some(fast.send(&scope).await);
@@ -124,10 +116,46 @@ async fn resumed(
                 Err(e) => Outcome::Failed(e),
             }
         }
-        Ok(body) => send(&ctx, chain, body, routed, snap, &x).await,
+        Ok(body) => send(&ctx, route.chain, body, routed, snap, &x).await,
         Err(answered) => answered,
     };
-    let done = header_filter(ctx, chain, outcome, &negotiation, &x);
-    let count = meter.map(|m| done.observe(m, series, snap, bytes_in, scope.started));
-    Some((whole(done), count))
+    Some(answered(
+        ctx,
+        &route,
+        outcome,
+        &negotiation,
+        bytes_in,
+        &scope,
+    ))
+}
+
+/// The upstream request written from the plugins' edited head, and what they leave for the response.
+fn fast(
+    ctx: &mut RequestCtx<'_>,
+    route: &RouteSteps<'_>,
+    body: ProxyBody,
+    routed: Routed,
+    snap: &Snapshot,
+    x: &Exchange<'_>,
+) -> Result<(Sending, Option<Box<Added>>), ProxyError> {
+    let (sending, _) = prepare(ctx, route.chain, body, routed, snap, x)?;
+    let consumer = route.meter.and_then(|m| consumer_slot(ctx, m, snap));
+    let added = Added::boxed(std::mem::take(&mut ctx.response_headers), consumer);
+    Ok((sending, added))
+}
+
+/// Answered without the fast send (a plugin's answer, the gateway's error, or the upstream's after a body
+/// limit): the plugins' headers through `header_filter`, and the count.
+fn answered(
+    ctx: RequestCtx<'_>,
+    route: &RouteSteps<'_>,
+    outcome: Outcome,
+    negotiation: &Negotiation,
+    bytes_in: u64,
+    scope: &Scope,
+) -> Answer {
+    let (snap, x) = (&*scope.snap, scope.exchange());
+    let done = header_filter(ctx, route.chain, outcome, negotiation, &x);
+    let count = (route.meter).map(|m| done.observe(m, route.series, snap, bytes_in, scope.started));
+    (whole(done), count)
 }
