@@ -198,17 +198,12 @@ where
     Ok(sender)
 }
 
-/// Runs the connection's futures until the last one ends.
+/// Runs the connection's futures until the last one ends (what is left is dropped with the set however
+/// this task ends, the runtime shutting down included).
 async fn drive(local: Local) {
-    /// Drops what is left in the set however this task ends (the runtime shutting down included).
-    struct Clear(Local);
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            self.0.clear();
-        }
-    }
-    let local = Clear(local);
-    std::future::poll_fn(|cx| local.0.poll(cx)).await;
+    let mut running = local.running();
+    drop(local);
+    std::future::poll_fn(|cx| running.poll(cx)).await;
 }
 
 /// Runs a connection until it closes (its streams are served while this future is polled), or, with
