@@ -130,7 +130,8 @@ impl Snapshot {
 
     /// [`Snapshot::compile_after`] for a config made from `previous`'s by patching it: every route whose
     /// id is not in `changed_routes` is the live route of that id, so it takes its compiled form without
-    /// being compared (a DB-mode or hybrid change of one entity on a large config).
+    /// being compared; only the named ones are compared (a DB-mode or hybrid change of one entity on a
+    /// large config).
     pub fn compile_patched(
         config: Arc<Config>,
         registry: &Registry,

@@ -196,12 +196,17 @@ impl Loader {
                 let live = live.config().clone();
                 let copies = reusable.copies();
                 sluice_model::stamps::keep_unchanged_stamps_but(&mut config, &live, copies);
-                // A copied route is the live route of its id: only the others are compared.
-                let changed: RouteIds = (config.routes.iter().enumerate())
-                    .filter(|(i, _)| !copies.is_copy(Kind::Route, *i))
-                    .map(|(_, r)| r.id)
-                    .collect();
-                let patched = Some((&live, &changed));
+                // A copied route is the live route of its id: only the others are compared (all of
+                // them, with no set built, when no route was copied).
+                let copied_routes = copies.of(Kind::Route).contains(&true);
+                let changed: RouteIds = match copied_routes {
+                    true => (config.routes.iter().enumerate())
+                        .filter(|(i, _)| !copies.is_copy(Kind::Route, *i))
+                        .map(|(_, r)| r.id)
+                        .collect(),
+                    false => RouteIds::default(),
+                };
+                let patched = copied_routes.then_some((&live, &changed));
                 self.go_live(config, started, patched, |store, config, hash| {
                     commit_over(store, config, &live, copies, hash)
                 })?

@@ -3,7 +3,8 @@
 //! config. Routes usually keep their place in `config.routes` (a change replaces one in place or
 //! appends one), so each is first compared with the live route at its own index; the id → index map of
 //! the live config is built only when that misses (a route was deleted or the order changed). A config
-//! patched from the live one says which routes changed, and the others are taken without a comparison.
+//! patched from the live one says which routes changed: the others are taken without a comparison, and
+//! only the named ones are compared.
 
 use super::Snapshot;
 use sluice_model::Route;
@@ -44,10 +45,12 @@ impl<'p> Reuse<'p> {
                 .get_or_insert_with(|| live.iter().enumerate().map(|(i, r)| (r.id, i)).collect())
                 .get(&route.id)?,
         };
-        let unchanged = match self.changed {
-            Some(changed) => !changed.contains(&route.id),
-            None => live[at] == *route,
-        };
+        // A route the patch names may still be equal (a write that changed nothing the router reads):
+        // it is compared, as every route is without a patch.
+        let unchanged = self
+            .changed
+            .is_some_and(|changed| !changed.contains(&route.id))
+            || live[at] == *route;
         if !unchanged {
             return None;
         }
