@@ -14,6 +14,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::task::AtomicWaker;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -32,11 +33,16 @@ pub struct Local(Arc<Inbox>);
 #[derive(Default)]
 struct Inbox {
     jobs: Mutex<Vec<Job>>,
+    /// `jobs` may hold some: the task looks after every future it polls, and mostly finds none.
+    any: AtomicBool,
     task: AtomicWaker,
 }
 
 impl Inbox {
     fn take(&self) -> Vec<Job> {
+        if !self.any.swap(false, Ordering::AcqRel) {
+            return Vec::new();
+        }
         std::mem::take(&mut *self.jobs.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -49,6 +55,7 @@ impl<F: Future<Output = ()> + Send + 'static> hyper::rt::Executor<F> for Local {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(job);
+        self.0.any.store(true, Ordering::Release);
         self.0.task.wake();
     }
 }
