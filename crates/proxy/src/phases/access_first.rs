@@ -103,8 +103,7 @@ async fn resumed(
 ) -> Option<Answer> {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let route = RouteSteps::of(&mut routed, snap);
-    let mut ctx = ctx.attach(snap, x.request_id, None);
-    ctx.captures = route.captures.as_ref();
+    let mut ctx = ctx.attach(snap, x.request_id, route.captures.as_ref());
     let outcome = match access(&mut ctx, route.chain, body, Some(now)).await {
         Ok(body) if ctx.body_limit.is_none() => {
             match fast(&mut ctx, &route, body, routed, snap, &x) {
