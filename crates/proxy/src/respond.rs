@@ -5,6 +5,7 @@ use crate::names;
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderValue, SERVER, VIA};
+use sluice_plugins::header_number;
 use sluice_upstream::forward;
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ pub struct Timings {
 }
 
 fn ms(d: Duration) -> HeaderValue {
-    HeaderValue::from(d.as_millis() as u64)
+    header_number(d.as_millis() as u64)
 }
 
 fn request_id_value(request_id: &str) -> HeaderValue {
@@ -56,7 +57,10 @@ pub fn upstream_response(
         headers.insert(names::X_KONG_REQUEST_ID, request_id_value(request_id));
     }
     if h.upstream_status {
-        headers.insert(names::X_KONG_UPSTREAM_STATUS, HeaderValue::from(status));
+        headers.insert(
+            names::X_KONG_UPSTREAM_STATUS,
+            header_number(u64::from(status)),
+        );
     }
 }
 
