@@ -20,14 +20,18 @@ fn log_record(status: u16) -> LogRecord {
     }
 }
 
+/// A config's entity JSON with `loggers` plain-record loggers counted.
+fn counted(loggers: usize) -> EntityJson {
+    let entities = EntityJson::default();
+    (0..loggers).for_each(|_| entities.count_logger());
+    entities
+}
+
 #[test]
 fn the_loggers_of_one_pass_share_one_rendering() {
     let (_, compiled) = compile(CONFIG);
     let ctx = RequestCtx::detached(request("GET", "/p", &[]), compiled.credentials());
-    let entities = EntityJson::default();
-    entities.count_logger();
-    entities.count_logger();
-    let rec = log_record(200);
+    let (entities, rec) = (counted(2), log_record(200));
     begin_pass();
     let first = record(&ctx, &rec, &entities);
     let second = record(&ctx, &rec, &entities);
@@ -50,9 +54,7 @@ fn the_loggers_of_one_pass_share_one_rendering() {
 fn a_single_logger_keeps_nothing_back() {
     let (_, compiled) = compile(CONFIG);
     let ctx = RequestCtx::detached(request("GET", "/p", &[]), compiled.credentials());
-    let entities = EntityJson::default();
-    entities.count_logger();
-    let rec = log_record(200);
+    let (entities, rec) = (counted(1), log_record(200));
     begin_pass();
     let first = record(&ctx, &rec, &entities);
     let second = record(&ctx, &rec, &entities);
