@@ -249,6 +249,7 @@ impl PluginChain {
     }
 
     pub fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
+        crate::logging::rendered::begin_pass();
         let consumer = ctx.consumer.map(|c| c.id);
         let proto = self.protocol(ctx);
         for entry in &self.entries {

@@ -17,6 +17,7 @@ pub(crate) mod json;
 pub mod legacy;
 pub mod logger;
 pub mod queue;
+pub mod rendered;
 pub mod runtime;
 pub mod serialize;
 pub mod session;

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use sluice_model::{Config, Route, Service};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use uuid::Uuid;
 
 /// Entities' JSON by id. FxHash: looking up two ids with std's SipHash cost a few hundred instructions of
@@ -17,6 +18,8 @@ type ById = HashMap<Uuid, Box<RawValue>, rustc_hash::FxBuildHasher>;
 pub struct EntityJson {
     routes: ById,
     services: ById,
+    /// Plugin instances of this config that queue the plain request record (see [`super::rendered`]).
+    loggers: AtomicUsize,
 }
 
 impl EntityJson {
@@ -32,7 +35,20 @@ impl EntityJson {
         EntityJson {
             routes: each(&config.routes, |r: &Route| r.id),
             services: each(&config.services, |s: &Service| s.id),
+            loggers: AtomicUsize::new(0),
         }
+    }
+
+    /// Counts a plugin instance that queues the plain request record (when it is built, before any
+    /// request is logged with this config).
+    pub(crate) fn count_logger(&self) {
+        self.loggers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether several instances of this config queue the plain record, so that one rendering per
+    /// request is worth sharing.
+    pub(crate) fn has_several_loggers(&self) -> bool {
+        self.loggers.load(Ordering::Relaxed) > 1
     }
 
     /// Appends the route's JSON (cached, or serialized now when it failed to serialize at build time).

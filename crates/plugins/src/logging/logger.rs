@@ -1,9 +1,10 @@
-//! The one plugin body the queue logging plugins use: serialize the record (a request's, or a stream
-//! session's when Kong's stream subsystem runs them), push it to the queue.
+//! The one plugin body the queue logging plugins use: serialize the record (a request's, rendered once
+//! per log pass for all of them, [`super::rendered`]; or a stream session's when Kong's stream subsystem
+//! runs them), push it to the queue.
 
 use super::entities::EntityJson;
 use super::queue::{self, Queue};
-use super::serialize::serialize;
+use super::rendered;
 use super::session::serialize_session;
 use crate::ctx::{LogRecord, RequestCtx};
 use crate::plugin::{Plugin, Registered};
@@ -27,6 +28,7 @@ impl QueueLogger {
         queue: Arc<Queue>,
         entities: Arc<EntityJson>,
     ) -> Arc<dyn Plugin> {
+        entities.count_logger();
         Registered::new(name, QueueLogger { queue, entities })
             .log(QueueLogger::log)
             .stream_log(QueueLogger::stream_log)
@@ -40,7 +42,7 @@ impl QueueLogger {
 
     fn log(&self, ctx: &RequestCtx<'_>, record: &LogRecord) {
         self.queue
-            .push(queue::record(serialize(ctx, record, &self.entities)));
+            .push(rendered::record(ctx, record, &self.entities));
     }
 }
 

@@ -118,6 +118,14 @@ pub fn record(mut v: Vec<u8>) -> Bytes {
 pub trait Sink: Send + Sync + 'static {
     /// Delivers one batch of serialized records; an error makes the queue retry the same batch.
     fn deliver(&self, batch: &[Bytes]) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// How many waiting records one delivery may take when `max_batch_size` is smaller: more than 1 for
+    /// a sink whose output is the same whether records come one by one or together (statsd's lines, one
+    /// datagram each or on one TCP stream), so that a busy worker's records cost one delivery per wake-up
+    /// of the log thread instead of one each. Records are never held back to fill such a delivery.
+    fn merges_up_to(&self) -> usize {
+        1
+    }
 }
 
 /// Counts of one queue, for tests and diagnostics.
@@ -359,11 +367,13 @@ fn fill_time(elapsed: Duration, arrived: usize, missing: usize) -> Duration {
 /// may stay dead, so a removed plugin never keeps a task alive for long.
 async fn drain<S: Sink>(mut rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shared>, sink: Arc<S>) {
     let max_batch = shared.config.max_batch_size.max(1);
+    // What one delivery takes of what is already waiting (only `max_batch` are waited for).
+    let max_taken = max_batch.max(sink.merges_up_to());
     let delay = secs(shared.config.max_coalescing_delay);
-    let mut batch = Vec::with_capacity(max_batch.min(1024));
+    let mut batch = Vec::with_capacity(max_taken.min(1024));
     let mut found_nothing = false;
     loop {
-        let open = take(&mut rx, &mut batch, max_batch);
+        let open = take(&mut rx, &mut batch, max_taken);
         if batch.is_empty() {
             if !open {
                 return;
@@ -373,7 +383,7 @@ async fn drain<S: Sink>(mut rx: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shar
                 found_nothing = true;
                 continue;
             }
-            if rx.recv_many(&mut batch, max_batch).await == 0 {
+            if rx.recv_many(&mut batch, max_taken).await == 0 {
                 return;
             }
         }

@@ -96,21 +96,21 @@ pub(crate) fn start(
         upstream: None,
     });
     match sent {
-        Ok(sending) => Step::Plugins(
-            Box::pin(async move { Some(send(sending, kept).await) }),
-            None,
-        ),
+        // `send` itself is the boxed future (not a wrapper around it): its state is built, moved and
+        // boxed once.
+        Ok(sending) => Step::Plugins(Box::pin(send(sending, kept)), None),
         Err(e) => Step::Done(failed(e, kept)),
     }
 }
 
-/// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error).
-async fn send(sending: Sending, mut kept: Box<Kept>) -> Answer {
+/// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error). Always
+/// `Some`: the output is [`Step::Plugins`]'s.
+async fn send(sending: Sending, mut kept: Box<Kept>) -> Option<Answer> {
     let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
     let proxied = match sending.send(snap, &x, x.started).await {
         Ok(p) => p,
-        Err(e) => return failed(e, kept),
+        Err(e) => return Some(failed(e, kept)),
     };
     let (route, bytes_in, timings) = (kept.route, kept.bytes_in, proxied.timings);
     let log = LogFacts::new(&proxied.head, Source::Service, x.started);
@@ -134,7 +134,7 @@ async fn send(sending: Sending, mut kept: Box<Kept>) -> Answer {
         bytes_in,
         started,
     );
-    (resp, count)
+    Some((resp, count))
 }
 
 /// The gateway's error for a request that could not be proxied, logged now.

@@ -70,6 +70,9 @@ impl<'a> RouteRef<'a> {
 /// Marks an absent optional string in the packed form.
 const NONE: u32 = u32::MAX;
 
+/// The packed form's numbers (status, five 8-byte numbers) and its byte of flags.
+const FIXED_LEN: usize = 2 + 5 * 8 + 1;
+
 impl<'a> Sample<'a> {
     /// The sample of a finished request (in the log phase, on the worker).
     pub fn of(ctx: &RequestCtx<'a>, record: &LogRecord) -> Sample<'a> {
@@ -108,9 +111,11 @@ impl<'a> Sample<'a> {
         }
     }
 
-    /// The packed form: fixed-width numbers, then each present entity's id and strings.
+    /// The packed form: fixed-width numbers, then each present entity's id and strings. Written into a
+    /// vector of exactly its size, which becomes the `Bytes` as it is (one with room left would need a
+    /// second allocation for its shared header).
     pub fn pack(&self) -> Bytes {
-        let mut out = Vec::with_capacity(128);
+        let mut out = Vec::with_capacity(self.packed_len());
         out.extend_from_slice(&self.status.to_le_bytes());
         for n in [self.request_size, self.response_size, self.latency] {
             out.extend_from_slice(&n.to_le_bytes());
@@ -139,6 +144,19 @@ impl<'a> Sample<'a> {
             put(&mut out, c.username);
         }
         out.into()
+    }
+
+    /// The length of [`Sample::pack`]'s bytes.
+    pub(crate) fn packed_len(&self) -> usize {
+        let text = |s: Option<&str>| 4 + s.map_or(0, str::len);
+        let service = self
+            .service
+            .map_or(0, |s| 16 + text(s.name) + text(Some(s.host)));
+        let route = self.route.map_or(0, |r| 16 + text(r.name));
+        let consumer = self
+            .consumer
+            .map_or(0, |c| 16 + text(c.custom_id) + text(c.username));
+        FIXED_LEN + service + route + consumer
     }
 
     /// Reads a packed sample back; None for bytes [`Sample::pack`] did not write.

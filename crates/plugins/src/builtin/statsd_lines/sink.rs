@@ -183,7 +183,20 @@ impl<F: Format> Sink for MetricSink<F> {
         *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = lines;
         sent
     }
+
+    /// Lines sent one per datagram, or on a TCP stream, are the same whether the samples of several
+    /// requests are delivered together or one by one; packed datagrams are cut per delivery, as Kong's
+    /// are, so those keep the configured batches.
+    fn merges_up_to(&self) -> usize {
+        match self.transport {
+            Transport::Udp { packet_size } if packet_size > 0.0 => 1,
+            _ => MERGED_SAMPLES,
+        }
+    }
 }
+
+/// Samples one delivery takes of those already waiting (see [`Sink::merges_up_to`]).
+const MERGED_SAMPLES: usize = 256;
 
 /// A non-blocking UDP socket connected to `addr`.
 fn open_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {

@@ -51,7 +51,14 @@ fn a_sample_survives_packing() {
         }),
         ..full.clone()
     };
-    assert_eq!(Sample::unpack(&bare.pack()), Some(bare));
+    assert_eq!(Sample::unpack(&bare.pack()), Some(bare.clone()));
+    for s in [&full, &bare] {
+        assert_eq!(
+            s.pack().len(),
+            s.packed_len(),
+            "packed into a vector of its size"
+        );
+    }
     let packed = full.pack();
     for cut in [0, 1, 10, packed.len() - 1] {
         assert_eq!(Sample::unpack(&packed[..cut]), None, "cut at {cut}");

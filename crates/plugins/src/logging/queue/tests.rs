@@ -12,9 +12,15 @@ struct Recorder {
     attempts: Arc<AtomicUsize>,
     fail_first: usize,
     down: Arc<AtomicBool>,
+    /// Its [`Sink::merges_up_to`] (0 as 1).
+    merges: usize,
 }
 
 impl Sink for Recorder {
+    fn merges_up_to(&self) -> usize {
+        self.merges.max(1)
+    }
+
     async fn deliver(&self, batch: &[Bytes]) -> Result<(), String> {
         let attempt = self.attempts.fetch_add(1, Ordering::SeqCst);
         if attempt < self.fail_first || self.down.load(Ordering::SeqCst) {
@@ -66,6 +72,31 @@ fn batch_size_one_delivers_each_record_alone_in_order() {
     let flat: Vec<Bytes> = sink.batches.lock().unwrap().concat();
     assert_eq!(flat, (0..5).map(record).collect::<Vec<_>>());
     assert_eq!(q.stats().pending, 0);
+}
+
+#[test]
+fn a_merging_sink_takes_what_waits_in_one_delivery_and_waits_for_nothing() {
+    for (merges, expected) in [(0, vec![1; 5]), (10, vec![1, 4])] {
+        let sink = Recorder {
+            merges,
+            ..Recorder::default()
+        };
+        sink.down.store(true, Ordering::SeqCst);
+        let q = start(QueueConfig::default(), &sink);
+        assert!(q.push(record(0)));
+        // The first record is taken alone and retried while the sink is down; the rest wait meanwhile.
+        wait_for("a first attempt", || {
+            sink.attempts.load(Ordering::SeqCst) > 0
+        });
+        for i in 1..5 {
+            assert!(q.push(record(i)));
+        }
+        sink.down.store(false, Ordering::SeqCst);
+        wait_for("5 records", || q.stats().sent == 5);
+        assert_eq!(sink.sizes(), expected, "merges_up_to {merges}");
+        let flat: Vec<Bytes> = sink.batches.lock().unwrap().concat();
+        assert_eq!(flat, (0..5).map(record).collect::<Vec<_>>(), "in order");
+    }
 }
 
 #[test]
