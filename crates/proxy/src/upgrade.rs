@@ -18,7 +18,7 @@
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
 //! is a 502.
 
-use crate::downstream::{ClientBody, Handed, Io, OwnUpgrade};
+use crate::downstream::{ClientBody, Handed, OwnUpgrade};
 use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
@@ -129,11 +129,13 @@ enum Handle {
 
 impl Handle {
     /// The client's connection or stream, once the answer is written; None when the client went away.
-    async fn opened(self) -> Option<Box<dyn Io>> {
+    /// Both as the HTTP/1.1 connection hands itself over (boxed once: every read and write of the tunnel
+    /// goes through one dynamic call, not two).
+    async fn opened(self) -> Option<Handed> {
         match self {
-            Handle::H1(rx) => rx.await.ok().map(|r| Box::new(r) as Box<dyn Io>),
+            Handle::H1(rx) => rx.await.ok(),
             Handle::H2(on) => match on.await {
-                Ok(upgraded) => Some(Box::new(TokioIo::new(upgraded))),
+                Ok(upgraded) => Some(Handed::new(Bytes::new(), Box::new(TokioIo::new(upgraded)))),
                 Err(e) => {
                     tracing::debug!(error = %e, "client stream was not upgraded");
                     None
