@@ -42,6 +42,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 mod h2;
+mod owned;
 
 /// The driver's handle on a request that runs in a task of its own (an upgrade, a gRPC call): resolves to
 /// the response head (None when the task ended before it had one, answered with `Negotiation`'s error).
@@ -247,6 +248,8 @@ async fn run(
                         bytes_in: opened.bytes_in,
                         uri,
                     };
+                    // A copy of the request's `Accept`, sharing the client's read buffer.
+                    drop(opened.negotiation);
                     return tunnel.run(switched, client, head_tx, &scope).await;
                 }
                 // A 2xx accepts an extended CONNECT (RFC 8441 §5, RFC 9113 §8.5): relayed, it would tell
@@ -294,6 +297,9 @@ impl Tunnel<'_> {
             h2::as_h2_answer(&mut head);
         }
         phases::filter_head(&mut self.ctx, self.chain, &mut head);
+        // Kept until the log phase: not on the read buffers they were parsed from.
+        owned::own_request(&mut self.ctx.request);
+        owned::own_headers(&mut head.headers);
         let count = self.series.meter(snap).map(|meter| {
             let finished = Finished {
                 source: Source::Service,
