@@ -111,7 +111,11 @@ where
         // A timer polled with this task's waker stays registered until it goes off or is re-armed:
         // polled again on every message, it would only take the same waker again (and a coop budget
         // unit).
-        if !rearmed && timer_waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        if !rearmed
+            && timer_waker
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+        {
             return Poll::Pending;
         }
         if timer.as_mut().poll(cx).is_pending() {

@@ -11,7 +11,8 @@ use http::{request, HeaderMap, Uri};
 /// Each value of `headers` in a small allocation of its own (sensitivity kept).
 pub(super) fn own_headers(headers: &mut HeaderMap) {
     for value in headers.values_mut() {
-        let Ok(mut owned) = HeaderValue::from_maybe_shared(Bytes::copy_from_slice(value.as_bytes()))
+        let Ok(mut owned) =
+            HeaderValue::from_maybe_shared(Bytes::copy_from_slice(value.as_bytes()))
         else {
             continue;
         };

@@ -2,7 +2,10 @@ use super::*;
 
 /// True when `part` lies inside `buffer`.
 fn inside(part: &[u8], buffer: &Bytes) -> bool {
-    let (start, end) = (buffer.as_ptr() as usize, buffer.as_ptr() as usize + buffer.len());
+    let (start, end) = (
+        buffer.as_ptr() as usize,
+        buffer.as_ptr() as usize + buffer.len(),
+    );
     (start..end).contains(&(part.as_ptr() as usize))
 }
 
