@@ -24,7 +24,7 @@ mod write;
 
 pub use body::ClientBody;
 pub use conn::Conn;
-pub use handover::{Handed, Io, OwnUpgrade};
+pub use handover::{Handed, OwnUpgrade};
 
 /// A client read makes more room (16 KiB) only when less than this is left: the next head nearly always
 /// fits what is left of the first 4 KiB, and a fresh buffer per request costs an allocation.

@@ -18,7 +18,7 @@
 //! `Upgrade`, as Kong sends them (its `Upgrade` line is set only for websocket), and a 101 answering them
 //! is a 502.
 
-use crate::downstream::{ClientBody, Handed, Io, OwnUpgrade};
+use crate::downstream::{ClientBody, Handed, OwnUpgrade};
 use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
@@ -42,6 +42,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 mod h2;
+mod owned;
 
 /// The driver's handle on a request that runs in a task of its own (an upgrade, a gRPC call): resolves to
 /// the response head (None when the task ended before it had one, answered with `Negotiation`'s error).
@@ -129,11 +130,13 @@ enum Handle {
 
 impl Handle {
     /// The client's connection or stream, once the answer is written; None when the client went away.
-    async fn opened(self) -> Option<Box<dyn Io>> {
+    /// Both as the HTTP/1.1 connection hands itself over (boxed once: every read and write of the tunnel
+    /// goes through one dynamic call, not two).
+    async fn opened(self) -> Option<Handed> {
         match self {
-            Handle::H1(rx) => rx.await.ok().map(|r| Box::new(r) as Box<dyn Io>),
+            Handle::H1(rx) => rx.await.ok(),
             Handle::H2(on) => match on.await {
-                Ok(upgraded) => Some(Box::new(TokioIo::new(upgraded))),
+                Ok(upgraded) => Some(Handed::new(Bytes::new(), Box::new(TokioIo::new(upgraded)))),
                 Err(e) => {
                     tracing::debug!(error = %e, "client stream was not upgraded");
                     None
@@ -245,6 +248,8 @@ async fn run(
                         bytes_in: opened.bytes_in,
                         uri,
                     };
+                    // A copy of the request's `Accept`, sharing the client's read buffer.
+                    drop(opened.negotiation);
                     return tunnel.run(switched, client, head_tx, &scope).await;
                 }
                 // A 2xx accepts an extended CONNECT (RFC 8441 §5, RFC 9113 §8.5): relayed, it would tell
@@ -292,6 +297,9 @@ impl Tunnel<'_> {
             h2::as_h2_answer(&mut head);
         }
         phases::filter_head(&mut self.ctx, self.chain, &mut head);
+        // Kept until the log phase: not on the read buffers they were parsed from.
+        owned::own_request(&mut self.ctx.request);
+        owned::own_headers(&mut head.headers);
         let count = self.series.meter(snap).map(|meter| {
             let finished = Finished {
                 source: Source::Service,

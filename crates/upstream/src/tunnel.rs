@@ -12,7 +12,7 @@ use crate::conn::Conn;
 use half::Half;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
@@ -68,6 +68,8 @@ where
     drop(buf);
     let mut last_progress = Instant::now();
     let mut timer: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep_until(last_progress + t.idle));
+    // The waker the timer was last polled with (None until then, and once it went off).
+    let mut timer_waker: Option<Waker> = None;
     let end = poll_fn(|cx| loop {
         let now = Instant::now();
         let a = match up.pump(cx, &mut client, &mut upstream) {
@@ -102,13 +104,26 @@ where
         // Re-armed only when the deadline came earlier, or the timer went off: every message moves the
         // idle deadline later, and re-arming per message is a trip to tokio's timer wheel; a timer that
         // goes off before the deadline is only looked at again here.
-        if deadline < timer.deadline() || timer.is_elapsed() {
+        let rearmed = deadline < timer.deadline() || timer.is_elapsed();
+        if rearmed {
             timer.as_mut().reset(deadline);
         }
+        // A timer polled with this task's waker stays registered until it goes off or is re-armed:
+        // polled again on every message, it would only take the same waker again (and a coop budget
+        // unit).
+        if !rearmed
+            && timer_waker
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return Poll::Pending;
+        }
         if timer.as_mut().poll(cx).is_pending() {
+            timer_waker = Some(cx.waker().clone());
             return Poll::Pending;
         }
         // The timer went off: look again (progress since may have moved the deadline).
+        timer_waker = None;
     })
     .await;
     let _ = tokio::time::timeout(t.write, async {

@@ -48,6 +48,10 @@ pub struct WsLoadArgs {
     /// Measured time (`10s`, `500ms`).
     #[arg(long, default_value = "10s", value_parser = crate::runner::parse_duration)]
     pub duration: Duration,
+    /// Counting mode (for instruction counts, scripts/ws-instructions.sh): every tunnel sends exactly
+    /// this many messages, whatever the time, and all of them count.
+    #[arg(long)]
+    pub messages: Option<u64>,
 }
 
 impl WsLoadArgs {
@@ -74,6 +78,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadResult> {
         tunnels: spec.connections,
         routes: spec.case.routes,
         duration: spec.duration,
+        messages: None,
     };
     let me = std::env::current_exe().context("locating sluice-perf")?;
     let mut cmd = pinned(spec.cpus.as_deref(), me);
@@ -143,14 +148,18 @@ pub async fn drive(args: &WsLoadArgs) -> Result<LoadResult> {
     }
     let payload = Bytes::from(vec![b'm'; MESSAGE_SIZE]);
     let start = Instant::now();
-    let deadline = start + args.duration;
+    let (deadline, limit) = match args.messages {
+        // A deadline no run reaches: the count alone ends it.
+        Some(n) => (start + Duration::from_secs(86_400), n),
+        None => (start + args.duration, u64::MAX),
+    };
     let mut pumps = JoinSet::new();
     for t in tunnels {
         let payload = payload.clone();
         pumps.spawn(async move {
             match t {
-                Tunnel::Plain(ws) => pump(*ws, payload, deadline).await,
-                Tunnel::Tls(ws) => pump(*ws, payload, deadline).await,
+                Tunnel::Plain(ws) => pump(*ws, payload, deadline, limit).await,
+                Tunnel::Tls(ws) => pump(*ws, payload, deadline, limit).await,
             }
         });
     }
@@ -161,7 +170,10 @@ pub async fn drive(args: &WsLoadArgs) -> Result<LoadResult> {
         total.errors += t.errors;
         total.rtt_us.extend(t.rtt_us);
     }
-    let seconds = args.duration.as_secs_f64();
+    let seconds = match args.messages {
+        Some(_) => start.elapsed().as_secs_f64(),
+        None => args.duration.as_secs_f64(),
+    };
     Ok(LoadResult {
         requests: total.messages,
         duration_s: seconds,
@@ -200,14 +212,15 @@ async fn open(
     })
 }
 
-/// Sends a message and waits for its echo, again and again until `deadline`; echoes that arrive after
-/// it are not counted. A wrong or missing echo ends the tunnel's run as one error.
-async fn pump<S>(mut ws: WebSocketStream<S>, payload: Bytes, deadline: Instant) -> Tally
+/// Sends a message and waits for its echo, again and again until `deadline` or `limit` echoes; echoes
+/// that arrive after the deadline are not counted. A wrong or missing echo ends the tunnel's run as one
+/// error.
+async fn pump<S>(mut ws: WebSocketStream<S>, payload: Bytes, deadline: Instant, limit: u64) -> Tally
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut t = Tally::default();
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && t.messages < limit {
         let sent = Instant::now();
         if ws.send(Message::Binary(payload.clone())).await.is_err() {
             t.errors += 1;

@@ -17,6 +17,7 @@ fn arguments_round_trip() {
         tunnels: 1000,
         routes: 3,
         duration: Duration::from_millis(2500),
+        messages: None,
     };
     #[derive(clap::Parser)]
     struct Cli {
@@ -45,6 +46,7 @@ async fn drives_tunnels_against_the_echo() {
         tunnels: 5,
         routes: 2,
         duration: Duration::from_millis(300),
+        messages: None,
     })
     .await
     .unwrap();
@@ -54,4 +56,20 @@ async fn drives_tunnels_against_the_echo() {
         r.latency.p50 > 0.0 && r.latency.p50 <= r.latency.max,
         "{r:?}"
     );
+}
+
+/// Counting mode: every tunnel sends exactly `--messages` messages, and all of them count.
+#[tokio::test]
+async fn counting_mode_sends_exactly_the_messages_asked() {
+    let addr = crate::upstream::tests::started(1).await;
+    let r = drive(&WsLoadArgs {
+        url: format!("http://{addr}"),
+        tunnels: 3,
+        routes: 1,
+        duration: Duration::from_millis(1),
+        messages: Some(40),
+    })
+    .await
+    .unwrap();
+    assert_eq!((r.requests, r.errors), (120, 0), "{r:?}");
 }
