@@ -44,7 +44,9 @@ pub(crate) struct Finished<'a> {
     pub consumer: Option<u32>,
 }
 
-/// A route's series and the flags of the prometheus instance that applies to it.
+/// A route's series and the flags of the prometheus instance that applies to it. A later snapshot keeps
+/// an unchanged route's meter (a clone: the same series).
+#[derive(Clone)]
 pub(crate) struct RouteMeter {
     flags: Flags,
     series: Arc<RouteSeries>,
@@ -61,6 +63,11 @@ impl RouteMeter {
             series.enable_consumers();
         }
         Some(RouteMeter { flags, series })
+    }
+
+    /// The flags it was made with.
+    pub fn flags(&self) -> Flags {
+        self.flags
     }
 
     /// Whether requests are counted per consumer (the caller then passes the consumer's slot).

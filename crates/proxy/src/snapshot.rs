@@ -1,9 +1,10 @@
 //! A config compiled for serving: router, per-route facts, balancers and plugin chains. Immutable; a reload
 //! builds a new one and publishes it with one `ArcSwap::store`.
 //!
-//! A reload compiles against the live snapshot ([`Snapshot::compile_after`]): the compiled router route
-//! of each route equal to one in the live config is reused, so a one-route change on a 10,000-route
-//! config compiles one route and rebuilds only the router's indexes ([`reuse`]).
+//! A reload compiles against the live snapshot ([`Snapshot::compile_after`]): each route equal to one in
+//! the live config keeps its compiled router route, and, when the services are the live ones, its
+//! per-route facts ([`RouteInfo`]) and whether it is routed, so a one-route change on a 10,000-route
+//! config compiles one route and patches the router's indexes ([`reuse`]).
 
 mod certs;
 mod reuse;
@@ -11,6 +12,7 @@ mod upstreams;
 
 use crate::metrics::RouteMeter;
 pub use reuse::RouteIds;
+use reuse::Twin;
 use sluice_model::{Config, Route, Service};
 use sluice_plugins::{CompiledPlugins, Registry};
 use sluice_router::{RouteInput, RouteSpec, Router};
@@ -45,7 +47,9 @@ pub struct Snapshot {
     compile_duration: Duration,
 }
 
-/// Per-route facts the request path reads (indexed like `config.routes`).
+/// Per-route facts the request path reads (indexed like `config.routes`); an unchanged route's are
+/// cloned into the next snapshot ([`reuse`]).
+#[derive(Clone)]
 pub(crate) struct RouteInfo {
     /// `protocols` has https but not http: plain-http requests get 426 or a redirect.
     pub https_only: bool,
@@ -124,7 +128,7 @@ impl Snapshot {
         registry: &Registry,
         previous: Option<&Snapshot>,
     ) -> Result<Snapshot, CompileError> {
-        let reuse = reuse::Reuse::new(previous, None);
+        let reuse = reuse::Reuse::new(&config, previous, None);
         Snapshot::compile_reusing(config, registry, previous, reuse)
     }
 
@@ -138,7 +142,7 @@ impl Snapshot {
         previous: &Snapshot,
         changed_routes: &RouteIds,
     ) -> Result<Snapshot, CompileError> {
-        let reuse = reuse::Reuse::new(Some(previous), Some(changed_routes));
+        let reuse = reuse::Reuse::new(&config, Some(previous), Some(changed_routes));
         Snapshot::compile_reusing(config, registry, Some(previous), reuse)
     }
 
@@ -156,19 +160,27 @@ impl Snapshot {
             .map(|(i, s)| (s.id, i))
             .collect();
         let service_index = |r: &Route| r.service.and_then(|s| by_id.get(&s.id).copied());
+        let routable = |r: &Route| {
+            service_index(r).is_none_or(|s| config.services[s].enabled)
+                && !crate::stream::is_http_less(r)
+        };
+        let twins: Vec<Twin> = (config.routes.iter().enumerate())
+            .map(|(i, r)| reused.twin(i, r))
+            .collect();
         let mut inputs: Vec<RouteInput> = Vec::with_capacity(config.routes.len());
-        inputs.extend(
-            config
-                .routes
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| service_index(r).is_none_or(|s| config.services[s].enabled))
-                .filter(|(_, r)| !crate::stream::is_http_less(r))
-                .map(|(i, r)| match reused.route(i, r) {
-                    Some(compiled) => RouteInput::Compiled(i, compiled),
-                    None => RouteInput::Spec(route_spec(i, r)),
-                }),
-        );
+        for ((i, r), twin) in config.routes.iter().enumerate().zip(&twins) {
+            let input = match *twin {
+                // Routed now exactly when it was: same route, same services.
+                Twin::Whole(at) => reused.compiled(at).map(|c| RouteInput::Compiled(i, c)),
+                _ if !routable(r) => None,
+                Twin::Route(at) => match reused.compiled(at) {
+                    Some(c) => Some(RouteInput::Compiled(i, c)),
+                    None => Some(RouteInput::Spec(route_spec(i, r))),
+                },
+                Twin::None => Some(RouteInput::Spec(route_spec(i, r))),
+            };
+            inputs.extend(input);
+        }
         let mut errors = Vec::new();
         let router = Router::build_from(inputs, previous.map(|p| &p.router)).map_err(|errs| {
             errs.into_iter()
@@ -197,26 +209,14 @@ impl Snapshot {
                 .map_err(|e| errors.extend(e))
                 .unwrap_or_default();
         let metered = plugins.as_ref().ok();
-        let routes: Vec<RouteInfo> = config
-            .routes
-            .iter()
-            .enumerate()
-            .map(|(i, r)| RouteInfo {
-                metrics: RouteMeter::new(
-                    &config,
-                    Some(r),
-                    metered.and_then(|p| p.route_metrics(i)),
-                ),
-                https_only: r.protocols.iter().any(|p| p == "https")
-                    && !r.protocols.iter().any(|p| p == "http"),
-                strip_path: r.strip_path,
-                preserve_host: r.preserve_host,
-                path_handling_v1: r.path_handling == "v1",
-                https_redirect_status: r.https_redirect_status_code,
-                request_buffering: r.request_buffering,
-                response_buffering: r.response_buffering,
-                service: service_index(r),
-                grpc: crate::grpc::of(r, service_index(r).map(|s| &config.services[s])),
+        let routes: Vec<RouteInfo> = (config.routes.iter().enumerate().zip(&twins))
+            .map(|((i, r), twin)| {
+                let flags = metered.and_then(|p| p.route_metrics(i));
+                let live = match *twin {
+                    Twin::Whole(at) => reused.info(at, flags),
+                    _ => None,
+                };
+                live.unwrap_or_else(|| route_info(&config, r, flags, service_index(r)))
             })
             .collect();
         let (router, plugins, certs) = match (router, plugins, certs) {
@@ -286,6 +286,29 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests;
+
+/// The facts of route `r` (`service`: its index in `config.services`; `flags`: the prometheus instance
+/// that applies to it).
+fn route_info(
+    config: &Config,
+    r: &Route,
+    flags: Option<sluice_metrics::Flags>,
+    service: Option<usize>,
+) -> RouteInfo {
+    RouteInfo {
+        metrics: RouteMeter::new(config, Some(r), flags),
+        https_only: r.protocols.iter().any(|p| p == "https")
+            && !r.protocols.iter().any(|p| p == "http"),
+        strip_path: r.strip_path,
+        preserve_host: r.preserve_host,
+        path_handling_v1: r.path_handling == "v1",
+        https_redirect_status: r.https_redirect_status_code,
+        request_buffering: r.request_buffering,
+        response_buffering: r.response_buffering,
+        service,
+        grpc: crate::grpc::of(r, service.map(|s| &config.services[s])),
+    }
+}
 
 fn route_spec(index: usize, r: &Route) -> RouteSpec {
     RouteSpec {

@@ -11,18 +11,16 @@
 //!
 //! A config change rebuilds the router, but not every route: [`Router::build_from`] takes the compiled
 //! routes of an earlier router for the routes the caller knows are unchanged ([`Router::compiled`]), and
-//! compiles only the others; the indexes above are rebuilt (they are cheap: no regex is compiled again
-//! unless the set of regex paths changed).
+//! compiles only the others; the ranking and the indexes above are patched from the earlier router's
+//! ([`index`]: no prefix hashed again, no regex compiled again unless the set of regex paths changed).
 //!
 //! Protocols (http vs https) are not matched here: Kong matches the route, then the proxy answers 426 when an
 //! https-only route is hit over plain http.
 
-use rustc_hash::FxBuildHasher;
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 mod host;
+mod index;
 mod matcher;
 mod path;
 mod priority;
@@ -31,8 +29,9 @@ pub mod stream;
 mod tests;
 
 pub use host::bare_host;
+use index::Indexes;
 pub use matcher::RequestParts;
-use matcher::{CompiledRoute, Input, PathMatcher};
+use matcher::{CompiledRoute, Input};
 
 /// One route as the router sees it, built from the model by the proxy.
 #[derive(Debug, Clone, Default)]
@@ -70,28 +69,6 @@ pub enum RouteInput {
     Spec(RouteSpec),
     /// The caller's index (as [`RouteSpec::id`]) and the route compiled earlier from an equal spec.
     Compiled(usize, Compiled),
-}
-
-/// The ranks of the candidates of one prefix: nearly always one, kept without an allocation of its own.
-enum Ranks {
-    One(u32),
-    Many(Vec<u32>),
-}
-
-impl Ranks {
-    fn push(&mut self, rank: u32) {
-        match self {
-            Ranks::One(first) => *self = Ranks::Many(vec![*first, rank]),
-            Ranks::Many(ranks) => ranks.push(rank),
-        }
-    }
-
-    fn as_slice(&self) -> &[u32] {
-        match self {
-            Ranks::One(rank) => std::slice::from_ref(rank),
-            Ranks::Many(ranks) => ranks,
-        }
-    }
 }
 
 /// A route that could not be compiled.
@@ -134,19 +111,8 @@ pub struct Router {
     ids: Vec<usize>,
     /// (route index, path index or None) in rank order: index = rank.
     ranking: priority::Ranking,
-    /// Plain prefix text → ranks of candidates with that prefix, ascending. Hashed with FxHash: SipHash
-    /// was a quarter of a match's instructions, and the keys come from the config, so a request can only
-    /// look up, never shape the table.
-    prefixes: HashMap<Arc<str>, Ranks, FxBuildHasher>,
-    /// Distinct prefix lengths, ascending.
-    prefix_lengths: Vec<usize>,
-    /// Ranks of candidates without a plain prefix path, ascending, with their slot in `regex_set` for regex
-    /// paths.
-    scanned: Vec<(u32, Option<usize>)>,
-    /// Every regex path at once: one pass over the path tells which regex candidates can match at all.
-    regex_set: regex::RegexSet,
-    /// The patterns of `regex_set`, in order: a later router with the same ones reuses the set.
-    patterns: Vec<String>,
+    /// Prefix map, prefix lengths, scanned candidates and regex set ([`index`]).
+    index: Indexes,
 }
 
 impl Router {
@@ -195,51 +161,24 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let ranking = match previous {
+        let (ranking, moves) = match previous {
             Some(p) => priority::Ranking::after(&routes, &from, &p.ranking),
-            None => priority::Ranking::of(&routes),
+            None => (priority::Ranking::of(&routes), None),
         };
-        let candidates = &ranking.candidates;
-        let mut prefixes: HashMap<Arc<str>, Ranks, FxBuildHasher> =
-            HashMap::with_capacity_and_hasher(routes.len(), FxBuildHasher);
-        let mut scanned = Vec::new();
-        let mut patterns = Vec::new();
-        for (rank, (route, path)) in candidates.iter().enumerate() {
-            match path.map(|p| &routes[*route as usize].paths[p as usize]) {
-                Some(PathMatcher::Prefix(prefix)) => match prefixes.entry(prefix.clone()) {
-                    Entry::Occupied(mut e) => e.get_mut().push(rank as u32),
-                    Entry::Vacant(e) => {
-                        e.insert(Ranks::One(rank as u32));
-                    }
-                },
-                Some(PathMatcher::Regex(re)) => {
-                    scanned.push((rank as u32, Some(patterns.len())));
-                    patterns.push(re.as_str().to_string());
-                }
-                None => scanned.push((rank as u32, None)),
-            }
+        let ranked = index::Ranked {
+            routes: &routes,
+            candidates: &ranking.candidates,
+        };
+        let index = match (previous, moves) {
+            (Some(p), Some(moves)) => Indexes::patch(&ranked, &p.index, &moves),
+            (p, _) => Indexes::build(&ranked, p.map(|p| &p.index)),
         }
-        let regex_set = match previous {
-            Some(p) if p.patterns == patterns => p.regex_set.clone(),
-            _ => regex::RegexSet::new(&patterns).map_err(|e| {
-                vec![BuildError {
-                    route: usize::MAX,
-                    message: format!("regex paths do not compile together: {e}"),
-                }]
-            })?,
-        };
-        let mut prefix_lengths: Vec<usize> = prefixes.keys().map(|k| k.len()).collect();
-        prefix_lengths.sort_unstable();
-        prefix_lengths.dedup();
+        .map_err(|e| vec![e])?;
         Ok(Router {
             routes,
             ids,
             ranking,
-            prefixes,
-            prefix_lengths,
-            scanned,
-            regex_set,
-            patterns,
+            index,
         })
     }
 
@@ -274,14 +213,14 @@ impl Router {
     fn find_in(&self, input: Input<'_>) -> Option<Match> {
         let mut best: Option<(u32, Match)> = None;
         let path = input.path.as_bytes();
-        for &len in &self.prefix_lengths {
+        for &(len, _) in &self.index.prefix_lengths {
             if len > path.len() {
                 break;
             }
             let Some(prefix) = input.path.get(..len) else {
                 continue;
             };
-            let Some(ranks) = self.prefixes.get(prefix) else {
+            let Some(ranks) = self.index.prefixes.get(prefix) else {
                 continue;
             };
             for &rank in ranks.as_slice() {
@@ -296,15 +235,14 @@ impl Router {
         }
         // Which regex paths match, computed once and only when a regex candidate is reached.
         let mut regex_hits: Option<Option<regex::SetMatches>> = None;
-        for &(rank, slot) in &self.scanned {
+        for &(rank, slot) in &self.index.scanned {
             if best.as_ref().is_some_and(|(b, _)| rank >= *b) {
                 break;
             }
             if let Some(slot) = slot {
                 let hits = regex_hits.get_or_insert_with(|| {
-                    self.regex_set
-                        .is_match(input.path)
-                        .then(|| self.regex_set.matches(input.path))
+                    let set = &self.index.regex_set;
+                    set.is_match(input.path).then(|| set.matches(input.path))
                 });
                 if !hits.as_ref().is_some_and(|h| h.matched(slot)) {
                     continue;

@@ -62,6 +62,14 @@ fn rank_key(route: &CompiledRoute, g: Group, uuid: u128, ri: usize, pi: Option<u
     )
 }
 
+/// What became of an earlier router's ranks in a build after it ([`Ranking::after`]).
+pub(crate) struct Moves {
+    /// The rank now of each earlier rank (`u32::MAX`: its route is gone).
+    pub kept: Vec<u32>,
+    /// The ranks of the candidates of the routes not kept, ascending.
+    pub fresh: Vec<u32>,
+}
+
 /// Candidates `(route index, path index)` sorted best first, with their keys (for the next build).
 pub(crate) struct Ranking {
     pub candidates: Vec<(u32, Option<u32>)>,
@@ -86,12 +94,13 @@ impl Ranking {
     /// (each route's position there, when it is a route compiled there) refers to. A route kept from
     /// there keeps its keys, so their order is kept (two candidates of different routes never tie, since
     /// route ids are unique, and a route's paths keep their order); only the other routes' candidates
-    /// are sorted, then merged in.
+    /// are sorted, then merged in. The [`Moves`] say where the earlier ranks went (None: ranked from
+    /// scratch).
     pub fn after(
         routes: &[Arc<CompiledRoute>],
         from: &[Option<u32>],
         previous: &Ranking,
-    ) -> Ranking {
+    ) -> (Ranking, Option<Moves>) {
         // Where each previous route is now (a route has at least one candidate, so there are no more
         // routes than candidates).
         let mut now_at = vec![u32::MAX; previous.keys.len()];
@@ -103,31 +112,37 @@ impl Ranking {
             }
         }
         fresh.sort_unstable();
-        let kept = previous
-            .candidates
-            .iter()
-            .zip(&previous.keys)
-            .filter(|((ri, _), _)| now_at[*ri as usize] != u32::MAX)
-            .map(|((ri, pi), (priority, uuid))| {
-                (*priority, *uuid, index(now_at[*ri as usize], *pi))
+        let kept = (previous.candidates.iter().zip(&previous.keys).enumerate())
+            .filter(|(_, ((ri, _), _))| now_at[*ri as usize] != u32::MAX)
+            .map(|(rank, ((ri, pi), (priority, uuid)))| {
+                (rank, (*priority, *uuid, index(now_at[*ri as usize], *pi)))
             });
         let mut merged: Vec<RankKey> = Vec::with_capacity(fresh.len() + previous.keys.len());
+        let mut moves = Moves {
+            kept: vec![u32::MAX; previous.keys.len()],
+            fresh: Vec::with_capacity(fresh.len()),
+        };
         let mut fresh = fresh.into_iter().peekable();
         let mut last: Option<RankKey> = None;
-        for k in kept {
+        for (rank, k) in kept {
             // Two routes with the same id (which a config does not have) tie, and their order is their
             // index's, which may have changed: rank from scratch then.
             if last.is_some_and(|l| (l.0, l.1) == (k.0, k.1) && l.2 > k.2) {
-                return Ranking::of(routes);
+                return (Ranking::of(routes), None);
             }
             last = Some(k);
             while let Some(f) = fresh.next_if(|f| *f < k) {
+                moves.fresh.push(merged.len() as u32);
                 merged.push(f);
             }
+            moves.kept[rank] = merged.len() as u32;
             merged.push(k);
         }
-        merged.extend(fresh);
-        Ranking::from_sorted(merged)
+        for f in fresh {
+            moves.fresh.push(merged.len() as u32);
+            merged.push(f);
+        }
+        (Ranking::from_sorted(merged), Some(moves))
     }
 
     fn from_sorted(keyed: Vec<RankKey>) -> Ranking {

@@ -499,7 +499,29 @@ fn a_ranking_kept_across_builds_is_the_fresh_ranking() {
         let after = Router::build_from(inputs, Some(&first)).unwrap();
         let fresh = Router::build(fresh_specs).unwrap();
         assert_eq!(after.ranking.candidates, fresh.ranking.candidates);
+        assert_eq!(indexed(&after), indexed(&fresh), "round {round}");
     }
+}
+
+/// A router's indexes, comparable: prefixes with their ranks, prefix lengths, scanned candidates,
+/// regex patterns.
+type Indexed = (
+    std::collections::BTreeMap<String, Vec<u32>>,
+    Vec<(usize, u32)>,
+    Vec<(u32, Option<usize>)>,
+    Vec<String>,
+);
+
+fn indexed(r: &Router) -> Indexed {
+    let prefixes = (r.index.prefixes.iter())
+        .map(|(k, v)| (k.to_string(), v.as_slice().to_vec()))
+        .collect();
+    (
+        prefixes,
+        r.index.prefix_lengths.clone(),
+        r.index.scanned.clone(),
+        r.index.patterns.clone(),
+    )
 }
 
 mod kong;

@@ -88,3 +88,98 @@ fn a_patched_compile_compiles_the_changed_routes_only() {
         assert_eq!(routed(&next, path), want, "{path}");
     }
 }
+
+fn service_config(service: serde_json::Value, routes: &[(u128, &str)]) -> Arc<Config> {
+    let mut service = service;
+    service["routes"] = routes
+        .iter()
+        .map(|(id, path)| serde_json::json!({"id": uuid::Uuid::from_u128(*id), "paths": [path]}))
+        .collect();
+    let doc = serde_json::json!({"_format_version": "3.0", "services": [service]});
+    Arc::new(sluice_model::declarative::parse_value(doc, &Registry::builtin()).unwrap())
+}
+
+/// What the request path reads of a route's facts, comparable.
+fn facts(s: &Snapshot) -> Vec<String> {
+    s.routes
+        .iter()
+        .map(|r| {
+            let grpc = r.grpc;
+            let metrics = r.metrics.as_ref().map(|m| m.flags());
+            format!(
+                "{} {} {} {} {} {} {} {:?} {grpc:?} {metrics:?}",
+                r.https_only,
+                r.strip_path,
+                r.preserve_host,
+                r.path_handling_v1,
+                r.https_redirect_status,
+                r.request_buffering,
+                r.response_buffering,
+                r.service,
+            )
+        })
+        .collect()
+}
+
+/// A patch that changes a service and no route (the routes are the live ones): the routes' facts and
+/// whether they are routed follow the service, as in a fresh compile (the live ones are kept only when the
+/// services are the live ones).
+#[test]
+fn a_patched_compile_of_a_changed_service_compiles_its_routes_facts_again() {
+    let registry = Registry::builtin();
+    let routes = [(1, "/a"), (2, "/b")];
+    let live = service_config(
+        serde_json::json!({"name": "s", "url": "http://127.0.0.1:9"}),
+        &routes,
+    );
+    let first = Snapshot::compile(live, &registry).unwrap();
+    let none = RouteIds::default();
+    for service in [
+        serde_json::json!({"name": "s", "protocol": "grpc", "host": "127.0.0.1", "port": 9}),
+        serde_json::json!({"name": "s", "url": "http://127.0.0.1:9", "enabled": false}),
+        serde_json::json!({"name": "s", "url": "http://127.0.0.1:9"}),
+    ] {
+        let next = service_config(service.clone(), &routes);
+        let patched = Snapshot::compile_patched(next.clone(), &registry, &first, &none).unwrap();
+        let fresh = Snapshot::compile(next, &registry).unwrap();
+        assert_eq!(facts(&patched), facts(&fresh), "{service}");
+        for path in ["/a", "/b"] {
+            assert_eq!(
+                routed(&patched, path),
+                routed(&fresh, path),
+                "{service} {path}"
+            );
+        }
+    }
+}
+
+/// A patch of one route among many with a prometheus instance on the service: every route's facts are a
+/// fresh compile's, those of the unchanged routes taken from the live snapshot.
+#[test]
+fn a_patched_compile_keeps_the_unchanged_routes_facts() {
+    let registry = Registry::builtin();
+    let with_prometheus = |routes: &[(u128, &str)]| {
+        let routes: Vec<serde_json::Value> = routes
+            .iter()
+            .map(
+                |(id, path)| serde_json::json!({"id": uuid::Uuid::from_u128(*id), "paths": [path]}),
+            )
+            .collect();
+        let doc = serde_json::json!({"_format_version": "3.0", "services": [
+            {"name": "s", "url": "http://127.0.0.1:9", "routes": routes,
+             "plugins": [{"name": "prometheus", "config": {"per_consumer": true}}]}]});
+        Arc::new(sluice_model::declarative::parse_value(doc, &registry).unwrap())
+    };
+    let first = Snapshot::compile(
+        with_prometheus(&[(1, "/a"), (2, "/b"), (3, "/c")]),
+        &registry,
+    )
+    .unwrap();
+    let next = with_prometheus(&[(1, "/a"), (2, "/b2"), (3, "/c")]);
+    let told: RouteIds = [uuid::Uuid::from_u128(2)].into_iter().collect();
+    let patched = Snapshot::compile_patched(next.clone(), &registry, &first, &told).unwrap();
+    let fresh = Snapshot::compile(next, &registry).unwrap();
+    assert!(patched.routes.iter().all(|r| r.metrics.is_some()));
+    assert_eq!(facts(&patched), facts(&fresh));
+    assert!(patched.consumer_slots.len() == fresh.consumer_slots.len());
+}
