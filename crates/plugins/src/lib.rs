@@ -27,6 +27,7 @@ pub mod grpc_hooks;
 pub mod logging;
 pub mod plugin;
 pub mod protocols;
+pub mod redis_client;
 pub mod registry;
 pub mod response;
 pub mod state;
