@@ -28,6 +28,7 @@ pub mod header_numbers;
 pub mod logging;
 pub mod plugin;
 pub mod protocols;
+pub mod redis_client;
 pub mod registry;
 pub mod response;
 pub mod state;

@@ -15,8 +15,7 @@
 //! worker never blocks: the request waits on its own future only.
 
 use crate::counters::Counted;
-use redis::aio::MultiplexedConnection;
-use redis::AsyncConnectionConfig;
+use crate::redis_client::{resp, Connection, Endpoint, Error};
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +51,7 @@ return counts
 pub struct Target {
     /// `redis[s]://[user:password@]host:port/database`: also the connection cache's key.
     url: String,
+    endpoint: Endpoint,
     timeout: Duration,
     /// The check-and-count calls out now, with the requests queued to share the next one.
     in_flight: Arc<coalesce::InFlight>,
@@ -91,24 +91,37 @@ impl Target {
         };
         let port = config.port.unwrap_or(6379);
         let db = config.database.unwrap_or(0);
-        let host = if host.contains(':') {
+        let bracketed = if host.contains(':') {
             format!("[{host}]")
         } else {
             host.to_string()
         };
-        let mut url = format!("{scheme}://{auth}{host}:{port}/{db}");
-        if config.ssl.unwrap_or(false) && !config.ssl_verify.unwrap_or(false) {
+        let mut url = format!("{scheme}://{auth}{bracketed}:{port}/{db}");
+        let verify = config.ssl_verify.unwrap_or(false);
+        if config.ssl.unwrap_or(false) && !verify {
             url.push_str("#insecure");
         }
+        let tls = match config.ssl.unwrap_or(false) {
+            true => Some(Endpoint::tls(verify)?),
+            false => None,
+        };
         Ok(Target {
             url,
+            endpoint: Endpoint {
+                host: host.to_string(),
+                port,
+                username: config.username.clone(),
+                password: config.password.clone(),
+                database: db,
+                tls,
+            },
             timeout: Duration::from_millis(config.timeout.unwrap_or(2000)),
             in_flight: Arc::default(),
         })
     }
 }
 
-/// Percent-encodes a URL userinfo part.
+/// Percent-encodes a URL userinfo part (the URL is the connection cache's key).
 fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -122,24 +135,17 @@ fn encode(s: &str) -> String {
 
 thread_local! {
     /// This worker's connections, by target URL.
-    static CONNECTIONS: RefCell<foldhash::HashMap<String, MultiplexedConnection>> =
-        RefCell::default();
+    static CONNECTIONS: RefCell<foldhash::HashMap<String, Connection>> = RefCell::default();
 }
 
 /// This worker's cached connection to `target`, if any.
-fn cached(target: &Target) -> Option<MultiplexedConnection> {
+fn cached(target: &Target) -> Option<Connection> {
     CONNECTIONS.with(|m| m.borrow().get(&target.url).cloned())
 }
 
 /// A new connection to `target`, cached for this worker's next requests.
-async fn connect(target: &Target) -> redis::RedisResult<MultiplexedConnection> {
-    let client = redis::Client::open(target.url.as_str())?;
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(target.timeout))
-        .set_response_timeout(Some(target.timeout));
-    let c = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
+async fn connect(target: &Target) -> Result<Connection, Error> {
+    let c = target.endpoint.connect().await?;
     CONNECTIONS.with(|m| m.borrow_mut().insert(target.url.clone(), c.clone()));
     Ok(c)
 }
@@ -174,43 +180,82 @@ fn batch_id(windows: &[Window]) -> String {
     id
 }
 
-/// The script for `asked` requests: `[granted, count before...]`.
+/// The script's SHA-1 in hex, which `EVALSHA` sends instead of the script.
+fn script_sha() -> &'static str {
+    use sha1::{Digest, Sha1};
+    static SHA: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let digest = Sha1::digest(CHECK_AND_COUNT.as_bytes());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    });
+    &SHA
+}
+
+/// The script for `asked` requests: `[granted, count before...]`. Sent by its hash; a Redis that does not
+/// know it yet (`NOSCRIPT`: restarted, flushed) gets the whole script, which it then keeps.
 async fn check_and_count_many(
     target: &Target,
     windows: &[Window],
     asked: u64,
 ) -> Result<Vec<u64>, String> {
-    /// Compiled once: `Script` hashes its source, and `EVALSHA` sends only the hash.
-    static SCRIPT: std::sync::LazyLock<redis::Script> =
-        std::sync::LazyLock::new(|| redis::Script::new(CHECK_AND_COUNT));
-    let reply: Vec<u64> = call(target, |mut con| async move {
-        let mut invocation = SCRIPT.prepare_invoke();
-        for w in windows {
-            invocation.key(&w.key);
+    let invoke = |script: Option<&'static str>| {
+        move |out: &mut Vec<u8>| {
+            resp::command(out, 4 + 3 * windows.len());
+            match script {
+                None => {
+                    resp::arg(out, b"EVALSHA");
+                    resp::arg(out, script_sha().as_bytes());
+                }
+                Some(script) => {
+                    resp::arg(out, b"EVAL");
+                    resp::arg(out, script.as_bytes());
+                }
+            }
+            resp::arg_number(out, windows.len() as u64);
+            for w in windows {
+                resp::arg(out, w.key.as_bytes());
+            }
+            for w in windows {
+                resp::arg_number(out, w.limit);
+            }
+            for w in windows {
+                resp::arg_number(out, w.ttl_secs);
+            }
+            resp::arg_number(out, asked);
         }
-        for w in windows {
-            invocation.arg(w.limit);
+    };
+    let reply = match call(target, 1, invoke(None)).await {
+        Err(Error::Reply(e)) if e.starts_with("NOSCRIPT") => {
+            call(target, 1, invoke(Some(CHECK_AND_COUNT))).await
         }
-        for w in windows {
-            invocation.arg(w.ttl_secs);
-        }
-        invocation.arg(asked);
-        invocation.invoke_async::<Vec<u64>>(&mut con).await
-    })
-    .await?;
+        reply => reply,
+    };
+    let reply = reply.map_err(|e| e.to_string())?;
     match reply.len() == windows.len() + 1 {
-        true => Ok(reply),
+        true => Ok(numbers(&reply)),
         false => Err(format!("unexpected reply from redis: {reply:?}")),
     }
 }
 
+/// The counts of a reply (nil and negative as 0).
+fn numbers(reply: &[Option<i64>]) -> Vec<u64> {
+    reply
+        .iter()
+        .map(|n| n.map_or(0, |n| n.max(0) as u64))
+        .collect()
+}
+
 /// The counts of `keys` (0 for a key that does not exist), in one round trip.
 pub async fn counts(target: &Target, keys: &[String]) -> Result<Vec<u64>, String> {
-    let reply: Vec<Option<u64>> = call(target, |mut con| async move {
-        redis::cmd("MGET").arg(keys).query_async(&mut con).await
+    let reply = call(target, 1, |out| {
+        resp::command(out, 1 + keys.len());
+        resp::arg(out, b"MGET");
+        for key in keys {
+            resp::arg(out, key.as_bytes());
+        }
     })
-    .await?;
-    Ok(reply.into_iter().map(Option::unwrap_or_default).collect())
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(numbers(&reply))
 }
 
 /// Adds `by` to each window's key, setting its expiry when the key is new, in one pipelined round trip.
@@ -225,47 +270,56 @@ pub async fn add(target: &Target, windows: &[Window], by: u64) -> Result<(), Str
 /// Adds to each `(key, time to live in seconds, by)` (the expiry set when the key has none), in one
 /// pipelined round trip; each key's count after it.
 pub async fn add_each(target: &Target, adds: &[(&str, u64, u64)]) -> Result<Vec<u64>, String> {
-    call(target, |mut con| async move {
-        let mut pipe = redis::pipe();
+    let reply = call(target, 2 * adds.len(), |out| {
         for (key, ttl_secs, by) in adds {
-            pipe.incr(key, by);
-            pipe.cmd("EXPIRE").arg(key).arg(ttl_secs).arg("NX").ignore();
+            resp::command(out, 3);
+            resp::arg(out, b"INCRBY");
+            resp::arg(out, key.as_bytes());
+            resp::arg_number(out, *by);
+            resp::command(out, 4);
+            resp::arg(out, b"EXPIRE");
+            resp::arg(out, key.as_bytes());
+            resp::arg_number(out, *ttl_secs);
+            resp::arg(out, b"NX");
         }
-        pipe.query_async::<Vec<u64>>(&mut con).await
     })
     .await
+    .map_err(|e| e.to_string())?;
+    // Each INCRBY's count, then its EXPIRE's 0 or 1.
+    Ok(numbers(&reply).into_iter().step_by(2).collect())
 }
 
-/// Runs `call` on this worker's connection to `target`, connecting on first use, within the target's
-/// timeout. A cached connection that turns out broken (Redis restarted since) is dropped and the call made
-/// once more on a new one, so the first request after an outage does not fail on every worker; any other
-/// failure drops the connection, so the next call connects again.
-async fn call<'a, T, F, Fut>(target: &Target, call: F) -> Result<T, String>
-where
-    F: Fn(MultiplexedConnection) -> Fut,
-    Fut: std::future::Future<Output = redis::RedisResult<T>> + 'a,
-{
+/// Runs the `replies` commands `encode` writes on this worker's connection to `target`, connecting on
+/// first use, within the target's timeout. A cached connection that turns out broken (Redis restarted
+/// since) is dropped and the call made once more on a new one, so the first request after an outage does
+/// not fail on every worker; any other failure drops the connection, so the next call connects again (an
+/// error reply leaves it: Redis is fine, the command was not).
+async fn call(
+    target: &Target,
+    replies: usize,
+    encode: impl Fn(&mut Vec<u8>),
+) -> Result<Vec<Option<i64>>, Error> {
     let run = async {
         if let Some(con) = cached(target) {
-            match call(con).await {
-                Err(e) if e.is_io_error() || e.is_connection_dropped() => forget(target),
+            match con.call(replies, &encode).await {
+                Err(Error::Broken(_)) => forget(target),
                 done => return done,
             }
         }
-        call(connect(target).await?).await
+        connect(target).await?.call(replies, &encode).await
     };
     match tokio::time::timeout(target.timeout, run).await {
-        Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(e)) => {
+        Ok(Err(Error::Broken(e))) => {
             forget(target);
-            Err(e.to_string())
+            Err(Error::Broken(e))
         }
+        Ok(reply) => reply,
         Err(_) => {
             forget(target);
-            Err(format!(
+            Err(Error::Broken(format!(
                 "redis did not answer within {} ms",
                 target.timeout.as_millis()
-            ))
+            )))
         }
     }
 }

@@ -57,6 +57,13 @@ async fn windows_are_counted_together_and_refusals_count_nothing() {
     assert!(ttl > 3500 && ttl <= 3600, "{ttl}");
 }
 
+/// A connection of the `redis` crate's (an independent client) to `target`'s database.
+async fn connect(target: &Target) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+    redis::Client::open(target.url.as_str())?
+        .get_multiplexed_async_connection()
+        .await
+}
+
 /// The time to live of `windows[i]`'s key, then every window's key deleted.
 async fn ttl_then_delete(target: &Target, windows: &[Window], i: usize) -> i64 {
     let mut con = connect(target).await.unwrap();
