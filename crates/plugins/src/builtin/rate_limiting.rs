@@ -245,7 +245,7 @@ fn counter_keys() -> &'static foldhash::quality::FixedState {
 }
 
 fn set(headers: &mut impl SetHeader, name: HeaderName, value: u64) {
-    headers.set(name, HeaderValue::from(value));
+    headers.set(name, crate::header_number(value));
 }
 
 /// The route and service the plugin instance is configured on, which Kong's shared counters are keyed by
