@@ -38,7 +38,11 @@ fn value(rng: &mut Rng, depth: u32, big: usize) -> Value {
             }
             Value::Object(map)
         }
-        _ => Value::Array((0..rng.below(9)).map(|_| value(rng, depth - 1, big)).collect()),
+        _ => Value::Array(
+            (0..rng.below(9))
+                .map(|_| value(rng, depth - 1, big))
+                .collect(),
+        ),
     }
 }
 
@@ -56,7 +60,9 @@ fn kept_hash(items: &[(Value, Serialized)]) -> String {
 }
 
 fn whole_hash(items: &[(Value, Serialized)]) -> String {
-    value_hash(&Value::Array(items.iter().map(|(v, _)| v.clone()).collect()))
+    value_hash(&Value::Array(
+        items.iter().map(|(v, _)| v.clone()).collect(),
+    ))
 }
 
 fn kept(v: Value) -> (Value, Serialized) {
@@ -100,7 +106,10 @@ fn equals_the_whole_hash_over_random_groups_and_changes() {
             );
         }
     }
-    assert!(folds_seen >= 12, "the large groups folded {folds_seen} times");
+    assert!(
+        folds_seen >= 12,
+        "the large groups folded {folds_seen} times"
+    );
 }
 
 #[test]
