@@ -55,6 +55,12 @@ impl Push {
         self.sluice.get_or_init(|| self.full(Some(version))).clone()
     }
 
+    /// Whether the Sluice full frame has been made (it is then sent without delay).
+    #[cfg(test)]
+    pub fn sluice_frame_made(&self) -> bool {
+        self.sluice.get().is_some()
+    }
+
     fn full(&self, sluice: Option<SluiceFull>) -> Bytes {
         let reconfigure = Reconfigure {
             timestamp: Some(self.timestamp),

@@ -105,7 +105,12 @@ fn a_partial_miss_is_confirmed_over_the_whole_config() {
     let mut unnamed = config.clone();
     unnamed.routes[0].tags = Some(vec!["unnamed".into()]);
     assert_eq!(
-        verify(&unnamed, Some(&full(&config)), &routes, &whole(&unnamed).config),
+        verify(
+            &unnamed,
+            Some(&full(&config)),
+            &routes,
+            &whole(&unnamed).config
+        ),
         Ok((full(&unnamed), Rehashed::FullAfterMiss))
     );
     // A real difference: Err carries the hash the config has.
