@@ -4,12 +4,14 @@
 //! through a counting TCP relay, so the bytes are the wire's (TLS records, WebSocket frames, gzip):
 //! 1. full sync to a fresh DP: DP spawn → its `/status/ready` answers 200 (it serves the CP's config),
 //!    with the bytes that took, and the DP's own load time from its log (goal ≤ 1 s);
-//! 2. `--changes` one-route changes: in the document, route i's path gets a new suffix, and the document
+//! 2. `--changes` one-route changes: in the document, route i gets a second path, and the document
 //!    is posted to the CP; from the reply (the CP has committed it) until the DP routes the new path:
 //!    p50 / p99 (goal p99 ≤ 1 s); bytes CP → DP per change (goal ≤ 10 KB); CPU per change of the DP and
 //!    of the CP (the CP's includes validating the posted 10,000-route document, which a DB-mode CP
 //!    does not do);
-//! 3. the same number of changes again with 3 DPs ([`changes`]): the CP's CPU per change with 1 and 3
+//! 3. the DP's proxy RPS (`--load-secs`, `--connections`) steady, then while a change comes every
+//!    100 ms, with failed requests (goal ≥ 0.97 of steady);
+//! 4. the same number of changes again with 3 DPs ([`changes`]): the CP's CPU per change with 1 and 3
 //!    DPs gives its fixed cost and its cost per DP, projected to 100 DPs.
 //!
 //! Every entity of the generated document is stamped with fixed `created_at`/`updated_at`: a DB-less load
@@ -19,6 +21,7 @@
 use crate::cases::{config, Case};
 use crate::db::report::{percentile, spread_ms};
 use crate::driver::Driver;
+use crate::loadgen::LoadSpec;
 use crate::procfs;
 use crate::progress;
 use crate::target;
@@ -47,6 +50,12 @@ pub struct ClusterArgs {
     /// One-route changes timed.
     #[arg(long, default_value_t = 100)]
     pub changes: usize,
+    /// Seconds of proxy load on the DP, steady and then while a change comes every 100 ms.
+    #[arg(long, default_value_t = 10)]
+    pub load_secs: u64,
+    /// Load-generator connections.
+    #[arg(long, default_value_t = 50)]
+    pub connections: u32,
     /// Where the gateway and the rest (upstream, load) run.
     #[command(flatten)]
     pub cpus: crate::runner::Cpus,
@@ -108,6 +117,25 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let one = changes::stream(&mut doc, admin, cp.pid(), &[&dp], &relay, 0..args.changes)?;
     let deltas = count_lines(&dp.log, "delta from the control plane applied");
     let fulls = count_lines(&dp.log, "configuration from the control plane applied");
+    progress(format!(
+        "the DP's proxy RPS, steady and with a change every 100 ms ({} s each)",
+        args.load_secs
+    ));
+    let spec = LoadSpec {
+        base_url: String::new(),
+        case,
+        connections: args.connections,
+        threads: 1,
+        duration: Duration::from_secs(args.load_secs),
+        rate: None,
+        cpus: None,
+        work_dir: out.clone(),
+        streams: 1,
+        upstream: None,
+    };
+    let first = 2 * args.changes;
+    let (steady, changing, posted) =
+        changes::load_while_changing(&mut driver, &dp, &spec, &mut doc, admin, first)?;
     progress(format!("{} one-route changes, 3 data planes", args.changes));
     let more = [start_dp(&out.join("dp2"))?, start_dp(&out.join("dp3"))?];
     let three = changes::stream(
@@ -140,6 +168,16 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
             bytes.iter().cloned().fold(0.0, f64::max)
         ),
         format!("the DP applied {deltas} deltas and {fulls} whole configs (1: the first sync)"),
+        format!(
+            "DP proxy RPS with a change every 100 ms ÷ steady: {:.0} / {:.0} = {:.3} ({posted} changes; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
+            changing.rps,
+            steady.rps,
+            changing.rps / steady.rps.max(1.0),
+            changing.errors,
+            changing.non_2xx,
+            steady.errors,
+            steady.non_2xx
+        ),
         format!("CPU per change: DP {:.1} ms; CP {:.1} ms with 1 DP, {:.1} ms with 3 (with validating the posted document)", one.dp_ms, one.cp_ms, three.cp_ms),
         format!(
             "CP CPU per change: fixed {fixed:.1} ms + {per_dp:.2} ms per DP; projected to 100 DPs: {at_100:.1} ms; with 3 DPs, commit → every DP routes it: {}",
