@@ -4,20 +4,24 @@
 //! through a counting TCP relay, so the bytes are the wire's (TLS records, WebSocket frames, gzip):
 //! 1. full sync to a fresh DP: DP spawn → its `/status/ready` answers 200 (it serves the CP's config),
 //!    with the bytes that took, and the DP's own load time from its log (goal ≤ 1 s);
-//! 2. `--changes` one-route changes: in the document, route i's path gets a new suffix, and the document
+//! 2. `--changes` one-route changes: in the document, route i gets a second path, and the document
 //!    is posted to the CP; from the reply (the CP has committed it) until the DP routes the new path:
 //!    p50 / p99 (goal p99 ≤ 1 s); bytes CP → DP per change (goal ≤ 10 KB); CPU per change of the DP and
 //!    of the CP (the CP's includes validating the posted 10,000-route document, which a DB-mode CP
-//!    does not do).
+//!    does not do);
+//! 3. the DP's proxy RPS (`--load-secs`, `--connections`) steady, then while a change comes every
+//!    100 ms, with failed requests (goal ≥ 0.97 of steady);
+//! 4. the same number of changes again with 3 DPs ([`changes`]): the CP's CPU per change with 1 and 3
+//!    DPs gives its fixed cost and its cost per DP, projected to 100 DPs.
 //!
 //! Every entity of the generated document is stamped with fixed `created_at`/`updated_at`: a DB-less load
 //! stamps entities without them with the load time, so each re-post would change every entity (and the
 //! CP would send the whole config, which a delta cannot be smaller than).
 
 use crate::cases::{config, Case};
-use crate::db::http;
 use crate::db::report::{percentile, spread_ms};
 use crate::driver::Driver;
+use crate::loadgen::LoadSpec;
 use crate::procfs;
 use crate::progress;
 use crate::target;
@@ -30,6 +34,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod changes;
 
 /// Options of `sluice-perf cluster`.
 #[derive(clap::Args, Debug, Clone)]
@@ -44,6 +50,12 @@ pub struct ClusterArgs {
     /// One-route changes timed.
     #[arg(long, default_value_t = 100)]
     pub changes: usize,
+    /// Seconds of proxy load on the DP, steady and then while a change comes every 100 ms.
+    #[arg(long, default_value_t = 10)]
+    pub load_secs: u64,
+    /// Load-generator connections.
+    #[arg(long, default_value_t = 50)]
+    pub connections: u32,
     /// Where the gateway and the rest (upstream, load) run.
     #[command(flatten)]
     pub cpus: crate::runner::Cpus,
@@ -82,61 +94,60 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let admin = cp.admin.context("the control plane has an admin address")?;
 
     let relay = Relay::start(cluster)?;
+    // A fresh DP joins a CP that has been serving its config for a moment (a CP makes the whole frame
+    // once its config has been quiet for 500 ms).
+    std::thread::sleep(Duration::from_secs(1));
     progress("starting a fresh data plane");
     let mut dp_env = common("data_plane");
     dp_env.push((
         "SLUICE_CLUSTER_CONTROL_PLANE".into(),
         relay.addr.to_string(),
     ));
-    let dp_launch = launch(&prefix, &upstream, &dp_dir)?;
+    let start_dp = |dir: &Path| -> Result<_> {
+        let dp_launch = launch(&prefix, &upstream, dir)?;
+        process::start_sluice_with_env(&bin, None, &dp_launch, "info", &dp_env)
+    };
     let spawned = Instant::now();
-    let dp = process::start_sluice_with_env(&bin, None, &dp_launch, "info", &dp_env)?;
+    let dp = start_dp(&dp_dir)?;
     let full_sync = spawned.elapsed();
     let full_bytes = relay.to_dp.load(Ordering::Relaxed);
     let dp_load_ms = last_load_ms(&dp.log);
 
-    progress(format!("{} one-route changes", args.changes));
-    let routes = doc["services"][0]["routes"].as_array().map_or(0, Vec::len);
-    ensure!(routes > 0, "the case has no routes");
-    let (mut latencies, mut bytes) = (Vec::new(), Vec::new());
-    let (cp_cpu, dp_cpu) = (cpu(cp.pid()), cpu(dp.pid()));
-    for n in 0..args.changes {
-        let i = (n * 7919) % routes;
-        // Not under `/r`: a route's path is a prefix, and `/r1` would route `/r1-anything` at once.
-        let path = format!("/changed/{n}/r{i}");
-        doc["services"][0]["routes"][i]["paths"] = Value::from(vec![path.clone()]);
-        let before = relay.to_dp.load(Ordering::Relaxed);
-        let reply = http::request(admin, "POST", "/config", Some(&doc))?;
-        ensure!(
-            reply.status == 201,
-            "POST /config answered {}: {}",
-            reply.status,
-            reply.body
-        );
-        let committed = Instant::now();
-        let (_, took) = http::until_routed(
-            dp.proxy,
-            &path,
-            committed,
-            Duration::from_millis(1),
-            Duration::from_secs(10),
-        )
-        .with_context(|| {
-            format!(
-                "the data plane did not route {path} within 10 s; see {}",
-                dp.log.display()
-            )
-        })?;
-        latencies.push(took.as_secs_f64() * 1e3);
-        // The DP's ping after applying gets its pong: wait for it, so each change is counted whole.
-        std::thread::sleep(Duration::from_millis(50));
-        bytes.push((relay.to_dp.load(Ordering::Relaxed) - before) as f64);
-    }
-    let per_change = |now: f64, before: f64| (now - before) / args.changes.max(1) as f64 * 1e3;
-    let cp_ms = per_change(cpu(cp.pid()), cp_cpu);
-    let dp_ms = per_change(cpu(dp.pid()), dp_cpu);
+    progress(format!("{} one-route changes, 1 data plane", args.changes));
+    let one = changes::stream(&mut doc, admin, cp.pid(), &[&dp], &relay, 0..args.changes)?;
     let deltas = count_lines(&dp.log, "delta from the control plane applied");
     let fulls = count_lines(&dp.log, "configuration from the control plane applied");
+    progress(format!(
+        "the DP's proxy RPS, steady and with a change every 100 ms ({} s each)",
+        args.load_secs
+    ));
+    let spec = LoadSpec {
+        base_url: String::new(),
+        case,
+        connections: args.connections,
+        threads: 1,
+        duration: Duration::from_secs(args.load_secs),
+        rate: None,
+        cpus: None,
+        work_dir: out.clone(),
+        streams: 1,
+        upstream: None,
+    };
+    let first = 2 * args.changes;
+    let (steady, changing, posted) =
+        changes::load_while_changing(&mut driver, &dp, &spec, &mut doc, admin, first)?;
+    progress(format!("{} one-route changes, 3 data planes", args.changes));
+    let more = [start_dp(&out.join("dp2"))?, start_dp(&out.join("dp3"))?];
+    let three = changes::stream(
+        &mut doc,
+        admin,
+        cp.pid(),
+        &[&dp, &more[0], &more[1]],
+        &relay,
+        args.changes..2 * args.changes,
+    )?;
+    let (fixed, per_dp, at_100) = changes::projection(&one, &three, 100.0);
+    let (latencies, bytes) = (&one.latencies, &one.bytes);
 
     let lines = [
         format!("config: {case} (every entity stamped), sluice `{}`, CPUs {}", args.target, args.cpus.gateway_cpus),
@@ -149,15 +160,29 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         format!(
             "one-route change, CP commit → DP routes it, over {} changes: {} — goal p99 ≤ 1 s",
             latencies.len(),
-            spread_ms(&latencies)
+            spread_ms(latencies)
         ),
         format!(
             "bytes CP → DP per change (TLS records, with the pong to the DP's ping): median {:.0}, max {:.0} — goal ≤ 10 KB",
-            percentile(&bytes, 50.0),
+            percentile(bytes, 50.0),
             bytes.iter().cloned().fold(0.0, f64::max)
         ),
         format!("the DP applied {deltas} deltas and {fulls} whole configs (1: the first sync)"),
-        format!("CPU per change: DP {dp_ms:.1} ms; CP {cp_ms:.1} ms (with validating the posted document)"),
+        format!(
+            "DP proxy RPS with a change every 100 ms ÷ steady: {:.0} / {:.0} = {:.3} ({posted} changes; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
+            changing.rps,
+            steady.rps,
+            changing.rps / steady.rps.max(1.0),
+            changing.errors,
+            changing.non_2xx,
+            steady.errors,
+            steady.non_2xx
+        ),
+        format!("CPU per change: DP {:.1} ms; CP {:.1} ms with 1 DP, {:.1} ms with 3 (with validating the posted document)", one.dp_ms, one.cp_ms, three.cp_ms),
+        format!(
+            "CP CPU per change: fixed {fixed:.1} ms + {per_dp:.2} ms per DP; projected to 100 DPs: {at_100:.1} ms; with 3 DPs, commit → every DP routes it: {}",
+            spread_ms(&three.latencies)
+        ),
     ];
     let report = format!(
         "# sluice-perf cluster\n\n{}\n",

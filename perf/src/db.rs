@@ -13,7 +13,7 @@
 //! on Ctrl-C (through [`crate::interrupt`]).
 
 pub(crate) mod http;
-mod measure;
+pub(crate) mod measure;
 mod pg;
 pub(crate) mod report;
 

@@ -32,7 +32,9 @@ use serde_json::Value;
 
 use crate::lua_number::push_lua_number;
 
+mod kept;
 mod parts;
+pub use kept::{array_hash, Serialized};
 pub use parts::{Parts, Touched};
 
 /// Kong's hash of "no config" (`DECLARATIVE_EMPTY_CONFIG_HASH`): 32 zeros. Also what a DP pings with
@@ -130,18 +132,32 @@ pub fn sorted_string(value: &Value) -> Vec<u8> {
     s.buf
 }
 
-/// The serialization buffer (Kong's `string.buffer`), folded into its MD5 when it grows past 1 MB.
+/// The serialization buffer (Kong's `string.buffer`), folded into its MD5 when it grows past 1 MB; or,
+/// for a value kept serialized ([`Serialized`]), never folded, with the offsets where Kong checks the
+/// limit recorded instead.
 #[derive(Default)]
 struct Sorted {
     buf: Vec<u8>,
+    /// When Some: do not fold, record each offset a value starts at (once per offset: a check right
+    /// after another at the same offset cannot fold, the buffer is unchanged or 16 bytes).
+    checks: Option<Vec<u32>>,
 }
 
 impl Sorted {
     fn write(&mut self, value: &Value) {
-        if self.buf.len() > FOLD_AT {
-            let digest = Md5::digest(&self.buf);
-            self.buf.clear();
-            self.buf.extend_from_slice(&digest);
+        match &mut self.checks {
+            Some(checks) => {
+                let at = self.buf.len() as u32;
+                if checks.last() != Some(&at) {
+                    checks.push(at);
+                }
+            }
+            None if self.buf.len() > FOLD_AT => {
+                let digest = Md5::digest(&self.buf);
+                self.buf.clear();
+                self.buf.extend_from_slice(&digest);
+            }
+            None => {}
         }
         match value {
             Value::Null => self.buf.extend_from_slice(b"/null/"),

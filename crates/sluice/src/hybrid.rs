@@ -23,6 +23,7 @@ mod push;
 mod rehash;
 #[cfg(test)]
 mod testing;
+mod warm;
 
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;

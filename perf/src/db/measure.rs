@@ -327,21 +327,36 @@ fn load_while_writing(
     spec: &LoadSpec,
     args: &DbArgs,
 ) -> Result<(LoadResult, Vec<f64>)> {
-    let done = AtomicBool::new(false);
     let routes = args.routes;
     let (low, span) = (routes / 3, (routes / 3).max(1));
+    let interval = Duration::from_millis(args.write_interval_ms);
+    load_while(driver, b, spec, interval, |k| {
+        let j = (low + k * 37 % span) % routes;
+        let body = json!({ "paths": [format!("/r{j}"), format!("/w{k}")] });
+        write(a, "PATCH", &format!("/routes/r{j}"), body, 200)
+    })
+}
+
+/// Runs `spec`'s load on `target` while another thread calls `write(k)` (k = 0, 1, ...) every
+/// `interval` until the load ends; the load's result and what each write returned. Shared with
+/// `sluice-perf cluster` (changes streaming to a control plane while its data plane is loaded).
+pub(crate) fn load_while<T: Send>(
+    driver: &mut Local,
+    target: &Running,
+    spec: &LoadSpec,
+    interval: Duration,
+    mut write: impl FnMut(usize) -> Result<T> + Send,
+) -> Result<(LoadResult, Vec<T>)> {
+    let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let writer = s.spawn(|| -> Result<Vec<f64>> {
+        let writer = s.spawn(|| -> Result<Vec<T>> {
             let mut walls = Vec::new();
-            let interval = Duration::from_millis(args.write_interval_ms);
             let mut next = Instant::now() + interval;
             let mut k = 0usize;
             while !done.load(Ordering::Relaxed) {
                 let now = Instant::now();
                 if now >= next {
-                    let j = (low + k * 37 % span) % routes;
-                    let body = json!({ "paths": [format!("/r{j}"), format!("/w{k}")] });
-                    walls.push(write(a, "PATCH", &format!("/routes/r{j}"), body, 200)?);
+                    walls.push(write(k)?);
                     k += 1;
                     next = (next + interval).max(Instant::now());
                 } else {
@@ -350,7 +365,7 @@ fn load_while_writing(
             }
             Ok(walls)
         });
-        let result = driver.run_load(b, spec);
+        let result = driver.run_load(target, spec);
         done.store(true, Ordering::Relaxed);
         let walls = writer
             .join()

@@ -58,6 +58,10 @@ pub async fn serve(
     tracing::info!(addr = %settings.listen, "cluster listening (control plane)");
     let cp_plugins = Arc::new(super::plugin_infos(loader.registry()));
     let pushes = Arc::new(Pushes::default());
+    tokio::spawn(super::warm::keep_full_frame_ready(
+        loader.clone(),
+        pushes.clone(),
+    ));
     loop {
         let (tcp, peer) = match listener.accept().await {
             Ok(accepted) => accepted,

@@ -12,11 +12,10 @@
 //! whole config, once: the deltas that arrive until it comes are dropped. (A frame that is not even JSON
 //! ends the link, as any bad frame does; the reconnect brings the whole config.)
 
-use super::rehash::{self, Rehashed};
+use super::rehash::{self, Hashed, Rehashed};
 use crate::dbnode::spare::{self, Spare};
 use crate::loader::{EntityChange, Loader, Patch};
 use sluice_cluster::delta::{self, Change, Delta, Op, Resync, Verdict};
-use sluice_cluster::hash::Parts;
 use sluice_model::declarative::kinds::Kind;
 use sluice_model::Config;
 use std::sync::{Arc, Weak};
@@ -41,12 +40,12 @@ pub(super) struct DeltaSync {
 /// address: parts are used only for the config they were computed for.
 struct LiveParts {
     config: Weak<Config>,
-    parts: Parts,
+    parts: Hashed,
 }
 
 impl LiveParts {
     /// The parts, when they are of `live`.
-    fn of(self, live: &Arc<Config>) -> Option<Parts> {
+    fn of(self, live: &Arc<Config>) -> Option<Hashed> {
         std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(live)).then_some(self.parts)
     }
 }
@@ -98,9 +97,16 @@ impl DeltaSync {
             .is_ready()
             .then(|| loader.snapshot().load().config().clone());
         let parts = version.and(live).map(|live| {
-            Known::Hashing(tokio::task::spawn_blocking(move || LiveParts {
-                config: Arc::downgrade(&live),
-                parts: rehash::full(&live),
+            Known::Hashing(tokio::task::spawn_blocking(move || {
+                let parts = rehash::full(&live);
+                tracing::info!(
+                    kept_bytes = parts.kept_bytes(),
+                    "hash parts of the full config kept for deltas"
+                );
+                LiveParts {
+                    config: Arc::downgrade(&live),
+                    parts,
+                }
             }))
         });
         *self = DeltaSync {
@@ -179,7 +185,7 @@ fn patch_and_apply(
     let base = parts.and_then(|p| p.of(&live));
     let mut config = spare::next(spare, &live, held, &changes).map_err(|e| format!("{e:#}"))?;
     let hashing = Instant::now();
-    let (parts, rehashed) = rehash::verify(&config, base.as_ref(), touched, &delta.config_hash)
+    let (parts, rehashed) = rehash::verify(&config, base.as_ref(), &touched, &delta.config_hash)
         .map_err(|found| {
             format!(
                 "hash mismatch: delta {} gives {found}, the control plane has {}",

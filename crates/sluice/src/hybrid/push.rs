@@ -14,7 +14,7 @@ use super::{diff, rehash};
 use crate::loader::Loader;
 use sluice_cluster::delta::{Delta, SluiceFull};
 use sluice_cluster::frames::cp::Reconfigure;
-use sluice_cluster::hash::{ConfigHashes, Parts};
+use sluice_cluster::hash::ConfigHashes;
 use sluice_model::Config;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,8 +30,8 @@ pub struct Push {
     pub version: u64,
     config: Arc<Config>,
     pub hashes: ConfigHashes,
-    /// The parts of `hashes.config`, for the next push to start from.
-    parts: Parts,
+    /// The parts of `hashes.config` and the kept groups, for the next push to start from.
+    parts: rehash::Hashed,
     /// The plugins the config uses (each DP must have them).
     pub configured: BTreeSet<String>,
     /// When it was exported, for `reconfigure.timestamp`.
@@ -53,6 +53,12 @@ impl Push {
             version: self.version,
         };
         self.sluice.get_or_init(|| self.full(Some(version))).clone()
+    }
+
+    /// Whether the Sluice full frame has been made (it is then sent without delay).
+    #[cfg(test)]
+    pub fn sluice_frame_made(&self) -> bool {
+        self.sluice.get().is_some()
     }
 
     fn full(&self, sluice: Option<SluiceFull>) -> Bytes {
@@ -101,10 +107,10 @@ impl Pushes {
         // The diff compares every kind and refuses a format change, so its changes name every part
         // that differs.
         let parts = match &changes {
-            Some((p, changes)) => rehash::partial(&config, &p.parts, rehash::touched(changes)),
+            Some((p, changes)) => rehash::partial(&config, &p.parts, &rehash::touched(changes)),
             None => rehash::full(&config),
         };
-        let hashes = parts.hashes();
+        let hashes = parts.parts.hashes();
         let version = previous
             .as_ref()
             .map_or_else(first_version, |p| p.version + 1);

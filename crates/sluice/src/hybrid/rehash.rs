@@ -1,42 +1,116 @@
 //! Kong's config hash of a changed config, rehashing only what the change touched. The hash is made of six
 //! parts (`sluice_cluster::hash::Parts`: routes, services, plugins, upstreams, targets, the rest); the CP
-//! ([`super::push`]) and the DP ([`super::dp_delta`]) keep the parts of the live config, and for the next
-//! one export and hash only the kinds a delta's changes name. A one-route change on the `large` config
-//! (10,000 routes, 20,000 plugins, 10,000 consumers and credentials) exports the routes, not the 50,000
-//! entities.
+//! ([`super::push`]) and the DP ([`super::dp_delta`]) keep the parts of the live config ([`Hashed`]) with
+//! each group's entities serialized ([`groups`]), and for the next config serialize only the entities a
+//! delta names: a one-route change on 10,000 routes serializes one route and feeds the other 9,999's kept
+//! bytes to MD5. A touched rest (consumers, credentials, certificates, ...) is exported and hashed whole.
 //!
-//! The result is exactly the full computation's as long as the changes name every kind that differs,
-//! which holds on both sides: the CP's diff compares every kind, and a DP's patch changes only the
+//! The result is exactly the full computation's as long as the changes name every entity that differs,
+//! which holds on both sides: the CP's diff compares every entity, and a DP's patch changes only the
 //! entities the delta names (no cascades; a certificate's inline SNIs, which it rebuilds, are not in the
 //! export). The DP still checks the result against the CP's hash, and hashes the whole config before it
 //! calls a difference a mismatch ([`verify`]).
 
 use sluice_cluster::delta::Change;
-use sluice_cluster::hash::{Parts, Touched};
+use sluice_cluster::hash::{Parts, Touched, GROUPS};
 use sluice_model::{declarative, Config};
+use std::collections::HashSet;
+use std::sync::Arc;
+use uuid::Uuid;
 
-/// Every part of `config`: when nothing is known of the config before (a full push, a DP's first delta
-/// after a full sync).
-pub fn full(config: &Config) -> Parts {
-    Parts::of(&declarative::export_of(config, |_| true))
+mod groups;
+
+/// The hash parts of one config, with its groups' entities kept serialized for the next config's
+/// group hashes. Two are equal when their parts are (the kept bytes are what the parts were made of).
+#[derive(Clone)]
+pub struct Hashed {
+    pub parts: Parts,
+    groups: [Arc<groups::Kept>; 5],
 }
 
-/// The parts `changes` touch: the parts of the kinds they name. A delta never changes `_format_version`
-/// (the CP's diff sends the whole config then).
-pub fn touched(changes: &[Change]) -> Touched {
-    changes.iter().map(|c| c.kind.as_str()).collect()
+impl PartialEq for Hashed {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts == other.parts
+    }
+}
+
+impl std::fmt::Debug for Hashed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.parts.fmt(f)
+    }
+}
+
+impl Hashed {
+    /// The heap memory of the kept serialized groups, in bytes.
+    pub fn kept_bytes(&self) -> usize {
+        self.groups.iter().map(|g| g.heap_size()).sum()
+    }
+}
+
+/// What a delta's changes touch: the parts, and per group the ids of the entities it names.
+#[derive(Debug, Clone, Default)]
+pub struct Touch {
+    pub parts: Touched,
+    ids: [HashSet<Uuid>; 5],
+}
+
+/// Every part of `config`, every entity serialized: when nothing is known of the config before (a full
+/// push, a DP's first delta after a full sync).
+pub fn full(config: &Config) -> Hashed {
+    let groups = groups::of(config, None, |_| true, &Default::default());
+    with_rest(config, groups, None)
+}
+
+/// The parts and entities `changes` touch. A delta never changes `_format_version` (the CP's diff sends
+/// the whole config then). An id that is not a UUID names no entity: the entity keeps its bytes, and the
+/// DP's check of the whole config catches it ([`verify`]).
+pub fn touched(changes: &[Change]) -> Touch {
+    let mut touch = Touch::default();
+    for c in changes {
+        touch.parts.mark(&c.kind);
+        if let (Some(i), Ok(id)) = (GROUPS.iter().position(|g| *g == c.kind), c.id.parse()) {
+            touch.ids[i].insert(id);
+        }
+    }
+    touch
 }
 
 /// The parts of `config`, which differs from the config `previous` was computed for only in the
-/// `touched` parts: only their kinds are exported and hashed.
-pub fn partial(config: &Config, previous: &Parts, touched: Touched) -> Parts {
-    if touched.is_empty() {
+/// entities `touch` names: only those are serialized; a touched rest is exported and hashed whole.
+pub fn partial(config: &Config, previous: &Hashed, touch: &Touch) -> Hashed {
+    if touch.parts.is_empty() {
         return previous.clone();
     }
-    previous.update(
-        touched,
-        &declarative::export_of(config, |k| touched.covers(k)),
+    let groups = groups::of(
+        config,
+        Some(&previous.groups),
+        |i| touch.parts.group(i),
+        &touch.ids,
+    );
+    with_rest(
+        config,
+        groups,
+        Some(&previous.parts).filter(|_| !touch.parts.rest()),
     )
+}
+
+/// The parts from the kept `groups`, and the rest's hash: `previous`'s when given, else exported and
+/// hashed (the other kinds, `_format_version`).
+fn with_rest(config: &Config, groups: [Arc<groups::Kept>; 5], previous: Option<&Parts>) -> Hashed {
+    let rest = match previous {
+        Some(p) => p.rest.clone(),
+        None => {
+            let rest_only: Touched = ["_format_version"].into_iter().collect();
+            Parts::of(&declarative::export_of(config, |k| rest_only.covers(k))).rest
+        }
+    };
+    Hashed {
+        parts: Parts {
+            groups: [0, 1, 2, 3, 4].map(|i| groups[i].hash()),
+            rest,
+        },
+        groups,
+    }
 }
 
 /// How [`verify`] found the hash.
@@ -56,14 +130,14 @@ pub enum Rehashed {
 /// never a needless full sync.
 pub fn verify(
     config: &Config,
-    base: Option<&Parts>,
-    touched: Touched,
+    base: Option<&Hashed>,
+    touch: &Touch,
     expected: &str,
-) -> Result<(Parts, Rehashed), String> {
+) -> Result<(Hashed, Rehashed), String> {
     let how = match base {
         Some(base) => {
-            let parts = partial(config, base, touched);
-            if parts.hashes().config == expected {
+            let parts = partial(config, base, touch);
+            if parts.parts.hashes().config == expected {
                 return Ok((parts, Rehashed::Partial));
             }
             Rehashed::FullAfterMiss
@@ -71,7 +145,7 @@ pub fn verify(
         None => Rehashed::Full,
     };
     let parts = full(config);
-    let hash = parts.hashes().config;
+    let hash = parts.parts.hashes().config;
     if hash == expected {
         Ok((parts, how))
     } else {

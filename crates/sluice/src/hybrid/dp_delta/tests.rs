@@ -76,7 +76,7 @@ async fn a_gap_or_a_wrong_hash_asks_once_for_the_whole_config() {
 }
 
 /// The parts `sync` holds for the live config of `loader` (waiting for them if they are being computed).
-async fn kept(sync: &mut DeltaSync, loader: &Loader) -> (LiveParts, Option<Parts>) {
+async fn kept(sync: &mut DeltaSync, loader: &Loader) -> (LiveParts, Option<Hashed>) {
     let live = loader.snapshot().load().config().clone();
     let parts = sync.parts.take().unwrap().get().await.unwrap();
     let of_live = LiveParts {
@@ -119,9 +119,10 @@ async fn the_live_configs_parts_are_kept_and_a_partial_miss_is_rehashed_whole() 
     // the partial hash misses, the whole config's matches, and the delta goes live without a resync.
     sync.parts = Some(Known::Ready(LiveParts {
         config: parts.config,
-        parts: Parts {
-            rest: sluice_cluster::EMPTY_CONFIG_HASH.into(),
-            ..rehash::full(&live)
+        parts: {
+            let mut stale = rehash::full(&live);
+            stale.parts.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
+            stale
         },
     }));
     let second = delta(2, 3, &["/a", "/b"], &["/a", "/b", "/c"]);

@@ -30,7 +30,7 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
     let mut old = parse(world.doc());
     let mut cp_parts = full(&old);
     let mut dp_parts = cp_parts.clone();
-    assert_eq!(cp_parts.hashes(), whole(&old));
+    assert_eq!(cp_parts.parts.hashes(), whole(&old));
     // How often each case came up: some part left untouched, a delete, a whole group emptied.
     let (mut some_untouched, mut deletes, mut emptied) = (0, 0, 0);
     for round in 0..150 {
@@ -45,15 +45,19 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
         let (was, is) = (group_sizes(&old), group_sizes(&new));
         emptied += usize::from((0..5).any(|i| was[i] > 0 && is[i] == 0));
         // CP: the new config.
-        cp_parts = partial(&new, &cp_parts, touched);
-        assert_eq!(cp_parts.hashes(), want, "round {round}: CP, {touched:?}");
+        cp_parts = partial(&new, &cp_parts, &touched);
+        assert_eq!(
+            cp_parts.parts.hashes(),
+            want,
+            "round {round}: CP, {touched:?}"
+        );
         // DP: the old config patched with the changes.
         let changes: Vec<_> = changes
             .into_iter()
             .map(|c| dp_delta::entity_change(c).unwrap())
             .collect();
         let patched = spare::next(None, &Arc::new(old), 0, &changes).unwrap();
-        let (parts, how) = verify(&patched, Some(&dp_parts), touched, &want.config).unwrap();
+        let (parts, how) = verify(&patched, Some(&dp_parts), &touched, &want.config).unwrap();
         assert_eq!(
             (&parts, how),
             (&cp_parts, Rehashed::Partial),
@@ -61,7 +65,7 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
         );
         assert_eq!(parts, full(&patched));
         dp_parts = parts;
-        some_untouched += usize::from(!touched.is_empty() && touched != Touched::ALL);
+        some_untouched += usize::from(!touched.parts.is_empty() && touched.parts != Touched::ALL);
         old = new;
     }
     assert!(
@@ -81,24 +85,37 @@ fn a_partial_miss_is_confirmed_over_the_whole_config() {
     let mut rng = Rng(7);
     let config = parse(World::new(&mut rng).doc());
     let hash = whole(&config).config;
-    let routes: Touched = ["routes"].into_iter().collect();
+    let routes = Touch {
+        parts: ["routes"].into_iter().collect(),
+        ..Touch::default()
+    };
     // Parts that missed a change in the rest (a kind the change list did not name): the partial hash
     // misses, the whole config's is right.
-    let stale = Parts {
-        rest: sluice_cluster::EMPTY_CONFIG_HASH.into(),
-        ..full(&config)
-    };
+    let mut stale = full(&config);
+    stale.parts.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
     assert_eq!(
-        verify(&config, Some(&stale), routes, &hash),
+        verify(&config, Some(&stale), &routes, &hash),
         Ok((full(&config), Rehashed::FullAfterMiss))
     );
     assert_eq!(
-        verify(&config, None, routes, &hash),
+        verify(&config, None, &routes, &hash),
         Ok((full(&config), Rehashed::Full))
+    );
+    // A route that changed but was not named keeps its stale kept bytes: the partial hash misses too.
+    let mut unnamed = config.clone();
+    unnamed.routes[0].tags = Some(vec!["unnamed".into()]);
+    assert_eq!(
+        verify(
+            &unnamed,
+            Some(&full(&config)),
+            &routes,
+            &whole(&unnamed).config
+        ),
+        Ok((full(&unnamed), Rehashed::FullAfterMiss))
     );
     // A real difference: Err carries the hash the config has.
     assert_eq!(
-        verify(&config, Some(&full(&config)), routes, "0123"),
+        verify(&config, Some(&full(&config)), &routes, "0123"),
         Err(hash)
     );
 }

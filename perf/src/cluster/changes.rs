@@ -1,0 +1,118 @@
+//! The one-route changes of `sluice-perf cluster`, streamed to the control plane while one or more data
+//! planes follow: in the document, route i gets a new path and the document is posted to the CP; from the reply (the CP has committed it) until every DP routes the new path. The CP's and the
+//! first DP's CPU over the stream give the CPU per change; run with 1 and then 3 DPs, the CP's figures
+//! separate its fixed cost per change from its cost per DP. And the DP's proxy RPS while a change comes
+//! every 100 ms, against its steady RPS.
+
+use super::{cpu, Relay};
+use crate::db::http;
+use crate::db::measure::load_while;
+use crate::driver::{local::Local, Driver};
+use crate::loadgen::LoadSpec;
+use crate::results::LoadResult;
+use crate::target::process::Running;
+use anyhow::{ensure, Context, Result};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// What a stream of changes measured.
+pub struct Streamed {
+    /// CP commit → every DP routes the change, ms, per change.
+    pub latencies: Vec<f64>,
+    /// Bytes the relay passed CP → DPs, per change.
+    pub bytes: Vec<f64>,
+    /// CPU per change, ms: the CP's, and the first DP's.
+    pub cp_ms: f64,
+    pub dp_ms: f64,
+}
+
+/// Posts the changes numbered `numbers` to the CP at `admin` (pid `cp`) and waits for each to reach
+/// every DP in `dps`, which connect through `relay`.
+pub fn stream(
+    doc: &mut Value,
+    admin: SocketAddr,
+    cp: u32,
+    dps: &[&Running],
+    relay: &Relay,
+    numbers: Range<usize>,
+) -> Result<Streamed> {
+    let count = numbers.len().max(1) as f64;
+    let (mut latencies, mut bytes) = (Vec::new(), Vec::new());
+    let (cp_cpu, dp_cpu) = (cpu(cp), cpu(dps[0].pid()));
+    for n in numbers {
+        let before = relay.to_dp.load(Ordering::Relaxed);
+        let path = post(doc, admin, n)?;
+        let committed = Instant::now();
+        for dp in dps {
+            http::until_routed(
+                dp.proxy,
+                &path,
+                committed,
+                Duration::from_millis(1),
+                Duration::from_secs(10),
+            )
+            .with_context(|| {
+                format!(
+                    "a data plane did not route {path} within 10 s; see {}",
+                    dp.log.display()
+                )
+            })?;
+        }
+        latencies.push(committed.elapsed().as_secs_f64() * 1e3);
+        // The DPs' pings after applying get their pongs: wait for them, so each change is counted whole.
+        std::thread::sleep(Duration::from_millis(50));
+        bytes.push((relay.to_dp.load(Ordering::Relaxed) - before) as f64);
+    }
+    Ok(Streamed {
+        latencies,
+        bytes,
+        cp_ms: (cpu(cp) - cp_cpu) / count * 1e3,
+        dp_ms: (cpu(dps[0].pid()) - dp_cpu) / count * 1e3,
+    })
+}
+
+/// Posts change `n` to the CP at `admin`: route i (from `n`) gets a second path, which is returned. Its
+/// own `/r{i}` stays, so a load over the routes finds them all while changes stream in. Not under `/r`:
+/// a route's path is a prefix, and `/r1` would route `/r1-anything` at once.
+pub fn post(doc: &mut Value, admin: SocketAddr, n: usize) -> Result<String> {
+    let routes = doc["services"][0]["routes"].as_array().map_or(0, Vec::len);
+    ensure!(routes > 0, "the case has no routes");
+    let i = (n * 7919) % routes;
+    let path = format!("/changed/{n}/r{i}");
+    doc["services"][0]["routes"][i]["paths"] = Value::from(vec![format!("/r{i}"), path.clone()]);
+    let reply = http::request(admin, "POST", "/config", Some(doc))?;
+    ensure!(
+        reply.status == 201,
+        "POST /config answered {}: {}",
+        reply.status,
+        reply.body
+    );
+    Ok(path)
+}
+
+/// The DP's proxy load, steady and then with a change posted to the CP every 100 ms (changes numbered
+/// from `first`): the two results and the number of changes posted.
+pub fn load_while_changing(
+    driver: &mut Local,
+    dp: &Running,
+    spec: &LoadSpec,
+    doc: &mut Value,
+    admin: SocketAddr,
+    first: usize,
+) -> Result<(LoadResult, LoadResult, usize)> {
+    let steady = driver.run_load(dp, spec)?;
+    let every = Duration::from_millis(100);
+    let (changing, posted) = load_while(driver, dp, spec, every, |k| post(doc, admin, first + k))?;
+    Ok((steady, changing, posted.len()))
+}
+
+/// The CP's CPU per change split into a fixed part and a part per DP, from streams with 1 and 3 DPs,
+/// and projected to `dps` data planes: (fixed, per DP, projected), ms.
+pub fn projection(one: &Streamed, three: &Streamed, dps: f64) -> (f64, f64, f64) {
+    let per_dp = (three.cp_ms - one.cp_ms) / 2.0;
+    let fixed = one.cp_ms - per_dp;
+    (fixed, per_dp, fixed + dps * per_dp)
+}
