@@ -18,6 +18,23 @@ UP=$!
 # send N PORT PATH HEADER [STATUS]: N keep-alive GETs (over TLS when HTTPS is set).
 send() { python3 "$(dirname "${BASH_SOURCE[0]}")/keepalive_get.py" "$1" "$2" "$3" "$4" "${HTTPS:-}" ${5:+"$5"}; }
 
+# start_sluice BIN CONFIG LISTEN STATUS_PORT: starts sluice (1 worker) under callgrind in the background, its
+# pid in VG, and waits until its status listener says it is ready.
+start_sluice() {
+  local admin
+  admin=$(port)
+  rm -rf "$WORK/p"
+  SLUICE_WORKER_THREADS=1 SLUICE_PROXY_LISTEN="$3" SLUICE_ADMIN_LISTEN=127.0.0.1:$admin \
+    SLUICE_STATUS_LISTEN=127.0.0.1:$4 SLUICE_LOG_LEVEL=warn \
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$1" start --config "$2" \
+    --prefix "$WORK/p" >"$WORK/log" 2>&1 &
+  VG=$!
+  for _ in $(seq 1 150); do
+    curl -sf -o /dev/null "http://127.0.0.1:$4/status/ready" && break
+    sleep 0.2
+  done
+}
+
 # The instruction total callgrind wrote.
 total() { awk '/^summary:/ {print $2}' "$WORK/cg.out"; }
 

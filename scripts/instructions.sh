@@ -20,22 +20,13 @@ source "$(dirname "$0")/callgrind-lib.sh"
 CONFIG=$WORK/config.yml
 "$PERF" gen-config --case "$CASE" --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
 count() {
-  local n=$1 proxy=$(port) admin=$(port) status=$(port)
+  local n=$1 proxy=$(port) status=$(port)
   local listen=127.0.0.1:$proxy
   [ -n "${HTTPS:-}" ] && listen="$listen ssl"
-  rm -rf "$WORK/p"
-  SLUICE_WORKER_THREADS=1 SLUICE_PROXY_LISTEN="$listen" SLUICE_ADMIN_LISTEN=127.0.0.1:$admin \
-    SLUICE_STATUS_LISTEN=127.0.0.1:$status SLUICE_LOG_LEVEL=warn \
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$BIN" start --config "$CONFIG" \
-    --prefix "$WORK/p" >"$WORK/log" 2>&1 &
-  local vg=$!
-  for _ in $(seq 1 150); do
-    curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
-    sleep 0.2
-  done
+  start_sluice "$BIN" "$CONFIG" "$listen" "$status"
   send "$n" "$proxy" "$URL_PATH" "$HEADER"
-  kill -TERM $vg
-  wait $vg || true
+  kill -TERM $VG
+  wait $VG || true
   total
 }
 per_request "$BIN, $CASE, $URL_PATH"

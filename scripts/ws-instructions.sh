@@ -19,22 +19,13 @@ source "$(dirname "$0")/callgrind-lib.sh"
 CONFIG=$WORK/config.yml
 "$PERF" gen-config --case ws-echo --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
 count() {
-  local n=$1 proxy=$(port) admin=$(port) status=$(port)
-  rm -rf "$WORK/p"
-  SLUICE_WORKER_THREADS=1 SLUICE_PROXY_LISTEN=127.0.0.1:$proxy SLUICE_ADMIN_LISTEN=127.0.0.1:$admin \
-    SLUICE_STATUS_LISTEN=127.0.0.1:$status SLUICE_LOG_LEVEL=warn \
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$BIN" start --config "$CONFIG" \
-    --prefix "$WORK/p" >"$WORK/log" 2>&1 &
-  local vg=$!
-  for _ in $(seq 1 150); do
-    curl -sf -o /dev/null "http://127.0.0.1:$status/status/ready" && break
-    sleep 0.2
-  done
+  local n=$1 proxy=$(port) status=$(port)
+  start_sluice "$BIN" "$CONFIG" "127.0.0.1:$proxy" "$status"
   "$PERF" ws-load --url "http://127.0.0.1:$proxy" --tunnels "$TUNNELS" --messages "$n" >"$WORK/load" 2>&1 \
     || { cat "$WORK/load" >&2; exit 1; }
   grep -q '"errors":0' "$WORK/load" || { cat "$WORK/load" >&2; exit 1; }
-  kill -TERM $vg
-  wait $vg || true
+  kill -TERM $VG
+  wait $VG || true
   total
 }
 small=$(count "$FEW")

@@ -57,17 +57,6 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// The TLS client config for `ssl: true`: the system's CAs when `verify`, any certificate otherwise.
-    pub fn tls(verify: bool) -> Result<Arc<tokio_rustls::rustls::ClientConfig>, String> {
-        let spec = sluice_tls::UpstreamTls {
-            verify,
-            ..Default::default()
-        };
-        let mut config = (*sluice_tls::client_config(&spec)?).clone();
-        config.alpn_protocols.clear();
-        Ok(Arc::new(config))
-    }
-
     /// A new connection, logged in and on its database. The caller bounds the time it may take.
     pub async fn connect(&self) -> Result<Connection, Error> {
         let broken = |what: &str, e: std::io::Error| Error::Broken(format!("{what} {self:?}: {e}"));

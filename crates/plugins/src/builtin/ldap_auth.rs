@@ -94,18 +94,6 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
     Ok(register(LdapAuth(Arc::new(inner))))
 }
 
-/// The TLS client config for `ldaps` / `start_tls`: the system's CAs when `verify_ldap_host` is on (Kong's
-/// `lua_ssl_trusted_certificate = system`), any certificate otherwise; no ALPN.
-fn tls_config(verify: bool) -> Result<Arc<sluice_tls::rustls::ClientConfig>, String> {
-    let spec = sluice_tls::UpstreamTls {
-        verify,
-        ..Default::default()
-    };
-    let mut config = (*sluice_tls::client_config(&spec)?).clone();
-    config.alpn_protocols.clear();
-    Ok(Arc::new(config))
-}
-
 struct LdapAuth(Arc<Inner>);
 
 /// Everything a request needs, shared with its deferred bind.
@@ -128,7 +116,7 @@ impl Inner {
     /// What one plugin instance needs, made once from its config.
     fn new(c: Config) -> Result<Inner, String> {
         let tls = match c.ldaps || c.start_tls {
-            true => Some(tls_config(c.verify_ldap_host)?),
+            true => Some(crate::tls_client::without_alpn(c.verify_ldap_host)?),
             false => None,
         };
         let header_type = c.header_type.as_deref().unwrap_or("ldap");
