@@ -232,8 +232,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
                     state.driver = Some(cx.waker().clone());
                 }
             }
-            let progress = match this.write(cx).and_then(|wrote| Ok(wrote | this.read(cx)?)) {
-                Ok(progress) => progress,
+            let read_any = match this.write(cx).and_then(|()| this.read(cx)) {
+                Ok(read_any) => read_any,
                 Err(why) => {
                     this.shared.lock().fail(why);
                     return Poll::Ready(());
@@ -241,7 +241,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
             };
             // More commands came in while the last ones were written (from another thread).
             let more_to_send = this.written == this.out.len() && !this.shared.lock().out.is_empty();
-            if !progress && !more_to_send {
+            if !read_any && !more_to_send {
                 return Poll::Pending;
             }
         }
@@ -249,8 +249,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
-    /// Writes what it can of `out` and flushes it; whether all of it went.
-    fn write(&mut self, cx: &mut Context<'_>) -> Result<bool, String> {
+    /// Writes what it can of `out` and flushes it (what is left goes when the stream is ready again).
+    fn write(&mut self, cx: &mut Context<'_>) -> Result<(), String> {
         let mut stream = Pin::new(&mut self.stream);
         while self.written < self.out.len() {
             match stream.as_mut().poll_write(cx, &self.out[self.written..]) {
@@ -260,17 +260,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
                     self.flushed = false;
                 }
                 Poll::Ready(Err(e)) => return Err(format!("writing to redis: {e}")),
-                Poll::Pending => return Ok(false),
+                Poll::Pending => return Ok(()),
             }
         }
         if !self.flushed {
             match stream.poll_flush(cx) {
                 Poll::Ready(Ok(())) => self.flushed = true,
                 Poll::Ready(Err(e)) => return Err(format!("writing to redis: {e}")),
-                Poll::Pending => return Ok(false),
+                Poll::Pending => {}
             }
         }
-        Ok(false)
+        Ok(())
     }
 
     /// Reads what has arrived and answers the calls whose replies are whole; whether anything was read.
@@ -304,10 +304,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
         let mut at = 0;
         while at < self.filled {
             let id = state.answering;
-            let Some(p) = state
-                .pending
-                .get_mut(id.wrapping_sub(state.first_id) as usize)
-            else {
+            let Some(p) = state.slot(id) else {
                 return Err("a reply from redis that no command asked for".into());
             };
             match resp::parse(&self.input[at..self.filled], &mut p.numbers)? {
@@ -319,10 +316,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
                     }
                     p.replies_left -= 1;
                     if p.replies_left == 0 {
-                        state.answering += 1;
                         if let Some(w) = p.waker.take() {
                             w.wake();
                         }
+                        state.answering += 1;
                     }
                 }
             }
