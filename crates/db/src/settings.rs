@@ -79,13 +79,8 @@ impl PgSettings {
         if !self.ssl {
             return Ok(None);
         }
-        let spec = sluice_tls::UpstreamTls {
-            verify: self.ssl_verify,
-            ..Default::default()
-        };
-        let mut config = (*sluice_tls::client_config(&spec)?).clone();
-        config.alpn_protocols.clear();
-        Ok(Some(MakeRustlsConnect::new(config)))
+        let config = sluice_tls::client_config_without_alpn(self.ssl_verify)?;
+        Ok(Some(MakeRustlsConnect::new((*config).clone())))
     }
 }
 

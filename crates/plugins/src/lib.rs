@@ -34,7 +34,6 @@ pub mod response;
 pub mod state;
 pub mod stream;
 pub mod testing;
-pub mod tls_client;
 pub mod tracing;
 
 pub use added_headers::AddedHeaders;

@@ -60,6 +60,19 @@ pub fn client_config(spec: &UpstreamTls<'_>) -> Result<Arc<ClientConfig>, String
     Ok(Arc::new(config))
 }
 
+/// The client config of a connection that is not HTTP (PostgreSQL, Redis, LDAP): the system's CAs when
+/// `verify` (Kong's `lua_ssl_trusted_certificate = system`), any certificate otherwise, and no ALPN (none of
+/// those protocols negotiates one).
+pub fn client_config_without_alpn(verify: bool) -> Result<Arc<ClientConfig>, String> {
+    let spec = UpstreamTls {
+        verify,
+        ..Default::default()
+    };
+    let mut config = (*client_config(&spec)?).clone();
+    config.alpn_protocols.clear();
+    Ok(Arc::new(config))
+}
+
 /// The verifier of `tls_verify: false`: accepts any server certificate (tests use it for their clients too).
 pub fn unverified() -> Arc<dyn ServerCertVerifier> {
     Arc::new(Verifier {

@@ -18,7 +18,9 @@ mod server;
 mod signatures;
 mod store;
 
-pub use client::{client_config, system_roots, unverified, UpstreamTls};
+pub use client::{
+    client_config, client_config_without_alpn, system_roots, unverified, UpstreamTls,
+};
 pub use default_cert::{default_pair, load_pair_files, DEFAULT_CERT_FILE, DEFAULT_KEY_FILE};
 pub use negotiated::Negotiated;
 pub use pem::{certificates, check_certificate, private_key, KeyKind};

@@ -116,7 +116,7 @@ impl Inner {
     /// What one plugin instance needs, made once from its config.
     fn new(c: Config) -> Result<Inner, String> {
         let tls = match c.ldaps || c.start_tls {
-            true => Some(crate::tls_client::without_alpn(c.verify_ldap_host)?),
+            true => Some(sluice_tls::client_config_without_alpn(c.verify_ldap_host)?),
             false => None,
         };
         let header_type = c.header_type.as_deref().unwrap_or("ldap");

@@ -185,13 +185,13 @@ async fn speaks_tls_verifying_the_server_only_when_asked() {
         "no",
     ]);
     let unverified = Endpoint {
-        tls: Some(crate::tls_client::without_alpn(false).unwrap()),
+        tls: Some(sluice_tls::client_config_without_alpn(false).unwrap()),
         ..redis.endpoint()
     };
     let con = unverified.connect().await.unwrap();
     assert_eq!(con.call(1, incrby("k".into(), 2)).await, Ok(vec![Some(2)]));
     let verified = Endpoint {
-        tls: Some(crate::tls_client::without_alpn(true).unwrap()),
+        tls: Some(sluice_tls::client_config_without_alpn(true).unwrap()),
         ..redis.endpoint()
     };
     assert!(matches!(verified.connect().await, Err(Error::Broken(_))));

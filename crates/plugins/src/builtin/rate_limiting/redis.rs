@@ -102,7 +102,7 @@ impl Target {
             url.push_str("#insecure");
         }
         let tls = match config.ssl.unwrap_or(false) {
-            true => Some(crate::tls_client::without_alpn(verify)?),
+            true => Some(sluice_tls::client_config_without_alpn(verify)?),
             false => None,
         };
         Ok(Target {
