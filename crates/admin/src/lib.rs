@@ -59,6 +59,16 @@ pub trait Control: Send + Sync + 'static {
     fn node_info(&self) -> NodeInfo;
     /// Kong's `server` block of `GET /status` (connection and request counters).
     fn server_status(&self) -> serde_json::Value;
+    /// The worker runtimes' tasks, Sluice's counterpart of nginx's timers, for `GET /timers` and `GET /`'s
+    /// `timers`; None (the default) before the proxy runs.
+    fn tasks(&self) -> Option<Tasks> {
+        None
+    }
+    /// The node's stores that stand for Kong's shared dictionaries (proxy-cache's memory stores): name,
+    /// bytes held and bound, by name; for `GET /status`'s `lua_shared_dicts`.
+    fn shared_dicts(&self) -> Vec<(String, usize, usize)> {
+        Vec::new()
+    }
     /// The Prometheus text exposition served at `GET /metrics` on both listeners; None (the default) when
     /// the node has no metrics, and `/metrics` answers 404.
     fn metrics(&self) -> Option<String> {
@@ -189,6 +199,17 @@ pub enum LoadError {
     TooLarge(String),
     /// 500; the detail is logged, not sent.
     Internal(String),
+}
+
+/// The worker runtimes' tasks ([`Control::tasks`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Tasks {
+    /// Tasks alive on the worker runtimes (connections, health probes, log deliveries...).
+    pub alive: usize,
+    /// Tasks queued to run now.
+    pub queued: usize,
+    /// Worker runtimes.
+    pub workers: usize,
 }
 
 /// Node facts for `GET /`.

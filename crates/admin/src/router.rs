@@ -50,6 +50,8 @@ pub enum Endpoint<'a> {
     PluginsEnabled,
     /// `GET /endpoints`: every path served.
     Endpoints,
+    /// `GET /timers`: the worker runtimes' tasks, in the shape of Kong's timer statistics.
+    Timers,
     /// `GET /schemas/{entity}`.
     Schema(&'a str),
     /// `GET /schemas/plugins/{name}`.
@@ -145,6 +147,7 @@ pub fn route<'a>(listener: Listener, segments: &[&'a str]) -> Option<Endpoint<'a
         ["config"] => Some(Endpoint::Config),
         ["plugins", "enabled"] => Some(Endpoint::PluginsEnabled),
         ["endpoints"] => Some(Endpoint::Endpoints),
+        ["timers"] => Some(Endpoint::Timers),
         ["schemas", "plugins", "validate"] => Some(Endpoint::Validate("plugins")),
         ["schemas", "plugins", name] => Some(Endpoint::PluginSchema(name)),
         ["schemas", entity, "validate"] => Some(Endpoint::Validate(entity)),

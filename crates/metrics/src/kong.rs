@@ -48,17 +48,24 @@ pub enum Source {
 impl Source {
     fn name(self) -> &'static str {
         match self {
+            // Kong's exporter labels every answer not from the service `kong`.
             Source::Service => "service",
-            Source::Exit => "exit",
-            Source::Error => "error",
+            Source::Exit | Source::Error => "kong",
+        }
+    }
+
+    /// The counted slot: Kong's label has two values, so an exit and an error share one.
+    fn index(self) -> u64 {
+        match self {
+            Source::Service => 0,
+            Source::Exit | Source::Error => 1,
         }
     }
 
     fn from_index(i: u32) -> Source {
         match i {
             0 => Source::Service,
-            1 => Source::Exit,
-            _ => Source::Error,
+            _ => Source::Exit,
         }
     }
 }
@@ -85,7 +92,7 @@ type Slot = (AtomicU64, AtomicU64);
 /// Packs (consumer slot, status, source) into a slot key; never 0.
 fn pack(consumer: Option<u32>, status: u16, source: Source) -> u64 {
     let consumer = consumer.map_or(0, |c| u64::from(c) + 1);
-    ((consumer << 20) | (u64::from(status) << 2) | source as u64) + 1
+    ((consumer << 20) | (u64::from(status) << 2) | source.index()) + 1
 }
 
 fn unpack(key: u64) -> (Option<u32>, u16, Source) {
@@ -213,7 +220,7 @@ impl RouteSeries {
             }
             let overflow = shard.overflow.load(Ordering::Relaxed);
             if overflow > 0 {
-                *out.entry((None, 0, Source::Error)).or_default() += overflow;
+                *out.entry((None, 0, Source::Exit)).or_default() += overflow;
             }
         }
         out

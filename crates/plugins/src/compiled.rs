@@ -21,9 +21,9 @@ pub struct CompiledPlugins {
     credentials: Credentials,
     routes: Vec<PluginChain>,
     global: PluginChain,
-    /// Per route (then for unrouted requests): the metrics flags of the prometheus instance that applies.
+    /// Per route: the metrics flags of the prometheus instance that applies (requests that matched no route
+    /// are not counted, as in Kong).
     route_metrics: Vec<Option<Flags>>,
-    global_metrics: Option<Flags>,
     /// What runs when a stream session ends.
     streams: streams::StreamPlugins,
 }
@@ -136,13 +136,11 @@ impl CompiledPlugins {
                 .map(|r| most_specific_flags(metered_index.candidates(Some(r)), Some(r)))
                 .collect(),
         };
-        let global_metrics = most_specific_flags(metered_index.candidates(None), None);
         Ok(CompiledPlugins {
             credentials,
             routes,
             global,
             route_metrics,
-            global_metrics,
             streams,
         })
     }
@@ -161,11 +159,6 @@ impl CompiledPlugins {
     /// The prometheus flags for requests of `config.routes[route_index]` (None: not metered).
     pub fn route_metrics(&self, route_index: usize) -> Option<Flags> {
         self.route_metrics.get(route_index).copied().flatten()
-    }
-
-    /// The prometheus flags for requests that matched no route (a global instance only).
-    pub fn global_metrics(&self) -> Option<Flags> {
-        self.global_metrics
     }
 
     /// Global plugins only: for requests that matched no route.
@@ -190,7 +183,6 @@ impl CompiledPlugins {
             routes: Vec::new(),
             global: PluginChain::default(),
             route_metrics: Vec::new(),
-            global_metrics: None,
             streams: streams::StreamPlugins::default(),
         }
     }

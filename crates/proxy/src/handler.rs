@@ -8,7 +8,7 @@ use crate::downstream::ClientBody;
 use crate::error::{error_response, Negotiation, ProxyError};
 use crate::exchange::{self, ConnInfo, Exchange, Sending};
 use crate::grpc;
-use crate::metrics::{self, content_length, Count, Finished, Series};
+use crate::metrics::{self, request_length, Count, Finished, Series};
 use crate::phases;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
@@ -138,9 +138,7 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         Err(e) => {
             // No route: the error, through `header_filter`, `body_filter` and `log` of the global plugins.
             let series = Series::Unrouted;
-            let bytes_in = series
-                .meter(snap)
-                .map_or(0, |_| content_length(&parts.headers));
+            let bytes_in = series.meter(snap).map_or(0, |_| request_length(&parts));
             let resp = phases::unrouted(e, parts, snap, &x);
             let count = observe(series, snap, &resp, Source::Error, None, bytes_in, started);
             return Step::Done((resp, count));
@@ -164,9 +162,7 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         // The fast path, a route without plugins: steps 4, 8 and 9 and the plugins' part of step 6
         // have no handler to run, so they are skipped, which is what running them would do. Nothing
         // awaits before step 5, so its upstream request is written here and the future holds only it.
-        let bytes_in = series
-            .meter(snap)
-            .map_or(0, |_| content_length(&parts.headers));
+        let bytes_in = series.meter(snap).map_or(0, |_| request_length(&parts));
         let captures = routed.found.captures.take();
         let body = body.map_err(box_err).boxed();
         return match Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x) {

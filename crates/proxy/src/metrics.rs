@@ -148,7 +148,7 @@ impl StreamMeter {
     }
 }
 
-/// The series a request is counted in: its route's, or the one of requests that matched no route.
+/// The series a request is counted in: its route's, or none for a request that matched no route.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Series {
     Unrouted,
@@ -156,11 +156,12 @@ pub(crate) enum Series {
 }
 
 impl Series {
-    /// The meter of this series in `snap`, when a prometheus instance applies to it.
+    /// The meter of this series in `snap`, when a prometheus instance applies to it. Requests that matched
+    /// no route are not counted, as Kong's exporter skips a request without a route.
     #[inline]
     pub fn meter(self, snap: &Snapshot) -> Option<&RouteMeter> {
         match self {
-            Series::Unrouted => snap.unrouted_metrics.as_ref(),
+            Series::Unrouted => None,
             Series::Route(i) => snap.routes.get(i).and_then(|r| r.metrics.as_ref()),
         }
     }
@@ -199,6 +200,12 @@ pub(crate) fn consumer_slots(config: &Config) -> rustc_hash::FxHashMap<uuid::Uui
             (c.id, registry().consumer_slot(&name))
         })
         .collect()
+}
+
+/// Kong's ingress bytes of a request (nginx's `$request_length`): its head as HTTP/1.1 text and its
+/// body's `Content-Length` (a body without one, chunked, counts its head only).
+pub(crate) fn request_length(req: &http::request::Parts) -> u64 {
+    sluice_plugins::logging::serialize::request_head_len(req) + content_length(&req.headers)
 }
 
 /// The `Content-Length` of a message (0 when absent).

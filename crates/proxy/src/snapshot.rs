@@ -40,8 +40,6 @@ pub struct Snapshot {
     pub(crate) plugins: CompiledPlugins,
     /// Certificates by SNI for the `ssl` listeners.
     pub(crate) certs: sluice_tls::CertStore,
-    /// Metrics of requests that matched no route (a global prometheus instance).
-    pub(crate) unrouted_metrics: Option<crate::metrics::RouteMeter>,
     /// Consumers' metric slots, filled when some prometheus instance counts per consumer.
     pub(crate) consumer_slots: rustc_hash::FxHashMap<uuid::Uuid, u32>,
     compile_duration: Duration,
@@ -109,7 +107,6 @@ impl Snapshot {
             upstreams: Upstreams::compile(&Config::default()),
             plugins: CompiledPlugins::empty(),
             certs: Default::default(),
-            unrouted_metrics: None,
             consumer_slots: Default::default(),
             compile_duration: Duration::ZERO,
         }
@@ -227,7 +224,6 @@ impl Snapshot {
                 return Err(CompileError(errors));
             }
         };
-        let unrouted_metrics = RouteMeter::new(&config, None, plugins.global_metrics());
         let per_consumer = routes
             .iter()
             .filter_map(|r: &RouteInfo| r.metrics.as_ref())
@@ -241,7 +237,6 @@ impl Snapshot {
             config,
             router,
             streams,
-            unrouted_metrics,
             routes,
             services,
             upstreams,

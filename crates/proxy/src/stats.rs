@@ -80,6 +80,11 @@ impl ProxyStats {
         })
     }
 
+    /// The worker runtimes registered so far (nginx's `ngx.worker.count()`).
+    pub fn workers(&self) -> usize {
+        self.0.runtimes.lock().map_or(0, |r| r.len())
+    }
+
     /// Requests received since start.
     pub fn total_requests(&self) -> u64 {
         self.0.requests.load(Ordering::Relaxed)

@@ -23,7 +23,7 @@ use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending, Switched, Upgrade};
 use crate::handler::{Answer, Scope};
-use crate::metrics::{content_length, Finished, Series};
+use crate::metrics::{request_length, Finished, Series};
 use crate::phases::{self, LogFacts, Outcome};
 use crate::snapshot::Snapshot;
 use bytes::Bytes;
@@ -87,7 +87,7 @@ impl<'a> Opened<'a> {
         ctx.captures = captures;
         let bytes_in = series
             .meter(snap)
-            .map_or(0, |_| content_length(&ctx.request.headers));
+            .map_or(0, |_| request_length(&ctx.request));
         Opened {
             ctx,
             chain: snap.plugins.route_chain(index),

@@ -209,6 +209,21 @@ impl Control for NodeControl {
         Some(crate::metrics::render(self))
     }
 
+    fn tasks(&self) -> Option<sluice_admin::Tasks> {
+        let stats = self.proxy_stats.get()?;
+        let (alive, queued) = stats.tasks();
+        let workers = stats.workers();
+        Some(sluice_admin::Tasks {
+            alive,
+            queued,
+            workers,
+        })
+    }
+
+    fn shared_dicts(&self) -> Vec<(String, usize, usize)> {
+        self.loader.registry().state().proxy_caches().usage()
+    }
+
     fn server_status(&self) -> serde_json::Value {
         match self.proxy_stats.get() {
             Some(stats) => stats.to_kong_json(),

@@ -91,6 +91,7 @@ pub fn render(node: &NodeControl) -> String {
             std::process::id()
         );
     }
+    shared_dicts(&mut out, node, &node_id);
     sluice_proxy::metrics::render(&mut out);
     let loads = &node.loader.stats;
     family(
@@ -191,6 +192,35 @@ fn target_health(node: &NodeControl, out: &mut String) {
                     t = escape(&target),
                 );
             }
+        }
+    }
+}
+
+/// Kong's shared-dictionary families. Sluice's nearest are proxy-cache's memory stores, one per
+/// `memory.dictionary_name` and bounded by `mem_cache_size` as Kong bounds the dictionary: their bytes held
+/// and bound, under the names Kong's dashboard charts. rate-limiting's `local` counters, which Kong keeps in
+/// a dictionary too, have no bound here and are not reported.
+fn shared_dicts(out: &mut String, node: &NodeControl, node_id: &str) {
+    let usage = sluice_admin::Control::shared_dicts(node);
+    let families = [
+        (
+            "kong_memory_lua_shared_dict_bytes",
+            "Allocated slabs in bytes in a shared_dict",
+        ),
+        (
+            "kong_memory_lua_shared_dict_total_bytes",
+            "Total capacity in bytes of a shared_dict",
+        ),
+    ];
+    for (i, (name, help)) in families.into_iter().enumerate() {
+        family(out, name, "gauge", help);
+        for (dict, held, bound) in &usage {
+            let value = if i == 0 { held } else { bound };
+            let _ = writeln!(
+                out,
+                "{name}{{node_id=\"{node_id}\",shared_dict=\"{}\",kong_subsystem=\"http\"}} {value}",
+                escape(dict)
+            );
         }
     }
 }

@@ -34,6 +34,8 @@ pub fn root(control: &dyn Control) -> Reply {
         "plugins": { "available_on_server": available, "enabled_in_cluster": enabled },
         // Every worker is a thread of this one process.
         "pids": { "master": std::process::id(), "workers": [std::process::id()] },
+        // nginx's timers; Sluice's background work runs as the worker runtimes' tasks.
+        "timers": control.tasks().map(|t| json!({ "running": t.alive, "pending": t.queued })),
         "configuration": info.configuration,
     }))
 }

@@ -122,6 +122,7 @@ async fn handle(
         Endpoint::Metrics => status::metrics(control),
         Endpoint::PluginsEnabled => Ok(info::plugins_enabled(control)),
         Endpoint::Endpoints => Ok(schemas::endpoints()),
+        Endpoint::Timers => Ok(status::timers(control)),
         Endpoint::Schema(name) => schemas::entity(name),
         Endpoint::PluginSchema(name) => schemas::plugin(control, name),
         Endpoint::Validate(name) => {

@@ -84,6 +84,7 @@ pub fn endpoints() -> Reply {
         "/tags/{tags}",
         "/plugins/enabled",
         "/endpoints",
+        "/timers",
         "/schemas/{db_entity_name}",
         "/schemas/{db_entity_name}/validate",
         "/schemas/plugins/{name}",

@@ -27,17 +27,25 @@ pub fn resident_bytes() -> Option<u64> {
 
 /// Kong's `GET /status`. `database` is there only on a node with a database that is not a data plane, as in
 /// Kong (kong/api/routes/health.lua). `memory` has Kong's shape (kong/pdk/node.lua, in its default unit):
-/// Sluice has no Lua VMs or shared dictionaries, so the one `workers_lua_vms` entry holds the process's
-/// resident memory and `lua_shared_dicts` is empty; `rss_bytes` is Sluice's own.
+/// Sluice has no Lua VMs, so the one `workers_lua_vms` entry holds the process's resident memory;
+/// `lua_shared_dicts` has proxy-cache's memory stores, Sluice's nearest to Kong's dictionaries;
+/// `rss_bytes` is Sluice's own.
 pub fn status(control: &dyn Control) -> Reply {
     let rss = resident_bytes();
+    let mib = |bytes: usize| format!("{:.2} MiB", bytes as f64 / 1048576.0);
+    let dicts: serde_json::Map<_, _> = (control.shared_dicts().into_iter())
+        .map(|(name, held, bound)| {
+            let dict = json!({ "allocated_slabs": mib(held), "capacity": mib(bound) });
+            (name, dict)
+        })
+        .collect();
     let mut body = json!({
         "memory": {
             "workers_lua_vms": [{
                 "pid": std::process::id(),
-                "http_allocated_gc": format!("{:.2} MiB", rss.unwrap_or(0) as f64 / 1048576.0),
+                "http_allocated_gc": mib(rss.unwrap_or(0) as usize),
             }],
-            "lua_shared_dicts": {},
+            "lua_shared_dicts": dicts,
             "rss_bytes": rss,
         },
         "server": control.server_status(),
@@ -47,6 +55,26 @@ pub fn status(control: &dyn Control) -> Reply {
         body["database"] = json!({ "reachable": control.database_reachable() });
     }
     reply::ok(&body)
+}
+
+/// Kong's `GET /timers` (the statistics of lua-resty-timer-ng, Kong's timer library), in its shape with
+/// Sluice's nearest figures: the worker runtimes' tasks, which run Sluice's background work as timers run
+/// Kong's. `sys.running` counts the tasks alive, `sys.pending` those queued to run now; per-timer statistics
+/// and the flame graph are empty (tasks have no names or per-run timings).
+pub fn timers(control: &dyn Control) -> Reply {
+    let t = control.tasks().unwrap_or(crate::Tasks {
+        alive: 0,
+        queued: 0,
+        workers: 0,
+    });
+    reply::ok(&json!({
+        "worker": { "id": 0, "count": t.workers },
+        "stats": {
+            "sys": { "running": t.alive, "pending": t.queued, "waiting": 0, "total": t.alive },
+            "timers": {},
+            "flamegraph": { "running": "", "pending": "", "elapsed_time": "" },
+        },
+    }))
 }
 
 /// `GET /status/ready`: 200 once a config is live, else 503 with Kong's reason.

@@ -17,6 +17,7 @@ fn describe(e: Option<Endpoint<'_>>) -> String {
         Some(Endpoint::Config) => "config".into(),
         Some(Endpoint::PluginsEnabled) => "plugins-enabled".into(),
         Some(Endpoint::Endpoints) => "endpoints".into(),
+        Some(Endpoint::Timers) => "timers".into(),
         Some(Endpoint::Schema(e)) => format!("schema {e}"),
         Some(Endpoint::PluginSchema(p)) => format!("plugin schema {p}"),
         Some(Endpoint::Validate(e)) => format!("validate {e}"),

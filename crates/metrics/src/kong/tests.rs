@@ -41,7 +41,7 @@ fn per_consumer_counts_carry_the_consumer_label() {
         "{out}"
     );
     assert!(
-        out.contains("code=\"401\",source=\"exit\",workspace=\"default\",consumer=\"\"} 1"),
+        out.contains("code=\"401\",source=\"kong\",workspace=\"default\",consumer=\"\"} 1"),
         "{out}"
     );
 }
@@ -60,17 +60,23 @@ fn counts_merge_across_workers_and_reloads() {
     a.record(0, ALL, &obs(200, Source::Service, 3));
     a.record(1, ALL, &obs(200, Source::Service, 60));
     a.record(1, ALL, &obs(404, Source::Error, 1));
+    // Kong labels exits and errors alike (`kong`): one series.
+    a.record(0, ALL, &obs(404, Source::Exit, 1));
     // A reload finds the same series by name.
     let again = r.series("svc", "route");
     again.record(0, ALL, &obs(200, Source::Service, 3));
     let mut out = String::new();
     r.render(&mut out);
     assert!(out.contains("kong_http_requests_total{service=\"svc\",route=\"route\",code=\"200\",source=\"service\",workspace=\"default\",consumer=\"\"} 3"), "{out}");
-    assert!(out.contains("code=\"404\",source=\"error\""), "{out}");
-    assert!(out.contains("kong_request_latency_ms_bucket{service=\"svc\",route=\"route\",workspace=\"default\",le=\"25\"} 3"), "{out}");
-    assert!(out.contains("kong_request_latency_ms_bucket{service=\"svc\",route=\"route\",workspace=\"default\",le=\"80\"} 4"), "{out}");
-    assert!(out.contains("kong_request_latency_ms_count{service=\"svc\",route=\"route\",workspace=\"default\"} 4"), "{out}");
-    assert!(out.contains("kong_bandwidth_bytes{service=\"svc\",route=\"route\",direction=\"egress\",workspace=\"default\",consumer=\"\"} 400"), "{out}");
+    assert!(
+        out.contains("code=\"404\",source=\"kong\",workspace=\"default\",consumer=\"\"} 2"),
+        "{out}"
+    );
+    assert_eq!(out.matches("code=\"404\"").count(), 1, "{out}");
+    assert!(out.contains("kong_request_latency_ms_bucket{service=\"svc\",route=\"route\",workspace=\"default\",le=\"25\"} 4"), "{out}");
+    assert!(out.contains("kong_request_latency_ms_bucket{service=\"svc\",route=\"route\",workspace=\"default\",le=\"80\"} 5"), "{out}");
+    assert!(out.contains("kong_request_latency_ms_count{service=\"svc\",route=\"route\",workspace=\"default\"} 5"), "{out}");
+    assert!(out.contains("kong_bandwidth_bytes{service=\"svc\",route=\"route\",direction=\"egress\",workspace=\"default\",consumer=\"\"} 500"), "{out}");
 }
 
 #[test]
@@ -88,7 +94,7 @@ fn flags_leave_families_out_and_labels_are_escaped() {
     let mut out = String::new();
     r.render(&mut out);
     assert!(
-        out.contains("service=\"a\\\"b\",route=\"c\\\\d\",code=\"201\",source=\"exit\""),
+        out.contains("service=\"a\\\"b\",route=\"c\\\\d\",code=\"201\",source=\"kong\""),
         "{out}"
     );
     assert!(!out.contains("kong_request_latency_ms_bucket"), "{out}");

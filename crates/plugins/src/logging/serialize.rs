@@ -142,9 +142,22 @@ pub(crate) fn request_size(ctx: &RequestCtx<'_>, record: &LogRecord) -> u64 {
 
 /// `request.size` when the header lines' bytes (`fields`, see [`fields_size`]) are known.
 fn request_size_of(ctx: &RequestCtx<'_>, record: &LogRecord, fields: usize) -> u64 {
-    let req = &ctx.request;
+    head_len(&ctx.request, fields) + record.request_bytes
+}
+
+/// The bytes of a request's head as HTTP/1.1 text: the request line, the header lines and the blank
+/// line, the head's part of nginx's `$request_length`. Used by Prometheus' ingress bandwidth, which adds
+/// the body's length; an HTTP/2 request is counted as if it came as HTTP/1.1 text, since HPACK's bytes
+/// are not known per request.
+pub fn request_head_len(req: &http::request::Parts) -> u64 {
+    head_len(req, fields_size(&req.headers))
+}
+
+/// [`request_head_len`] when the header lines' bytes (`fields`) are known.
+fn head_len(req: &http::request::Parts, fields: usize) -> u64 {
+    // `GET /path HTTP/1.1\r\n`: the method, a space, the target, " HTTP/1.1" and CRLF (11).
     let first_line = req.method.as_str().len() + 1 + request_uri(req).len() + 11;
-    (first_line + fields + 2) as u64 + record.request_bytes
+    (first_line + fields + 2) as u64
 }
 
 /// `response.size`: the head as HTTP/1.1 text plus the body bytes (nginx's `bytes_sent`).

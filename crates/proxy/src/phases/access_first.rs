@@ -18,7 +18,7 @@ use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending};
 use crate::handler::{Answer, Fast, Scope, Step};
-use crate::metrics::content_length;
+use crate::metrics::request_length;
 use crate::snapshot::Snapshot;
 use http_body_util::BodyExt;
 use sluice_plugins::{AccessNow, AddedHeaders, RequestCtx};
@@ -57,9 +57,7 @@ pub(crate) fn start(
     let mut route = RouteSteps::of(&mut routed, snap);
     let mut ctx = new_ctx(parts, snap, &x, Some(route.index), routed.client_ip);
     ctx.captures = route.captures.as_ref();
-    let bytes_in = route
-        .meter
-        .map_or(0, |_| content_length(&ctx.request.headers));
+    let bytes_in = route.meter.map_or(0, |_| request_length(&ctx.request));
     let outcome = match route.chain.access_now(&mut ctx, 0) {
         AccessNow::Continue if ctx.body_limit.is_none() => {
             let body = body.map_err(box_err).boxed();

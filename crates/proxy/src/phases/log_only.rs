@@ -15,7 +15,7 @@ use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Routed, Sending};
 use crate::handler::{observe, Answer, Scope, Step};
-use crate::metrics::{content_length, Series};
+use crate::metrics::{request_length, Series};
 use http::{request, Response};
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
@@ -79,7 +79,7 @@ pub(crate) fn start(
     let route = routed.found.id;
     let bytes_in = Series::Route(route)
         .meter(snap)
-        .map_or(0, |_| content_length(&parts.headers));
+        .map_or(0, |_| request_length(&parts));
     let captures = routed.found.captures.take();
     let client_ip = routed.client_ip;
     let body = body.map_err(box_err).boxed();

@@ -8,7 +8,7 @@ use super::{header_filter, whole, Outcome};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::handler::{self, observe, Answer, Scope};
-use crate::metrics::{content_length, Series};
+use crate::metrics::{request_length, Series};
 use sluice_metrics::Source;
 use sluice_plugins::RequestCtx;
 
@@ -27,7 +27,7 @@ pub async fn rewrite(
         let series = Series::Unrouted;
         let bytes_in = series
             .meter(snap)
-            .map_or(0, |_| content_length(&ctx.request.headers));
+            .map_or(0, |_| request_length(&ctx.request));
         let negotiation = Negotiation::of(&ctx.request);
         let done = header_filter(ctx, chain, Outcome::Plugin(answer), &negotiation, &x);
         let resp = whole(done);

@@ -11,7 +11,7 @@ use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
-use crate::metrics::content_length;
+use crate::metrics::request_length;
 use std::net::IpAddr;
 use tokio::sync::oneshot;
 
@@ -33,7 +33,7 @@ pub(crate) async fn steps(
     let (index, chain, meter) = (route.index, route.chain, route.meter);
     let mut ctx = new_ctx(parts, snap, &x, Some(index), client_ip);
     // Read before `access`: the request head may go upstream (moved) afterwards.
-    let bytes_in = meter.map_or(0, |_| content_length(&ctx.request.headers));
+    let bytes_in = meter.map_or(0, |_| request_length(&ctx.request));
     ctx.captures = route.captures.as_ref();
     // 4. access, then 5. balance and send unless a plugin answered.
     let outcome = match access(&mut ctx, chain, body, None).await {

@@ -43,9 +43,19 @@ const SHAPES: &[(&str, &str, T)] = &[
     ("/", "/edition", T::Str),
     ("/", "/hostname", T::Str),
     ("/", "/node_id", T::Str),
-    // Deliberately absent (docs/differences.md, "Admin API"): Sluice runs no Lua and no Lua timers.
+    // Deliberately absent (docs/differences.md, "Admin API"): Sluice runs no Lua.
     ("/", "/lua_version", T::Absent),
-    ("/", "/timers", T::Absent),
+    // nginx's timers: the worker runtimes' tasks.
+    ("/", "/timers/running", T::Num),
+    ("/", "/timers/pending", T::Num),
+    ("/timers", "/worker/id", T::Num),
+    ("/timers", "/worker/count", T::Num),
+    ("/timers", "/stats/sys/running", T::Num),
+    ("/timers", "/stats/sys/pending", T::Num),
+    ("/timers", "/stats/sys/waiting", T::Num),
+    ("/timers", "/stats/sys/total", T::Num),
+    ("/timers", "/stats/timers", T::Obj),
+    ("/timers", "/stats/flamegraph/running", T::Str),
     ("/", "/plugins/available_on_server/key-auth/priority", T::Num),
     ("/", "/plugins/available_on_server/key-auth/version", T::Str),
     ("/", "/plugins/enabled_in_cluster", T::Arr),

@@ -256,4 +256,14 @@ impl Dictionaries {
     pub fn get(&self, name: &str) -> Option<Arc<MemoryStore>> {
         self.stores().get(name).cloned()
     }
+
+    /// Each store's name, bytes held and bound, by name: what Kong reports of its shared dictionaries
+    /// (`kong_memory_lua_shared_dict_bytes` / `_total_bytes`, `GET /status`'s `lua_shared_dicts`).
+    pub fn usage(&self) -> Vec<(String, usize, usize)> {
+        let mut all: Vec<_> = (self.stores().iter())
+            .map(|(name, s)| (name.clone(), s.bytes(), s.capacity()))
+            .collect();
+        all.sort_unstable();
+        all
+    }
 }
