@@ -16,6 +16,8 @@ mod kong_entities;
 mod kong_fields;
 #[path = "fidelity/live.rs"]
 mod live;
+#[path = "fidelity/live_plugins.rs"]
+mod live_plugins;
 mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");

@@ -10,7 +10,7 @@ use sluice_testkit::{client, get_json, Gateway};
 
 /// The route a request matched, from request-termination's echo (`x-fidelity-echo` triggers it); "" and the
 /// status when something else answered.
-async fn route_of(
+pub(super) async fn route_of(
     gw: &Gateway,
     method: &str,
     path: &str,
