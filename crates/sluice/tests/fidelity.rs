@@ -6,6 +6,8 @@
 
 #[path = "fidelity/admin_shapes.rs"]
 mod admin_shapes;
+#[path = "fidelity/db_import.rs"]
+mod db_import;
 #[path = "fidelity/exports.rs"]
 mod exports;
 #[path = "fidelity/kong_defaults.rs"]
