@@ -206,3 +206,44 @@ fn old_session_fields_become_the_fields_kong_3_9_gives_them() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Kong 1.5's `db_export` (`_format_version: "1.1"`, no `null` fields: 1.5 read rows without `nulls`)
+/// writes each plugin's `run_on` (service mesh, dropped in 2.0). Kong 3.9 has no such field and refuses
+/// the file with an `unknown field` per plugin, and so does Sluice, with nothing else to say: without
+/// `run_on` the same file loads, migrates its regex paths and round-trips.
+#[test]
+fn kong_1_5_export_is_refused_for_run_on_alone_and_loads_without_it() {
+    let name = "kong-1.5-db-export.yaml";
+    let text = fixture(name);
+    let doc = declarative::to_document(&text).expect("YAML");
+    let errors = declarative::parse_value(doc, &Registry::builtin())
+        .map(|_| String::new())
+        .unwrap_or_else(|e| e.to_string());
+    let lines: Vec<&str> = errors.lines().filter(|l| l.contains("): ")).collect();
+    assert_eq!(
+        lines.len(),
+        text.matches("\n  run_on: first").count(),
+        "{errors}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.ends_with("): run_on: unknown field")),
+        "{errors}"
+    );
+    let without = without_run_on(&text);
+    let config = load(name, &without);
+    let doc = export(&config);
+    let paths = doc["routes"][0]["paths"].clone();
+    assert_eq!(paths, serde_json::json!([r"~/users/\d+/orders"]), "{name}");
+    let again = load(name, &serde_json::to_string(&doc).unwrap());
+    assert_eq!(entities(&again), entities(&config), "{name}");
+}
+
+/// A Kong 1.5 export without its plugins' `run_on` lines, what a user gives Kong 3.x.
+pub fn without_run_on(text: &str) -> String {
+    text.lines()
+        .filter(|l| *l != "  run_on: first")
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
