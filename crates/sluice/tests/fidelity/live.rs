@@ -136,16 +136,8 @@ async fn kong_1_5_export_posts_once_run_on_is_gone() {
     assert!(body.contains("run_on"), "{body}");
     reload(&gw, &super::exports::without_run_on(&text)).await;
     // request-termination of 2.0 and before has no `echo`: it answers 200 itself on the order route.
-    let resp = client()
-        .put(gw.proxy_url("/users/42/orders"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let resp = client()
-        .put(gw.proxy_url("/users/abc/orders"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 404);
+    for (path, want) in [("/users/42/orders", 200), ("/users/abc/orders", 404)] {
+        let resp = client().put(gw.proxy_url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), want, "{path}");
+    }
 }
