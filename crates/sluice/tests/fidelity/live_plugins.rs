@@ -122,11 +122,47 @@ async fn kong_3_9_auth_plugins_answer_with_their_exported_settings() {
     );
     let (status, realm, _) = send(&gw, "GET", "/basic", &[], "", "www-authenticate").await;
     assert_eq!((status, realm.as_str()), (401, "Basic realm=\"fidelity\""));
-    // jwt: no token is a 401.
+    // jwt: no token is a 401; bob's HS256 token is taken from the exported query argument and cookie names.
     let (status, _, body) = send(&gw, "GET", "/tokens", &[], "", "").await;
     assert_eq!(status, 401, "{body}");
+    let token = hs256_token("bob-issuer", "0123456789abcdef0123456789abcdef");
+    let path = format!("/tokens?token={token}");
+    assert_eq!(
+        route_of(&gw, "GET", &path, &[]).await,
+        (200, "tokens".into())
+    );
+    let cookie = format!("fidelity_jwt={token}");
+    let by_cookie = [("cookie", cookie.as_str())];
+    assert_eq!(
+        route_of(&gw, "GET", "/tokens", &by_cookie).await,
+        (200, "tokens".into())
+    );
     // ldap-auth: no credentials is a 401 with the exported realm, after `header_type` as written (Kong
     // capitalizes only `ldap`).
     let (status, realm, _) = send(&gw, "GET", "/directory", &[], "", "www-authenticate").await;
     assert_eq!((status, realm.as_str()), (401, "basic realm=\"directory\""));
+}
+
+/// An HS256 JWT for `iss` valid for ten minutes, signed with `secret` by Python's standard library (an
+/// implementation independent of Sluice's).
+fn hs256_token(iss: &str, secret: &str) -> String {
+    const SCRIPT: &str = r#"
+import base64, hashlib, hmac, json, sys, time
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+now = int(time.time())
+head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b64(json.dumps({"iss": sys.argv[1], "exp": now + 600, "nbf": now - 10}).encode())
+mac = hmac.new(sys.argv[2].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+print(f"{head}.{body}.{b64(mac)}")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", SCRIPT, iss, secret])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
