@@ -1,7 +1,8 @@
 //! The oauth2 plugin, which Sluice runs only with a database (docs/differences.md#oauth2-plugin), from a
 //! Kong 3.9.1 `db_export`: `sluice config db_import` takes the file unchanged, the Admin API gives back
-//! the plugin and credentials with every field and value of the export, and the imported client gets a
-//! token from the route, so the settings were applied and not only stored.
+//! the plugin and credentials with every field and value of the export, and the imported clients (one
+//! whose secret Kong stored hashed, `$pbkdf2-sha512$...` as `kong/plugins/oauth2/secret.lua` writes it)
+//! get a token from the route, so the settings were applied and not only stored.
 
 use super::{fixture, fixture_path, BIN};
 use serde_json::Value;
@@ -29,6 +30,24 @@ fn differences(kind: &str, kong: &Value, ours: &Value, found: &mut Vec<String>) 
     }
 }
 
+/// A client-credentials token request for scope `email` on the fixture's `/oauth` route: status and body.
+async fn token(gw: &sluice_testkit::Gateway, client: &str, secret: &str) -> (u16, Value) {
+    let port = gw.proxy_tls_port();
+    let resp = https_client("fidelity.test", port, true)
+        .post(format!("https://fidelity.test:{port}/oauth/oauth2/token"))
+        .form(&[
+            ("grant_type", "client_credentials"),
+            ("client_id", client),
+            ("client_secret", secret),
+            ("scope", "email"),
+        ])
+        .send()
+        .await
+        .expect("token request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kong_export_with_oauth2_imports_into_the_database_unchanged() {
     let db = TestDb::bootstrapped(BIN, "fidoauth");
@@ -53,24 +72,14 @@ async fn a_kong_export_with_oauth2_imports_into_the_database_unchanged() {
         }
     }
     assert!(found.is_empty(), "{FILE}:\n{}", found.join("\n"));
-    // The imported confidential client gets a token with the exported scopes on the https-only route.
-    let https = https_client("fidelity.test", gw.proxy_tls_port(), true);
-    let resp = https
-        .post(format!(
-            "https://fidelity.test:{}/oauth/oauth2/token",
-            gw.proxy_tls_port()
-        ))
-        .form(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", "bob-client"),
-            ("client_secret", "bob-client-secret"),
-            ("scope", "email"),
-        ])
-        .send()
-        .await
-        .expect("token request");
-    let status = resp.status().as_u16();
-    let body: Value = resp.json().await.unwrap_or(Value::Null);
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["expires_in"], 3600, "{body}");
+    // The imported confidential clients get a token with the exported `token_expiration` on the
+    // https-only route: one with a plain secret, one whose secret Kong stored hashed (`hash_secret`).
+    for (client, secret) in [
+        ("bob-client", "bob-client-secret"),
+        ("bob-machine", "bob-machine-secret"),
+    ] {
+        let (status, body) = token(&gw, client, secret).await;
+        assert_eq!(status, 200, "{client}: {body}");
+        assert_eq!(body["expires_in"], 3600, "{client}: {body}");
+    }
 }
