@@ -6,6 +6,8 @@
 
 #[path = "fidelity/admin_shapes.rs"]
 mod admin_shapes;
+#[path = "fidelity/db_import.rs"]
+mod db_import;
 #[path = "fidelity/exports.rs"]
 mod exports;
 #[path = "fidelity/kong_defaults.rs"]
@@ -16,6 +18,8 @@ mod kong_entities;
 mod kong_fields;
 #[path = "fidelity/live.rs"]
 mod live;
+#[path = "fidelity/live_plugins.rs"]
+mod live_plugins;
 mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice");
@@ -25,10 +29,19 @@ const FIXTURES: &[(&str, &str)] = &[
     ("kong-2.0-db-export.yaml", "2.0"),
     ("kong-2.8-db-export.yaml", "2.8"),
     ("kong-3.0-db-export.yaml", "3.0"),
+    ("kong-3.1-db-export.yaml", "3.1"),
+    ("kong-3.2-db-export.yaml", "3.2"),
+    ("kong-3.3-db-export.yaml", "3.3"),
     ("kong-3.4-db-export.yaml", "3.4"),
+    ("kong-3.5-db-export.yaml", "3.5"),
+    ("kong-3.6-db-export.yaml", "3.6"),
+    ("kong-3.7-db-export.yaml", "3.7"),
+    ("kong-3.8-db-export.yaml", "3.8"),
     ("kong-3.9-db-export.yaml", "3.9"),
     ("kong-3.9-streams-credentials.yaml", "3.9"),
     ("kong-3.9-log-plugins.yaml", "3.9"),
+    ("kong-3.9-traffic-plugins.yaml", "3.9"),
+    ("kong-3.9-auth-plugins.yaml", "3.9"),
     ("deck-3.9-dump.yaml", "3.9"),
 ];
 

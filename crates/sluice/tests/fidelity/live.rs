@@ -10,7 +10,7 @@ use sluice_testkit::{client, get_json, Gateway};
 
 /// The route a request matched, from request-termination's echo (`x-fidelity-echo` triggers it); "" and the
 /// status when something else answered.
-async fn route_of(
+pub(super) async fn route_of(
     gw: &Gateway,
     method: &str,
     path: &str,
@@ -113,4 +113,31 @@ async fn get_config(gw: &Gateway) -> String {
         .as_str()
         .expect("config is a string")
         .to_string()
+}
+
+/// Kong 1.5's export through `POST /config`: a 400 naming each plugin's `run_on` (as Kong 3.9 answers),
+/// and without `run_on` it loads and its 1.x regex path routes as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kong_1_5_export_posts_once_run_on_is_gone() {
+    let gw = Gateway::builder(BIN)
+        .config_yaml("_format_version: \"3.0\"\n")
+        .start();
+    let text = fixture("kong-1.5-db-export.yaml");
+    let resp = client()
+        .post(gw.admin_url("/config"))
+        .header("content-type", "application/x-yaml")
+        .body(text.clone())
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.text().await.unwrap_or_default();
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("run_on"), "{body}");
+    reload(&gw, &super::exports::without_run_on(&text)).await;
+    // request-termination of 2.0 and before has no `echo`: it answers 200 itself on the order route.
+    for (path, want) in [("/users/42/orders", 200), ("/users/abc/orders", 404)] {
+        let resp = client().put(gw.proxy_url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), want, "{path}");
+    }
 }
