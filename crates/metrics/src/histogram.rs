@@ -3,9 +3,10 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bucket upper bounds (ms) used for `kong_kong_latency_ms` (Kong exporter values).
-pub const KONG_LATENCY_BUCKETS: &[u64] =
-    &[1, 2, 5, 7, 10, 15, 20, 30, 50, 75, 100, 200, 500, 750, 1000];
+/// Bucket upper bounds (ms) used for `kong_kong_latency_ms` (Kong 3.9's exporter values).
+pub const KONG_LATENCY_BUCKETS: &[u64] = &[
+    1, 2, 5, 7, 10, 15, 20, 30, 50, 75, 100, 200, 500, 750, 1000, 3000, 6000,
+];
 /// Bucket upper bounds (ms) for upstream/request latency (Kong exporter values).
 pub const UPSTREAM_LATENCY_BUCKETS: &[u64] = &[
     25, 50, 80, 100, 250, 400, 700, 1000, 2000, 5000, 10000, 30000, 60000,

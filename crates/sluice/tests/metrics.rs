@@ -132,6 +132,8 @@ async fn prometheus_counts_a_known_mix_exactly() {
     assert_eq!(bucket("kong_request_latency_ms", "slow", "100"), 0.0);
     assert_eq!(bucket("kong_request_latency_ms", "fast", "25"), 5.0);
     assert_eq!(bucket("kong_kong_latency_ms", "fast", "inf"), 5.0);
+    // Kong 3.9's bounds go on past 1000 ms to 3000 and 6000.
+    assert_eq!(bucket("kong_kong_latency_ms", "fast", "6000"), 5.0);
     let egress = "kong_bandwidth_bytes{consumer=,direction=egress,route=fast,service=echo,workspace=default}";
     assert!(get(egress) > 0.0);
     assert_eq!(get("kong_datastore_reachable{}"), 1.0);
