@@ -108,6 +108,12 @@ fn unpack(key: u64) -> (Option<u32>, u16, Source) {
 
 /// Adds one to the slot holding `key`, claiming a free slot if none does; false when all are taken.
 fn add(slots: &[Slot], key: u64) -> bool {
+    add_n(slots, key, 1)
+}
+
+/// Adds `n` to the slot holding `key` (never 0), claiming a free slot if none does; false when all are
+/// taken.
+fn add_n(slots: &[Slot], key: u64, n: u64) -> bool {
     for (k, c) in slots {
         let current = k.load(Ordering::Relaxed);
         let mine = current == key
@@ -117,7 +123,7 @@ fn add(slots: &[Slot], key: u64) -> bool {
                     Err(other) => other == key,
                 });
         if mine {
-            c.fetch_add(1, Ordering::Relaxed);
+            c.fetch_add(n, Ordering::Relaxed);
             return true;
         }
     }
@@ -142,6 +148,13 @@ struct Shard {
     egress: AtomicU64,
     /// Allocated when a `per_consumer` instance first applies to the route (at compile time).
     consumers: OnceLock<Box<[Slot]>>,
+    /// Bytes of identified consumers' requests, keyed by [`bytes_key`]; allocated with `consumers`.
+    consumer_bytes: OnceLock<Box<[Slot]>>,
+}
+
+/// The [`Shard::consumer_bytes`] key of a consumer's bytes in one direction (never 0).
+fn bytes_key(consumer: u32, ingress: bool) -> u64 {
+    ((u64::from(consumer) + 1) << 1) | u64::from(ingress)
 }
 
 impl Shard {
@@ -155,6 +168,7 @@ impl Shard {
             ingress: AtomicU64::new(0),
             egress: AtomicU64::new(0),
             consumers: OnceLock::new(),
+            consumer_bytes: OnceLock::new(),
         }
     }
 
@@ -167,6 +181,30 @@ impl Shard {
         if !by_consumer && !add(&self.codes, pack(None, status, source)) {
             self.overflow.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Adds a request's bytes, under its consumer when `consumer` is given and the table has room.
+    fn bytes(&self, consumer: Option<u32>, o: &Observation) {
+        let table = consumer.zip(self.consumer_bytes.get());
+        for (ingress, n, total) in [
+            (true, o.bytes_in, &self.ingress),
+            (false, o.bytes_out, &self.egress),
+        ] {
+            let kept = n == 0 || table.is_some_and(|(c, t)| add_n(t, bytes_key(c, ingress), n));
+            if !kept {
+                total.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// (consumer slot, ingress) → bytes counted under that consumer.
+    fn consumer_bytes(&self) -> impl Iterator<Item = ((u32, bool), u64)> + '_ {
+        let slots = self.consumer_bytes.get().map_or(&[][..], |t| &t[..]);
+        slots.iter().filter_map(|(k, n)| {
+            let key = k.load(Ordering::Relaxed);
+            let consumer = u32::try_from((key >> 1).checked_sub(1)?).ok()?;
+            Some(((consumer, key & 1 == 1), n.load(Ordering::Relaxed)))
+        })
     }
 }
 
@@ -195,8 +233,7 @@ impl RouteSeries {
             shard.request.observe(o.request_ms);
         }
         if flags.bandwidth {
-            shard.ingress.fetch_add(o.bytes_in, Ordering::Relaxed);
-            shard.egress.fetch_add(o.bytes_out, Ordering::Relaxed);
+            shard.bytes(o.consumer.filter(|_| flags.per_consumer), o);
         }
     }
 
@@ -204,6 +241,9 @@ impl RouteSeries {
     pub fn enable_consumers(&self) {
         for shard in self.shards.iter() {
             shard.consumers.get_or_init(|| new_slots(CONSUMER_SLOTS));
+            shard
+                .consumer_bytes
+                .get_or_init(|| new_slots(CONSUMER_SLOTS));
         }
     }
 
@@ -357,23 +397,23 @@ impl Registry {
             "Total bandwidth (ingress/egress) throughput in bytes",
         );
         for s in &all {
-            let sum = |f: fn(&Shard) -> &AtomicU64| {
-                s.shards
-                    .iter()
-                    .map(|x| f(x).load(Ordering::Relaxed))
-                    .sum::<u64>()
-            };
-            for (direction, n) in [
-                ("egress", sum(|x| &x.egress)),
-                ("ingress", sum(|x| &x.ingress)),
-            ] {
-                if n > 0 {
-                    let _ = writeln!(
-                        out,
-                        "kong_bandwidth_bytes{{{},direction=\"{direction}\",workspace=\"default\",consumer=\"\"}} {n}",
-                        s.labels
-                    );
+            // (consumer name, ingress) → bytes; "" for requests without an identified consumer.
+            let mut bytes: BTreeMap<(&str, bool), u64> = BTreeMap::new();
+            for shard in s.shards.iter() {
+                *bytes.entry(("", false)).or_default() += shard.egress.load(Ordering::Relaxed);
+                *bytes.entry(("", true)).or_default() += shard.ingress.load(Ordering::Relaxed);
+                for ((consumer, ingress), n) in shard.consumer_bytes() {
+                    let name = names.get(consumer as usize).map_or("", String::as_str);
+                    *bytes.entry((name, ingress)).or_default() += n;
                 }
+            }
+            for ((consumer, ingress), n) in bytes.into_iter().filter(|(_, n)| *n > 0) {
+                let direction = if ingress { "ingress" } else { "egress" };
+                let _ = writeln!(
+                    out,
+                    "kong_bandwidth_bytes{{{},direction=\"{direction}\",workspace=\"default\",consumer=\"{consumer}\"}} {n}",
+                    s.labels
+                );
             }
         }
         streams::render(&streams, out);

@@ -174,6 +174,7 @@ plugins:
 - name: prometheus
   config:
     status_code_metrics: true
+    bandwidth_metrics: true
     per_consumer: true
 "#,
         up.port()
@@ -193,6 +194,12 @@ plugins:
     };
     assert_eq!(m.get(&key(200, "service", "alice")), Some(&2.0), "{text}");
     assert_eq!(m.get(&key(401, "kong", "")), Some(&1.0), "{text}");
+    // Bandwidth carries the consumer too, as in Kong.
+    let bytes = |consumer: &str| {
+        let k = format!("kong_bandwidth_bytes{{consumer={consumer},direction=ingress,route=keyed,service=echo,workspace=default}}");
+        m.get(&k).copied().unwrap_or(0.0)
+    };
+    assert!(bytes("alice") > 0.0 && bytes("") > 0.0, "{text}");
     assert!(
         !text.contains("kong_request_latency_ms_bucket"),
         "latency_metrics is off"

@@ -44,6 +44,15 @@ fn per_consumer_counts_carry_the_consumer_label() {
         out.contains("code=\"401\",source=\"kong\",workspace=\"default\",consumer=\"\"} 1"),
         "{out}"
     );
+    // Bandwidth too, as Kong labels it with the consumer (10 bytes in, 100 out per observation).
+    for (direction, alices, others) in [("ingress", 10, 10), ("egress", 100, 100)] {
+        for (consumer, n) in [("alice", alices), ("", others)] {
+            let line = format!(
+                "direction=\"{direction}\",workspace=\"default\",consumer=\"{consumer}\"}} {n}\n"
+            );
+            assert!(out.contains(&line), "{line} in {out}");
+        }
+    }
 }
 
 const ALL: Flags = Flags {
