@@ -145,6 +145,15 @@ async fn admin_health_endpoints_follow_kong() {
             .await
             .2;
     assert_eq!(overall["data"]["health"], "UNHEALTHY", "{overall}");
+    // Kong's balancer status beside it: the verdict, the weights, each host with its addresses.
+    let data = &overall["data"];
+    assert_eq!(data["balancer_health"], "UNHEALTHY", "{overall}");
+    assert_eq!(data["details"]["healthy"], false, "{overall}");
+    assert_eq!(data["details"]["weight"]["available"], 0, "{overall}");
+    let hosts = data["details"]["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 2, "{overall}");
+    assert_eq!(hosts[0]["host"], "127.0.0.1", "{overall}");
+    assert_eq!(hosts[0]["addresses"][0]["healthy"], false, "{overall}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
