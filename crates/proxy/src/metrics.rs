@@ -84,12 +84,15 @@ impl RouteMeter {
         f: Finished<'_>,
     ) -> Count {
         let ms = |d: std::time::Duration| d.as_millis() as u64;
+        let request_ms = ms(f.started.elapsed());
         let observation = Observation {
             status,
             source: f.source,
-            kong_ms: f.timings.map(|t| ms(t.proxy)),
+            // Kong's `latencies.kong`: the proxy latency, or for an answer the gateway made itself the
+            // time until it was made (`KONG_RESPONSE_LATENCY`), which is the request's so far.
+            kong_ms: Some(f.timings.map_or(request_ms, |t| ms(t.proxy))),
             upstream_ms: f.timings.map(|t| ms(t.upstream)),
-            request_ms: ms(f.started.elapsed()),
+            request_ms,
             bytes_in: f.bytes_in,
             bytes_out: content_length(headers),
             consumer: f.consumer,

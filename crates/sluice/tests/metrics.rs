@@ -132,6 +132,15 @@ async fn prometheus_counts_a_known_mix_exactly() {
     assert_eq!(bucket("kong_request_latency_ms", "slow", "100"), 0.0);
     assert_eq!(bucket("kong_request_latency_ms", "fast", "25"), 5.0);
     assert_eq!(bucket("kong_kong_latency_ms", "fast", "inf"), 5.0);
+    // A 401 of a plugin has Kong's latency too (Kong's `latencies.kong` of an exit), and no upstream's.
+    assert_eq!(bucket("kong_kong_latency_ms", "locked", "inf"), 1.0);
+    let upstream_of = |route: &str| {
+        m.keys().any(|k| {
+            k.starts_with("kong_upstream_latency_ms_count")
+                && k.contains(&format!("route={route},"))
+        })
+    };
+    assert!(upstream_of("fast") && !upstream_of("locked"), "{text}");
     // Kong 3.9's bounds go on past 1000 ms to 3000 and 6000.
     assert_eq!(bucket("kong_kong_latency_ms", "fast", "6000"), 5.0);
     let egress = "kong_bandwidth_bytes{consumer=,direction=egress,route=fast,service=echo,workspace=default}";
