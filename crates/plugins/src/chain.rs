@@ -105,8 +105,17 @@ impl PluginChain {
         self.entries.len()
     }
 
+    /// Some plugin of the chain may read request bodies ([`PluginChain::wants_request_body`] tells which).
     pub fn needs_request_body(&self) -> bool {
         self.needs_request_body
+    }
+
+    /// Some plugin of the chain reads this request's body, so the proxy buffers it before `access`.
+    pub fn wants_request_body(&self, req: &http::request::Parts) -> bool {
+        self.needs_request_body
+            && (self.entries.iter())
+                .flat_map(|e| e.default.iter().chain(e.by_consumer.values()))
+                .any(|s| s.plugin.wants_request_body(req))
     }
 
     pub fn has_body_filter(&self) -> bool {

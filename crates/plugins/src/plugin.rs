@@ -92,6 +92,11 @@ pub trait Plugin: sealed::Sealed + Send + Sync + 'static {
     /// with `key_in_body`). The proxy buffers the body only when some plugin says so.
     fn needs_request_body(&self) -> bool;
 
+    /// Of a plugin that [`needs_request_body`](Plugin::needs_request_body): whether it reads this request's
+    /// body, asked before `access` with the request head (oauth2 reads it only for its endpoints and for a
+    /// token looked for in the parameters). A body no plugin wants streams to the upstream unread.
+    fn wants_request_body(&self, req: &http::request::Parts) -> bool;
+
     /// Some for plugins the proxy serves itself at fixed points instead of through the chain (prometheus):
     /// the instance is resolved per route by Kong's precedence and never runs as a phase handler, so a
     /// route with only such plugins keeps the fast path.
@@ -108,6 +113,7 @@ type HeaderHandler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut http::re
 type BodyHandler<P> = for<'a, 's> fn(&P, &'a mut RequestCtx<'s>, &mut Bytes, bool);
 type LogHandler<P> = for<'a, 's> fn(&P, &'a RequestCtx<'s>, &LogRecord);
 type StreamLogHandler<P> = for<'a, 's> fn(&P, &'a SessionRecord<'s>);
+type BodyWanted<P> = fn(&P, &http::request::Parts) -> bool;
 
 /// A plugin's state `P` with the handlers it registered, phase by phase:
 /// `Registered::new("cors", cors).access(Cors::access).header_filter(Cors::header_filter).build()`.
@@ -121,6 +127,8 @@ pub struct Registered<P> {
     log: Option<LogHandler<P>>,
     stream_log: Option<StreamLogHandler<P>>,
     needs_request_body: bool,
+    /// When set, which requests' bodies the plugin reads (else every request's, with `needs_request_body`).
+    body_wanted: Option<BodyWanted<P>>,
     metrics: Option<sluice_metrics::Flags>,
 }
 
@@ -137,6 +145,7 @@ impl<P: Send + Sync + 'static> Registered<P> {
             log: None,
             stream_log: None,
             needs_request_body: false,
+            body_wanted: None,
             metrics: None,
         }
     }
@@ -175,6 +184,13 @@ impl<P: Send + Sync + 'static> Registered<P> {
     /// The access handler reads [`RequestCtx::body`] (decided per config: key-auth's `key_in_body`).
     pub fn reads_request_body(mut self, reads: bool) -> Self {
         self.needs_request_body = reads;
+        self
+    }
+
+    /// The access handler reads [`RequestCtx::body`] of the requests `wanted` says, decided from the head.
+    pub fn reads_request_body_when(mut self, wanted: BodyWanted<P>) -> Self {
+        self.needs_request_body = true;
+        self.body_wanted = Some(wanted);
         self
     }
 
@@ -255,6 +271,10 @@ impl<P: Send + Sync + 'static> Plugin for Registered<P> {
 
     fn needs_request_body(&self) -> bool {
         self.needs_request_body
+    }
+
+    fn wants_request_body(&self, req: &http::request::Parts) -> bool {
+        self.needs_request_body && self.body_wanted.is_none_or(|f| f(&self.plugin, req))
     }
 
     fn metrics_flags(&self) -> Option<sluice_metrics::Flags> {

@@ -114,7 +114,7 @@ pub async fn access(
     resume: Option<AccessNow>,
 ) -> Result<ProxyBody, Outcome> {
     let mut upstream_body = body.map_err(box_err).boxed();
-    if resume.is_none() && chain.needs_request_body() {
+    if resume.is_none() && chain.wants_request_body(&ctx.request) {
         match streaming::read_body(upstream_body, MAX_BUFFERED_BODY).await {
             Ok(bytes) => ctx.body = Some(bytes),
             Err(e) => return Err(Outcome::Failed(e)),

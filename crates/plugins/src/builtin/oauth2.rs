@@ -54,7 +54,7 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         },
     )
     .access(OAuth2::access)
-    .reads_request_body(true)
+    .reads_request_body_when(OAuth2::reads_body)
     .build())
 }
 
@@ -96,6 +96,18 @@ impl Endpoint {
 }
 
 impl OAuth2 {
+    /// Whether the request's body holds parameters the plugin reads: those of a POST, PUT or PATCH with a
+    /// urlencoded or JSON body ([`params::Params::of`]), on an endpoint or without the auth header (a token
+    /// is looked for in the parameters only then, as Kong's `parse_access_token`). Other bodies stream to
+    /// the upstream unread.
+    fn reads_body(&self, req: &http::request::Parts) -> bool {
+        use http::Method;
+        matches!(req.method, Method::POST | Method::PUT | Method::PATCH)
+            && super::transform::form::ArgsBody::of(&req.headers).is_some()
+            && (Endpoint::of(req.uri.path()).is_some()
+                || !req.headers.contains_key(&self.auth_header))
+    }
+
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {
         let Some(endpoint) = Endpoint::of(ctx.request.uri.path()) else {
             return authenticate::authenticate(self, ctx);

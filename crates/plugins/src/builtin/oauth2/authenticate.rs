@@ -88,12 +88,7 @@ fn hide_parameter(ctx: &mut RequestCtx<'_>) {
             ctx.request.uri = uri;
         }
     }
-    let is_form = ctx
-        .request
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/x-www-form-urlencoded"));
+    let is_form = form::ArgsBody::of(&ctx.request.headers) == Some(form::ArgsBody::Urlencoded);
     if ctx.request.method == http::Method::GET || !is_form {
         return;
     }

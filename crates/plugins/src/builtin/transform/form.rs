@@ -69,25 +69,42 @@ pub fn encode(params: &Map<String, Value>) -> String {
     out
 }
 
+/// The kinds of body [`body_args`] reads, by `Content-Type`.
+#[derive(Clone, Copy, PartialEq)]
+pub enum ArgsBody {
+    Urlencoded,
+    Json,
+}
+
+impl ArgsBody {
+    /// The kind of a request's body, when [`body_args`] reads it.
+    pub fn of(headers: &http::HeaderMap) -> Option<ArgsBody> {
+        let content_type = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.contains("application/x-www-form-urlencoded") {
+            Some(ArgsBody::Urlencoded)
+        } else if content_type.contains("json") {
+            Some(ArgsBody::Json)
+        } else {
+            None
+        }
+    }
+}
+
 /// A body's arguments: urlencoded or a JSON object (Kong's `kong.request.get_body`; multipart is not read).
 pub fn body_args(ctx: &crate::ctx::RequestCtx<'_>) -> Map<String, Value> {
     let Some(body) = ctx.body.as_ref() else {
         return Map::new();
     };
-    let content_type = ctx
-        .request
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if content_type.contains("application/x-www-form-urlencoded") {
-        return parse(&String::from_utf8_lossy(body));
+    match ArgsBody::of(&ctx.request.headers) {
+        Some(ArgsBody::Urlencoded) => parse(&String::from_utf8_lossy(body)),
+        Some(ArgsBody::Json) => match serde_json::from_slice(body) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        },
+        None => Map::new(),
     }
-    if content_type.contains("json") {
-        if let Ok(Value::Object(m)) = serde_json::from_slice(body) {
-            return m;
-        }
-    }
-    Map::new()
 }
