@@ -21,7 +21,13 @@ local openresty = require("openresty")
 openresty.verbose = verbose
 _G.ngx = openresty.ngx
 -- `kong` as a DB-less node sees it at init: its configuration only, with the defaults of kong.conf.
-_G.kong = { configuration = { database = "off", router_flavor = "traditional_compatible" } }
+-- and `kong.log` (deprecation warnings of older tags), which writes to stderr with --verbose.
+local function log(...)
+  if verbose then io.stderr:write("[kong.log] ", table.concat({ ... }, " "), "\n") end
+end
+local kong_log = setmetatable({}, { __call = function(_, ...) log(...) end,
+  __index = function() return setmetatable({ write = function(...) log(...) end }, { __call = function(_, ...) log(...) end }) end })
+_G.kong = { configuration = { database = "off", router_flavor = "traditional_compatible" }, log = kong_log }
 table.unpack = table.unpack or unpack
 
 -- Kong's modules come from the checkout; OpenResty's from openresty.lua. A module neither has is an error,
@@ -52,21 +58,6 @@ for name in pairs(constants.BUNDLED_PLUGINS) do loaded_plugins[name] = true end
 for name in pairs(constants.BUNDLED_VAULTS or {}) do loaded_vaults[name] = true end
 local dc = assert(declarative.new_config({ loaded_plugins = loaded_plugins, loaded_vaults = loaded_vaults }))
 
--- Kong's `parse_string` (kong/db/declarative/init.lua) step by step: `unserialize` (cjson, else lyaml
--- with its nulls made ngx.null), the on-the-fly migration of 1.1/2.1 route paths, and the schema's
--- `flatten` (validation with every entity and plugin schema, ids, references, uniqueness). Its
--- `parse_table` would also word err_t with `pretty_print_error`, which itself raises a Lua error on some
--- err_t shapes: err_t is what is printed here.
-local migrate_route_paths = require("kong.db.declarative.migrations.route_path")
-local function parse(text, name)
-  local doc, err, err_t = dc:unserialize(text, name)
-  if not doc then return nil, err, err_t end
-  migrate_route_paths(doc)
-  local entities, flat_err_t = dc.schema:flatten(doc)
-  if not entities then return nil, "declarative config is invalid", flat_err_t end
-  return entities
-end
-
 -- Kong's err_t as lines `path: message`, sorted, so that every error shows and two runs compare.
 local function flatten_errors(t, path, out)
   for k, v in pairs(t) do
@@ -77,21 +68,49 @@ local function flatten_errors(t, path, out)
   return out
 end
 
--- When `flatten` raises a Lua error (Kong's does too, where a nested record's `process_auto_fields`
--- fails: `validate_field` in kong/db/schema/init.lua validates the nil it returns), each plugin of the
--- document is processed alone by Kong's plugin schema, which gives Kong's own message for it.
+-- The document as Kong's `parse_string` decodes it (cjson for a .json name, else lyaml, whose nulls
+-- become ngx.null), for the explanations below; nil when it is neither.
+local cjson_safe = require("cjson.safe")
+local lyaml = require("lyaml")
+local function decode(text, name)
+  local doc = name:match("json$") and cjson_safe.decode(text) or nil
+  if type(doc) ~= "table" then
+    local ok, y = pcall(lyaml.load, text)
+    if not ok or type(y) ~= "table" then return nil end
+    local function nulls(t)
+      for k, v in pairs(t) do
+        if v == lyaml.null then t[k] = ngx.null elseif type(v) == "table" then nulls(v) end
+      end
+    end
+    nulls(y)
+    doc = y
+  end
+  return doc
+end
+
+-- When Kong's `parse_string` raises a Lua error (a request would get a 500), what Kong would have said:
+-- err_t of the schema's `flatten` when only the error's wording raised (`pretty_print_error` does on some
+-- err_t shapes), else each plugin processed alone by Kong's plugin schema (`flatten` raises where a
+-- nested record's `process_auto_fields` fails, e.g. on a shorthand's mismatch: `validate_field` in
+-- kong/db/schema/init.lua then validates the nil it returned).
 local Schema = require("kong.db.schema")
 local function explain_crash(text, name)
-  local plugin_schema = Schema.new(dc.schema.fields.plugins.elements)
   local lines = {}
+  local doc = decode(text, name)
+  if not doc then return lines end
+  local ok, entities, err_t = pcall(dc.schema.flatten, dc.schema, doc)
+  if ok and not entities and type(err_t) == "table" then return flatten_errors(err_t, "", lines) end
+  local plugin_schema = Schema.new(dc.schema.fields.plugins.elements)
   local function walk(t, path)
     for k, v in pairs(t) do
       if type(v) == "table" then
         local p = type(k) == "number" and path .. "[" .. k .. "]" or (path == "" and k or path .. "." .. k)
         if k == "plugins" then
           for i, plugin in ipairs(v) do
-            local ok, err = plugin_schema:process_auto_fields(plugin, "insert")
-            if not ok then flatten_errors(type(err) == "table" and err or { err }, p .. "[" .. i .. "].config", lines) end
+            local done, err = plugin_schema:process_auto_fields(plugin, "insert")
+            if not done then
+              flatten_errors(type(err) == "table" and err or { err }, p .. "[" .. i .. "].config", lines)
+            end
           end
         else
           walk(v, p)
@@ -99,9 +118,7 @@ local function explain_crash(text, name)
       end
     end
   end
-  local doc = dc:unserialize(text, name)
-  if doc then walk(doc, "") end
-  table.sort(lines)
+  walk(decode(text, name), "")
   return lines
 end
 
@@ -117,10 +134,13 @@ for i = 2, #args do
     f:close()
     -- The name decides the parser as Kong's `parse_file` does (json, else yaml/yml).
     local name = file:match("%.json$") and file or (file:gsub("%.[^.]*$", "") .. ".yaml")
-    local ok, entities, err, err_t = xpcall(parse, debug.traceback, text, name)
+    -- Kong's own entry point: decoding, the 1.1/2.1 route path migration, `flatten` (validation with
+    -- every entity and plugin schema, ids, references, uniqueness), as each tag has them.
+    local ok, entities, err, err_t = xpcall(dc.parse_string, debug.traceback, dc, text, name)
     if not ok then
       failed = true
       local lines = explain_crash(text, name)
+      table.sort(lines)
       if #lines > 0 then
         print(file .. ": " .. #lines .. " error(s) (Kong raises a Lua error on this document: " ..
           tostring(entities):match("^[^\n]*") .. ")")
