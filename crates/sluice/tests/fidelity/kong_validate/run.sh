@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh: Kong's own validator (validate.lua) on everything Sluice claims Kong takes:
-#  (a) Sluice's `GET /config` export of every fidelity fixture and every examples/ file, against Kong 3.9.1;
+#  (a) Sluice's `GET /config` export of every fidelity fixture, every examples/ file and every inputs/ file
+#      (this harness's own: every plugin, rich plugin configs, every entity kind), against Kong 3.9.1;
 #  (b) the fixtures themselves, each against the Kong of its own tag (3.0.2, 3.4.2, 3.9.1; 2.x files
 #      against 3.9.1, which reads 1.1/2.1 files too; decK's dump is shown but not counted);
 #  (c) refused.yaml, which must fail with exactly refused.expected (the validator can fail).
@@ -60,7 +61,7 @@ export_of() {
 
 echo "== (a) Sluice's GET /config exports against Kong 3.9.1"
 [ -x "$bin" ] || { echo "no Sluice binary at $bin (cargo build -p sluice)"; exit 2; }
-for f in "$fixtures"/*.yaml "$repo"/examples/*.yml "$repo"/examples/*.json; do
+for f in "$fixtures"/*.yaml "$repo"/examples/*.yml "$repo"/examples/*.json "$here"/inputs/*; do
   name=$(basename "$f")
   dest="$out/export-${name%.*}.yaml"
   if export_of "$f" "$dest"; then
@@ -70,8 +71,8 @@ for f in "$fixtures"/*.yaml "$repo"/examples/*.yml "$repo"/examples/*.json; do
   fi
 done
 
-echo "== (b) the fixtures against Kong of their own tag"
-for f in "$fixtures"/*.yaml; do
+echo "== (b) the fixtures (and inputs/) against Kong of their own tag"
+for f in "$fixtures"/*.yaml "$here"/inputs/*; do
   case $(basename "$f") in
     kong-3.0-*) k=$k30 ;;
     kong-3.4-*) k=$k34 ;;

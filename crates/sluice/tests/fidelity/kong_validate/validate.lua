@@ -27,7 +27,11 @@ local function log(...)
 end
 local kong_log = setmetatable({}, { __call = function(_, ...) log(...) end,
   __index = function() return setmetatable({ write = function(...) log(...) end }, { __call = function(_, ...) log(...) end }) end })
-_G.kong = { configuration = { database = "off", router_flavor = "traditional_compatible" }, log = kong_log }
+_G.kong = {
+  configuration = { database = "off", router_flavor = "traditional_compatible", untrusted_lua = "sandbox",
+    untrusted_lua_sandbox_requires = {}, untrusted_lua_sandbox_environment = {} },
+  log = kong_log,
+}
 table.unpack = table.unpack or unpack
 
 -- Kong's modules come from the checkout; OpenResty's from openresty.lua. A module neither has is an error,
