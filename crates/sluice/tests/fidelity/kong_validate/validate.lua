@@ -20,8 +20,8 @@ package.path = here .. "/?.lua;" .. root .. "/?.lua;" .. root .. "/?/init.lua;" 
 local openresty = require("openresty")
 openresty.verbose = verbose
 _G.ngx = openresty.ngx
--- `kong` as a DB-less node sees it at init: its configuration only, with the defaults of kong.conf.
--- and `kong.log` (deprecation warnings of older tags), which writes to stderr with --verbose.
+-- `kong` as a DB-less node's schemas see it: the configuration with kong.conf.default's values for what
+-- they read, and `kong.log` (older tags log deprecations through it), written to stderr with --verbose.
 local function log(...)
   if verbose then io.stderr:write("[kong.log] ", table.concat({ ... }, " "), "\n") end
 end
