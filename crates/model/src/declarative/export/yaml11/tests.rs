@@ -1,15 +1,5 @@
 use super::for_yaml11;
-use crate::PluginDef;
-
-struct NoPlugins;
-impl crate::PluginRegistry for NoPlugins {
-    fn plugin(&self, _: &str) -> Option<&PluginDef> {
-        None
-    }
-    fn names(&self) -> Vec<&'static str> {
-        Vec::new()
-    }
-}
+use crate::{Config, Consumer};
 
 /// Strings that YAML 1.2 (serde_yaml, Sluice's reader) writes plain but Kong's lyaml (YAML 1.1) reads
 /// as a boolean or a number come out quoted; plain values that are what they look like, quoted values,
@@ -66,8 +56,17 @@ consumers:
 /// A whole export: a consumer named `on` is exported so that a YAML 1.1 reader gets the string back.
 #[test]
 fn an_export_quotes_what_kong_would_misread() {
-    let yaml = "_format_version: \"3.0\"\nconsumers:\n- username: \"on\"\n  tags: [\"10:30\"]\n";
-    let config = crate::declarative::parse(yaml, &NoPlugins).unwrap();
+    let config = Config {
+        consumers: vec![Consumer {
+            id: uuid::Uuid::nil(),
+            username: Some("on".into()),
+            custom_id: None,
+            tags: Some(vec!["10:30".into()]),
+            created_at: 0,
+            updated_at: 0,
+        }],
+        ..Config::default()
+    };
     let text = crate::declarative::export_yaml(&config);
     assert!(text.contains("username: 'on'"), "{text}");
     assert!(text.contains("- '10:30'"), "{text}");
