@@ -3,6 +3,8 @@
 
 use crate::Config;
 use serde::Serialize;
+
+mod yaml11;
 use serde_json::{Map, Value};
 
 /// Visits every entity of the flat export in order, as (top-level key, entity JSON), one at a time, so a
@@ -75,7 +77,8 @@ pub fn export_of(config: &Config, keep: impl Fn(&str) -> bool) -> Map<String, Va
 
 /// [`export`] as YAML, with foreign keys as plain ids (`service: <id>`), as Kong's file emitter writes
 /// them (`kong config db_export`, a DB-less node's `GET /config`). [`export`] keeps them as `{id: ...}`,
-/// the shape of Kong's hybrid payload, which expands them.
+/// the shape of Kong's hybrid payload, which expands them. Strings YAML 1.1 would misread are quoted
+/// for Kong's reader ([`yaml11`]).
 pub fn export_yaml(config: &Config) -> String {
     let mut doc = export(config);
     for (key, list) in doc.as_object_mut().into_iter().flatten() {
@@ -92,5 +95,5 @@ pub fn export_yaml(config: &Config) -> String {
             }
         }
     }
-    serde_yaml::to_string(&doc).unwrap_or_default()
+    yaml11::for_yaml11(&serde_yaml::to_string(&doc).unwrap_or_default())
 }

@@ -8,6 +8,7 @@ use crate::schema::{Field, FieldError, Schema};
 use serde_json::{Map, Value};
 
 mod grpc;
+mod service_tls;
 
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
     fields.insert(0, ("id", Field::string()));
@@ -60,6 +61,7 @@ pub fn service() -> Schema {
         ("enabled", Field::boolean().default(true)),
     ]))
     .with_check(grpc::service_path)
+    .with_check(service_tls::check)
 }
 
 /// `routes`.

@@ -16,7 +16,7 @@ use sluice_yaml::{Event, ScalarStyle};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-mod scalar;
+pub(super) mod scalar;
 #[cfg(test)]
 mod tests;
 

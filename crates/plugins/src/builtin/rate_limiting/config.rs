@@ -120,6 +120,7 @@ pub(super) fn schema(database: bool) -> Schema {
         .chain(flat_redis_fields())
         .collect(),
     )
+    .with_subschema(redis_shorthands)
     .with_check(match database {
         true => check_with_database,
         false => check_without_database,
@@ -157,6 +158,30 @@ pub(crate) fn flat_redis_fields() -> Vec<(&'static str, Field)> {
         ("redis_ssl_verify", Field::boolean()),
         ("redis_server_name", Field::string()),
     ]
+}
+
+/// Kong's shorthands of the `redis` record, as both rate-limiting plugins have them: each flat `redis_*`
+/// field given writes through to its record field, and the flat fields then read the record back (a Kong
+/// select fills them so), so stored and exported configs always have both in agreement. Kong 3.9 refuses a
+/// document whose flat field and record field disagree; an export with the record's defaults beside the
+/// flat fields given could not be loaded back into Kong.
+pub(crate) fn redis_shorthands(_given: &Map<String, Value>, out: &mut Map<String, Value>) {
+    let Some(Value::Object(mut record)) = out.remove("redis") else {
+        return;
+    };
+    for (flat, _) in flat_redis_fields() {
+        let field = &flat["redis_".len()..];
+        match out.get(flat) {
+            Some(v) if !v.is_null() => {
+                record.insert(field.to_string(), v.clone());
+            }
+            _ => {
+                let v = record.get(field).cloned().unwrap_or(Value::Null);
+                out.insert(flat.to_string(), v);
+            }
+        }
+    }
+    out.insert("redis".to_string(), Value::Object(record));
 }
 
 fn check_with_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {

@@ -1,7 +1,9 @@
 //! response-ratelimiting's config: Kong's schema (named limits, each a record of periods), its rules, and the
 //! typed config the plugin is built from.
 
-use crate::builtin::rate_limiting::config::{flat_redis_fields, redis_schema, RedisFields};
+use crate::builtin::rate_limiting::config::{
+    flat_redis_fields, redis_schema, redis_shorthands, RedisFields,
+};
 use crate::builtin::rate_limiting::window::PERIODS;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -62,6 +64,7 @@ pub(super) fn schema(database: bool) -> Schema {
         .chain(flat_redis_fields())
         .collect(),
     )
+    .with_subschema(redis_shorthands)
     .with_check(match database {
         true => check_with_database,
         false => check_without_database,
