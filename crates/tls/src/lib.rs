@@ -7,6 +7,7 @@
 //!
 //! One crypto provider (ring) is used everywhere, so a certificate that validated also serves.
 
+mod ca_check;
 mod cert_spki;
 mod client;
 mod default_cert;
@@ -18,6 +19,7 @@ mod server;
 mod signatures;
 mod store;
 
+pub use ca_check::check_ca_certificate;
 pub use client::{
     client_config, client_config_without_alpn, system_roots, unverified, UpstreamTls,
 };

@@ -484,6 +484,18 @@ pub fn ca_certificate() -> Schema {
         ("cert", Field::string().required().check(check_pem)),
         ("cert_digest", Field::string()),
     ]))
+    .with_check(ca_constraints)
+}
+
+/// Kong's entity check of a CA certificate: one certificate, not expired, a CA by its basic constraints.
+fn ca_constraints(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    let Some(cert) = m.get("cert").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    sluice_tls::check_ca_certificate(cert, now).map_err(|e| vec![FieldError::entity(e)])
 }
 
 fn check_name(v: &Value) -> Result<(), String> {

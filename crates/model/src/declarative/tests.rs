@@ -509,3 +509,18 @@ mod jwt;
 mod oauth2;
 mod reuse;
 mod stream_routes;
+
+#[test]
+fn a_ca_certificate_must_be_a_ca_as_kong_checks_it() {
+    // The testkit's v1 certificate has no extensions, so no `CA` basic constraint.
+    let v1 = include_str!("../../../testkit/fixtures/x509-v1.crt");
+    let indented = v1.trim_end().replace('\n', "\n    ");
+    let doc = format!("_format_version: \"3.0\"\nca_certificates:\n- cert: |\n    {indented}\n");
+    let found = errs(&doc);
+    assert!(
+        found
+            .iter()
+            .any(|e| e.contains("certificate does not appear to be a CA because it is missing the \"CA\" basic constraint")),
+        "{found:?}"
+    );
+}
