@@ -112,7 +112,9 @@ fn closing_double_quote(s: &str) -> Option<usize> {
 /// The scalar as written, or single-quoted when it is plain, a string to YAML 1.2 and not to YAML 1.1.
 fn quoted(s: &str) -> String {
     let plain = !s.is_empty() && !s.starts_with(['\'', '"', '|', '>', '[', '{', '&', '*', '!']);
-    let string_to_1_2 = matches!(scalar::resolve(s, true, None), Ok(Value::String(_)));
+    // serde_yaml writes YAML 1.2, where yes/no/on/off are strings (Sluice's reader takes them as booleans).
+    let string_to_1_2 = scalar::yaml_1_1_bool(s).is_some()
+        || matches!(scalar::resolve(s, true, None), Ok(Value::String(_)));
     match plain && string_to_1_2 && not_a_string_to_1_1(s) {
         true => format!("'{s}'"),
         false => s.to_string(),

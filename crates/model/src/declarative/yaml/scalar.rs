@@ -2,7 +2,9 @@
 //! (so every document reads as before): the YAML 1.2 core schema for plain scalars (`null`/`~`/empty,
 //! `true`/`false` in three cases, integers in decimal, `0x`, `0o`, `0b`, floats with `.inf`/`.nan`, and a
 //! leading zero keeping digits a string), quoted and block scalars as strings, and the core tags
-//! `!!bool`, `!!int`, `!!float`, `!!null` forcing their type.
+//! `!!bool`, `!!int`, `!!float`, `!!null` forcing their type. One rule is YAML 1.1's, because Kong reads
+//! declarative files with lyaml (YAML 1.1): plain `yes`/`no`/`on`/`off` (in the same three cases) are
+//! booleans, so a Kong file with `strip_path: off` loads unchanged (and a bare `on` is no string, as in Kong).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -60,6 +62,15 @@ fn bool(text: &str) -> Option<bool> {
     match text {
         "true" | "True" | "TRUE" => Some(true),
         "false" | "False" | "FALSE" => Some(false),
+        _ => yaml_1_1_bool(text),
+    }
+}
+
+/// YAML 1.1's booleans that YAML 1.2 reads as strings (a YAML 1.2 writer leaves them bare).
+pub fn yaml_1_1_bool(text: &str) -> Option<bool> {
+    match text {
+        "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
         _ => None,
     }
 }

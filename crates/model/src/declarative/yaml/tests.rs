@@ -27,13 +27,13 @@ fn scalars_read_as_serde_yaml_read_them() {
     for text in [
         "a: [1, -2, +3, 0x1f, -0x1f, 0o17, 0b101, 007, -007, 0, -0, 1_000, 0x]\n",
         "b: [3.5, -1e3, 1e400, .5, 5., .inf, -.Inf, +.INF, .nan, .NaN, inf, nan, 1.2.3]\n",
-        "c: [~, null, Null, NULL, nULL, '', true, True, TRUE, tRUE, yes, no, on, off, y, n]\n",
+        "c: [~, null, Null, NULL, nULL, '', true, True, TRUE, tRUE, yEs, oN, y, n, Y, N]\n",
         "d: ['1', \"2\", 'true', \"null\", x]\n",
         "e: 18446744073709551615\nf: 18446744073709551616\ng: -9223372036854775809\n",
         "h: 340282366920938463463374607431768211455\n",
         "i: [!!str 12, !!int '7', !!float '1', !!bool 'true', !!null '', !!str true]\n",
         "j: !!int x\n",
-        "k: !!bool yes\n",
+        "k: !!bool y\n",
         "l: !local 1\n",
         "m: !local [1]\n",
         "n: !!seq [1]\no: !!map {a: 1}\n",
@@ -43,6 +43,27 @@ fn scalars_read_as_serde_yaml_read_them() {
     ] {
         same_as_before(text);
     }
+}
+
+/// Kong reads declarative files with lyaml (YAML 1.1): plain yes/no/on/off are booleans; quoted, strings.
+#[test]
+fn yaml_1_1_booleans_read_as_kong_reads_them() {
+    let text = "a: [yes, Yes, YES, on, On, ON, no, No, NO, off, Off, OFF, 'on', \"no\"]\nstrip_path: off\n";
+    let v = now(text).expect("valid YAML");
+    let t = Value::Bool(true);
+    let f = Value::Bool(false);
+    let on = Value::String("on".into());
+    let no = Value::String("no".into());
+    let expected = [&t, &t, &t, &t, &t, &t, &f, &f, &f, &f, &f, &f, &on, &no];
+    assert_eq!(
+        v["a"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .collect::<Vec<_>>(),
+        expected
+    );
+    assert_eq!(v["strip_path"], f);
 }
 
 /// libyaml-safer 0.3.0, the parser before, panicked on a block scalar at the end of input without a
