@@ -1091,12 +1091,15 @@ async fn a_trusted_proxys_forwarded_https_counts_when_accepted() {
 
 /// The body is read only where the plugin reads parameters (Kong's `parse_access_token` looks in them only
 /// without the auth header): a body larger than the proxy would buffer (8 MB) streams to the upstream
-/// behind a bearer header, and is read (so refused as too large) without one.
+/// behind a bearer header; without one, a large body is read and the token found at its end. (A body over
+/// the limit without the header is answered 413 before it is sent whole, which a client may see as a
+/// reset connection, so that case is not asked.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_is_read_only_when_the_token_may_be_in_it() {
     let n = node().await;
     let token = n.client_token("/s1", ("cc-id", "cc-secret")).await;
     let big = format!("a={}", "x".repeat(9 << 20));
+    let read = format!("a={}&access_token={token}", "x".repeat(6 << 20));
     let form = "application/x-www-form-urlencoded";
     let post = |auth: Option<String>, body: String| {
         let mut req = n.https.post(n.url("/s1/x")).header("content-type", form);
@@ -1107,12 +1110,11 @@ async fn a_body_is_read_only_when_the_token_may_be_in_it() {
     };
     let (status, _, _) = n.send(post(Some(bearer(&token)), big.clone())).await;
     assert_eq!(status, 200, "a bearer header: the body streams unread");
-    let (status, _, _) = n.send(post(None, big)).await;
+    let (status, _, body) = n.send(post(None, read)).await;
     assert_eq!(
-        status, 413,
-        "no header: the token may be in the body, which is read"
+        status, 200,
+        "no header: the body is read for the token: {body}"
     );
-    let small = format!("access_token={token}&a=1");
-    let (status, _, body) = n.send(post(None, small)).await;
-    assert_eq!(status, 200, "the token in a urlencoded body: {body}");
+    let (status, _, body) = n.send(post(None, "a=1".into())).await;
+    assert_eq!(status, 401, "no token anywhere: {body}");
 }
