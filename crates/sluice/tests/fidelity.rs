@@ -8,6 +8,10 @@
 mod admin_shapes;
 #[path = "fidelity/exports.rs"]
 mod exports;
+#[path = "fidelity/kong_checks.rs"]
+mod kong_checks;
+#[path = "fidelity/kong_checks_probes.rs"]
+mod kong_checks_probes;
 #[path = "fidelity/kong_defaults.rs"]
 mod kong_defaults;
 #[path = "fidelity/kong_entities.rs"]
