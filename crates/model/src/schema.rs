@@ -102,7 +102,8 @@ pub enum Rule {
     Between(f64, f64),
     /// The number must be strictly greater.
     Gt(f64),
-    /// A string's length (or an array's or map's number of elements) must be at least this.
+    /// A string's length (or an array's or map's number of elements) must be at least this. A string
+    /// field without it must not be empty, as in Kong.
     LenMin(usize),
     /// A string's length must be at most this.
     LenMax(usize),
@@ -194,6 +195,8 @@ impl Field {
         self.rules.push(Rule::Gt(min));
         self
     }
+    /// Kong's `len_min`. A string without one takes no `""` (Kong's implicit `len_min = 1`);
+    /// `len_min(0)` lets it be empty.
     pub fn len_min(mut self, n: usize) -> Self {
         self.rules.push(Rule::LenMin(n));
         self

@@ -136,7 +136,7 @@ pub(crate) fn redis_schema() -> Schema {
             Field::integer().default(2000).between(0.0, 2_147_483_646.0),
         ),
         ("username", Field::string()),
-        ("password", Field::string()),
+        ("password", Field::string().len_min(0)),
         ("database", Field::integer().default(0)),
         ("ssl", Field::boolean().default(false)),
         ("ssl_verify", Field::boolean().default(false)),
