@@ -7,8 +7,11 @@
 
 use serde_json::{Map, Value};
 
+mod entity_checks;
 mod infer;
 mod kong_json;
+
+pub use entity_checks::{EntityCheck, Then, When};
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -68,6 +71,8 @@ pub struct Schema {
     pub fields: Vec<(&'static str, Field)>,
     /// Checks over the whole record, run only when every field is valid.
     pub checks: Vec<RecordCheck>,
+    /// Kong's entity checkers declared as data, run with [`Schema::checks`] and shown in `GET /schemas`.
+    pub entity_checks: Vec<EntityCheck>,
     /// Kong's subschema defaults, applied once the fields are normalized.
     pub subschema: Option<Subschema>,
 }
@@ -217,6 +222,7 @@ impl Schema {
         Schema {
             fields,
             checks: Vec::new(),
+            entity_checks: Vec::new(),
             subschema: None,
         }
     }
@@ -230,6 +236,12 @@ impl Schema {
     /// Adds a cross-field check.
     pub fn with_check(mut self, check: RecordCheck) -> Self {
         self.checks.push(check);
+        self
+    }
+
+    /// Adds Kong's entity checkers.
+    pub fn with_entity_checks(mut self, checks: impl IntoIterator<Item = EntityCheck>) -> Self {
+        self.entity_checks.extend(checks);
         self
     }
 

@@ -119,8 +119,14 @@ pub(super) fn record_with(
         subschema(obj, &mut out);
     }
     if errors.len() == before {
-        for check in &schema.checks {
-            if let Err(errs) = check(&out) {
+        let declared = schema.entity_checks.iter().map(|c| c.run(&out));
+        for result in schema
+            .checks
+            .iter()
+            .map(|check| check(&out))
+            .chain(declared)
+        {
+            if let Err(errs) = result {
                 let prefix = path.render();
                 errors.extend(errs.into_iter().map(|e| {
                     if prefix.is_empty() {
