@@ -8,10 +8,14 @@ use crate::schema::{EntityCheck, Field, FieldError, Schema, Then, When};
 use serde_json::{Map, Value};
 
 mod grpc;
+mod typedefs;
 
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
     fields.insert(0, ("id", Field::string()));
-    fields.push(("tags", Field::set(Field::string().required().len_min(1))));
+    fields.push((
+        "tags",
+        Field::set(Field::string().required().len_min(1).check(typedefs::tag)),
+    ));
     fields.push(("created_at", Field::integer()));
     fields.push(("updated_at", Field::integer()));
     fields
@@ -41,14 +45,17 @@ const PROTOCOLS: &[&str] = &[
 /// `services`.
 pub fn service() -> Schema {
     Schema::new(common(vec![
-        ("name", Field::string().check(check_name)),
+        ("name", Field::string().check(typedefs::utf8_name)),
         (
             "protocol",
             Field::string().default("http").one_of(PROTOCOLS),
         ),
-        ("host", Field::string().required().check(check_host)),
+        (
+            "host",
+            Field::string().required().check(typedefs::plain_host),
+        ),
         ("port", Field::integer().default(80).between(0.0, 65535.0)),
-        ("path", Field::string().check(check_service_path)),
+        ("path", Field::string().check(typedefs::path)),
         ("retries", Field::integer().default(5).between(0.0, 32767.0)),
         ("connect_timeout", timeout()),
         ("write_timeout", timeout()),
@@ -90,7 +97,7 @@ fn service_checks() -> Vec<EntityCheck> {
 /// `routes`.
 pub fn route() -> Schema {
     Schema::new(common(vec![
-        ("name", Field::string().check(check_name)),
+        ("name", Field::string().check(typedefs::utf8_name)),
         (
             "protocols",
             Field::set(Field::string().one_of(PROTOCOLS))
@@ -167,7 +174,10 @@ pub fn upstream() -> Schema {
         "uri_capture",
     ];
     Schema::new(common(vec![
-        ("name", Field::string().required().check(check_host)),
+        (
+            "name",
+            Field::string().required().check(typedefs::upstream_name),
+        ),
         (
             "algorithm",
             Field::string().default("round-robin").one_of(&[
@@ -182,10 +192,19 @@ pub fn upstream() -> Schema {
             "hash_fallback",
             Field::string().default("none").one_of(HASH),
         ),
-        ("hash_on_header", Field::string()),
-        ("hash_fallback_header", Field::string()),
+        (
+            "hash_on_header",
+            Field::string().check(typedefs::header_name),
+        ),
+        (
+            "hash_fallback_header",
+            Field::string().check(typedefs::header_name),
+        ),
         ("hash_on_cookie", Field::string()),
-        ("hash_on_cookie_path", Field::string().default("/")),
+        (
+            "hash_on_cookie_path",
+            Field::string().default("/").check(typedefs::path),
+        ),
         ("hash_on_query_arg", Field::string()),
         ("hash_fallback_query_arg", Field::string()),
         ("hash_on_uri_capture", Field::string()),
@@ -194,7 +213,10 @@ pub fn upstream() -> Schema {
             "slots",
             Field::integer().default(10000).between(10.0, 65536.0),
         ),
-        ("host_header", Field::string().check(check_host)),
+        (
+            "host_header",
+            Field::string().check(typedefs::host_with_optional_port),
+        ),
         ("client_certificate", foreign()),
         ("healthchecks", Field::record(healthchecks())),
         ("use_srv_name", Field::boolean().default(false)),
@@ -331,7 +353,10 @@ fn healthchecks() -> Schema {
                     "concurrency",
                     Field::integer().default(10).between(1.0, 2147483648.0),
                 ),
-                ("http_path", Field::string().default("/")),
+                (
+                    "http_path",
+                    Field::string().default("/").check(typedefs::path),
+                ),
                 ("https_verify_certificate", Field::boolean().default(true)),
                 ("https_sni", Field::string()),
                 ("headers", Field::map(Field::array(Field::string()))),
@@ -580,18 +605,6 @@ pub fn ca_certificate() -> Schema {
     ]))
 }
 
-fn check_name(v: &Value) -> Result<(), String> {
-    let s = v.as_str().unwrap_or_default();
-    let ok = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
-    ok.then_some(()).ok_or_else(|| {
-        "invalid value '".to_string()
-            + s
-            + "': it must only contain alphanumeric and '., -, _, ~' characters"
-    })
-}
-
 /// Kong's `typedefs.host`: an IP address or a host name of valid labels (also used by plugins' `host`).
 pub fn check_host(v: &Value) -> Result<(), String> {
     let s = v.as_str().unwrap_or_default();
@@ -644,17 +657,6 @@ fn check_route_path(v: &Value) -> Result<(), String> {
     }
     if !s.starts_with('/') {
         return Err("should start with: / (fixed path) or ~/ (regex path)".into());
-    }
-    if s.contains("//") {
-        return Err("must not have empty segments".into());
-    }
-    Ok(())
-}
-
-fn check_service_path(v: &Value) -> Result<(), String> {
-    let s = v.as_str().unwrap_or_default();
-    if !s.starts_with('/') {
-        return Err("should start with: /".into());
     }
     if s.contains("//") {
         return Err("must not have empty segments".into());

@@ -14,6 +14,7 @@ mod format;
 mod tests;
 
 use super::statsd_lines::{MetricLogger, MetricSink, StatusFilter, Transport};
+use crate::logging::address;
 use crate::logging::legacy::LegacyQueueFields;
 use crate::logging::queue::{queue_schema, QueueConfig};
 use crate::plugin::Plugin;
@@ -21,7 +22,6 @@ use crate::registry::{typed_config, BuildCtx, Builtin};
 use format::{ConsumerId, MetricName, ServiceId, StatsdFormat, TagStyle, WorkspaceId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use sluice_model::declarative::schemas::check_host;
 use sluice_model::schema::{Field, FieldError, Schema};
 use std::sync::Arc;
 
@@ -159,10 +159,7 @@ fn schema() -> Schema {
     };
     let one_of = |names| Field::string().required().one_of(names);
     Schema::new(vec![
-        (
-            "host",
-            Field::string().default("localhost").check(check_host),
-        ),
+        ("host", address::host().default("localhost")),
         ("port", Field::integer().default(8125).between(0.0, 65535.0)),
         ("prefix", Field::string().default("kong")),
         (

@@ -72,7 +72,7 @@ fn refuses_what_kong_refuses() {
         (json!({"consumer_identifier_default": "x"}), "consumer_identifier_default: expected one of: consumer_id, custom_id, username"),
         (json!({"workspace_identifier_default": "x"}), "workspace_identifier_default: expected one of: workspace_id, workspace_name"),
         (json!({"tag_style": "x"}), "tag_style: expected one of: dogstatsd, influxdb, librato, signalfx"),
-        (json!({"host": "not a host"}), "host: invalid hostname: not a host"),
+        (json!({"host": "not a host"}), "host: invalid value: not a host"),
     ];
     for (input, expected) in cases {
         let errs = errors(input.clone());
