@@ -8,51 +8,15 @@
 use serde_json::{Map, Value};
 
 mod entity_checks;
+mod field_error;
 mod infer;
 mod kong_json;
 
 pub use entity_checks::{EntityCheck, Then, When};
+pub use field_error::FieldError;
 #[cfg(test)]
 mod tests;
 mod validate;
-
-/// One error on one field. `field` is a dotted path relative to the validated value; `@entity` marks an error
-/// about the whole entity (a cross-field check), as Kong does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// Dotted path, e.g. `paths.1` or `config.second`; `@entity` for entity-level checks.
-    pub field: String,
-    /// Kong-style message, e.g. `required field missing`.
-    pub message: String,
-}
-
-impl FieldError {
-    /// An error on `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-
-    /// An entity-level error (field `@entity`).
-    pub fn entity(message: impl Into<String>) -> Self {
-        FieldError::new("@entity", message)
-    }
-
-    /// The same error nested under `prefix` (`prefix.field`; `@entity` becomes `prefix`).
-    pub fn nested(self, prefix: &str) -> Self {
-        let field = if self.field == "@entity" {
-            prefix.to_string()
-        } else {
-            format!("{prefix}.{}", self.field)
-        };
-        FieldError {
-            field,
-            message: self.message,
-        }
-    }
-}
 
 /// A cross-field check run after every field of a record validated cleanly; sees the normalized record.
 pub type RecordCheck = fn(&Map<String, Value>) -> Result<(), Vec<FieldError>>;

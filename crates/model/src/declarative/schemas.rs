@@ -145,12 +145,7 @@ fn cidr_ports() -> Field {
         ("ip", Field::string().check(check_ip_or_cidr)),
         ("port", Field::integer().between(0.0, 65535.0)),
     ])
-    .with_check(|m| match m["ip"].is_null() && m["port"].is_null() {
-        true => Err(vec![FieldError::entity(
-            "at least one of these fields must be non-empty: 'ip', 'port'",
-        )]),
-        false => Ok(()),
-    });
+    .with_entity_checks([EntityCheck::AtLeastOneOf(&["ip", "port"])]);
     Field::set(Field::record(entry))
 }
 

@@ -114,7 +114,7 @@ impl EntityCheck {
                 if names.iter().any(|n| nonempty(get(n))) {
                     return Ok(());
                 }
-                Err(vec![FieldError::entity(format!(
+                Err(vec![FieldError::entity_check(format!(
                     "at least one of these fields must be non-empty: {}",
                     quoted(names)
                 ))])
@@ -127,7 +127,7 @@ impl EntityCheck {
                 if set.iter().enumerate().all(|(i, v)| !set[..i].contains(v)) {
                     return Ok(());
                 }
-                Err(vec![FieldError::entity(format!(
+                Err(vec![FieldError::entity_check(format!(
                     "values of these fields must be distinct: {}",
                     quoted(names)
                 ))])
@@ -156,7 +156,7 @@ impl EntityCheck {
                 };
                 Err(vec![
                     FieldError::new(*then_field, msg),
-                    FieldError::entity(entity),
+                    FieldError::entity_check(entity),
                 ])
             }
         }

@@ -115,8 +115,8 @@ fn check_endpoints(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         )]);
     }
     if !set("traces_endpoint") {
-        return Err(vec![FieldError::entity(
-            "at least one of these fields must be non-empty: 'config.traces_endpoint', 'config.logs_endpoint'",
+        return Err(vec![FieldError::entity_check(
+            "at least one of these fields must be non-empty: 'traces_endpoint', 'logs_endpoint'",
         )]);
     }
     Ok(())

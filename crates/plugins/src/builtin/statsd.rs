@@ -140,7 +140,9 @@ pub(super) fn check_sample_rate(m: &Map<String, Value>) -> Result<(), Vec<FieldE
         )]),
         Some("counter" | "gauge") if m["sample_rate"].is_null() => Err(vec![
             FieldError::new("sample_rate", "required field missing"),
-            FieldError::entity("failed conditional validation given value of field 'stat_type'"),
+            FieldError::entity_check(
+                "failed conditional validation given value of field 'stat_type'",
+            ),
         ]),
         _ => Ok(()),
     }

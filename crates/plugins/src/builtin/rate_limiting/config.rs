@@ -167,6 +167,13 @@ fn check_without_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>>
     check(m, false)
 }
 
+/// The plugin-level error of Kong's `conditional` checks on `config.<field>`.
+pub(crate) fn conditional(field: &str) -> FieldError {
+    FieldError::plugin_check(format!(
+        "failed conditional validation given value of field 'config.{field}'"
+    ))
+}
+
 /// Kong's cross-field rules, plus this build's policy limits.
 fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> {
     let set: Vec<(&str, f64)> = PERIODS
@@ -174,7 +181,7 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
         .filter_map(|p| m[p.name()].as_f64().map(|v| (p.name(), v)))
         .collect();
     if set.is_empty() {
-        return Err(vec![FieldError::entity(
+        return Err(vec![FieldError::plugin_check(
             "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
         )]);
     }
@@ -206,6 +213,7 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
             let host = m["redis"].get("host").filter(|h| !h.is_null());
             if host.is_none() && m["redis_host"].is_null() {
                 errors.push(FieldError::new("redis.host", "required field missing"));
+                errors.push(conditional("policy"));
             }
         }
         Some("cluster") if database => {}
@@ -215,12 +223,14 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
         )),
     }
     match m["limit_by"].as_str() {
-        Some("header") if m["header_name"].is_null() => {
-            errors.push(FieldError::new("header_name", "required field missing"))
-        }
-        Some("path") if m["path"].is_null() => {
-            errors.push(FieldError::new("path", "required field missing"))
-        }
+        Some("header") if m["header_name"].is_null() => errors.extend([
+            FieldError::new("header_name", "required field missing"),
+            conditional("limit_by"),
+        ]),
+        Some("path") if m["path"].is_null() => errors.extend([
+            FieldError::new("path", "required field missing"),
+            conditional("limit_by"),
+        ]),
         _ => {}
     }
     errors.is_empty().then_some(()).ok_or(errors)
