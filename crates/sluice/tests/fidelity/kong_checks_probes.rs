@@ -146,7 +146,8 @@ fn steps(path: &str) -> Vec<Step> {
 }
 
 /// Puts `bad` at `steps` inside `value` (arrays get one element, maps one key `k`, kept from the value
-/// when it has one) and returns Kong's error path for it: arrays by 1-based index, maps as the map itself.
+/// when it has one) and returns Kong's error path for it: arrays by 1-based index, a map's key left
+/// out (Kong reports a value's error on the map).
 fn place(value: &mut Value, steps: &[Step], bad: &Value, at: &mut Vec<String>) {
     let Some((step, rest)) = steps.split_first() else {
         *value = bad.clone();
@@ -179,8 +180,7 @@ fn place(value: &mut Value, steps: &[Step], bad: &Value, at: &mut Vec<String>) {
                 .as_object()
                 .and_then(|m| m.iter().next().map(|(k, v)| (k.clone(), v.clone())))
                 .unwrap_or(("k".into(), Value::Null));
-            let mut ignored = Vec::new();
-            place(&mut first, rest, bad, &mut ignored);
+            place(&mut first, rest, bad, at);
             let mut m = Map::new();
             m.insert(key, first);
             *value = Value::Object(m);

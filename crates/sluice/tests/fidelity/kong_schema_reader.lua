@@ -114,15 +114,31 @@ end
 
 -- A Lua pattern that Kong matches with `string.match`: a candidate string it rejects, to probe with.
 local CANDIDATES = { "", " ", "a b", "//", "/a//b", "x", "*", "..", "a.", "%", "\\", "\n", "~", "/~", "a\0b",
-  "?", "/a?", "#", "-", "1", "é", "a/../b", "a/./b", "/a/../b", "/a/./b", "/a%", "/a%zz", "[" }
--- Which of the candidates violates `check` while the field's other pattern checks accept it.
+  "?", "/a?", "#", "-", "1", "é", "a/../b", "a/./b", "/a/../b", "/a/./b", "/a b", "/a%", "/a%zz", "[" }
+-- Whether Kong's checks that run before a pattern's accept a candidate: length and `starts_with`.
+local function reaches_patterns(f, c)
+  return #c >= (f.len_min or 1) and (not f.starts_with or c:sub(1, #f.starts_with) == f.starts_with)
+end
+
+-- Whether every pattern check of the field accepts a candidate (a custom validator runs after them).
+local function passes_patterns(f, c)
+  if not reaches_patterns(f, c) then return false end
+  if f.match and not c:match(f.match) then return false end
+  if f.not_match and c:match(f.not_match) then return false end
+  for _, one in ipairs(f.match_none or {}) do if c:match(one.pattern) then return false end end
+  for _, one in ipairs(f.match_all or {}) do if not c:match(one.pattern) then return false end end
+  if f.match_any then
+    local any = false
+    for _, p in ipairs(f.match_any.patterns) do any = any or c:match(p) ~= nil end
+    if not any then return false end
+  end
+  return true
+end
+
+-- Which of the candidates violates a pattern check while the checks Kong runs before it accept it.
 local function probe(f, failing)
   for _, c in ipairs(CANDIDATES) do
-    if #c >= (f.len_min or 1) and failing(c) then
-      local others_ok = true
-      if f.starts_with and failing ~= "starts_with" and c:sub(1, #f.starts_with) ~= f.starts_with then others_ok = false end
-      if others_ok then return c end
-    end
+    if reaches_patterns(f, c) and failing(c) then return c end
   end
 end
 
@@ -168,7 +184,7 @@ local function validations(f)
     for _, c in ipairs(CANDIDATES) do
       local ok, res, err = true, true, nil
       touched = false
-      if #c >= (f.len_min or 1) then ok, res, err = pcall(f.custom_validator, c) end
+      if passes_patterns(f, c) then ok, res, err = pcall(f.custom_validator, c) end
       if touched then break end
       if ok and not res and type(err) == "string" then one.bad, one.err = c, err break end
     end
