@@ -8,7 +8,7 @@ use crate::schema::{EntityCheck, Field, FieldError, Schema, Then, When};
 use serde_json::{Map, Value};
 
 mod grpc;
-mod typedefs;
+pub mod typedefs;
 
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
     fields.insert(0, ("id", Field::string()));
@@ -114,7 +114,10 @@ pub fn route() -> Schema {
             Field::array(Field::string().check(check_route_path)),
         ),
         ("headers", Field::map(Field::array(Field::string()))),
-        ("snis", Field::set(Field::string())),
+        (
+            "snis",
+            Field::set(Field::string().check(typedefs::wildcard_host)),
+        ),
         ("sources", cidr_ports()),
         ("destinations", cidr_ports()),
         ("strip_path", Field::boolean().default(true)),
@@ -353,7 +356,7 @@ fn healthchecks() -> Schema {
                     Field::string().default("/").check(typedefs::path),
                 ),
                 ("https_verify_certificate", Field::boolean().default(true)),
-                ("https_sni", Field::string()),
+                ("https_sni", Field::string().check(typedefs::sni)),
                 ("headers", Field::map(Field::array(Field::string()))),
                 ("healthy", Field::record(healthy(true))),
                 ("unhealthy", Field::record(unhealthy(true))),
@@ -587,7 +590,10 @@ fn certificate_pairs(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
 /// `snis`.
 pub fn sni() -> Schema {
     Schema::new(common(vec![
-        ("name", Field::string().required()),
+        (
+            "name",
+            Field::string().required().check(typedefs::wildcard_host),
+        ),
         ("certificate", foreign()),
     ]))
 }

@@ -40,7 +40,7 @@ fn without_port(s: &str) -> Option<&str> {
 }
 
 /// `typedefs.host` (a service's `host`): `invalid value: <host>`, or `must not have a port`.
-pub(super) fn plain_host(v: &Value) -> Result<(), String> {
+pub fn plain_host(v: &Value) -> Result<(), String> {
     let s = text(v);
     if check_host(v).is_ok() {
         return Ok(());
@@ -62,7 +62,7 @@ pub(super) fn upstream_name(v: &Value) -> Result<(), String> {
 }
 
 /// `typedefs.path`: starts with `/`, no empty segment, RFC 3986 characters, `%` only as `%XX`.
-pub(super) fn path(v: &Value) -> Result<(), String> {
+pub fn path(v: &Value) -> Result<(), String> {
     let s = text(v);
     if !s.starts_with('/') {
         return Err("should start with: /".into());
@@ -88,7 +88,7 @@ pub(super) fn path(v: &Value) -> Result<(), String> {
 }
 
 /// `typedefs.header_name`: letters, digits, `-` and `_`.
-pub(super) fn header_name(v: &Value) -> Result<(), String> {
+pub fn header_name(v: &Value) -> Result<(), String> {
     let s = text(v);
     let ok = !s.is_empty()
         && s.chars()
@@ -103,4 +103,31 @@ pub(super) fn host_with_optional_port(v: &Value) -> Result<(), String> {
     let s = text(v);
     let host = without_port(s).unwrap_or(s);
     check_host(&Value::from(host.trim_matches(['[', ']'])))
+}
+
+/// `typedefs.sni` (a health check's `https_sni`, a Redis `server_name`): a host name, not an IP, no port.
+pub fn sni(v: &Value) -> Result<(), String> {
+    let s = text(v);
+    plain_host(v)?;
+    match s.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        Ok(_) => Err("must not be an IP".into()),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `typedefs.wildcard_host` (an SNI's `name`, a route's `snis`): an SNI with at most one `*`, leftmost
+/// or rightmost.
+pub(super) fn wildcard_host(v: &Value) -> Result<(), String> {
+    let s = text(v);
+    if let Some(i) = s.find('*') {
+        if i != 0 && i != s.len() - 1 {
+            return Err("wildcard must be leftmost or rightmost character".into());
+        }
+        if s.matches('*').count() > 1 {
+            return Err("only one wildcard must be specified".into());
+        }
+        return sni(&Value::from(s.replace('*', "wildcard")))
+            .map_err(|e| e.replace("wildcard", "*"));
+    }
+    sni(v)
 }

@@ -5,6 +5,7 @@ use super::redis;
 use super::window::PERIODS;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, FieldError, Schema};
 
 #[derive(Debug, Deserialize)]
@@ -95,8 +96,8 @@ pub(super) fn schema(database: bool) -> Schema {
                     "path",
                 ]),
             ),
-            ("header_name", Field::string()),
-            ("path", Field::string()),
+            ("header_name", Field::string().check(typedefs::header_name)),
+            ("path", Field::string().check(typedefs::path)),
             (
                 "policy",
                 Field::string()
@@ -129,7 +130,7 @@ pub(super) fn schema(database: bool) -> Schema {
 /// Kong's shared `redis` record (kong/tools/redis/schema.lua), used by both rate-limiting plugins.
 pub(crate) fn redis_schema() -> Schema {
     Schema::new(vec![
-        ("host", Field::string()),
+        ("host", Field::string().check(typedefs::plain_host)),
         ("port", Field::integer().default(6379).between(0.0, 65535.0)),
         (
             "timeout",
@@ -140,7 +141,7 @@ pub(crate) fn redis_schema() -> Schema {
         ("database", Field::integer().default(0)),
         ("ssl", Field::boolean().default(false)),
         ("ssl_verify", Field::boolean().default(false)),
-        ("server_name", Field::string()),
+        ("server_name", Field::string().check(typedefs::sni)),
     ])
 }
 
