@@ -78,6 +78,8 @@ pub enum Rule {
     LenMax(usize),
     /// A custom check.
     Custom(ValueCheck),
+    /// Each key of a map is a string meeting this field's rules (Kong's `keys`), checked first.
+    Keys(Box<Field>),
 }
 
 /// One field: its kind, whether it is required, its default and its rules.
@@ -172,6 +174,11 @@ impl Field {
     }
     pub fn len_max(mut self, n: usize) -> Self {
         self.rules.push(Rule::LenMax(n));
+        self
+    }
+    /// Kong's `keys` of a map: each key must meet `key`'s rules (a string's implicit `len_min` too).
+    pub fn keys(mut self, key: Field) -> Self {
+        self.rules.push(Rule::Keys(Box::new(key)));
         self
     }
     pub fn check(mut self, f: ValueCheck) -> Self {

@@ -113,7 +113,11 @@ pub fn route() -> Schema {
             "paths",
             Field::array(Field::string().check(check_route_path)),
         ),
-        ("headers", Field::map(Field::array(Field::string()))),
+        (
+            "headers",
+            Field::map(Field::array(Field::string()))
+                .keys(Field::string().check(typedefs::route_header_key)),
+        ),
         (
             "snis",
             Field::set(Field::string().check(typedefs::wildcard_host)),
@@ -357,7 +361,11 @@ fn healthchecks() -> Schema {
                 ),
                 ("https_verify_certificate", Field::boolean().default(true)),
                 ("https_sni", Field::string().check(typedefs::sni)),
-                ("headers", Field::map(Field::array(Field::string()))),
+                (
+                    "headers",
+                    Field::map(Field::array(Field::string()))
+                        .keys(Field::string().check(typedefs::header_name)),
+                ),
                 ("healthy", Field::record(healthy(true))),
                 ("unhealthy", Field::record(unhealthy(true))),
             ])),
@@ -707,14 +715,6 @@ fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         ));
     }
     stream_matchers(&protocols, &set, &mut errors);
-    if let Some(headers) = m["headers"].as_object() {
-        if headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
-            errors.push(FieldError::new(
-                "headers",
-                "cannot contain 'host' header, which must be specified in the 'hosts' attribute",
-            ));
-        }
-    }
     errors.is_empty().then_some(()).ok_or(errors)
 }
 

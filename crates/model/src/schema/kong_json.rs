@@ -79,6 +79,7 @@ impl Field {
                 Rule::LenMin(n) => m.insert("len_min".into(), json!(n)),
                 Rule::LenMax(n) => m.insert("len_max".into(), json!(n)),
                 Rule::Custom(_) => None,
+                Rule::Keys(key) => m.insert("keys".into(), key.to_kong_json()),
             };
         }
         Value::Object(m)

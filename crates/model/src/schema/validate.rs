@@ -248,6 +248,7 @@ fn value(field: &Field, v: &Value, path: &Path<'_>, errors: &mut Vec<FieldError>
 /// field is answered `expected one of`, not `length must be at least 1`).
 fn kong_order(rule: &Rule) -> u8 {
     match rule {
+        Rule::Keys(_) => 0,
         Rule::OneOf(_) | Rule::OneOfInt(_) => 0,
         Rule::Gt(_) => 1,
         Rule::Between(..) => 2,
@@ -331,6 +332,11 @@ fn check_rule(rule: &Rule, v: &Value) -> Result<(), String> {
             _ => Ok(()),
         },
         Rule::Custom(f) => f(v),
+        Rule::Keys(key) => v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .try_for_each(|(k, _)| check_rules(key, &Value::String(k.clone()))),
     }
 }
 

@@ -28,6 +28,7 @@ use crate::tracing::trace_header::{register, TraceHeader};
 use prost::Message;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, FieldError, Schema};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -62,7 +63,10 @@ fn schema() -> Schema {
         ("traces_endpoint", url()),
         ("logs_endpoint", url()),
         ("endpoint", url()),
-        ("headers", Field::map(Field::string())),
+        (
+            "headers",
+            Field::map(Field::string()).keys(Field::string().check(typedefs::header_name)),
+        ),
         (
             "resource_attributes",
             Field::map(Field::string().required().len_min(1)),

@@ -131,3 +131,13 @@ pub(super) fn wildcard_host(v: &Value) -> Result<(), String> {
     }
     sni(v)
 }
+
+/// A route's `headers` key: not `host` (routes match hosts with `hosts`), then a header name.
+pub(super) fn route_header_key(v: &Value) -> Result<(), String> {
+    if text(v).eq_ignore_ascii_case("host") {
+        return Err(
+            "cannot contain 'host' header, which must be specified in the 'hosts' attribute".into(),
+        );
+    }
+    header_name(v)
+}
