@@ -48,6 +48,7 @@ fn schema() -> Schema {
             "http_endpoint",
             Field::string()
                 .required()
+                .check(typedefs::url)
                 .check(|v| sink::Endpoint::parse(v.as_str().unwrap_or_default()).map(|_| ())),
         ),
         (

@@ -141,3 +141,32 @@ pub(super) fn route_header_key(v: &Value) -> Result<(), String> {
     }
     header_name(v)
 }
+
+/// `typedefs.url`, as LuaSocket's `url.parse` reads it: a host (after `//`) and a scheme.
+pub fn url(v: &Value) -> Result<(), String> {
+    let s = text(v);
+    let scheme_len = s
+        .find(':')
+        .filter(|&i| {
+            let name = &s[..i];
+            name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        })
+        .map_or(0, |i| i + 1);
+    let rest = &s[scheme_len..];
+    let host = rest.strip_prefix("//").map(|r| {
+        let authority = r.split(['/', '?', '#']).next().unwrap_or_default();
+        let host_port = authority.rsplit('@').next().unwrap_or_default();
+        match host_port.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => host_port.split(':').next().unwrap_or_default(),
+        }
+    });
+    match (host.filter(|h| !h.is_empty()), scheme_len) {
+        (None, _) => Err("missing host in url".into()),
+        (Some(_), 0) => Err("missing scheme in url".into()),
+        _ => Ok(()),
+    }
+}
