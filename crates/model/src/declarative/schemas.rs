@@ -11,13 +11,13 @@ mod grpc;
 pub mod typedefs;
 
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
-    fields.insert(0, ("id", Field::string()));
+    fields.insert(0, ("id", Field::string().len_min(0).check(typedefs::uuid)));
     fields.push((
         "tags",
         Field::set(Field::string().required().len_min(1).check(typedefs::tag)),
     ));
-    fields.push(("created_at", Field::integer()));
-    fields.push(("updated_at", Field::integer()));
+    fields.push(("created_at", Field::integer().check(typedefs::timestamp)));
+    fields.push(("updated_at", Field::integer().check(typedefs::timestamp)));
     fields
 }
 
@@ -395,7 +395,7 @@ pub fn target() -> Schema {
     // Kong keeps a target's timestamps with milliseconds: fractional seconds (2.x exports them so).
     for (name, field) in fields.iter_mut() {
         if matches!(*name, "created_at" | "updated_at") {
-            *field = Field::number();
+            *field = Field::number().check(typedefs::timestamp);
         }
     }
     Schema::new(fields)

@@ -170,3 +170,19 @@ pub fn url(v: &Value) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// `typedefs.uuid`: 36 characters, hyphenated hex (Kong matches case-insensitively).
+pub(super) fn uuid(v: &Value) -> Result<(), String> {
+    let s = text(v);
+    let ok = s.len() == 36 && uuid::Uuid::parse_str(s).is_ok();
+    ok.then_some(())
+        .ok_or_else(|| "expected a valid UUID".into())
+}
+
+/// Kong's `timestamp` fields (`created_at`, `updated_at`): a number above 0.
+pub(super) fn timestamp(v: &Value) -> Result<(), String> {
+    match v.as_f64() {
+        Some(t) if t > 0.0 => Ok(()),
+        _ => Err("expected a valid timestamp".into()),
+    }
+}
