@@ -62,7 +62,10 @@ pub fn service() -> Schema {
         ("read_timeout", timeout()),
         ("tls_verify", Field::boolean()),
         ("tls_verify_depth", Field::integer().between(0.0, 64.0)),
-        ("ca_certificates", Field::array(Field::string())),
+        (
+            "ca_certificates",
+            Field::array(Field::string().len_min(0).check(typedefs::uuid)),
+        ),
         ("client_certificate", foreign()),
         ("enabled", Field::boolean().default(true)),
     ]))
@@ -642,10 +645,10 @@ fn check_route_host(v: &Value) -> Result<(), String> {
         }
     }
     if name.matches('*').count() > 1 {
-        return Err("only one wildcard must be specified".into());
+        return Err("invalid wildcard: must have at most one wildcard".into());
     }
     if name.contains('*') && !(name.starts_with("*.") || name.ends_with(".*")) {
-        return Err("wildcard must be leftmost or rightmost character".into());
+        return Err("invalid wildcard: must be placed at leftmost or rightmost label".into());
     }
     let bare = name
         .trim_start_matches("*.")

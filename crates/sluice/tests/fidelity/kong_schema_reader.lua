@@ -191,6 +191,8 @@ local function validations(f)
     put("custom", json(one))
   end
   if f.deprecation then put("deprecated", json(f.deprecation.message or true)) end
+  -- A field's own `err` replaces the message of every validator of the field.
+  if f.err then put("err", json(f.err)) end
   return out
 end
 
