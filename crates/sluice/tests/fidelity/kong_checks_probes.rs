@@ -324,7 +324,8 @@ fn field_probes(row: &Row, custom: Option<(Value, String)>) -> Vec<(String, Valu
     }
     // A field's own `err` is Kong's message for whichever of its validators fails.
     if let Some(err) = get("err").and_then(Value::as_str) {
-        out.iter_mut().for_each(|(_, _, msg)| *msg = err.to_string());
+        out.iter_mut()
+            .for_each(|(_, _, msg)| *msg = err.to_string());
     }
     let mut seen: Vec<Value> = Vec::new();
     out.retain(|(_, bad, _)| {
