@@ -10,6 +10,10 @@ mod admin_shapes;
 mod exports;
 #[path = "fidelity/kong_checks.rs"]
 mod kong_checks;
+#[path = "fidelity/kong_checks_entity.rs"]
+mod kong_checks_entity;
+#[path = "fidelity/kong_checks_paths.rs"]
+mod kong_checks_paths;
 #[path = "fidelity/kong_checks_probes.rs"]
 mod kong_checks_probes;
 #[path = "fidelity/kong_defaults.rs"]
