@@ -1,8 +1,13 @@
--- kong_schema_reader.lua: how kong-3.9-plugin-schemas.txt was read from Kong's source (not run by the tests).
+-- kong_schema_reader.lua: how kong-3.9-{plugin,entity}-schemas.txt were read from Kong's source (not run by
+-- the tests).
 -- Loads kong/plugins/<name>/schema.lua of a Kong checkout with stand-ins for the modules that need
--- OpenResty, and prints each config field's type, required, default, one_of and between, one line per
--- field, then the shorthand fields; given a module name (`kong.db.schema.entities.routes`), an entity's
--- fields. Usage: luajit kong_schema_reader.lua <directory holding kong/> <plugin or module>...
+-- OpenResty, and prints each config field's type, required, default, one_of and between, then its other
+-- validations (lengths, gt, patterns with a violating probe, custom validators by name, err), one line
+-- per field, then the shorthand fields and the entity checks; given a module name
+-- (`kong.db.schema.entities.routes`), an entity's fields and checks. Both tables' headers describe the
+-- format. Usage: luajit kong_schema_reader.lua <directory holding kong/> <plugin or module>...
+-- The tables were then written with oauth2's codes and tokens left out and session's random secret
+-- default removed.
 local root = arg[1]
 function is_array_fn(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n == #t end
 local NULL = setmetatable({}, { __tostring = function() return "null" end })
