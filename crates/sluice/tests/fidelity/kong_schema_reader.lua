@@ -119,7 +119,8 @@ end
 
 -- A Lua pattern that Kong matches with `string.match`: a candidate string it rejects, to probe with.
 local CANDIDATES = { "", " ", "a b", "//", "/a//b", "x", "*", "..", "a.", "%", "\\", "\n", "~", "/~", "a\0b",
-  "?", "/a?", "#", "-", "1", "é", "a/../b", "a/./b", "/a/../b", "/a/./b", "/a b", "/a%", "/a%zz", "[" }
+  "?", "/a?", "#", "-", "1", "é", "a/../b", "a/./b", "/a/../b", "/a/./b", "/a b", "/a%", "/a%zz", "[", "Host",
+  "Content-Length", "Content-Type" }
 -- Whether Kong's checks that run before a pattern's accept a candidate: length and `starts_with`.
 local function reaches_patterns(f, c)
   return #c >= (f.len_min or 1) and (not f.starts_with or c:sub(1, #f.starts_with) == f.starts_with)
