@@ -7,49 +7,16 @@
 
 use serde_json::{Map, Value};
 
+mod entity_checks;
+mod field_error;
 mod infer;
 mod kong_json;
+
+pub use entity_checks::{EntityCheck, Then, When};
+pub use field_error::FieldError;
 #[cfg(test)]
 mod tests;
 mod validate;
-
-/// One error on one field. `field` is a dotted path relative to the validated value; `@entity` marks an error
-/// about the whole entity (a cross-field check), as Kong does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// Dotted path, e.g. `paths.1` or `config.second`; `@entity` for entity-level checks.
-    pub field: String,
-    /// Kong-style message, e.g. `required field missing`.
-    pub message: String,
-}
-
-impl FieldError {
-    /// An error on `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-
-    /// An entity-level error (field `@entity`).
-    pub fn entity(message: impl Into<String>) -> Self {
-        FieldError::new("@entity", message)
-    }
-
-    /// The same error nested under `prefix` (`prefix.field`; `@entity` becomes `prefix`).
-    pub fn nested(self, prefix: &str) -> Self {
-        let field = if self.field == "@entity" {
-            prefix.to_string()
-        } else {
-            format!("{prefix}.{}", self.field)
-        };
-        FieldError {
-            field,
-            message: self.message,
-        }
-    }
-}
 
 /// A cross-field check run after every field of a record validated cleanly; sees the normalized record.
 pub type RecordCheck = fn(&Map<String, Value>) -> Result<(), Vec<FieldError>>;
@@ -68,6 +35,8 @@ pub struct Schema {
     pub fields: Vec<(&'static str, Field)>,
     /// Checks over the whole record, run only when every field is valid.
     pub checks: Vec<RecordCheck>,
+    /// Kong's entity checkers declared as data, run with [`Schema::checks`] and shown in `GET /schemas`.
+    pub entity_checks: Vec<EntityCheck>,
     /// Kong's subschema defaults, applied once the fields are normalized.
     pub subschema: Option<Subschema>,
 }
@@ -102,12 +71,15 @@ pub enum Rule {
     Between(f64, f64),
     /// The number must be strictly greater.
     Gt(f64),
-    /// A string's length (or an array's or map's number of elements) must be at least this.
+    /// A string's length (or an array's or map's number of elements) must be at least this. A string
+    /// field without it must not be empty, as in Kong.
     LenMin(usize),
     /// A string's length must be at most this.
     LenMax(usize),
     /// A custom check.
     Custom(ValueCheck),
+    /// Each key of a map is a string meeting this field's rules (Kong's `keys`), checked first.
+    Keys(Box<Field>),
 }
 
 /// One field: its kind, whether it is required, its default and its rules.
@@ -194,12 +166,19 @@ impl Field {
         self.rules.push(Rule::Gt(min));
         self
     }
+    /// Kong's `len_min`. A string without one takes no `""` (Kong's implicit `len_min = 1`);
+    /// `len_min(0)` lets it be empty.
     pub fn len_min(mut self, n: usize) -> Self {
         self.rules.push(Rule::LenMin(n));
         self
     }
     pub fn len_max(mut self, n: usize) -> Self {
         self.rules.push(Rule::LenMax(n));
+        self
+    }
+    /// Kong's `keys` of a map: each key must meet `key`'s rules (a string's implicit `len_min` too).
+    pub fn keys(mut self, key: Field) -> Self {
+        self.rules.push(Rule::Keys(Box::new(key)));
         self
     }
     pub fn check(mut self, f: ValueCheck) -> Self {
@@ -214,6 +193,7 @@ impl Schema {
         Schema {
             fields,
             checks: Vec::new(),
+            entity_checks: Vec::new(),
             subschema: None,
         }
     }
@@ -227,6 +207,12 @@ impl Schema {
     /// Adds a cross-field check.
     pub fn with_check(mut self, check: RecordCheck) -> Self {
         self.checks.push(check);
+        self
+    }
+
+    /// Adds Kong's entity checkers.
+    pub fn with_entity_checks(mut self, checks: impl IntoIterator<Item = EntityCheck>) -> Self {
+        self.entity_checks.extend(checks);
         self
     }
 

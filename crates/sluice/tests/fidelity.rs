@@ -10,6 +10,14 @@ mod admin_shapes;
 mod db_import;
 #[path = "fidelity/exports.rs"]
 mod exports;
+#[path = "fidelity/kong_checks.rs"]
+mod kong_checks;
+#[path = "fidelity/kong_checks_entity.rs"]
+mod kong_checks_entity;
+#[path = "fidelity/kong_checks_paths.rs"]
+mod kong_checks_paths;
+#[path = "fidelity/kong_checks_probes.rs"]
+mod kong_checks_probes;
 #[path = "fidelity/kong_defaults.rs"]
 mod kong_defaults;
 #[path = "fidelity/kong_entities.rs"]

@@ -8,6 +8,7 @@ use crate::Control;
 use serde_json::{json, Map, Value};
 use sluice_model::declarative::kinds::Kind;
 use sluice_model::declarative::validate_one;
+use sluice_model::schema::FieldError;
 use sluice_model::writes::WriteError;
 use uuid::Uuid;
 
@@ -61,13 +62,23 @@ pub fn validate(control: &dyn Control, name: &str, body: &[u8]) -> Result<Reply,
     let kind = Kind::from_key(name).ok_or_else(|| no_schema(name))?;
     let registry = control.registry().ok_or(ApiError::NotFound)?;
     let body = crate::body::json_object(body)?;
-    let id = body
-        .get("id")
+    // Kong validates a given `id` as a UUID; a missing one is generated.
+    let given = body.get("id").filter(|v| !v.is_null());
+    let id = given
         .and_then(Value::as_str)
-        .and_then(|s| Uuid::parse_str(s).ok())
-        .unwrap_or_else(Uuid::new_v4);
-    validate_one(kind, body, id, Vec::new(), registry, true)
-        .map_err(|errors| ApiError::Write(WriteError::Schema(errors)))?;
+        .filter(|s| s.len() == 36)
+        .and_then(|s| Uuid::parse_str(s).ok());
+    let mut errors = Vec::new();
+    if given.is_some() && id.is_none() {
+        errors.push(FieldError::new("id", "expected a valid UUID"));
+    }
+    let id = id.unwrap_or_else(Uuid::new_v4);
+    if let Err(found) = validate_one(kind, body, id, Vec::new(), registry, true) {
+        errors.extend(found);
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Write(WriteError::Schema(errors)));
+    }
     Ok(reply::ok(
         &json!({ "message": "schema validation successful" }),
     ))

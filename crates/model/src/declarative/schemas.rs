@@ -4,17 +4,21 @@
 //! Foreign keys (`service`, `route`, `consumer`, `upstream`, `certificate`) have already been resolved to
 //! `{"id": ...}` by the reference pass when these schemas run.
 
-use crate::schema::{Field, FieldError, Schema};
+use crate::schema::{EntityCheck, Field, FieldError, Schema};
 use serde_json::{Map, Value};
 
+mod entity_checks;
 mod grpc;
-mod service_tls;
+pub mod typedefs;
 
 fn common(mut fields: Vec<(&'static str, Field)>) -> Vec<(&'static str, Field)> {
-    fields.insert(0, ("id", Field::string()));
-    fields.push(("tags", Field::set(Field::string().required().len_min(1))));
-    fields.push(("created_at", Field::integer()));
-    fields.push(("updated_at", Field::integer()));
+    fields.insert(0, ("id", Field::string().len_min(0).check(typedefs::uuid)));
+    fields.push((
+        "tags",
+        Field::set(Field::string().required().len_min(1).check(typedefs::tag)),
+    ));
+    fields.push(("created_at", Field::integer().check(typedefs::timestamp)));
+    fields.push(("updated_at", Field::integer().check(typedefs::timestamp)));
     fields
 }
 
@@ -42,32 +46,37 @@ const PROTOCOLS: &[&str] = &[
 /// `services`.
 pub fn service() -> Schema {
     Schema::new(common(vec![
-        ("name", Field::string().check(check_name)),
+        ("name", Field::string().check(typedefs::utf8_name)),
         (
             "protocol",
             Field::string().default("http").one_of(PROTOCOLS),
         ),
-        ("host", Field::string().required().check(check_host)),
+        (
+            "host",
+            Field::string().required().check(typedefs::plain_host),
+        ),
         ("port", Field::integer().default(80).between(0.0, 65535.0)),
-        ("path", Field::string().check(check_service_path)),
+        ("path", Field::string().check(typedefs::path)),
         ("retries", Field::integer().default(5).between(0.0, 32767.0)),
         ("connect_timeout", timeout()),
         ("write_timeout", timeout()),
         ("read_timeout", timeout()),
         ("tls_verify", Field::boolean()),
         ("tls_verify_depth", Field::integer().between(0.0, 64.0)),
-        ("ca_certificates", Field::array(Field::string())),
+        (
+            "ca_certificates",
+            Field::array(Field::string().len_min(0).check(typedefs::uuid)),
+        ),
         ("client_certificate", foreign()),
         ("enabled", Field::boolean().default(true)),
     ]))
-    .with_check(grpc::service_path)
-    .with_check(service_tls::check)
+    .with_entity_checks(entity_checks::services())
 }
 
 /// `routes`.
 pub fn route() -> Schema {
     Schema::new(common(vec![
-        ("name", Field::string().check(check_name)),
+        ("name", Field::string().check(typedefs::utf8_name)),
         (
             "protocols",
             Field::set(Field::string().one_of(PROTOCOLS))
@@ -83,8 +92,15 @@ pub fn route() -> Schema {
             "paths",
             Field::array(Field::string().check(check_route_path)),
         ),
-        ("headers", Field::map(Field::array(Field::string()))),
-        ("snis", Field::set(Field::string())),
+        (
+            "headers",
+            Field::map(Field::array(Field::string()))
+                .keys(Field::string().check(typedefs::route_header_key)),
+        ),
+        (
+            "snis",
+            Field::set(Field::string().check(typedefs::wildcard_host)),
+        ),
         ("sources", cidr_ports()),
         ("destinations", cidr_ports()),
         ("strip_path", Field::boolean().default(true)),
@@ -115,12 +131,7 @@ fn cidr_ports() -> Field {
         ("ip", Field::string().check(check_ip_or_cidr)),
         ("port", Field::integer().between(0.0, 65535.0)),
     ])
-    .with_check(|m| match m["ip"].is_null() && m["port"].is_null() {
-        true => Err(vec![FieldError::entity(
-            "at least one of these fields must be non-empty: 'ip', 'port'",
-        )]),
-        false => Ok(()),
-    });
+    .with_entity_checks([EntityCheck::AtLeastOneOf(&["ip", "port"])]);
     Field::set(Field::record(entry))
 }
 
@@ -144,7 +155,10 @@ pub fn upstream() -> Schema {
         "uri_capture",
     ];
     Schema::new(common(vec![
-        ("name", Field::string().required().check(check_host)),
+        (
+            "name",
+            Field::string().required().check(typedefs::upstream_name),
+        ),
         (
             "algorithm",
             Field::string().default("round-robin").one_of(&[
@@ -159,10 +173,19 @@ pub fn upstream() -> Schema {
             "hash_fallback",
             Field::string().default("none").one_of(HASH),
         ),
-        ("hash_on_header", Field::string()),
-        ("hash_fallback_header", Field::string()),
+        (
+            "hash_on_header",
+            Field::string().check(typedefs::header_name),
+        ),
+        (
+            "hash_fallback_header",
+            Field::string().check(typedefs::header_name),
+        ),
         ("hash_on_cookie", Field::string()),
-        ("hash_on_cookie_path", Field::string().default("/")),
+        (
+            "hash_on_cookie_path",
+            Field::string().default("/").check(typedefs::path),
+        ),
         ("hash_on_query_arg", Field::string()),
         ("hash_fallback_query_arg", Field::string()),
         ("hash_on_uri_capture", Field::string()),
@@ -171,11 +194,15 @@ pub fn upstream() -> Schema {
             "slots",
             Field::integer().default(10000).between(10.0, 65536.0),
         ),
-        ("host_header", Field::string().check(check_host)),
+        (
+            "host_header",
+            Field::string().check(typedefs::host_with_optional_port),
+        ),
         ("client_certificate", foreign()),
         ("healthchecks", Field::record(healthchecks())),
         ("use_srv_name", Field::boolean().default(false)),
     ]))
+    .with_entity_checks(entity_checks::upstreams())
 }
 
 fn healthchecks() -> Schema {
@@ -237,10 +264,17 @@ fn healthchecks() -> Schema {
                     "concurrency",
                     Field::integer().default(10).between(1.0, 2147483648.0),
                 ),
-                ("http_path", Field::string().default("/")),
+                (
+                    "http_path",
+                    Field::string().default("/").check(typedefs::path),
+                ),
                 ("https_verify_certificate", Field::boolean().default(true)),
-                ("https_sni", Field::string()),
-                ("headers", Field::map(Field::array(Field::string()))),
+                ("https_sni", Field::string().check(typedefs::sni)),
+                (
+                    "headers",
+                    Field::map(Field::array(Field::string()))
+                        .keys(Field::string().check(typedefs::header_name)),
+                ),
                 ("healthy", Field::record(healthy(true))),
                 ("unhealthy", Field::record(unhealthy(true))),
             ])),
@@ -270,7 +304,7 @@ pub fn target() -> Schema {
     // Kong keeps a target's timestamps with milliseconds: fractional seconds (2.x exports them so).
     for (name, field) in fields.iter_mut() {
         if matches!(*name, "created_at" | "updated_at") {
-            *field = Field::number();
+            *field = Field::number().check(typedefs::timestamp);
         }
     }
     Schema::new(fields)
@@ -473,7 +507,10 @@ fn certificate_pairs(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
 /// `snis`.
 pub fn sni() -> Schema {
     Schema::new(common(vec![
-        ("name", Field::string().required()),
+        (
+            "name",
+            Field::string().required().check(typedefs::wildcard_host),
+        ),
         ("certificate", foreign()),
     ]))
 }
@@ -496,18 +533,6 @@ fn ca_constraints(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     sluice_tls::check_ca_certificate(cert, now).map_err(|e| vec![FieldError::entity(e)])
-}
-
-fn check_name(v: &Value) -> Result<(), String> {
-    let s = v.as_str().unwrap_or_default();
-    let ok = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c));
-    ok.then_some(()).ok_or_else(|| {
-        "invalid value '".to_string()
-            + s
-            + "': it must only contain alphanumeric and '., -, _, ~' characters"
-    })
 }
 
 /// Kong's `typedefs.host`: an IP address or a host name of valid labels (also used by plugins' `host`).
@@ -538,10 +563,10 @@ fn check_route_host(v: &Value) -> Result<(), String> {
         }
     }
     if name.matches('*').count() > 1 {
-        return Err("only one wildcard must be specified".into());
+        return Err("invalid wildcard: must have at most one wildcard".into());
     }
     if name.contains('*') && !(name.starts_with("*.") || name.ends_with(".*")) {
-        return Err("wildcard must be leftmost or rightmost character".into());
+        return Err("invalid wildcard: must be placed at leftmost or rightmost label".into());
     }
     let bare = name
         .trim_start_matches("*.")
@@ -562,17 +587,6 @@ fn check_route_path(v: &Value) -> Result<(), String> {
     }
     if !s.starts_with('/') {
         return Err("should start with: / (fixed path) or ~/ (regex path)".into());
-    }
-    if s.contains("//") {
-        return Err("must not have empty segments".into());
-    }
-    Ok(())
-}
-
-fn check_service_path(v: &Value) -> Result<(), String> {
-    let s = v.as_str().unwrap_or_default();
-    if !s.starts_with('/') {
-        return Err("should start with: /".into());
     }
     if s.contains("//") {
         return Err("must not have empty segments".into());
@@ -622,14 +636,6 @@ fn route_matchers(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         ));
     }
     stream_matchers(&protocols, &set, &mut errors);
-    if let Some(headers) = m["headers"].as_object() {
-        if headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
-            errors.push(FieldError::new(
-                "headers",
-                "cannot contain 'host' header, which must be specified in the 'hosts' attribute",
-            ));
-        }
-    }
     errors.is_empty().then_some(()).ok_or(errors)
 }
 

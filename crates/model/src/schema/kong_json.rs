@@ -5,10 +5,19 @@ use super::{Field, Kind, Rule, Schema};
 use serde_json::{json, Map, Value};
 
 impl Schema {
-    /// The schema as Kong's JSON. Cross-field checks are code, not data, so `entity_checks` is empty.
+    /// The schema as Kong's JSON. `entity_checks` holds the checks declared as data; the ones written
+    /// as code ([`Schema::checks`]) are not shown.
     pub fn to_kong_json(&self) -> Value {
-        json!({ "fields": fields(self), "entity_checks": [] })
+        json!({ "fields": fields(self), "entity_checks": entity_checks(self) })
     }
+}
+
+fn entity_checks(schema: &Schema) -> Vec<Value> {
+    schema
+        .entity_checks
+        .iter()
+        .map(|c| c.to_kong_json())
+        .collect()
 }
 
 fn fields(schema: &Schema) -> Vec<Value> {
@@ -49,6 +58,9 @@ impl Field {
             }
             Kind::Record(s) => {
                 m.insert("fields".into(), fields(s).into());
+                if !s.entity_checks.is_empty() {
+                    m.insert("entity_checks".into(), entity_checks(s).into());
+                }
             }
             _ => {}
         }
@@ -67,6 +79,7 @@ impl Field {
                 Rule::LenMin(n) => m.insert("len_min".into(), json!(n)),
                 Rule::LenMax(n) => m.insert("len_max".into(), json!(n)),
                 Rule::Custom(_) => None,
+                Rule::Keys(key) => m.insert("keys".into(), key.to_kong_json()),
             };
         }
         Value::Object(m)

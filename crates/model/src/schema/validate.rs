@@ -119,8 +119,14 @@ pub(super) fn record_with(
         subschema(obj, &mut out);
     }
     if errors.len() == before {
-        for check in &schema.checks {
-            if let Err(errs) = check(&out) {
+        let declared = schema.entity_checks.iter().map(|c| c.run(&out));
+        for result in schema
+            .checks
+            .iter()
+            .map(|check| check(&out))
+            .chain(declared)
+        {
+            if let Err(errs) = result {
                 let prefix = path.render();
                 errors.extend(errs.into_iter().map(|e| {
                     if prefix.is_empty() {
@@ -217,28 +223,54 @@ fn value(field: &Field, v: &Value, path: &Path<'_>, errors: &mut Vec<FieldError>
             let Value::Object(m) = v else {
                 return type_error(path, "expected a map", errors);
             };
+            // Kong reports a map value's error on the map itself, not under its key.
             let mut out = Map::with_capacity(m.len());
             for (k, item) in m {
-                let kpath = Path::Field(path, k);
                 if item.is_null() && val.required {
-                    errors.push(FieldError::new(kpath.render(), "required field missing"));
+                    errors.push(FieldError::new(path.render(), "required field missing"));
                     continue;
                 }
-                out.insert(k.clone(), value(val, item, &kpath, errors));
+                out.insert(k.clone(), value(val, item, path, errors));
             }
             Value::Object(out)
         }
         Kind::Record(schema) => record(schema, v, path, errors),
     };
     if errors.len() == before {
-        for rule in &field.rules {
-            if let Err(msg) = check_rule(rule, &out) {
-                errors.push(FieldError::new(path.render(), msg));
-                break;
-            }
+        if let Err(msg) = check_rules(field, &out) {
+            errors.push(FieldError::new(path.render(), msg));
         }
     }
     out
+}
+
+/// Kong's `validators_order`: which rule speaks first when a value breaks several (`""` on a `one_of`
+/// field is answered `expected one of`, not `length must be at least 1`).
+fn kong_order(rule: &Rule) -> u8 {
+    match rule {
+        Rule::Keys(_) => 0,
+        Rule::OneOf(_) | Rule::OneOfInt(_) => 0,
+        Rule::Gt(_) => 1,
+        Rule::Between(..) => 2,
+        Rule::LenMin(_) => 3,
+        Rule::LenMax(_) => 4,
+        Rule::Custom(_) => 5,
+    }
+}
+
+/// A string's implicit rule in Kong: no empty string unless the field's own `len_min` allows it.
+const NOT_EMPTY: Rule = Rule::LenMin(1);
+
+/// The first rule `v` breaks, in Kong's order.
+fn check_rules(field: &Field, v: &Value) -> Result<(), String> {
+    let implicit = matches!(field.kind, Kind::String)
+        && !field.rules.iter().any(|r| matches!(r, Rule::LenMin(_)));
+    let mut rules: Vec<&Rule> = field.rules.iter().collect();
+    if implicit {
+        rules.push(&NOT_EMPTY);
+    }
+    rules.sort_by_key(|r| kong_order(r));
+    rules.into_iter().try_for_each(|rule| check_rule(rule, v))
 }
 
 fn type_error(path: &Path<'_>, msg: &str, errors: &mut Vec<FieldError>) -> Value {
@@ -300,6 +332,11 @@ fn check_rule(rule: &Rule, v: &Value) -> Result<(), String> {
             _ => Ok(()),
         },
         Rule::Custom(f) => f(v),
+        Rule::Keys(key) => v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .try_for_each(|(k, _)| check_rules(key, &Value::String(k.clone()))),
     }
 }
 

@@ -23,11 +23,11 @@ struct Config {
 fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     let set = |k: &str| m[k].as_array().is_some_and(|a| !a.is_empty());
     match (set("allow"), set("deny")) {
-        (false, false) => Err(vec![FieldError::entity(
+        (false, false) => Err(vec![FieldError::plugin_check(
             "at least one of these fields must be non-empty: 'config.allow', 'config.deny'",
         )]),
-        (true, true) => Err(vec![FieldError::entity(
-            "only one of these fields must be non-empty: 'config.allow', 'config.deny'",
+        (true, true) => Err(vec![FieldError::plugin_check(
+            "exactly one of these fields must be non-empty: 'config.allow', 'config.deny'",
         )]),
         _ => Ok(()),
     }

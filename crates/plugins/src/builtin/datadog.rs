@@ -21,13 +21,13 @@ use super::statsd_lines::{
     consumer_value, stat_suffix, write_head, write_value, ConsumerId, Format, Lines, MetricLogger,
     MetricSink, Sample, StatusFilter, Transport, Value,
 };
+use crate::logging::address;
 use crate::logging::legacy::LegacyQueueFields;
 use crate::logging::queue::{queue_schema, QueueConfig};
 use crate::plugin::Plugin;
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use serde::Deserialize;
 use serde_json::json;
-use sluice_model::declarative::schemas::check_host;
 use sluice_model::schema::{Field, Schema};
 use std::sync::Arc;
 
@@ -116,10 +116,7 @@ fn default_metrics() -> serde_json::Value {
 
 fn schema() -> Schema {
     Schema::new(vec![
-        (
-            "host",
-            Field::string().default("localhost").check(check_host),
-        ),
+        ("host", address::host().default("localhost")),
         ("port", Field::integer().default(8125).between(0.0, 65535.0)),
         ("prefix", Field::string().default("kong")),
         ("service_name_tag", Field::string().default("name")),

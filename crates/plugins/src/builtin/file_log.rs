@@ -28,7 +28,11 @@ struct Config {
 
 fn schema() -> Schema {
     Schema::new(vec![
-        ("path", Field::string().required().check(valid_path)),
+        // Kong's own `err` answers every check of the path, the empty string included.
+        (
+            "path",
+            Field::string().required().len_min(0).check(valid_path),
+        ),
         ("reopen", Field::boolean().default(false)),
         ("custom_fields_by_lua", custom_fields_by_lua()),
     ])

@@ -37,7 +37,7 @@ fn check_net(v: &Value) -> Result<(), String> {
 fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     let set = |k: &str| m[k].as_array().is_some_and(|a| !a.is_empty());
     if !set("allow") && !set("deny") {
-        return Err(vec![FieldError::entity(
+        return Err(vec![FieldError::plugin_check(
             "at least one of these fields must be non-empty: 'config.allow', 'config.deny'",
         )]);
     }

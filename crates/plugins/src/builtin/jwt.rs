@@ -79,10 +79,12 @@ fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         return Ok(());
     };
     if max > 0.0 && !claims.iter().any(|c| c == "exp") {
-        return Err(vec![FieldError::new(
-            "claims_to_verify",
-            "expected to contain: exp",
-        )]);
+        return Err(vec![
+            FieldError::new("claims_to_verify", "expected to contain: exp"),
+            FieldError::plugin_check(
+                "failed conditional validation given value of field 'config.maximum_expiration'",
+            ),
+        ]);
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
 use serde::Deserialize;
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, Schema};
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ pub fn builtin() -> Builtin {
     let config = Schema::new(vec![
         (
             "key_names",
-            Field::array(Field::string().len_min(1))
+            Field::array(Field::string().len_min(1).check(typedefs::header_name))
                 .default(serde_json::json!(["apikey"]))
                 .len_min(1),
         ),

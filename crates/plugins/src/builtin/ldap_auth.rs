@@ -82,9 +82,10 @@ pub fn builtin() -> Builtin {
 /// Kong's entity check: `ldaps` and `start_tls` exclude each other.
 fn check(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     match (m.get("ldaps"), m.get("start_tls")) {
-        (Some(Value::Bool(true)), Some(Value::Bool(true))) => Err(vec![FieldError::entity(
-            "'ldaps' and 'start_tls' cannot be enabled simultaneously",
-        )]),
+        (Some(Value::Bool(true)), Some(Value::Bool(true))) => Err(vec![
+            FieldError::new("start_tls", "value must be false"),
+            FieldError::entity_check("'ldaps' and 'start_tls' cannot be enabled simultaneously"),
+        ]),
         _ => Ok(()),
     }
 }

@@ -28,6 +28,7 @@ use crate::tracing::trace_header::{register, TraceHeader};
 use prost::Message;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, FieldError, Schema};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -62,7 +63,10 @@ fn schema() -> Schema {
         ("traces_endpoint", url()),
         ("logs_endpoint", url()),
         ("endpoint", url()),
-        ("headers", Field::map(Field::string())),
+        (
+            "headers",
+            Field::map(Field::string()).keys(Field::string().check(typedefs::header_name)),
+        ),
         (
             "resource_attributes",
             Field::map(Field::string().required().len_min(1)),
@@ -99,6 +103,7 @@ fn endpoint_shorthand(_: &Map<String, Value>, out: &mut Map<String, Value>) {
 
 /// Kong's `url` type: an absolute http(s) URL with a host.
 pub(crate) fn check_url(v: &Value) -> Result<(), String> {
+    typedefs::url(v)?;
     let s = v.as_str().unwrap_or_default();
     match reqwest::Url::parse(s) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(()),
@@ -115,8 +120,8 @@ fn check_endpoints(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         )]);
     }
     if !set("traces_endpoint") {
-        return Err(vec![FieldError::entity(
-            "at least one of these fields must be non-empty: 'config.traces_endpoint', 'config.logs_endpoint'",
+        return Err(vec![FieldError::entity_check(
+            "at least one of these fields must be non-empty: 'traces_endpoint', 'logs_endpoint'",
         )]);
     }
     Ok(())

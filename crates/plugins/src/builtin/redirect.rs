@@ -22,6 +22,7 @@ struct Config {
 
 /// `location` must be an absolute URL (Kong's `typedefs.url`).
 fn check_url(v: &Value) -> Result<(), String> {
+    sluice_model::declarative::schemas::typedefs::url(v)?;
     let s = v.as_str().unwrap_or_default();
     match s.parse::<Uri>() {
         Ok(u) if u.scheme().is_some() && u.host().is_some() => Ok(()),

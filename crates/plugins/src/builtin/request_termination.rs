@@ -8,6 +8,7 @@ use crate::response::PluginResponse;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, FieldError, Schema};
 use std::sync::Arc;
 
@@ -37,7 +38,7 @@ fn schema() -> Schema {
         ("content_type", Field::string()),
         ("body", Field::string()),
         ("echo", Field::boolean().default(false)),
-        ("trigger", Field::string()),
+        ("trigger", Field::string().check(typedefs::header_name)),
     ])
     .with_check(|m: &Map<String, Value>| {
         if !m["message"].is_null() && (!m["body"].is_null() || !m["content_type"].is_null()) {

@@ -46,6 +46,19 @@ struct Config {
     append: Lists,
 }
 
+/// Kong's `body`/`querystring` entries (`check_for_value`): `name:value`, the value not empty.
+fn key_values() -> Field {
+    transform::list(Field::string().check(|v| {
+        let s = v.as_str().unwrap_or_default();
+        let (name, value) = s.split_once(':').unwrap_or((s, ""));
+        match (name, value.trim_start_matches(':')) {
+            ("", _) => Err(format!("invalid value: {s}")),
+            (_, "") => Err(format!("key '{name}' has no value")),
+            _ => Ok(()),
+        }
+    }))
+}
+
 fn record(headers: Field, values: Field, uri: bool) -> Field {
     let mut fields = vec![
         ("body", values.clone()),
@@ -63,7 +76,7 @@ fn check_method(v: &Value) -> Result<(), String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_uppercase()) {
         Ok(())
     } else {
-        Err("invalid value: must be an uppercase HTTP method".into())
+        Err(format!("invalid value: {s}"))
     }
 }
 
@@ -76,19 +89,19 @@ fn schema() -> Schema {
         ),
         (
             "rename",
-            record(transform::header_renames(), transform::colon_pairs(), false),
+            record(transform::header_renames(), key_values(), false),
         ),
         (
             "replace",
-            record(transform::header_pairs(), transform::colon_pairs(), true),
+            record(transform::header_pairs(), key_values(), true),
         ),
         (
             "add",
-            record(transform::header_pairs(), transform::colon_pairs(), false),
+            record(transform::header_pairs(), key_values(), false),
         ),
         (
             "append",
-            record(transform::header_pairs(), transform::colon_pairs(), false),
+            record(transform::header_pairs(), key_values(), false),
         ),
     ])
 }

@@ -14,6 +14,7 @@ mod format;
 mod tests;
 
 use super::statsd_lines::{MetricLogger, MetricSink, StatusFilter, Transport};
+use crate::logging::address;
 use crate::logging::legacy::LegacyQueueFields;
 use crate::logging::queue::{queue_schema, QueueConfig};
 use crate::plugin::Plugin;
@@ -21,7 +22,6 @@ use crate::registry::{typed_config, BuildCtx, Builtin};
 use format::{ConsumerId, MetricName, ServiceId, StatsdFormat, TagStyle, WorkspaceId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use sluice_model::declarative::schemas::check_host;
 use sluice_model::schema::{Field, FieldError, Schema};
 use std::sync::Arc;
 
@@ -140,7 +140,9 @@ pub(super) fn check_sample_rate(m: &Map<String, Value>) -> Result<(), Vec<FieldE
         )]),
         Some("counter" | "gauge") if m["sample_rate"].is_null() => Err(vec![
             FieldError::new("sample_rate", "required field missing"),
-            FieldError::entity("failed conditional validation given value of field 'stat_type'"),
+            FieldError::entity_check(
+                "failed conditional validation given value of field 'stat_type'",
+            ),
         ]),
         _ => Ok(()),
     }
@@ -159,10 +161,7 @@ fn schema() -> Schema {
     };
     let one_of = |names| Field::string().required().one_of(names);
     Schema::new(vec![
-        (
-            "host",
-            Field::string().default("localhost").check(check_host),
-        ),
+        ("host", address::host().default("localhost")),
         ("port", Field::integer().default(8125).between(0.0, 65535.0)),
         ("prefix", Field::string().default("kong")),
         (

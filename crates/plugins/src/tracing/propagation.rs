@@ -9,6 +9,7 @@ use super::formats::Format;
 use http::{HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::json;
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, Schema};
 
 /// The legacy `header_type` values; its tails are what `inject` (with `preserve`), `default_format` and
@@ -44,14 +45,12 @@ const LEGACY_ORDER: [Format; 8] = [
 
 /// The schema of the `propagation` record with the plugin's `default_format`.
 pub fn field(default_format: &'static str) -> Field {
-    let header_name = |v: &serde_json::Value| {
-        HeaderName::from_bytes(v.as_str().unwrap_or_default().as_bytes())
-            .map(|_| ())
-            .map_err(|_| "bad header name".to_string())
-    };
     Field::record(Schema::new(vec![
         ("extract", Field::array(Field::string().one_of(EXTRACTORS))),
-        ("clear", Field::array(Field::string().check(header_name))),
+        (
+            "clear",
+            Field::array(Field::string().check(typedefs::header_name)),
+        ),
         (
             "inject",
             Field::array(Field::string().one_of(INJECT_OR_PRESERVE)),

@@ -1,6 +1,7 @@
-//! Kong's `grpc` subschema of routes and its rule for services: what a route whose `protocols` are
+//! Kong's `grpc` subschema of routes: what a route whose `protocols` are
 //! `grpc`/`grpcs` may set (no `strip_path`, `methods`, `sources` or `destinations`; `strip_path` defaults
-//! to false), which matchers it needs, and that a grpc service has no `path`.
+//! to false) and which matchers it needs. (That a grpc service has no `path` is one of the services'
+//! entity checks.)
 
 use crate::schema::FieldError;
 use serde_json::{Map, Value};
@@ -64,16 +65,6 @@ pub(super) fn route_checks(m: &Map<String, Value>) -> Result<(), Vec<FieldError>
         )));
     }
     errors.is_empty().then_some(()).ok_or(errors)
-}
-
-/// Kong's services rule: a `tcp`, `tls`, `udp`, `grpc` or `grpcs` service has no `path`.
-pub(super) fn service_path(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
-    let pathless = ["tcp", "tls", "udp", "grpc", "grpcs"];
-    let protocol = m["protocol"].as_str().unwrap_or_default();
-    match pathless.contains(&protocol) && !m["path"].is_null() {
-        true => Err(vec![FieldError::new("path", "value must be null")]),
-        false => Ok(()),
-    }
 }
 
 #[cfg(test)]

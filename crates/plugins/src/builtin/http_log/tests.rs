@@ -43,7 +43,7 @@ fn refuses_what_kong_refuses() {
     for (bad, expected) in [
         ("{}", "required field missing"),
         ("{http_endpoint: 'ftp://x/'}", "invalid url"),
-        ("{http_endpoint: 'not a url'}", "invalid url"),
+        ("{http_endpoint: 'not a url'}", "missing host in url"),
         (
             "{http_endpoint: 'http://x/', method: GET}",
             "expected one of",

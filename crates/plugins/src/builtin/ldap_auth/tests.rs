@@ -35,10 +35,13 @@ fn schema_defaults_and_kongs_checks() {
     }
     let both = json!({"ldap_host": "h", "base_dn": "d", "attribute": "a", "ldaps": true, "start_tls": true});
     let errors = validate(both).unwrap_err();
-    assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].field, "@entity");
+    // Kong's conditional: the `then` field's error and the entity's.
+    assert_eq!(errors.len(), 2);
+    assert_eq!(errors[0].field, "start_tls");
+    assert_eq!(errors[0].message, "value must be false");
+    assert_eq!(errors[1].field, "@entity");
     assert_eq!(
-        errors[0].message,
+        errors[1].message,
         "'ldaps' and 'start_tls' cannot be enabled simultaneously"
     );
     let missing = validate(json!({})).unwrap_err();

@@ -5,6 +5,7 @@ use super::redis;
 use super::window::PERIODS;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, FieldError, Schema};
 
 #[derive(Debug, Deserialize)]
@@ -95,8 +96,8 @@ pub(super) fn schema(database: bool) -> Schema {
                     "path",
                 ]),
             ),
-            ("header_name", Field::string()),
-            ("path", Field::string()),
+            ("header_name", Field::string().check(typedefs::header_name)),
+            ("path", Field::string().check(typedefs::path)),
             (
                 "policy",
                 Field::string()
@@ -130,18 +131,18 @@ pub(super) fn schema(database: bool) -> Schema {
 /// Kong's shared `redis` record (kong/tools/redis/schema.lua), used by both rate-limiting plugins.
 pub(crate) fn redis_schema() -> Schema {
     Schema::new(vec![
-        ("host", Field::string()),
+        ("host", Field::string().check(typedefs::plain_host)),
         ("port", Field::integer().default(6379).between(0.0, 65535.0)),
         (
             "timeout",
             Field::integer().default(2000).between(0.0, 2_147_483_646.0),
         ),
         ("username", Field::string()),
-        ("password", Field::string()),
+        ("password", Field::string().len_min(0)),
         ("database", Field::integer().default(0)),
         ("ssl", Field::boolean().default(false)),
         ("ssl_verify", Field::boolean().default(false)),
-        ("server_name", Field::string()),
+        ("server_name", Field::string().check(typedefs::sni)),
     ])
 }
 
@@ -192,6 +193,13 @@ fn check_without_database(m: &Map<String, Value>) -> Result<(), Vec<FieldError>>
     check(m, false)
 }
 
+/// The plugin-level error of Kong's `conditional` checks on `config.<field>`.
+pub(crate) fn conditional(field: &str) -> FieldError {
+    FieldError::plugin_check(format!(
+        "failed conditional validation given value of field 'config.{field}'"
+    ))
+}
+
 /// Kong's cross-field rules, plus this build's policy limits.
 fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> {
     let set: Vec<(&str, f64)> = PERIODS
@@ -199,7 +207,7 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
         .filter_map(|p| m[p.name()].as_f64().map(|v| (p.name(), v)))
         .collect();
     if set.is_empty() {
-        return Err(vec![FieldError::entity(
+        return Err(vec![FieldError::plugin_check(
             "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
         )]);
     }
@@ -231,6 +239,7 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
             let host = m["redis"].get("host").filter(|h| !h.is_null());
             if host.is_none() && m["redis_host"].is_null() {
                 errors.push(FieldError::new("redis.host", "required field missing"));
+                errors.push(conditional("policy"));
             }
         }
         Some("cluster") if database => {}
@@ -240,12 +249,14 @@ fn check(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldError>> 
         )),
     }
     match m["limit_by"].as_str() {
-        Some("header") if m["header_name"].is_null() => {
-            errors.push(FieldError::new("header_name", "required field missing"))
-        }
-        Some("path") if m["path"].is_null() => {
-            errors.push(FieldError::new("path", "required field missing"))
-        }
+        Some("header") if m["header_name"].is_null() => errors.extend([
+            FieldError::new("header_name", "required field missing"),
+            conditional("limit_by"),
+        ]),
+        Some("path") if m["path"].is_null() => errors.extend([
+            FieldError::new("path", "required field missing"),
+            conditional("limit_by"),
+        ]),
         _ => {}
     }
     errors.is_empty().then_some(()).ok_or(errors)

@@ -78,7 +78,7 @@ fn check_periods(m: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
         .filter_map(|p| m.get(p.name())?.as_f64().map(|v| (p.name(), v)))
         .collect();
     if set.is_empty() {
-        return Err(vec![FieldError::entity(
+        return Err(vec![FieldError::entity_check(
             "at least one of these fields must be non-empty: 'second', 'minute', 'hour', 'day', 'month', 'year'",
         )]);
     }
@@ -110,7 +110,10 @@ fn check_policy(m: &Map<String, Value>, database: bool) -> Result<(), Vec<FieldE
         Some("redis") => {
             let host = m["redis"].get("host").filter(|h| !h.is_null());
             match host.is_none() && m["redis_host"].is_null() {
-                true => Err(vec![FieldError::new("redis.host", "required field missing")]),
+                true => Err(vec![
+                    FieldError::new("redis.host", "required field missing"),
+                    crate::builtin::rate_limiting::config::conditional("policy"),
+                ]),
                 false => Ok(()),
             }
         }

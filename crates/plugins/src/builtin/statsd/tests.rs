@@ -58,7 +58,7 @@ fn refuses_what_kong_refuses() {
         (metric(json!({"name": "request_count", "sample_rate": 1})), "metrics.1.stat_type: field required for entity check"),
         (metric(json!({"stat_type": "counter", "sample_rate": 1})), "metrics.1.name: required field missing"),
         (metric(json!({"name": "request_count", "stat_type": "counter"})), "metrics.1.sample_rate: required field missing"),
-        (metric(json!({"name": "latency", "stat_type": "gauge"})), "metrics.1: failed conditional validation given value of field 'stat_type'"),
+        (metric(json!({"name": "latency", "stat_type": "gauge"})), "metrics.1.@entity: failed conditional validation given value of field 'stat_type'"),
         (metric(json!({"name": "invalid_name", "stat_type": "timer"})), "metrics.1.name: expected one of: kong_latency, latency,"),
         (metric(json!({"name": "latency", "stat_type": "invalid_stat"})), "metrics.1.stat_type: expected one of: counter, gauge, histogram, meter, set, timer"),
         (metric(json!({"name": "latency", "stat_type": "timer", "sample_rate": 0})), "metrics.1.sample_rate: value must be greater than 0"),
@@ -72,7 +72,7 @@ fn refuses_what_kong_refuses() {
         (json!({"consumer_identifier_default": "x"}), "consumer_identifier_default: expected one of: consumer_id, custom_id, username"),
         (json!({"workspace_identifier_default": "x"}), "workspace_identifier_default: expected one of: workspace_id, workspace_name"),
         (json!({"tag_style": "x"}), "tag_style: expected one of: dogstatsd, influxdb, librato, signalfx"),
-        (json!({"host": "not a host"}), "host: invalid hostname: not a host"),
+        (json!({"host": "not a host"}), "host: invalid value: not a host"),
     ];
     for (input, expected) in cases {
         let errs = errors(input.clone());

@@ -65,6 +65,11 @@ fn grpc_services_have_no_path() {
         service(),
         json!({"protocol": "grpc", "host": "a.test", "path": "/x"}),
     );
-    assert_eq!(e, one("path", "value must be null"));
+    let mut want = one("path", "value must be null");
+    want.extend(one(
+        "@entity",
+        "failed conditional validation given value of field 'protocol'",
+    ));
+    assert_eq!(e, want);
     assert!(errors(service(), json!({"protocol": "grpcs", "host": "a.test"})).is_empty());
 }
