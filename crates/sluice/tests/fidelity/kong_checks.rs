@@ -91,7 +91,8 @@ fn base(name: &str, plugin: bool) -> Value {
         (false, "consumers") => json!({ "username": "alice" }),
         (false, "certificates") => json!({ "cert": X509_V1_CERT, "key": X509_V1_KEY }),
         (false, "snis") => json!({ "name": "example.com", "certificate": { "id": ID } }),
-        (false, "ca_certificates") => json!({ "cert": X509_V1_CERT }),
+        // A CA certificate must be one (Kong's CA basic constraint check).
+        (false, "ca_certificates") => json!({ "cert": sluice_testkit::TestCa::new("ca.test").pem }),
         (false, "keyauth_credentials") => with(json!({ "key": "k" })),
         (false, "acls") => with(json!({ "group": "g" })),
         (false, "hmacauth_credentials") => with(json!({ "username": "u" })),

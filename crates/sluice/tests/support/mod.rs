@@ -103,7 +103,8 @@ pub fn service(
         .map(|p| format!("{{target: \"127.0.0.1:{p}\"}}"))
         .collect();
     format!(
-        "services:\n- {{name: {name}, host: {name}, retries: {retries}, read_timeout: {read_timeout}, routes: [{{paths: [/{name}]}}]}}\nupstreams:\n- name: {name}\n  healthchecks: {healthchecks}\n  targets: [{}]\n",
+        // Names quoted: Kong (and Sluice) read a bare `on` or `off` as a boolean.
+        "services:\n- {{name: '{name}', host: '{name}', retries: {retries}, read_timeout: {read_timeout}, routes: [{{paths: [/{name}]}}]}}\nupstreams:\n- name: '{name}'\n  healthchecks: {healthchecks}\n  targets: [{}]\n",
         targets.join(", ")
     )
 }
