@@ -76,7 +76,7 @@ async fn query_strings_pass_through_as_received() {
 async fn routes_of_disabled_services_do_not_match() {
     let up = EchoUpstream::start();
     let yaml = format!(
-        "_format_version: \"3.0\"\nservices:\n- name: off\n  enabled: false\n  url: {}\n  routes:\n  - paths: [/off]\n",
+        "_format_version: \"3.0\"\nservices:\n- name: \"off\"\n  enabled: false\n  url: {}\n  routes:\n  - paths: [/off]\n",
         up.url()
     );
     let proxy = Proxy::start(&yaml);

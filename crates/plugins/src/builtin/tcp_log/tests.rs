@@ -35,7 +35,7 @@ fn refuses_what_kong_refuses() {
         ("{host: 'a b', port: 1}", "invalid value: a b"),
         ("{host: '1.2.3.999', port: 1}", "invalid value: 1.2.3.999"),
         ("{host: a.test, port: 65536}", "port"),
-        ("{host: a.test, port: 1, tls: yes}", "tls"),
+        ("{host: a.test, port: 1, tls: 'yes'}", "tls"),
         (
             "{host: a.test, port: 1, custom_fields_by_lua: {a: 'return 1'}}",
             "does not run Lua",
