@@ -591,6 +591,13 @@ fn check_route_path(v: &Value) -> Result<(), String> {
     if s.contains("//") {
         return Err("must not have empty segments".into());
     }
+    // Kong's `validate_path_with_regexes`: a prefix path must be in the form the router compares.
+    let normalized = crate::uri_path::normalize(s);
+    if normalized != s {
+        return Err(format!(
+            "non-normalized path, consider use '{normalized}' instead"
+        ));
+    }
     Ok(())
 }
 

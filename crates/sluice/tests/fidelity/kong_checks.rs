@@ -36,8 +36,6 @@ const KEPT: &[(&str, &str, &str)] = &[
     ("response-ratelimiting", "@4", "conditional"),
     // "certificates' snis in GET /schemas/certificates": any JSON (the nested declarative form too).
     ("certificates", "snis[]", "*"),
-    // "A route path that is not normalized": not yet.
-    ("routes", "paths[]", "custom"),
     // "A target's target that is empty or blank": normalized before the schema runs.
     ("targets", "target", "*"),
     // "Several entity checks failing at once": one @entity message per path.
