@@ -180,7 +180,7 @@ fn write_error(status: StatusCode, e: WriteError) -> Reply {
             let mut parts = Vec::new();
             for err in &errors {
                 parts.push(format!("{}: {}", err.field, err.message));
-                nest(&mut fields, &err.field, Value::String(err.message.clone()));
+                nest(&mut fields, &err.field, &err.message);
             }
             let message = match parts.len() {
                 1 => format!("schema violation ({})", parts[0]),
@@ -221,8 +221,9 @@ fn write_error(status: StatusCode, e: WriteError) -> Reply {
     }
 }
 
-/// Sets `value` at dotted `path` (`config.minute`) in `fields`, as Kong nests field errors.
-fn nest(fields: &mut Value, path: &str, value: Value) {
+/// Sets `message` at dotted `path` (`config.minute`) in `fields`, as Kong nests field errors; an
+/// `@entity` key holds the list of every entity check's message, as Kong's does.
+fn nest(fields: &mut Value, path: &str, message: &str) {
     let mut at = fields;
     let mut parts = path.split('.').peekable();
     while let Some(part) = parts.next() {
@@ -231,7 +232,15 @@ fn nest(fields: &mut Value, path: &str, value: Value) {
         }
         let Value::Object(map) = at else { return };
         if parts.peek().is_none() {
-            map.insert(part.to_string(), value);
+            match map.get_mut(part) {
+                Some(Value::Array(list)) if part == "@entity" => list.push(message.into()),
+                _ if part == "@entity" => {
+                    map.insert(part.to_string(), json!([message]));
+                }
+                _ => {
+                    map.insert(part.to_string(), message.into());
+                }
+            }
             return;
         }
         at = map

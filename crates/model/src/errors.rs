@@ -131,11 +131,20 @@ fn set_message(node: &mut Value, field: &str, message: &str) {
         match map.get_mut(field) {
             Some(Value::Array(list)) => list.push(message.into()),
             Some(existing) => *existing = json!([existing.clone(), message]),
+            None if is_entity_key(field) => {
+                map.insert(field.to_string(), json!([message]));
+            }
             None => {
                 map.insert(field.to_string(), message.into());
             }
         }
     }
+}
+
+/// Kong's key of an entity's cross-field errors, whose value is always a list of messages
+/// (`insert_entity_error` in `kong/db/schema/init.lua`).
+fn is_entity_key(field: &str) -> bool {
+    field == "@entity" || field.ends_with(".@entity")
 }
 
 impl fmt::Display for ConfigErrors {

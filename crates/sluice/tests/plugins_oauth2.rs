@@ -945,7 +945,7 @@ async fn global_credentials_anonymous_and_admin_writes() {
     let all_or_none = "all or none of these fields must be set: 'hash_secret', 'client_secret'";
     assert_eq!(
         (status, &body["fields"]["@entity"]),
-        (400, &json!(all_or_none)),
+        (400, &json!([all_or_none])),
         "{body}"
     );
     let patch = json!({"client_secret": "new-secret", "hash_secret": true});

@@ -363,7 +363,8 @@ async fn bad_certificates_are_rejected_at_load_and_the_old_config_keeps_serving(
     let (status, body) = post(doc(mismatched.clone())).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(
-        body["fields"]["certificates"][0]["@entity"], "certificate does not match key",
+        body["fields"]["certificates"][0]["@entity"],
+        json!(["certificate does not match key"]),
         "{body}"
     );
     let garbage = json!({"cert": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", "key": good.key_pem});

@@ -38,9 +38,6 @@ const KEPT: &[(&str, &str, &str)] = &[
     ("certificates", "snis[]", "*"),
     // "A target's target that is empty or blank": normalized before the schema runs.
     ("targets", "target", "*"),
-    // "Several entity checks failing at once": one @entity message per path.
-    ("upstreams", "@2", "conditional"),
-    ("upstreams", "@4", "conditional"),
 ];
 
 /// Whether a probe's difference is one of [`KEPT`]; a probe's label is `name path check ...`.
