@@ -38,17 +38,27 @@ pub fn before_validation(
             }
         }
         Kind::Upstream => {
-            // Kong's shorthands, in its order: `least-connections` hashes on nothing; a `hash_on` other than
-            // `none` means consistent hashing (so `hash_on: header` alone does not silently round-robin).
-            if value.get("algorithm").and_then(Value::as_str) == Some("least-connections") {
-                value.insert("hash_on".into(), "none".into());
+            // Kong's two shorthands (`upstreams.lua`), applied in its order to the entity in place:
+            // `least-connections` and `latency` set `hash_on` to null; then `hash_on` (as it now stands)
+            // decides: null is `none`, `none` means round-robin, any other consistent hashing (so
+            // `hash_on: header` alone does not silently round-robin).
+            let algorithm = value.get("algorithm").and_then(Value::as_str);
+            if matches!(algorithm, Some("least-connections" | "latency")) {
+                value.insert("hash_on".into(), Value::Null);
             }
-            if value
-                .get("hash_on")
-                .and_then(Value::as_str)
-                .is_some_and(|h| h != "none")
-            {
-                value.insert("algorithm".into(), "consistent-hashing".into());
+            match value.get("hash_on") {
+                None => {}
+                Some(Value::Null) => {
+                    value.insert("hash_on".into(), "none".into());
+                }
+                Some(h) => {
+                    let algorithm = if h == "none" {
+                        "round-robin"
+                    } else {
+                        "consistent-hashing"
+                    };
+                    value.insert("algorithm".into(), algorithm.into());
+                }
             }
         }
         Kind::Plugin => own_protocols(value, registry),

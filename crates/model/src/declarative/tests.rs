@@ -480,6 +480,30 @@ upstreams:
     );
 }
 
+/// Kong's upstream shorthands, in its order and in place: `latency` hashes on nothing, and an explicit
+/// `hash_on: none` makes the algorithm round-robin.
+#[test]
+fn upstream_shorthands_apply_in_kongs_order() {
+    let c = ok(r#"
+_format_version: "3.0"
+upstreams:
+- {name: fast, algorithm: latency, hash_on: header, hash_on_header: x-user}
+- {name: plain, algorithm: consistent-hashing, hash_on: none}
+- {name: hashed, algorithm: round-robin, hash_on: ip}
+"#);
+    let got: Vec<(&str, &str)> = (c.upstreams.iter())
+        .map(|u| (u.algorithm.as_str(), u.hash_on.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("latency", "none"),
+            ("round-robin", "none"),
+            ("consistent-hashing", "ip")
+        ]
+    );
+}
+
 /// A key-auth credential's `ttl` in a Kong 3.x export is the Unix time it expires (Kong's DB-less node
 /// compares it with the clock), far above the Admin API's relative `ttl` bound; it loads as written.
 #[test]
