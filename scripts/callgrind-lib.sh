@@ -29,10 +29,16 @@ start_sluice() {
     valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$1" start --config "$2" \
     --prefix "$WORK/p" >"$WORK/log" 2>&1 &
   VG=$!
-  for _ in $(seq 1 150); do
-    curl -sf -o /dev/null "http://127.0.0.1:$4/status/ready" && break
+  # Up to 2 minutes: callgrind starts slowly on a loaded machine. A gateway that never gets ready fails the
+  # count loudly instead of counting requests that were refused.
+  for _ in $(seq 1 600); do
+    curl -sf -o /dev/null "http://127.0.0.1:$4/status/ready" && return 0
     sleep 0.2
   done
+  echo "sluice under callgrind was not ready after 2 minutes; its log:" >&2
+  tail -20 "$WORK/log" >&2
+  kill $VG 2>/dev/null || true
+  exit 1
 }
 
 # The instruction total callgrind wrote.
