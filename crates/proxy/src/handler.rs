@@ -136,12 +136,10 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
     let mut routed = match exchange::route(&mut parts, snap, &x) {
         Ok(r) => r,
         Err(e) => {
-            // No route: the error, through `header_filter`, `body_filter` and `log` of the global plugins.
-            let series = Series::Unrouted;
-            let bytes_in = series.meter(snap).map_or(0, |_| request_length(&parts));
+            // No route: the error, through `header_filter`, `body_filter` and `log` of the global plugins;
+            // not counted in the metrics (no route, no series).
             let resp = phases::unrouted(e, parts, snap, &x);
-            let count = observe(series, snap, &resp, Source::Error, None, bytes_in, started);
-            return Step::Done((resp, count));
+            return Step::Done((resp, None));
         }
     };
     if let Some(grpc) = routed.grpc {
@@ -155,7 +153,7 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         return Step::Plugins(run, Some(fallback));
     }
     let index = routed.found.id;
-    let series = Series::Route(index);
+    let series = Series(index);
     let chain = snap.plugins.route_chain(index);
     let negotiation = Negotiation::of(&parts);
     if chain.is_empty() {
@@ -283,7 +281,7 @@ impl Fast {
             bytes_in: self.bytes_in,
             consumer,
         };
-        let count = observe_finished(Series::Route(route), snap, &resp, finished);
+        let count = observe_finished(Series(route), snap, &resp, finished);
         (resp, count)
     }
 }

@@ -53,9 +53,9 @@ pub(crate) struct RouteMeter {
 }
 
 impl RouteMeter {
-    /// The meter for `route` (None: requests that matched no route), labelled as Kong labels them: the
-    /// service's name (else its host) and the route's name (else its id).
-    pub fn new(config: &Config, route: Option<&Route>, flags: Option<Flags>) -> Option<RouteMeter> {
+    /// The meter for `route`, labelled as Kong labels them: the service's name (else its host) and the
+    /// route's name (else its id).
+    pub fn new(config: &Config, route: &Route, flags: Option<Flags>) -> Option<RouteMeter> {
         let flags = flags?;
         let (service, route) = labels(config, route);
         let series = registry().series(&service, &route);
@@ -104,19 +104,16 @@ impl RouteMeter {
     }
 }
 
-/// Kong's labels of a route's series: the service's name (else its host) and the route's name (else its
-/// id); empty for requests that matched no route.
-fn labels(config: &Config, route: Option<&Route>) -> (String, String) {
-    let service = route
-        .and_then(|r| r.service)
+/// Kong's labels of a route's series: the service's name (else its host, else empty) and the route's name
+/// (else its id).
+fn labels(config: &Config, route: &Route) -> (String, String) {
+    let service = (route.service)
         .and_then(|s| config.services.iter().find(|x| x.id == s.id))
         .map_or(String::new(), |s| {
             s.name.clone().unwrap_or_else(|| s.host.clone())
         });
-    let route = route.map_or(String::new(), |r| {
-        r.name.clone().unwrap_or_else(|| r.id.to_string())
-    });
-    (service, route)
+    let name = route.name.clone().unwrap_or_else(|| route.id.to_string());
+    (service, name)
 }
 
 /// A stream route's series and the prometheus instance that applies to it (the stream protocols it
@@ -134,7 +131,7 @@ impl StreamMeter {
         instance: Option<(StreamProtocols, Flags)>,
     ) -> Option<StreamMeter> {
         let (protocols, flags) = instance?;
-        let (service, route) = labels(config, Some(route));
+        let (service, route) = labels(config, route);
         Some(StreamMeter {
             protocols,
             flags,
@@ -151,22 +148,16 @@ impl StreamMeter {
     }
 }
 
-/// The series a request is counted in: its route's, or none for a request that matched no route.
+/// The series a request is counted in: its route's (by index in the snapshot). A request that matched no
+/// route has none, as Kong's exporter skips a request without a route.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Series {
-    Unrouted,
-    Route(usize),
-}
+pub(crate) struct Series(pub usize);
 
 impl Series {
-    /// The meter of this series in `snap`, when a prometheus instance applies to it. Requests that matched
-    /// no route are not counted, as Kong's exporter skips a request without a route.
+    /// The meter of this series in `snap`, when a prometheus instance applies to it.
     #[inline]
     pub fn meter(self, snap: &Snapshot) -> Option<&RouteMeter> {
-        match self {
-            Series::Unrouted => None,
-            Series::Route(i) => snap.routes.get(i).and_then(|r| r.metrics.as_ref()),
-        }
+        snap.routes.get(self.0).and_then(|r| r.metrics.as_ref())
     }
 }
 

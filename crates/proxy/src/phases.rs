@@ -91,7 +91,7 @@ impl<'s> RouteSteps<'s> {
     #[inline]
     pub(crate) fn of(routed: &mut Routed, snap: &'s Snapshot) -> RouteSteps<'s> {
         let index = routed.found.id;
-        let series = Series::Route(index);
+        let series = Series(index);
         RouteSteps {
             index,
             chain: snap.plugins.route_chain(index),

@@ -291,7 +291,7 @@ fn route_info(
     service: Option<usize>,
 ) -> RouteInfo {
     RouteInfo {
-        metrics: RouteMeter::new(config, Some(r), flags),
+        metrics: RouteMeter::new(config, r, flags),
         https_only: r.protocols.iter().any(|p| p == "https")
             && !r.protocols.iter().any(|p| p == "http"),
         strip_path: r.strip_path,

@@ -81,7 +81,7 @@ impl<'a> Opened<'a> {
         captures: Option<&'a sluice_router::Captures>,
     ) -> Opened<'a> {
         let index = routed.found.id;
-        let series = Series::Route(index);
+        let series = Series(index);
         let negotiation = Negotiation::of(&parts);
         let mut ctx = phases::new_ctx(parts, snap, x, Some(index), routed.client_ip);
         ctx.captures = captures;

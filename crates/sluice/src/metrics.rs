@@ -202,24 +202,27 @@ fn target_health(node: &NodeControl, out: &mut String) {
 /// a dictionary too, have no bound here and are not reported.
 fn shared_dicts(out: &mut String, node: &NodeControl, node_id: &str) {
     let usage = sluice_admin::Control::shared_dicts(node);
-    let families = [
+    type Pick = fn(&(String, usize, usize)) -> usize;
+    let families: [(&str, &str, Pick); 2] = [
         (
             "kong_memory_lua_shared_dict_bytes",
             "Allocated slabs in bytes in a shared_dict",
+            |d| d.1,
         ),
         (
             "kong_memory_lua_shared_dict_total_bytes",
             "Total capacity in bytes of a shared_dict",
+            |d| d.2,
         ),
     ];
-    for (i, (name, help)) in families.into_iter().enumerate() {
+    for (name, help, pick) in families {
         family(out, name, "gauge", help);
-        for (dict, held, bound) in &usage {
-            let value = if i == 0 { held } else { bound };
+        for dict in &usage {
             let _ = writeln!(
                 out,
-                "{name}{{node_id=\"{node_id}\",shared_dict=\"{}\",kong_subsystem=\"http\"}} {value}",
-                escape(dict)
+                "{name}{{node_id=\"{node_id}\",shared_dict=\"{}\",kong_subsystem=\"http\"}} {}",
+                escape(&dict.0),
+                pick(dict)
             );
         }
     }

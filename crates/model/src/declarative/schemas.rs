@@ -316,15 +316,7 @@ pub fn consumer() -> Schema {
         ("username", Field::string()),
         ("custom_id", Field::string()),
     ]))
-    .with_check(|m| {
-        if m["username"].is_null() && m["custom_id"].is_null() {
-            Err(vec![FieldError::entity(
-                "at least one of these fields must be non-empty: 'custom_id', 'username'",
-            )])
-        } else {
-            Ok(())
-        }
-    })
+    .with_entity_checks(vec![EntityCheck::AtLeastOneOf(&["custom_id", "username"])])
 }
 
 /// `keyauth_credentials`.

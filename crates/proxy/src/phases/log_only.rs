@@ -77,7 +77,7 @@ pub(crate) fn start(
 ) -> Step {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let route = routed.found.id;
-    let bytes_in = Series::Route(route)
+    let bytes_in = Series(route)
         .meter(snap)
         .map_or(0, |_| request_length(&parts));
     let captures = routed.found.captures.take();
@@ -124,7 +124,7 @@ async fn send(sending: Sending, mut kept: Box<Kept>) -> Option<Answer> {
     });
     let body = LoggedBody::new(proxied.body, kept).boxed();
     let resp = Response::from_parts(proxied.head, body);
-    let series = Series::Route(route);
+    let series = Series(route);
     let count = observe(
         series,
         &snap,
@@ -144,7 +144,7 @@ fn failed(e: ProxyError, mut kept: Box<Kept>) -> Answer {
     let log = LogFacts::new(&head, Source::Error, x.started);
     let sent = bytes.len() as u64;
     let resp = Response::from_parts(head, full(bytes));
-    let series = Series::Route(kept.route);
+    let series = Series(kept.route);
     let count = observe(
         series,
         snap,

@@ -7,9 +7,7 @@ use super::ctx::{new_ctx, FromRewrite};
 use super::{header_filter, whole, Outcome};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
-use crate::handler::{self, observe, Answer, Scope};
-use crate::metrics::{request_length, Series};
-use sluice_metrics::Source;
+use crate::handler::{self, Answer, Scope};
 use sluice_plugins::RequestCtx;
 
 /// Step 2 of the driver, then the rest of the request from step 3 (routing) on.
@@ -23,16 +21,11 @@ pub async fn rewrite(
     let client_ip = x.shared.trust.client_ip(&parts.headers, x.conn.peer.ip());
     let mut ctx = new_ctx(parts, snap, &x, None, client_ip);
     if let Some(answer) = chain.rewrite(&mut ctx).await {
-        // Answered before routing: counted, filtered and logged as a request without a route.
-        let series = Series::Unrouted;
-        let bytes_in = series
-            .meter(snap)
-            .map_or(0, |_| request_length(&ctx.request));
+        // Answered before routing: filtered and logged as a request without a route, so not counted in
+        // the metrics.
         let negotiation = Negotiation::of(&ctx.request);
         let done = header_filter(ctx, chain, Outcome::Plugin(answer), &negotiation, &x);
-        let resp = whole(done);
-        let count = observe(series, snap, &resp, Source::Exit, None, bytes_in, x.started);
-        return Some((resp, count));
+        return Some((whole(done), None));
     }
     let RequestCtx {
         request: mut parts,
