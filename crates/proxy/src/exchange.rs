@@ -4,7 +4,7 @@
 
 use crate::error::ProxyError;
 use crate::path;
-use crate::respond::{self, Timings};
+use crate::respond::{self, KongHeaders, Timings};
 use crate::shared::Shared;
 use crate::snapshot::{RouteInfo, ServiceInfo, Snapshot};
 use crate::upstream;
@@ -246,15 +246,24 @@ impl Sending {
         x: &'a Exchange<'a>,
         ready: Instant,
     ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
-        send(
-            self.req,
-            self.hashed,
-            self.route,
-            self.service,
-            snap,
-            x,
-            ready,
-        )
+        let (req, hashed, ids) = (self.req, self.hashed, (self.route, self.service));
+        send(req, hashed, ids, (snap, x), ready, false)
+    }
+
+    /// [`Sending::send`]; with `late`, Kong's headers are left out of the head as [`Proxied::late`] facts
+    /// for the server to add when it writes the head. Only where nothing reads the head before then (no
+    /// `header_filter`, no `log`). An upstream head with a `Via` gets them in its map all the same, where
+    /// the two are joined.
+    #[inline]
+    pub fn send_fast<'a>(
+        self,
+        snap: &'a Snapshot,
+        x: &'a Exchange<'a>,
+        ready: Instant,
+        late: bool,
+    ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
+        let (req, hashed, ids) = (self.req, self.hashed, (self.route, self.service));
+        send(req, hashed, ids, (snap, x), ready, late)
     }
 }
 
@@ -262,11 +271,10 @@ impl Sending {
 async fn send(
     mut req: WireRequest,
     hashed: Hashed,
-    route: usize,
-    service: usize,
-    snap: &Snapshot,
-    x: &Exchange<'_>,
+    (route, service): (usize, usize),
+    (snap, x): (&Snapshot, &Exchange<'_>),
     ready: Instant,
+    late: bool,
 ) -> Result<Proxied, ProxyError> {
     let (Some(info), Some(svc)) = (snap.routes.get(route), snap.services.get(service)) else {
         return Err(ProxyError::Internal);
@@ -291,7 +299,17 @@ async fn send(
     head.status = response.status;
     head.version = response.version;
     head.headers = response.headers;
-    respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
+    let kong = kong_headers(x, timings, response.status);
+    let late = match late && !head.headers.contains_key(http::header::VIA) {
+        true => {
+            forward::strip_hop_by_hop(&mut head.headers);
+            Some(kong)
+        }
+        false => {
+            respond::upstream_response(&mut head, &kong);
+            None
+        }
+    };
     if let Some(v) = hashed
         .set_cookie
         .and_then(|c| HeaderValue::from_str(&c).ok())
@@ -314,6 +332,7 @@ async fn send(
     let body = UpstreamBody::new(body, buffering, &head.headers);
     Ok(Proxied {
         head,
+        late,
         body,
         timings,
         tries: answer.tries,
@@ -352,6 +371,7 @@ fn proxied(
     let body = UpstreamBody::Direct(body);
     Proxied {
         head,
+        late: None,
         body,
         timings,
         tries: answer.tries,
@@ -372,16 +392,25 @@ pub(crate) fn decorated(
     head.status = status;
     head.version = version;
     head.headers = headers;
-    respond::upstream_response(&mut head, x.shared.settings.headers, x.request_id, timings);
+    respond::upstream_response(&mut head, &kong_headers(x, timings, status));
     if let Some(v) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
         head.headers.append(http::header::SET_COOKIE, v);
     }
     head
 }
 
+/// Kong's headers for an upstream's response with `status`.
+fn kong_headers(x: &Exchange<'_>, timings: Timings, status: http::StatusCode) -> KongHeaders {
+    // Request ids are always 32 hex characters (`request_id::next`).
+    let id = x.request_id.as_bytes().try_into().unwrap_or([b'0'; 32]);
+    KongHeaders::new(x.shared.settings.headers, timings, status.as_u16(), id)
+}
+
 /// What came back from the upstream, decorated with Kong's response headers.
 pub struct Proxied {
     pub head: http::response::Parts,
+    /// Kong's headers when they were left for the HTTP/1.1 writer (see [`Sending::send`]'s `late`).
+    pub late: Option<KongHeaders>,
     pub body: UpstreamBody,
     pub timings: Timings,
     /// The targets tried; the last one answered.

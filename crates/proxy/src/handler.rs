@@ -10,6 +10,7 @@ use crate::exchange::{self, ConnInfo, Exchange, Sending};
 use crate::grpc;
 use crate::metrics::{self, request_length, Count, Finished, Series};
 use crate::phases;
+use crate::respond::KongHeaders;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
 use crate::strict;
@@ -53,23 +54,46 @@ impl Scope {
 /// A response, with the request's count for its route's series (None when no prometheus applies).
 pub type Answer = (Response<ProxyBody>, Option<Count>);
 
+/// What the driver gives the server that received the request: the response, and Kong's headers when
+/// they are still to be added to its head (the fast path: see [`crate::respond`]). The HTTP/1.1 writer
+/// appends them as text; hyper's h2 server needs them in the map ([`Reply::into_response`]).
+pub struct Reply {
+    pub response: Response<Tracked>,
+    pub late: Option<KongHeaders>,
+}
+
+impl Reply {
+    /// The response with Kong's headers in its map.
+    pub fn into_response(self) -> Response<Tracked> {
+        let mut response = self.response;
+        if let Some(kong) = self.late {
+            kong.insert(response.headers_mut());
+        }
+        response
+    }
+}
+
 /// The rest of a request from its [`Step`] to its answer. A macro, not an `async fn`, so that the
 /// driver's future holds the step once: awaiting a function's future would keep a second copy of it,
 /// and every byte of that future is moved per request.
+/// With `$late`, the fast path leaves Kong's headers to the server (the answer's second part).
 macro_rules! finish {
-    ($step:expr, $scope:expr) => {
+    ($step:expr, $scope:expr, $late:expr) => {
         match $step {
-            Step::Done(answer) => answer,
+            Step::Done(answer) => (answer, None),
             // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
-            Step::Fast(fast) => fast.send($scope).await,
+            Step::Fast(fast) => fast.send_with($scope, $late).await,
             // None: the chain's task ended before its head was ready.
-            Step::Plugins(run, fallback) => run.await.unwrap_or_else(|| {
-                let n = fallback.unwrap_or_default();
-                (
-                    error_response(ProxyError::Internal, &n, &$scope.exchange()),
-                    None,
-                )
-            }),
+            Step::Plugins(run, fallback) => {
+                let answer = run.await.unwrap_or_else(|| {
+                    let n = fallback.unwrap_or_default();
+                    (
+                        error_response(ProxyError::Internal, &n, &$scope.exchange()),
+                        None,
+                    )
+                });
+                (answer, None)
+            }
         }
     };
 }
@@ -95,7 +119,7 @@ pub fn handle(
     conn: Arc<ConnInfo>,
     shared: Arc<Shared>,
     in_flight: InFlight,
-) -> impl Future<Output = Response<Tracked>> + Send + 'static {
+) -> impl Future<Output = Reply> + Send + 'static {
     let started = Instant::now();
     let scope = Scope {
         snap: shared.snapshot.load_full(),
@@ -119,10 +143,13 @@ pub fn handle(
         Ok(()) => route(parts, body, &scope),
     };
     async move {
-        let (resp, count) = finish!(step, &scope);
+        let ((resp, count), late) = finish!(step, &scope, true);
         // 7. metrics: the one place a request is counted.
         metrics::record(&scope.snap, count);
-        resp.map(|body| Tracked::new(body, in_flight))
+        Reply {
+            response: resp.map(|body| Tracked::new(body, in_flight)),
+            late,
+        }
     }
 }
 
@@ -222,7 +249,7 @@ pub(crate) enum Step {
 impl Step {
     /// The rest of the request, to its answer (for the boxed rewrite path; the driver inlines it).
     pub(crate) async fn run(self, scope: &Scope) -> Answer {
-        finish!(self, scope)
+        finish!(self, scope, false).0
     }
 }
 
@@ -254,23 +281,34 @@ impl Fast {
     /// Sends, then answers with the upstream's response (its body streamed, Kong's headers added while
     /// sending) or the gateway's error.
     pub(crate) async fn send(self, scope: &Scope) -> Answer {
+        self.send_with(scope, false).await.0
+    }
+
+    /// [`Fast::send`]; with `late`, Kong's headers on the upstream's response are left to the server.
+    async fn send_with(self, scope: &Scope, late: bool) -> (Answer, Option<KongHeaders>) {
         let (snap, x) = (&*scope.snap, scope.exchange());
         let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
-        let (mut resp, source, timings) = match self.sending.send(snap, &x, x.started).await {
+        let sent = self.sending.send_fast(snap, &x, x.started, late).await;
+        let (mut resp, source, timings, late) = match sent {
             Ok(p) => (
                 Response::from_parts(p.head, p.body.boxed()),
                 Source::Service,
                 Some(p.timings),
+                p.late,
             ),
             Err(e) => (
                 error_response(e, &self.negotiation, &x),
                 Source::Error,
                 None,
+                None,
             ),
         };
         let mut consumer = None;
         if let Some(added) = self.added {
+            // Added after Kong's headers, as Kong's `header_filter` runs the plugins after its own. With
+            // Kong's left late, a plugin's field of the same name would lose to them; access-only plugins
+            // add only their own names (`RateLimit-*`, ...), never Kong's.
             consumer = added.consumer;
             added.apply(resp.headers_mut());
         }
@@ -282,7 +320,7 @@ impl Fast {
             consumer,
         };
         let count = observe_finished(Series(route), snap, &resp, finished);
-        (resp, count)
+        ((resp, count), late)
     }
 }
 

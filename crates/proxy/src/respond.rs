@@ -1,10 +1,16 @@
 //! The headers Kong adds to responses: on proxied responses (`Via`, latencies, `Server` when the upstream
-//! sent none, request id) and on responses the gateway made itself (response latency, `Server`, request id).
+//! sent none, request id, upstream status) and on responses the gateway made itself (response latency,
+//! `Server`, request id).
+//!
+//! A proxied response's headers are facts ([`KongHeaders`]) before they are fields. Where something reads
+//! the head before it is written (plugins, logs, hyper's h2 server) they go into the header map
+//! ([`upstream_response`]); on the fast path over HTTP/1.1 the writer appends them as text
+//! ([`KongHeaders::write`]), which spares the map's hashed inserts and the request id's copy.
 
 use crate::names;
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
-use http::header::{HeaderMap, HeaderValue, SERVER, VIA};
+use http::header::{HeaderMap, HeaderName, HeaderValue, SERVER, VIA};
 use sluice_plugins::header_number;
 use sluice_upstream::forward;
 use std::time::{Duration, Instant};
@@ -26,42 +32,118 @@ fn request_id_value(request_id: &str) -> HeaderValue {
     HeaderValue::from_str(request_id).unwrap_or(HeaderValue::from_static(""))
 }
 
-/// Decorates an upstream's response head: hop-by-hop headers removed, then Kong's gateway headers.
-pub fn upstream_response(
-    head: &mut http::response::Parts,
-    h: HeaderSettings,
-    request_id: &str,
-    t: Timings,
-) {
+/// Kong's headers on a proxied response, as facts: which are on (Kong's `headers` setting) and their
+/// values. The upstream's own `Server` is kept; every other one replaces the upstream's field of its name.
+#[derive(Debug, Clone, Copy)]
+pub struct KongHeaders {
+    on: HeaderSettings,
+    timings: Timings,
+    status: u16,
+    request_id: [u8; 32],
+}
+
+/// One of Kong's fields, its value not yet made.
+enum Value<'a> {
+    Number(u64),
+    Static(&'static str),
+    Text(&'a str),
+}
+
+impl KongHeaders {
+    /// The headers of a response with `status` from the upstream, for the request `request_id`.
+    pub fn new(on: HeaderSettings, timings: Timings, status: u16, request_id: [u8; 32]) -> Self {
+        KongHeaders {
+            on,
+            timings,
+            status,
+            request_id,
+        }
+    }
+
+    /// Each field that is on, in Kong's order. `Via` is the gateway's token alone: a head that already has
+    /// one goes through [`upstream_response`], which joins them. `Server` only when `server` is false (the
+    /// upstream sent none).
+    fn each(&self, has_server: bool, mut field: impl FnMut(&HeaderName, Value<'_>)) {
+        let on = self.on;
+        let millis = |d: Duration| Value::Number(d.as_millis() as u64);
+        if on.upstream_latency {
+            field(
+                &names::X_KONG_UPSTREAM_LATENCY,
+                millis(self.timings.upstream),
+            );
+        }
+        if on.proxy_latency {
+            field(&names::X_KONG_PROXY_LATENCY, millis(self.timings.proxy));
+        }
+        if on.via {
+            let token = forward::via_token(http::Version::HTTP_11);
+            field(&VIA, Value::Static(token));
+        }
+        if on.server && !has_server {
+            field(&SERVER, Value::Static(PRODUCT));
+        }
+        if on.request_id {
+            let id = sluice_upstream::request_id::as_str(&self.request_id);
+            field(&names::X_KONG_REQUEST_ID, Value::Text(id));
+        }
+        if on.upstream_status {
+            field(
+                &names::X_KONG_UPSTREAM_STATUS,
+                Value::Number(u64::from(self.status)),
+            );
+        }
+    }
+
+    /// Whether the upstream's field `name` gives way to one of these (every one but `Server`, which the
+    /// upstream's wins). Only names starting with `x-kong-` are compared, so most fields cost one check.
+    #[inline]
+    pub fn replaces(&self, name: &HeaderName) -> bool {
+        let name = name.as_str();
+        if !name.starts_with("x-kong-") {
+            return false;
+        }
+        let on = self.on;
+        (on.upstream_latency && name == names::X_KONG_UPSTREAM_LATENCY.as_str())
+            || (on.proxy_latency && name == names::X_KONG_PROXY_LATENCY.as_str())
+            || (on.request_id && name == names::X_KONG_REQUEST_ID.as_str())
+            || (on.upstream_status && name == names::X_KONG_UPSTREAM_STATUS.as_str())
+    }
+
+    /// Appends the fields as HTTP/1.1 text; `has_server`: the head already has a `Server`.
+    pub fn write(&self, out: &mut Vec<u8>, has_server: bool) {
+        self.each(has_server, |name, value| {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            match value {
+                Value::Number(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+                Value::Static(s) | Value::Text(s) => out.extend_from_slice(s.as_bytes()),
+            }
+            out.extend_from_slice(b"\r\n");
+        });
+    }
+
+    /// Puts the fields into a header map whose hop-by-hop fields are gone (an upstream `Via` joined).
+    pub fn insert(&self, headers: &mut HeaderMap) {
+        let has_server = headers.contains_key(SERVER);
+        // The upstream's `Via` values with the gateway's token after them, in one field.
+        let mut joined_via = (self.on.via && headers.contains_key(VIA))
+            .then(|| forward::appended(headers, VIA, forward::via_token(http::Version::HTTP_11)));
+        self.each(has_server, |name, value| {
+            let value = match (joined_via.take_if(|_| *name == VIA), value) {
+                (Some(joined), _) => joined,
+                (None, Value::Number(n)) => header_number(n),
+                (None, Value::Static(s)) => HeaderValue::from_static(s),
+                (None, Value::Text(s)) => request_id_value(s),
+            };
+            headers.insert(name, value);
+        });
+    }
+}
+
+/// Decorates an upstream's response head in its map: hop-by-hop headers removed, then Kong's headers.
+pub fn upstream_response(head: &mut http::response::Parts, kong: &KongHeaders) {
     forward::strip_hop_by_hop(&mut head.headers);
-    let status = head.status.as_u16();
-    let headers = &mut head.headers;
-    if h.upstream_latency {
-        headers.insert(names::X_KONG_UPSTREAM_LATENCY, ms(t.upstream));
-    }
-    if h.proxy_latency {
-        headers.insert(names::X_KONG_PROXY_LATENCY, ms(t.proxy));
-    }
-    if h.via {
-        let token = forward::via_token(http::Version::HTTP_11);
-        let via = match headers.contains_key(VIA) {
-            true => forward::appended(headers, VIA, token),
-            false => HeaderValue::from_static(token),
-        };
-        headers.insert(VIA, via);
-    }
-    if h.server && !headers.contains_key(SERVER) {
-        headers.insert(SERVER, HeaderValue::from_static(PRODUCT));
-    }
-    if h.request_id {
-        headers.insert(names::X_KONG_REQUEST_ID, request_id_value(request_id));
-    }
-    if h.upstream_status {
-        headers.insert(
-            names::X_KONG_UPSTREAM_STATUS,
-            header_number(u64::from(status)),
-        );
-    }
+    kong.insert(&mut head.headers);
 }
 
 /// Decorates a response the gateway made itself (an error or a plugin's answer).
@@ -81,5 +163,81 @@ pub fn gateway_response(
     }
     if h.request_id {
         headers.insert(names::X_KONG_REQUEST_ID, request_id_value(request_id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kong(on: HeaderSettings) -> KongHeaders {
+        let timings = Timings {
+            proxy: Duration::from_millis(3),
+            upstream: Duration::from_millis(1234),
+        };
+        KongHeaders::new(on, timings, 503, *b"0123456789abcdef0123456789abcdef")
+    }
+
+    /// The fields as text, the way the HTTP/1.1 writer puts them after the upstream's.
+    fn written(k: &KongHeaders, has_server: bool) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        k.write(&mut out, has_server);
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_once(": ").unwrap())
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    fn inserted(k: &KongHeaders, map: &mut HeaderMap) -> Vec<(String, String)> {
+        k.insert(map);
+        map.iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn written_late_or_inserted_the_fields_are_the_same() {
+        let all = HeaderSettings::ALL;
+        for on in [all, HeaderSettings::default(), HeaderSettings::OFF] {
+            let k = kong(on);
+            assert_eq!(written(&k, false), inserted(&k, &mut HeaderMap::new()));
+        }
+        let k = kong(all);
+        let fields = written(&k, false);
+        let value = |name: &str| fields.iter().find(|f| f.0 == name).map(|f| f.1.as_str());
+        assert_eq!(value("x-kong-upstream-latency"), Some("1234"));
+        assert_eq!(value("x-kong-proxy-latency"), Some("3"));
+        assert_eq!(value("x-kong-upstream-status"), Some("503"));
+        assert_eq!(
+            value("x-kong-request-id"),
+            Some("0123456789abcdef0123456789abcdef")
+        );
+        assert_eq!(value("server"), Some(PRODUCT));
+    }
+
+    #[test]
+    fn the_upstreams_server_stays_and_its_kong_fields_give_way() {
+        let k = kong(HeaderSettings::default());
+        assert!(written(&k, true).iter().all(|f| f.0 != "server"));
+        let mut map = HeaderMap::new();
+        map.insert(SERVER, HeaderValue::from_static("up/1"));
+        map.insert(VIA, HeaderValue::from_static("1.1 inner"));
+        let fields = inserted(&k, &mut map);
+        assert!(fields.contains(&("server".into(), "up/1".into())));
+        let via = format!("1.1 inner, {}", forward::via_token(http::Version::HTTP_11));
+        assert!(fields.contains(&("via".into(), via)));
+        for name in [
+            "x-kong-upstream-latency",
+            "x-kong-request-id",
+            "x-kong-proxy-latency",
+        ] {
+            assert!(k.replaces(&HeaderName::from_static(name)), "{name}");
+        }
+        // Off by default, so an upstream's own is kept; not Kong's, never replaced.
+        for name in ["x-kong-upstream-status", "x-kong-other", "server", "via"] {
+            assert!(!k.replaces(&HeaderName::from_static(name)), "{name}");
+        }
     }
 }

@@ -116,7 +116,8 @@ impl HeaderSettings {
         upstream_status: false,
     };
 
-    const ALL: HeaderSettings = HeaderSettings {
+    /// Every gateway header.
+    pub(crate) const ALL: HeaderSettings = HeaderSettings {
         via: true,
         server: true,
         upstream_latency: true,

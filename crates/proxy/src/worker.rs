@@ -366,7 +366,7 @@ async fn serve_h2(
             shared.clone(),
             in_flight,
         )
-        .map(Ok::<_, Infallible>)
+        .map(|reply| Ok::<_, Infallible>(reply.into_response()))
     });
     let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
     if let Err(e) = conn.await {

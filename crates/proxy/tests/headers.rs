@@ -135,6 +135,23 @@ async fn gateway_headers_on_proxied_responses() {
         headers["via"],
         format!("1.1 inner, 1.1 {}", sluice_proxy::PRODUCT).as_str()
     );
+    // An upstream's fields of Kong's names give way to Kong's: one field each, Kong's value.
+    let (_, headers, _) = get(
+        &proxy.url("/"),
+        &[
+            ("x-echo-set-header", "x-kong-upstream-latency: 99999"),
+            ("x-echo-set-header", "x-kong-request-id: forged"),
+            ("x-echo-set-header", "x-kong-other: kept"),
+        ],
+    )
+    .await;
+    let all = |name| headers.get_all(name).iter().collect::<Vec<_>>();
+    assert_eq!(all("x-kong-upstream-latency").len(), 1);
+    assert_ne!(headers["x-kong-upstream-latency"], "99999");
+    assert_eq!(all("x-kong-request-id").len(), 1);
+    assert_eq!(headers["x-kong-request-id"].len(), 32);
+    assert_eq!(headers["x-kong-other"], "kept");
+    assert_eq!(headers["server"], sluice_proxy::PRODUCT);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

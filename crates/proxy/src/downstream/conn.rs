@@ -184,7 +184,7 @@ impl Conn {
             Poll::Pending
         })
         .await;
-        let (parts, body) = response.into_parts();
+        let (parts, body) = response.response.into_parts();
         let upgraded = parts.status == StatusCode::SWITCHING_PROTOCOLS && handover.is_some();
         let facts = Facts {
             head_request,
@@ -199,7 +199,8 @@ impl Conn {
         };
         let mut out = Vec::with_capacity(512);
         let hint = http_body::Body::size_hint(&body);
-        let (framing, mut keep) = write::head(&mut out, &parts, &hint, facts);
+        let kong = response.late.as_ref();
+        let (framing, mut keep) = write::head(&mut out, &parts, kong, &hint, facts);
         drop(parts);
         if let Some(f) = feeder.as_mut() {
             f.answered();
@@ -289,7 +290,13 @@ async fn refuse<IO: Transport>(io: &mut IO, e: RequestError, send_timeout: Durat
         http10: false,
         keep_alive: false,
     };
-    write::head(&mut out, &parts, &http_body::SizeHint::with_exact(0), facts);
+    write::head(
+        &mut out,
+        &parts,
+        None,
+        &http_body::SizeHint::with_exact(0),
+        facts,
+    );
     let answer = async {
         let _ = io.write_all(&out).await;
         let _ = io.shutdown().await;

@@ -4,8 +4,9 @@
 //! A client that stops reading is cut after `send_timeout` without progress (nginx's `send_timeout`).
 
 use super::stall::Stall;
+use crate::respond::KongHeaders;
 use bytes::{Buf, Bytes};
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
 use http::{response, StatusCode};
 use http_body::{Body, SizeHint};
 use std::cell::RefCell;
@@ -39,10 +40,12 @@ pub struct Facts {
 }
 
 /// Writes the response head into `out` and says how the body follows and whether the connection stays
-/// open after it.
+/// open after it. `kong`: Kong's headers not yet in the map, written after its fields (an upstream field
+/// they replace is left out).
 pub fn head(
     out: &mut Vec<u8>,
     parts: &response::Parts,
+    kong: Option<&KongHeaders>,
     hint: &SizeHint,
     facts: Facts,
 ) -> (Framing, bool) {
@@ -57,6 +60,7 @@ pub fn head(
     // One pass: the fields are written and the three the connection decides on are noted (a hashed lookup
     // each would cost more than the pass).
     let (mut has_length, mut has_date, mut has_connection) = (false, false, false);
+    let mut has_server = false;
     for (name, value) in &parts.headers {
         if *name == CONTENT_LENGTH {
             has_length = true;
@@ -69,8 +73,15 @@ pub fn head(
             has_date = true;
         } else if *name == CONNECTION {
             has_connection = true;
+        } else if *name == SERVER {
+            has_server = true;
+        } else if kong.is_some_and(|k| k.replaces(name)) {
+            continue;
         }
         field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if let Some(kong) = kong {
+        kong.write(out, has_server);
     }
     let framing = if no_body || status == StatusCode::NOT_MODIFIED || facts.head_request {
         Framing::None

@@ -17,7 +17,7 @@ fn encode(
         http10,
         keep_alive,
     };
-    let (framing, keep) = head(&mut out, &parts, &hint, facts);
+    let (framing, keep) = head(&mut out, &parts, None, &hint, facts);
     (String::from_utf8(out).unwrap(), framing, keep)
 }
 
