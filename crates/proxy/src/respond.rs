@@ -45,9 +45,45 @@ pub struct KongHeaders {
 /// One of Kong's fields, its value not yet made.
 enum Value<'a> {
     Number(u64),
-    Static(&'static str),
+    /// A value known when the binary is built, and its whole HTTP/1.1 line (name, value and CRLF).
+    Static(&'static str, &'static str),
     Text(&'a str),
 }
+
+/// A name of Kong's fields, and how its HTTP/1.1 line starts (`name: `, written as one piece: a copy
+/// per part is most of what writing a field costs).
+struct Name {
+    name: HeaderName,
+    line: &'static str,
+}
+
+const UPSTREAM_LATENCY: Name = Name {
+    name: names::X_KONG_UPSTREAM_LATENCY,
+    line: "x-kong-upstream-latency: ",
+};
+const PROXY_LATENCY: Name = Name {
+    name: names::X_KONG_PROXY_LATENCY,
+    line: "x-kong-proxy-latency: ",
+};
+const REQUEST_ID: Name = Name {
+    name: names::X_KONG_REQUEST_ID,
+    line: "x-kong-request-id: ",
+};
+const UPSTREAM_STATUS: Name = Name {
+    name: names::X_KONG_UPSTREAM_STATUS,
+    line: "x-kong-upstream-status: ",
+};
+const VIA_NAME: Name = Name {
+    name: VIA,
+    line: "via: ",
+};
+const SERVER_NAME: Name = Name {
+    name: SERVER,
+    line: "server: ",
+};
+/// `Via` (the gateway's token as an HTTP/1.1 hop) and `Server`, as whole lines.
+const VIA_LINE: &str = concat!("via: 1.1 sluice/", env!("CARGO_PKG_VERSION"), "\r\n");
+const SERVER_LINE: &str = concat!("server: sluice/", env!("CARGO_PKG_VERSION"), "\r\n");
 
 impl KongHeaders {
     /// The headers of a response with `status` from the upstream, for the request `request_id`.
@@ -63,34 +99,28 @@ impl KongHeaders {
     /// Each field that is on, in Kong's order. `Via` is the gateway's token alone: a head that already has
     /// one goes through [`upstream_response`], which joins them. `Server` only when `server` is false (the
     /// upstream sent none).
-    fn each(&self, has_server: bool, mut field: impl FnMut(&HeaderName, Value<'_>)) {
+    fn each(&self, has_server: bool, mut field: impl FnMut(&Name, Value<'_>)) {
         let on = self.on;
         let millis = |d: Duration| Value::Number(d.as_millis() as u64);
         if on.upstream_latency {
-            field(
-                &names::X_KONG_UPSTREAM_LATENCY,
-                millis(self.timings.upstream),
-            );
+            field(&UPSTREAM_LATENCY, millis(self.timings.upstream));
         }
         if on.proxy_latency {
-            field(&names::X_KONG_PROXY_LATENCY, millis(self.timings.proxy));
+            field(&PROXY_LATENCY, millis(self.timings.proxy));
         }
         if on.via {
             let token = forward::via_token(http::Version::HTTP_11);
-            field(&VIA, Value::Static(token));
+            field(&VIA_NAME, Value::Static(token, VIA_LINE));
         }
         if on.server && !has_server {
-            field(&SERVER, Value::Static(PRODUCT));
+            field(&SERVER_NAME, Value::Static(PRODUCT, SERVER_LINE));
         }
         if on.request_id {
             let id = sluice_upstream::request_id::as_str(&self.request_id);
-            field(&names::X_KONG_REQUEST_ID, Value::Text(id));
+            field(&REQUEST_ID, Value::Text(id));
         }
         if on.upstream_status {
-            field(
-                &names::X_KONG_UPSTREAM_STATUS,
-                Value::Number(u64::from(self.status)),
-            );
+            field(&UPSTREAM_STATUS, Value::Number(u64::from(self.status)));
         }
     }
 
@@ -112,12 +142,14 @@ impl KongHeaders {
     /// Appends the fields as HTTP/1.1 text; `has_server`: the head already has a `Server`.
     pub fn write(&self, out: &mut Vec<u8>, has_server: bool) {
         self.each(has_server, |name, value| {
-            out.extend_from_slice(name.as_str().as_bytes());
-            out.extend_from_slice(b": ");
-            match value {
-                Value::Number(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
-                Value::Static(s) | Value::Text(s) => out.extend_from_slice(s.as_bytes()),
-            }
+            let mut number = itoa::Buffer::new();
+            let value = match value {
+                Value::Static(_, line) => return out.extend_from_slice(line.as_bytes()),
+                Value::Number(n) => number.format(n),
+                Value::Text(s) => s,
+            };
+            out.extend_from_slice(name.line.as_bytes());
+            out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
         });
     }
@@ -129,13 +161,13 @@ impl KongHeaders {
         let mut joined_via = (self.on.via && headers.contains_key(VIA))
             .then(|| forward::appended(headers, VIA, forward::via_token(http::Version::HTTP_11)));
         self.each(has_server, |name, value| {
-            let value = match (joined_via.take_if(|_| *name == VIA), value) {
+            let value = match (joined_via.take_if(|_| name.name == VIA), value) {
                 (Some(joined), _) => joined,
                 (None, Value::Number(n)) => header_number(n),
-                (None, Value::Static(s)) => HeaderValue::from_static(s),
+                (None, Value::Static(s, _)) => HeaderValue::from_static(s),
                 (None, Value::Text(s)) => request_id_value(s),
             };
-            headers.insert(name, value);
+            headers.insert(&name.name, value);
         });
     }
 }
