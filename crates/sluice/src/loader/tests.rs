@@ -131,6 +131,7 @@ async fn a_replaced_snapshot_is_freed_by_the_loader_not_by_the_last_request() {
     assert_eq!(old.strong_count(), 0, "never freed");
     assert_eq!(loader.retired.len(), 0);
     // A snapshot no request holds is freed at once.
-    loader.load_doc(doc(&["a"]), false, true).unwrap();
+    let config = loader.snapshot().load().config().as_ref().clone();
+    loader.apply(config, None).unwrap();
     assert_eq!(loader.retired.len(), 0);
 }
