@@ -14,6 +14,10 @@
 //! 4. the same number of changes again with 3 DPs ([`changes`]): the CP's CPU per change with 1 and 3
 //!    DPs gives its fixed cost and its cost per DP, projected to 100 DPs.
 //!
+//! The CP stands for another host: it runs on the load CPUs, the DPs on the gateway CPUs. As it then
+//! competes with the load generator, (3) also gives the DP's requests per CPU-second with changes ÷
+//! steady: the RPS ratio when the DP's CPU is what limits it.
+//!
 //! Every entity of the generated document is stamped with fixed `created_at`/`updated_at`: a DB-less load
 //! stamps entities without them with the load time, so each re-post would change every entity (and the
 //! CP would send the whole config, which a delta cannot be smaller than).
@@ -89,7 +93,10 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     progress(format!("starting the control plane with {case}"));
     let mut cp_env = common("control_plane");
     cp_env.push(("SLUICE_CLUSTER_LISTEN".into(), cluster.to_string()));
-    let cp_launch = launch(&prefix, &upstream, &cp_dir)?;
+    // The CP stands for another host: on the load CPUs, so that validating each posted document is not
+    // charged to the DP's throughput (its CPU per change is reported).
+    let load_prefix = ["taskset", "-c", &args.cpus.load_cpus].map(String::from);
+    let cp_launch = launch(&load_prefix, &upstream, &cp_dir)?;
     let cp = process::start_sluice_with_env(&bin, Some(&config_path), &cp_launch, "info", &cp_env)?;
     let admin = cp.admin.context("the control plane has an admin address")?;
 
@@ -134,7 +141,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         upstream: None,
     };
     let first = 2 * args.changes;
-    let (steady, changing, posted) =
+    let (steady, changing, posted, per_cpu) =
         changes::load_while_changing(&mut driver, &dp, &spec, &mut doc, admin, first)?;
     progress(format!("{} one-route changes, 3 data planes", args.changes));
     let more = [start_dp(&out.join("dp2"))?, start_dp(&out.join("dp3"))?];
@@ -150,7 +157,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let (latencies, bytes) = (&one.latencies, &one.bytes);
 
     let lines = [
-        format!("config: {case} (every entity stamped), sluice `{}`, CPUs {}", args.target, args.cpus.gateway_cpus),
+        format!("config: {case} (every entity stamped), sluice `{}`, DPs on CPUs {}, the CP, upstream and load on {}", args.target, args.cpus.gateway_cpus, args.cpus.load_cpus),
         format!(
             "full sync to a fresh DP (spawn → ready with the CP's config): {:.0} ms, {} KB on the wire; the DP's load {} — goal ≤ 1 s",
             full_sync.as_secs_f64() * 1e3,
@@ -178,6 +185,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
             steady.errors,
             steady.non_2xx
         ),
+        format!("the DP's requests per CPU-second with a change every 100 ms ÷ steady (the RPS ratio when the DP's CPU is what limits it): {per_cpu:.3}"),
         format!("CPU per change: DP {:.1} ms; CP {:.1} ms with 1 DP, {:.1} ms with 3 (with validating the posted document)", one.dp_ms, one.cp_ms, three.cp_ms),
         format!(
             "CP CPU per change: fixed {fixed:.1} ms + {per_dp:.2} ms per DP; projected to 100 DPs: {at_100:.1} ms; with 3 DPs, commit → every DP routes it: {}",

@@ -9,12 +9,18 @@
 //!    the same run (goal ≥ 0.97), and the failed or non-2xx requests during the writes (goal 0);
 //! 4. the Admin write round trip on A during (3): p50 / p99.
 //!
+//! Node A and a local PostgreSQL server stand for other hosts: they run on the load CPUs (`--writer-cpus`,
+//! `--pg-cpus`), not on node B's, so B's figures are B's own work; their CPU is reported.
+//! Because they then compete with the load generator, (3) also gives B's requests per CPU-second with
+//! writes ÷ steady: what the RPS ratio is when B's CPU is what limits it.
+//!
 //! The databases are created with `psql` under unique names and dropped at the end, on errors too, and
 //! on Ctrl-C (through [`crate::interrupt`]).
 
 pub(crate) mod http;
 pub(crate) mod measure;
 mod pg;
+mod pin;
 pub(crate) mod report;
 
 use crate::cases::{Case, CaseKind};
@@ -62,10 +68,14 @@ pub struct DbArgs {
     /// Where the gateway and the rest (upstream, load) run.
     #[command(flatten)]
     pub cpus: crate::runner::Cpus,
-    /// CPUs for node A, the writing node, which stands for another host (default: the gateway CPUs,
-    /// so that its work never slows the load generator; its CPU use is reported).
+    /// CPUs for node A, the writing node, which stands for another host (default: the load CPUs, so
+    /// that its work is not charged to node B's throughput; its CPU use is reported).
     #[arg(long)]
     pub writer_cpus: Option<String>,
+    /// CPUs a PostgreSQL server on this machine is moved to for the run, as another host would be
+    /// (default: the load CPUs; `off` leaves it where it is). Its CPU use is reported.
+    #[arg(long)]
+    pub pg_cpus: Option<String>,
     /// PostgreSQL host.
     #[arg(long, default_value = "127.0.0.1")]
     pub pg_host: String,
@@ -88,13 +98,18 @@ pub fn run(args: &DbArgs) -> Result<String> {
         "--changes, --cpu-changes and --routes must be positive"
     );
     let mut args = args.clone();
-    let writer_cpus = args
-        .writer_cpus
-        .get_or_insert_with(|| args.cpus.gateway_cpus.clone())
-        .clone();
-    procfs::parse_cpu_list(&writer_cpus)
-        .with_context(|| format!("bad CPU list `{writer_cpus}`"))?;
+    let load_cpus = args.cpus.load_cpus.clone();
+    let writer_cpus = args.writer_cpus.get_or_insert(load_cpus.clone()).clone();
+    let pg_cpus = args.pg_cpus.get_or_insert(load_cpus).clone();
+    let pinned_pg = Some(&pg_cpus).filter(|l| *l != "off");
+    for list in std::iter::once(&writer_cpus).chain(pinned_pg) {
+        procfs::parse_cpu_list(list).with_context(|| format!("bad CPU list `{list}`"))?;
+    }
     let args = &args;
+    let _pinned = match pinned_pg {
+        Some(cpus) => pin::Pinned::to(&args.pg_host, cpus)?,
+        None => None,
+    };
     let (out, bin) = target::sluice_in(&args.out, &args.target, "db")?;
     let server = pg::Server {
         host: args.pg_host.clone(),
@@ -104,7 +119,7 @@ pub fn run(args: &DbArgs) -> Result<String> {
     let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let mut notes = vec![format!(
-        "sluice `{}`, PostgreSQL {}:{}; node B (measured) on CPUs {}, node A (writer) on {}, upstream and wrk on {}",
+        "sluice `{}`, PostgreSQL {}:{} (on CPUs {pg_cpus}); node B (measured) on CPUs {}, node A (writer) on {}, upstream and wrk on {}",
         args.target, args.pg_host, args.pg_port, args.cpus.gateway_cpus, writer_cpus, args.cpus.load_cpus
     )];
     let mut rows = Vec::new();

@@ -34,7 +34,7 @@ use crate::lua_number::push_lua_number;
 
 mod kept;
 mod parts;
-pub use kept::{array_hash, Serialized};
+pub use kept::{array_hash, Marked, Serialized};
 pub use parts::{Parts, Touched};
 
 /// Kong's hash of "no config" (`DECLARATIVE_EMPTY_CONFIG_HASH`): 32 zeros. Also what a DP pings with

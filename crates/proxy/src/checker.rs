@@ -8,13 +8,13 @@
 //! (0: targets in that state are not probed), at most `concurrency` probes at a time. One probe is
 //! [`sluice_upstream::probe::run`].
 
-use crate::snapshot::{Checked, SharedSnapshot};
+use crate::snapshot::{Checked, SharedSnapshot, Snapshot};
 use sluice_upstream::balancer::Balancer;
 use sluice_upstream::health::active::Spec;
 use sluice_upstream::health::{Failure, Rules, TargetState};
 use sluice_upstream::probe;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -36,14 +36,17 @@ pub fn start(
             };
             rt.block_on(async move {
                 let mut running: HashMap<String, (String, JoinHandle<()>)> = HashMap::new();
-                let mut seen = None;
+                // The snapshot last reconciled, not held: a replaced one is freed by the loader, not
+                // here up to 100 ms later (holding it also kept DB mode's spare config from being
+                // reused). The `Weak` keeps its address from being taken by a newer one.
+                let mut seen: Weak<Snapshot> = Weak::new();
                 loop {
                     let snap = snapshot.load_full();
-                    let current = Arc::as_ptr(&snap);
-                    if seen != Some(current) {
-                        seen = Some(current);
+                    if !std::ptr::eq(seen.as_ptr(), Arc::as_ptr(&snap)) {
+                        seen = Arc::downgrade(&snap);
                         reconcile(&mut running, snap.upstreams.checked());
                     }
+                    drop(snap);
                     tokio::select! {
                         _ = stop.changed() => break,
                         _ = tokio::time::sleep(Duration::from_millis(100)) => {}
@@ -144,5 +147,28 @@ fn apply(
             "target is unhealthy (active check)"
         ),
         None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arc_swap::ArcSwap;
+
+    #[test]
+    fn a_replaced_snapshot_is_not_held_between_checks() {
+        let shared: SharedSnapshot = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
+        let (stop, watching) = watch::channel(None);
+        start(shared.clone(), watching).unwrap();
+        // Let the thread look at the first snapshot, then replace it.
+        std::thread::sleep(Duration::from_millis(150));
+        let old = Arc::downgrade(&shared.swap(Arc::new(Snapshot::empty())));
+        // The thread waits 100 ms between looks: a snapshot kept across the wait outlives this.
+        let deadline = Instant::now() + Duration::from_millis(10);
+        while old.strong_count() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(old.strong_count(), 0, "the health thread still holds it");
+        stop.send_replace(Some(Duration::ZERO));
     }
 }

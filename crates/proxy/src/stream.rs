@@ -33,7 +33,7 @@ mod listen;
 mod tcp;
 mod udp;
 
-pub(crate) use compiled::{is_http_less, Streams};
+pub(crate) use compiled::{is_http_less, is_stream, Streams};
 pub use listen::{parse_stream_listen, StreamListen};
 
 use crate::shared::Shared;

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 mod commit;
+mod retire;
 pub use commit::EntityChange;
 
 /// A config made from the live one by changing some entities ([`Loader::apply`]).
@@ -99,6 +100,8 @@ pub struct Loader {
     ready: AtomicBool,
     /// Bumped each time a config goes live (the control plane pushes it to its data planes then).
     published: tokio::sync::watch::Sender<u64>,
+    /// Replaced snapshots, freed here rather than by the last request on a worker.
+    retired: retire::Retired,
     pub stats: LoadStats,
 }
 
@@ -112,6 +115,7 @@ impl Loader {
             reusable: Mutex::new(None),
             ready: AtomicBool::new(false),
             published: tokio::sync::watch::Sender::new(0),
+            retired: Default::default(),
             stats: LoadStats::default(),
         }
     }
@@ -348,8 +352,8 @@ impl Loader {
     }
 
     fn publish(&self, snapshot: Snapshot) {
-        // The previous snapshot is released here unless a request still holds it.
-        drop(self.live.swap(Arc::new(snapshot)));
+        // The previous snapshot is freed here, or off the workers once the last request on it is done.
+        self.retired.retire(self.live.swap(Arc::new(snapshot)));
         self.ready.store(true, Ordering::Release);
         self.published.send_modify(|n| *n += 1);
     }

@@ -6,7 +6,7 @@
 
 use super::{cpu, Relay};
 use crate::db::http;
-use crate::db::measure::load_while;
+use crate::db::measure::{load_while, per_cpu_ratio};
 use crate::driver::{local::Local, Driver};
 use crate::loadgen::LoadSpec;
 use crate::results::LoadResult;
@@ -94,7 +94,8 @@ pub fn post(doc: &mut Value, admin: SocketAddr, n: usize) -> Result<String> {
 }
 
 /// The DP's proxy load, steady and then with a change posted to the CP every 100 ms (changes numbered
-/// from `first`): the two results and the number of changes posted.
+/// from `first`): the two results, the number of changes posted, and the DP's requests per CPU-second
+/// with changes ÷ steady ([`crate::db::measure::per_cpu_ratio`]).
 pub fn load_while_changing(
     driver: &mut Local,
     dp: &Running,
@@ -102,11 +103,18 @@ pub fn load_while_changing(
     doc: &mut Value,
     admin: SocketAddr,
     first: usize,
-) -> Result<(LoadResult, LoadResult, usize)> {
+) -> Result<(LoadResult, LoadResult, usize, f64)> {
+    let c0 = cpu(dp.pid());
     let steady = driver.run_load(dp, spec)?;
+    let c1 = cpu(dp.pid());
     let every = Duration::from_millis(100);
     let (changing, posted) = load_while(driver, dp, spec, every, |k| post(doc, admin, first + k))?;
-    Ok((steady, changing, posted.len()))
+    let c2 = cpu(dp.pid());
+    let per_cpu = per_cpu_ratio(
+        (std::slice::from_ref(&steady), c1 - c0),
+        (std::slice::from_ref(&changing), c2 - c1),
+    );
+    Ok((steady, changing, posted.len(), per_cpu))
 }
 
 /// The CP's CPU per change split into a fixed part and a part per DP, from streams with 1 and 3 DPs,

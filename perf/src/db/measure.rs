@@ -34,19 +34,11 @@ fn cpu(node: &Running) -> Result<f64> {
     procfs::tree_cpu_seconds(node.pid()).context("reading a node's /proc/<pid>/stat")
 }
 
-/// CPU seconds of every PostgreSQL server process on this machine (`comm` = `postgres`): where the
-/// database's share of the CPUs went (backends that ended meanwhile are not counted).
+/// CPU seconds of every PostgreSQL server process on this machine: where the database's share of the
+/// CPUs went (backends that ended meanwhile are not counted).
 fn postgres_cpu() -> f64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "postgres")
-        })
+    super::pin::server_pids()
+        .into_iter()
         .filter_map(procfs::cpu_seconds)
         .sum()
 }
@@ -250,6 +242,7 @@ pub(super) fn load_with_writes(
         non_2xx: writings.iter().map(|r| r.non_2xx).sum(),
         ..Default::default()
     };
+    let per_cpu = per_cpu_ratio((&steadies, steady_cpu), (&writings, writing_cpu));
     let each: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
     let failed = writing.errors + writing.non_2xx;
     let p99 = percentile(&walls, 99.0);
@@ -283,6 +276,11 @@ pub(super) fn load_with_writes(
             "≥ 0.97",
             ratio >= 0.97,
         ),
+        Row::info(
+            "… B's requests per CPU-second with the writes ÷ steady (the RPS ratio when B's CPU is what limits it)",
+            format!("{per_cpu:.3}"),
+            per_cpu,
+        ),
         Row::goal(
             "failed requests on B during the writes (socket errors + non-2xx)",
             format!(
@@ -301,8 +299,9 @@ pub(super) fn load_with_writes(
         Row::info(
             "CPU of node A and of PostgreSQL during the writes",
             format!(
-                "A {writer_cores:.2} cores (CPUs {}), PostgreSQL {pg_cores:.2} cores (unpinned)",
-                args.writer_cpus.as_deref().unwrap_or_default()
+                "A {writer_cores:.2} cores (CPUs {}), PostgreSQL {pg_cores:.2} cores (CPUs {})",
+                args.writer_cpus.as_deref().unwrap_or_default(),
+                args.pg_cpus.as_deref().unwrap_or_default()
             ),
             writer_cores + pg_cores,
         ),
@@ -315,6 +314,16 @@ pub(super) fn load_with_writes(
             p99,
         ),
     ])
+}
+
+/// Requests served per CPU-second of the measured node with changes ÷ steady, from each side's runs and
+/// the node's CPU seconds over them. The RPS ratio depends on the load generator too, which shares its
+/// CPU with the node that takes the writes (and PostgreSQL, or a control plane): this one is the node's
+/// own, and equals the RPS ratio when the node's CPU is saturated in both.
+pub(crate) fn per_cpu_ratio(steady: (&[LoadResult], f64), changing: (&[LoadResult], f64)) -> f64 {
+    let served = |runs: &[LoadResult]| runs.iter().map(|r| r.rps * r.duration_s).sum::<f64>();
+    let per_cpu = |(runs, cpu): (&[LoadResult], f64)| served(runs) / cpu.max(1e-9);
+    per_cpu(changing) / per_cpu(steady).max(1e-9)
 }
 
 /// Runs the load on B while another thread sends a `PATCH /routes/rN` to A every interval (routes in

@@ -183,3 +183,33 @@ fn a_patched_compile_keeps_the_unchanged_routes_facts() {
     assert_eq!(facts(&patched), facts(&fresh));
     assert!(patched.consumer_slots.len() == fresh.consumer_slots.len());
 }
+
+/// A patched compile skips reading every route's protocols when the live snapshot had no stream route,
+/// but still finds one that a changed route became.
+#[test]
+fn a_patched_compile_finds_a_changed_route_that_became_a_stream_route() {
+    let registry = Registry::builtin();
+    let config = |tcp: bool| {
+        let third = match tcp {
+            true => serde_json::json!({"id": uuid::Uuid::from_u128(3), "service": "t",
+                "protocols": ["tcp"], "destinations": [{"port": 5555}]}),
+            false => serde_json::json!({"id": uuid::Uuid::from_u128(3), "service": "s",
+                "paths": ["/c"]}),
+        };
+        let doc = serde_json::json!({"_format_version": "3.0",
+            "services": [{"name": "s", "url": "http://127.0.0.1:9"},
+                {"name": "t", "protocol": "tcp", "host": "127.0.0.1", "port": 9}],
+            "routes": [{"id": uuid::Uuid::from_u128(1), "service": "s", "paths": ["/a"]},
+                {"id": uuid::Uuid::from_u128(2), "service": "s", "paths": ["/b"]}, third]});
+        Arc::new(sluice_model::declarative::parse_value(doc, &registry).unwrap())
+    };
+    let first = Snapshot::compile(config(false), &registry).unwrap();
+    assert!(first.streams.routes.is_empty());
+    let changed: RouteIds = [uuid::Uuid::from_u128(3)].into_iter().collect();
+    let next = Snapshot::compile_patched(config(true), &registry, &first, &changed).unwrap();
+    assert_eq!(next.streams.routes.len(), 1);
+    assert_eq!(routed(&next, "/c"), None);
+    let back = Snapshot::compile_patched(config(false), &registry, &next, &changed).unwrap();
+    assert!(back.streams.routes.is_empty());
+    assert_eq!(routed(&back, "/c"), Some(3));
+}

@@ -104,3 +104,34 @@ fn a_reused_route_whose_service_is_gone_is_an_error_and_changes_nothing() {
         .unwrap();
     assert_eq!(loader.stats.last_copied.load(Ordering::Relaxed), 9);
 }
+
+/// A request that outlives a reload only lets go of the old snapshot: the loader frees it, not the
+/// request's worker (once a sweep finds it unheld).
+#[tokio::test]
+async fn a_replaced_snapshot_is_freed_by_the_loader_not_by_the_last_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 64 << 20).unwrap();
+    let loader = Loader::new(Arc::new(sluice_plugins::Registry::builtin()), store);
+    loader.load_doc(doc(&["a"]), false, true).unwrap();
+    let request = loader.snapshot().load_full();
+    let old = Arc::downgrade(&request);
+    loader.load_doc(doc(&["a", "b"]), false, true).unwrap();
+    assert_eq!(loader.retired.len(), 1);
+    drop(request);
+    assert!(
+        old.upgrade().is_some(),
+        "the request's drop freed the snapshot"
+    );
+    for _ in 0..100 {
+        if old.strong_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(old.strong_count(), 0, "never freed");
+    assert_eq!(loader.retired.len(), 0);
+    // A snapshot no request holds is freed at once.
+    let config = loader.snapshot().load().config().as_ref().clone();
+    loader.apply(config, None).unwrap();
+    assert_eq!(loader.retired.len(), 0);
+}

@@ -1,11 +1,11 @@
 //! The five hashed groups of a config (routes, services, plugins, upstreams, targets) kept as each
 //! entity's serialized bytes (`sluice_cluster::hash::Serialized`), so that the group hash of the next
 //! config serializes only the entities a delta names and feeds the others' kept bytes to MD5
-//! (`sluice_cluster::hash::array_hash`, which folds at Kong's points). Made for every config a CP pushes
-//! and a DP runs with deltas.
+//! (`sluice_cluster::hash::Marked`, which folds at Kong's points and resumes from the MD5 state kept
+//! before the first entity that changed). Made for every config a CP pushes and a DP runs with deltas.
 
 use serde::Serialize;
-use sluice_cluster::hash::{array_hash, Serialized, EMPTY_CONFIG_HASH};
+use sluice_cluster::hash::{Marked, Serialized, EMPTY_CONFIG_HASH};
 use sluice_model::Config;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -17,6 +17,8 @@ use uuid::Uuid;
 pub struct Kept {
     ids: Vec<Uuid>,
     items: Vec<Arc<Serialized>>,
+    /// The group's array hash, with the states the next config's resumes from.
+    marked: Marked,
 }
 
 impl Kept {
@@ -25,7 +27,7 @@ impl Kept {
         if self.items.is_empty() {
             return EMPTY_CONFIG_HASH.to_owned();
         }
-        array_hash(self.items.iter().map(|i| &**i))
+        self.marked.hash().to_owned()
     }
 
     /// The heap memory the kept bytes take (the ids and pointers included).
@@ -37,7 +39,7 @@ impl Kept {
             .iter()
             .map(|i| i.heap_size() + std::mem::size_of::<Serialized>() + arc_header)
             .sum();
-        each + self.items.len() * per_entity
+        each + self.items.len() * per_entity + self.marked.heap_size()
     }
 }
 
@@ -81,7 +83,10 @@ fn list<T: Serialize>(
     let mut kept = Kept {
         ids: Vec::with_capacity(entities.len()),
         items: Vec::with_capacity(entities.len()),
+        marked: Marked::default(),
     };
+    // The leading entities that are the group before's at the same index: the hash resumes after them.
+    let mut same = 0;
     for (i, entity) in entities.iter().enumerate() {
         let key = id(entity);
         let reused = if changed.contains(&key) {
@@ -102,6 +107,9 @@ fn list<T: Serialize>(
                     .copied(),
             }
         };
+        if same == i && reused == Some(i) {
+            same = i + 1;
+        }
         let item = match reused {
             Some(j) => before.items[j].clone(),
             // As the export has it (`declarative::for_each_entity_of`).
@@ -112,5 +120,7 @@ fn list<T: Serialize>(
         kept.ids.push(key);
         kept.items.push(item);
     }
+    let items = kept.items.iter().map(|i| &**i);
+    kept.marked = Marked::of(items, Some((&before.marked, same)));
     Arc::new(kept)
 }
