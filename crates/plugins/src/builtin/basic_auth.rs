@@ -90,9 +90,10 @@ impl BasicAuth {
             return auth::reject_or_anonymous(ctx, anonymous, deny());
         };
         let store = ctx.credentials;
-        let Some(cred) = store.basic(&user) else {
+        let Some(found) = store.basic(&user) else {
             return auth::reject_or_anonymous(ctx, anonymous, deny());
         };
+        let cred = &found.credential;
         let ok: bool = hash(&pass, &cred.consumer.id)
             .ct_eq(cred.password.as_bytes())
             .into();
@@ -108,7 +109,7 @@ impl BasicAuth {
             id: cred.id,
             plugin: "basic-auth",
         };
-        auth::identify_as(ctx, consumer, credential, &cred.username);
+        auth::identify_known(ctx, consumer, credential, &found.identifier);
         Flow::Continue
     }
 }
