@@ -130,6 +130,12 @@ impl Credentials {
             .map(|i| &self.consumer_headers[*i])
     }
 
+    /// A consumer and its upstream headers, with one lookup.
+    pub fn consumer_with_headers(&self, id: &Uuid) -> Option<(&Consumer, &ConsumerHeaders)> {
+        let i = *self.consumer_by_id.get(id)?;
+        Some((&self.consumers[i], &self.consumer_headers[i]))
+    }
+
     /// By id or username (Kong's `anonymous` setting accepts both).
     pub fn consumer_by_id_or_name(&self, key: &str) -> Option<&Consumer> {
         match Uuid::parse_str(key) {

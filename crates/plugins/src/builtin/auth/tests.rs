@@ -12,6 +12,10 @@ use http::HeaderMap;
 const ALICE: &str = "6a1d1a3e-52a0-4d2c-9f3e-3f0b7d6f1a01";
 const ALICE_KEY: &str = "6a1d1a3e-52a0-4d2c-9f3e-3f0b7d6f1a02";
 const ODD_CREDENTIAL: &str = "6a1d1a3e-52a0-4d2c-9f3e-3f0b7d6f1a03";
+/// A password whose Basic credentials are too long to decode on the stack.
+const LONG: &str = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz\
+0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz\
+0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz";
 
 /// A service whose route runs `plugin`, and consumers alice (key, basic credential) and guest.
 fn config(plugin: &str) -> String {
@@ -23,7 +27,8 @@ fn config(plugin: &str) -> String {
     {{"id": "{ALICE}", "username": "alice", "custom_id": "A1",
       "keyauth_credentials": [{{"id": "{ALICE_KEY}", "key": "alice-key"}}],
       "basicauth_credentials": [{{"username": "alice", "password": "pw"}},
-                                {{"id": "{ODD_CREDENTIAL}", "username": "odd\u0001name", "password": "pw"}}]}},
+                                {{"id": "{ODD_CREDENTIAL}", "username": "odd\u0001name", "password": "pw"}},
+                                {{"username": "long", "password": "{LONG}"}}]}},
     {{"username": "guest"}}]}}"#
     )
 }
@@ -109,6 +114,28 @@ fn basic_auth_names_the_credential_by_its_username_or_else_its_id() {
     let (answer, h) = run(plugin, "/", &[("authorization", &basic("odd\u{1}name"))]);
     assert_eq!(answer, None);
     assert_eq!(text(&h, "x-credential-identifier"), Some(ODD_CREDENTIAL));
+}
+
+#[test]
+fn basic_auth_checks_the_password_however_long_the_credentials() {
+    let header = |user: &str, pass: &str| {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+        ("authorization", format!("Basic {encoded}"))
+    };
+    let plugin = r#"{"name": "basic-auth"}"#;
+    let status = |user: &str, pass: &str| {
+        let (name, value) = header(user, pass);
+        run(plugin, "/", &[(name, value.as_str())]).0
+    };
+    assert!(format!("long:{LONG}").len() > 256, "decoded on the heap");
+    assert_eq!(status("long", LONG), None);
+    assert_eq!(status("long", &LONG[1..]), Some(401));
+    assert_eq!(status("alice", "pw"), None);
+    for wrong in ["pv", "pw ", "", "PW"] {
+        assert_eq!(status("alice", wrong), Some(401), "{wrong:?}");
+    }
+    let not_base64 = run(plugin, "/", &[("authorization", "Basic !!!")]).0;
+    assert_eq!(not_base64, Some(401));
 }
 
 #[test]
