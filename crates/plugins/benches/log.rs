@@ -5,6 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use http::{HeaderMap, HeaderValue};
 use sluice_plugins::logging::entities::EntityJson;
+use sluice_plugins::logging::response_headers::ResponseHeaders;
 use sluice_plugins::logging::serialize::serialize;
 use sluice_plugins::testing::{compile, request};
 use sluice_plugins::{LogRecord, RequestCtx};
@@ -36,7 +37,7 @@ fn record() -> LogRecord {
     }
     LogRecord {
         status: 200,
-        response_headers,
+        response_headers: ResponseHeaders::of(&response_headers),
         request_bytes: 0,
         response_bytes: 512,
         kong_latency_ms: 0,

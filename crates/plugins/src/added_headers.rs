@@ -7,6 +7,9 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
+/// The entries allocated at the first insert.
+const FIRST_ROOM: usize = 8;
+
 /// Headers for the response. The values of one name are kept together, so that putting them on the
 /// response moves each once.
 #[derive(Debug, Default, Clone)]
@@ -31,7 +34,14 @@ impl AddedHeaders {
 
     /// Sets `name` to `value`, replacing what was added under that name before.
     pub fn insert(&mut self, name: HeaderName, value: HeaderValue) {
-        self.remove(&name);
+        // Usually a new name: a look, not a `retain` that moves every entry.
+        if self.0.iter().any(|a| a.name == name) {
+            self.remove(&name);
+        }
+        if self.0.capacity() == 0 {
+            // Room for what a plugin usually adds (rate-limiting: five), in one allocation.
+            self.0.reserve_exact(FIRST_ROOM);
+        }
         self.0.push(Added {
             name,
             value,

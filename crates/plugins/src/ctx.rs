@@ -5,7 +5,6 @@
 
 use crate::credentials::Credentials;
 use bytes::Bytes;
-use http::HeaderMap;
 use sluice_model::{Consumer, Route, Service};
 use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
@@ -92,8 +91,8 @@ pub struct TryRecord {
 #[derive(Debug, Clone)]
 pub struct LogRecord {
     pub status: u16,
-    /// Response headers as sent to the client.
-    pub response_headers: HeaderMap,
+    /// Response headers as sent to the client, rendered for the log record when the head was sent.
+    pub response_headers: crate::logging::response_headers::ResponseHeaders,
     pub request_bytes: u64,
     pub response_bytes: u64,
     /// Milliseconds spent in the gateway before proxying (Kong's `latencies.kong`).

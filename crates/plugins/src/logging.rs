@@ -18,6 +18,7 @@ pub mod legacy;
 pub mod logger;
 pub mod queue;
 pub mod rendered;
+pub mod response_headers;
 pub mod runtime;
 pub mod serialize;
 pub mod session;

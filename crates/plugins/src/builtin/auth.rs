@@ -1,5 +1,6 @@
 //! What the authentication plugins share: identifying the consumer, Kong's upstream headers, `anonymous`.
 
+use crate::credentials::{id_value, ConsumerHeaders};
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::Flow;
 use crate::response::PluginResponse;
@@ -27,10 +28,14 @@ fn set(ctx: &mut RequestCtx<'_>, name: HeaderName, value: &str) {
     }
 }
 
-/// An id as its hyphenated text, formatted on the stack.
-fn set_id(ctx: &mut RequestCtx<'_>, name: HeaderName, id: &uuid::Uuid) {
-    let mut text = uuid::Uuid::encode_buffer();
-    set(ctx, name, id.hyphenated().encode_lower(&mut text));
+/// Removes client-sent copies of Kong's consumer headers. One pass over the request's names, which
+/// rarely holds any of them, instead of a hash of each of the five names.
+fn clear_consumer_headers(headers: &mut http::HeaderMap) {
+    if headers.keys().any(|n| CONSUMER_HEADERS.contains(n)) {
+        for h in CONSUMER_HEADERS {
+            headers.remove(h);
+        }
+    }
 }
 
 /// Marks the request as made by `consumer` with `credential` and sets Kong's upstream headers.
@@ -39,23 +44,8 @@ pub fn identify<'s>(
     consumer: &'s Consumer,
     credential: Option<CredentialRef>,
 ) {
-    for h in CONSUMER_HEADERS {
-        ctx.request.headers.remove(h);
-    }
-    set_id(ctx, CONSUMER_ID, &consumer.id);
-    if let Some(c) = &consumer.custom_id {
-        set(ctx, CONSUMER_CUSTOM_ID, c);
-    }
-    if let Some(u) = &consumer.username {
-        set(ctx, CONSUMER_USERNAME, u);
-    }
-    match credential {
-        Some(cred) => set_id(ctx, CREDENTIAL_IDENTIFIER, &cred.id),
-        None => set(ctx, ANONYMOUS_CONSUMER, "true"),
-    }
-    ctx.anonymous = credential.is_none();
-    ctx.consumer = Some(consumer);
-    ctx.credential = credential;
+    let credential = credential.map(|c| (c, id_value(&c.id)));
+    mark(ctx, consumer, credential);
 }
 
 /// As [`identify`], for a credential Kong names upstream (`X-Credential-Identifier`) by another field than
@@ -66,8 +56,57 @@ pub fn identify_as<'s>(
     credential: CredentialRef,
     identifier: &str,
 ) {
-    identify(ctx, consumer, Some(credential));
-    set(ctx, CREDENTIAL_IDENTIFIER, identifier);
+    let value = HeaderValue::from_str(identifier).unwrap_or_else(|_| id_value(&credential.id));
+    mark(ctx, consumer, Some((credential, value)));
+}
+
+/// As [`identify_as`], with the identifier's header value made when the snapshot was built
+/// ([`crate::credentials::Identified`]).
+pub fn identify_known<'s>(
+    ctx: &mut RequestCtx<'s>,
+    consumer: &'s Consumer,
+    credential: CredentialRef,
+    identifier: &HeaderValue,
+) {
+    mark(ctx, consumer, Some((credential, identifier.clone())));
+}
+
+/// Sets the consumer and credential, and Kong's upstream headers: the consumer's (made with the
+/// snapshot, [`ConsumerHeaders`]) and `X-Credential-Identifier`, or `X-Anonymous-Consumer`.
+fn mark<'s>(
+    ctx: &mut RequestCtx<'s>,
+    consumer: &'s Consumer,
+    credential: Option<(CredentialRef, HeaderValue)>,
+) {
+    let made;
+    let consumer_headers = match ctx.credentials.consumer_headers(&consumer.id) {
+        Some(h) => h,
+        None => {
+            made = ConsumerHeaders::of(consumer);
+            &made
+        }
+    };
+    let headers = &mut ctx.request.headers;
+    clear_consumer_headers(headers);
+    headers.insert(CONSUMER_ID, consumer_headers.id.clone());
+    if let Some(v) = &consumer_headers.custom_id {
+        headers.insert(CONSUMER_CUSTOM_ID, v.clone());
+    }
+    if let Some(v) = &consumer_headers.username {
+        headers.insert(CONSUMER_USERNAME, v.clone());
+    }
+    ctx.anonymous = credential.is_none();
+    ctx.credential = match credential {
+        Some((cred, identifier)) => {
+            headers.insert(CREDENTIAL_IDENTIFIER, identifier);
+            Some(cred)
+        }
+        None => {
+            headers.insert(ANONYMOUS_CONSUMER, HeaderValue::from_static("true"));
+            None
+        }
+    };
+    ctx.consumer = Some(consumer);
 }
 
 /// Marks the request as authenticated by a credential without a consumer (ldap-auth: the LDAP server knows
@@ -77,9 +116,7 @@ pub fn identify_without_consumer(
     credential: CredentialRef,
     identifier: &str,
 ) {
-    for h in CONSUMER_HEADERS {
-        ctx.request.headers.remove(h);
-    }
+    clear_consumer_headers(&mut ctx.request.headers);
     set(ctx, CREDENTIAL_IDENTIFIER, identifier);
     ctx.anonymous = false;
     ctx.consumer = None;
@@ -144,3 +181,6 @@ pub fn cookie<'h>(headers: &'h http::HeaderMap, name: &str) -> Option<&'h str> {
             k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
         })
 }
+
+#[cfg(test)]
+mod tests;

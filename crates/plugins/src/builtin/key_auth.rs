@@ -7,6 +7,7 @@ use crate::registry::{typed_config, BuildCtx, Builtin};
 use serde::Deserialize;
 use sluice_model::declarative::schemas::typedefs;
 use sluice_model::schema::{Field, Schema};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 #[derive(Debug, Deserialize)]
@@ -62,11 +63,11 @@ struct KeyAuth {
     headers: Vec<Option<http::HeaderName>>,
 }
 
-/// Where the key was found, so `hide_credentials` can remove it.
+/// Where the key was found (the index of its name in `key_names`), so `hide_credentials` can remove it.
 enum Found {
-    Header(http::HeaderName),
-    Query(String),
-    Body(String),
+    Header(usize),
+    Query(usize),
+    Body(usize),
 }
 
 fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
@@ -77,21 +78,22 @@ fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
 }
 
 impl KeyAuth {
-    fn find(&self, ctx: &RequestCtx<'_>) -> Option<(String, Found)> {
-        for (name, header) in self.config.key_names.iter().zip(&self.headers) {
+    /// The key the request carries, borrowed from its head (or read from its body), and where it is.
+    fn find<'r>(&self, ctx: &'r RequestCtx<'_>) -> Option<(Cow<'r, str>, Found)> {
+        for (i, (name, header)) in self.config.key_names.iter().zip(&self.headers).enumerate() {
             if let Some(h) = header.as_ref().filter(|_| self.config.key_in_header) {
                 if let Some(v) = ctx.request.headers.get(h).and_then(|v| v.to_str().ok()) {
-                    return Some((v.to_string(), Found::Header(h.clone())));
+                    return Some((Cow::Borrowed(v), Found::Header(i)));
                 }
             }
             if self.config.key_in_query {
                 if let Some(v) = ctx.request.uri.query().and_then(|q| query_value(q, name)) {
-                    return Some((v.to_string(), Found::Query(name.clone())));
+                    return Some((Cow::Borrowed(v), Found::Query(i)));
                 }
             }
             if self.config.key_in_body {
                 if let Some(v) = body_value(ctx, name) {
-                    return Some((v, Found::Body(name.clone())));
+                    return Some((Cow::Owned(v), Found::Body(i)));
                 }
             }
         }
@@ -100,10 +102,13 @@ impl KeyAuth {
 
     fn hide(&self, ctx: &mut RequestCtx<'_>, found: Found) {
         match found {
-            Found::Header(h) => {
-                ctx.request.headers.remove(h);
+            Found::Header(i) => {
+                if let Some(h) = &self.headers[i] {
+                    ctx.request.headers.remove(h);
+                }
             }
-            Found::Query(name) => {
+            Found::Query(i) => {
+                let name = &self.config.key_names[i];
                 let path = ctx.request.uri.path().to_string();
                 let kept: Vec<&str> = ctx
                     .request
@@ -122,9 +127,10 @@ impl KeyAuth {
                     ctx.request.uri = uri;
                 }
             }
-            Found::Body(name) => {
+            Found::Body(i) => {
                 if let Some(body) = ctx.body.take() {
-                    ctx.body = Some(remove_body_field(&body, &name, &ctx.request.headers));
+                    let name = &self.config.key_names[i];
+                    ctx.body = Some(remove_body_field(&body, name, &ctx.request.headers));
                     ctx.request.headers.remove(http::header::CONTENT_LENGTH);
                 }
             }
@@ -183,14 +189,12 @@ impl KeyAuth {
             );
         };
         let credentials = ctx.credentials;
-        let Some(cred) = credentials.key(&key) else {
-            return auth::reject_or_anonymous(
-                ctx,
-                anonymous,
-                auth::unauthorized("Unauthorized", "Key", realm),
-            );
-        };
-        let Some(consumer) = credentials.consumer(&cred.consumer.id) else {
+        let known = credentials.key(&key).and_then(|cred| {
+            let consumer = credentials.consumer(&cred.credential.consumer.id)?;
+            Some((cred, consumer))
+        });
+        drop(key);
+        let Some((cred, consumer)) = known else {
             return auth::reject_or_anonymous(
                 ctx,
                 anonymous,
@@ -200,14 +204,11 @@ impl KeyAuth {
         if self.config.hide_credentials {
             self.hide(ctx, found);
         }
-        auth::identify(
-            ctx,
-            consumer,
-            Some(CredentialRef {
-                id: cred.id,
-                plugin: "key-auth",
-            }),
-        );
+        let credential = CredentialRef {
+            id: cred.credential.id,
+            plugin: "key-auth",
+        };
+        auth::identify_known(ctx, consumer, credential, &cred.identifier);
         Flow::Continue
     }
 }

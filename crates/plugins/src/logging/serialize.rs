@@ -66,9 +66,9 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     o.extend_from_slice(b",\"response\":{\"status\":");
     json::uint(o, record.status.into());
     o.extend_from_slice(b",\"headers\":");
-    let fields = headers(o, &record.response_headers, false);
+    record.response_headers.write(o);
     o.extend_from_slice(b",\"size\":");
-    json::uint(o, response_size_of(record, fields));
+    json::uint(o, response_size(record));
     o.extend_from_slice(b"},\"latencies\":");
     latencies(o, record);
     if !record.tries.is_empty() {
@@ -162,11 +162,7 @@ fn head_len(req: &http::request::Parts, fields: usize) -> u64 {
 
 /// `response.size`: the head as HTTP/1.1 text plus the body bytes (nginx's `bytes_sent`).
 pub(crate) fn response_size(record: &LogRecord) -> u64 {
-    response_size_of(record, fields_size(&record.response_headers))
-}
-
-/// `response.size` when the header lines' bytes are known.
-fn response_size_of(record: &LogRecord, fields: usize) -> u64 {
+    let fields = record.response_headers.fields_size();
     let reason = http::StatusCode::from_u16(record.status)
         .ok()
         .and_then(|s| s.canonical_reason())
@@ -307,7 +303,7 @@ fn fields_size(headers: &HeaderMap) -> usize {
 /// With `redact`, credentials (`authorization`, `proxy-authorization`) become `REDACTED`, as Kong does.
 /// Returns the bytes of the header lines as HTTP/1.1 text (what [`fields_size`] counts), added up on
 /// the way rather than in a second pass for `size`.
-fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) -> usize {
+pub(super) fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) -> usize {
     let mut previous: Option<&http::HeaderName> = None;
     // Where the current name's first value starts, and whether it became an array.
     let (mut first_value, mut array, mut secret) = (0, false, false);

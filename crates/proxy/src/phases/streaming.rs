@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
+use sluice_plugins::logging::response_headers::ResponseHeaders;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
 use sluice_upstream::body::{is_client_timeout, BoxError, ProxyBody};
 use std::time::{Duration, Instant};
@@ -93,7 +94,8 @@ pub struct Upstream {
 /// What the log record needs from the response head, taken before the head is handed to hyper.
 pub struct LogFacts {
     status: u16,
-    headers: http::HeaderMap,
+    /// Rendered now, for the record: the head itself goes to the client.
+    headers: ResponseHeaders,
     /// Kong's name for who made the response (`upstream`, `plugin`, `gateway`).
     source: &'static str,
     started: Instant,
@@ -105,7 +107,7 @@ impl LogFacts {
     pub fn new(head: &http::response::Parts, source: Source, started: Instant) -> LogFacts {
         LogFacts {
             status: head.status.as_u16(),
-            headers: head.headers.clone(),
+            headers: ResponseHeaders::of(&head.headers),
             source: match source {
                 Source::Service => "upstream",
                 Source::Exit => "plugin",

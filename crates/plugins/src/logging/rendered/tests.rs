@@ -1,14 +1,13 @@
 //! Unit tests of `rendered`.
 use super::*;
 use crate::testing::{compile, request};
-use http::HeaderMap;
 
 const CONFIG: &str = "_format_version: \"3.0\"\n";
 
 fn log_record(status: u16) -> LogRecord {
     LogRecord {
         status,
-        response_headers: HeaderMap::new(),
+        response_headers: Default::default(),
         request_bytes: 0,
         response_bytes: 3,
         kong_latency_ms: 1,

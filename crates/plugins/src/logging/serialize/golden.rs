@@ -6,6 +6,7 @@
 //! `SLUICE_WRITE_GOLDEN=1 cargo test -p sluice-plugins golden`.
 
 use super::*;
+use crate::logging::response_headers::ResponseHeaders;
 use crate::logging::session::serialize_session;
 use crate::stream::SessionRecord;
 use crate::testing::{compile, request};
@@ -131,7 +132,7 @@ fn a_rich_request_record_is_what_it_always_was() {
     }
     let record = LogRecord {
         status: 201,
-        response_headers,
+        response_headers: ResponseHeaders::of(&response_headers),
         request_bytes: 5,
         response_bytes: 7,
         kong_latency_ms: 3,

@@ -1,5 +1,6 @@
 //! Unit tests of `serialize`.
 use super::*;
+use crate::logging::response_headers::ResponseHeaders;
 use crate::testing::{compile, request};
 use crate::{CredentialRef, TryRecord};
 use http::HeaderValue;
@@ -26,7 +27,7 @@ fn record(source: &'static str, upstream: bool) -> LogRecord {
     response_headers.append("set-cookie", HeaderValue::from_static("b=2"));
     LogRecord {
         status: 201,
-        response_headers,
+        response_headers: ResponseHeaders::of(&response_headers),
         request_bytes: 5,
         response_bytes: 7,
         kong_latency_ms: 3,
