@@ -50,21 +50,13 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
                 Period::Month => config.month,
                 Period::Year => config.year,
             }?;
-            let title = p.title();
-            let limit_h = HeaderName::from_bytes(
-                format!("x-ratelimit-limit-{}", title.to_lowercase()).as_bytes(),
-            )
-            .ok()?;
-            let remaining_h = HeaderName::from_bytes(
-                format!("x-ratelimit-remaining-{}", title.to_lowercase()).as_bytes(),
-            )
-            .ok()?;
+            let (limit_h, remaining_h) = header_names(*p);
             Some(Limit {
                 period: *p,
                 limit: limit as u64,
                 limit_value: HeaderValue::from(limit as u64),
-                limit_h,
-                remaining_h,
+                limit_h: HeaderName::from_static(limit_h),
+                remaining_h: HeaderName::from_static(remaining_h),
             })
         })
         .collect();
@@ -93,6 +85,10 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
         batch,
         plugin_id: entity.id,
         scope: PluginScope::of(entity),
+        key_prefix: {
+            let scope = PluginScope::of(entity);
+            format!("ratelimit:{}:{}:", scope.route, scope.service)
+        },
         rules: Arc::new(Rules {
             limit_by: LimitBy::parse(&config.limit_by),
             config,
@@ -114,6 +110,19 @@ struct Limit {
     remaining_h: HeaderName,
 }
 
+/// `X-RateLimit-Limit-<Period>` and `X-RateLimit-Remaining-<Period>`, lowercase: static names, which a
+/// request clones without touching a reference count.
+fn header_names(period: Period) -> (&'static str, &'static str) {
+    match period {
+        Period::Second => ("x-ratelimit-limit-second", "x-ratelimit-remaining-second"),
+        Period::Minute => ("x-ratelimit-limit-minute", "x-ratelimit-remaining-minute"),
+        Period::Hour => ("x-ratelimit-limit-hour", "x-ratelimit-remaining-hour"),
+        Period::Day => ("x-ratelimit-limit-day", "x-ratelimit-remaining-day"),
+        Period::Month => ("x-ratelimit-limit-month", "x-ratelimit-remaining-month"),
+        Period::Year => ("x-ratelimit-limit-year", "x-ratelimit-remaining-year"),
+    }
+}
+
 const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
 const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
 const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
@@ -125,44 +134,39 @@ enum Shared {
     Cluster(Arc<dyn ClusterCounters>),
 }
 
-impl Shared {
-    /// Checks and counts one request in `windows` of `scope`, atomically.
-    async fn check_and_count(self, scope: Scope, windows: Vec<Window>) -> Result<Counted, String> {
+/// One request's check-and-count in the shared store, ready to be awaited off the worker's thread of
+/// control.
+enum Ask {
+    Redis(Arc<redis::Target>, redis::Keyed),
+    Cluster(Arc<dyn ClusterCounters>, Scope, Vec<Window>),
+}
+
+impl Ask {
+    /// Checks and counts the request in every window, atomically.
+    async fn check_and_count(self) -> Result<Counted, String> {
         match self {
-            Shared::Cluster(counters) => counters.check_and_count(scope, windows).await,
-            Shared::Redis(target) => {
-                let keyed: Vec<redis::Window> = windows
-                    .iter()
-                    .map(|w| redis::Window {
-                        key: redis_key(&scope, w),
-                        limit: w.limit,
-                        ttl_secs: w.ttl_secs,
-                    })
-                    .collect();
-                redis::check_and_count(&target, &keyed).await
+            Ask::Redis(target, windows) => redis::check_and_count(&target, &windows).await,
+            Ask::Cluster(counters, scope, windows) => {
+                counters.check_and_count(scope, windows).await
             }
         }
     }
 }
 
-/// Kong's Redis key of one window: `ratelimit:<route>:<service>:<identifier>:<window start ms>:<period>`.
-/// Written piece by piece (once per window per request on the Redis path: the formatting machinery cost
-/// more than the rest of the key).
-fn redis_key(scope: &Scope, w: &Window) -> String {
-    let mut id = uuid::Uuid::encode_buffer();
-    let mut start = itoa::Buffer::new();
-    let mut key = String::with_capacity(96 + scope.identifier.len() + w.period.len());
-    key.push_str("ratelimit:");
-    key.push_str(scope.route.hyphenated().encode_lower(&mut id));
-    key.push(':');
-    key.push_str(scope.service.hyphenated().encode_lower(&mut id));
-    key.push(':');
-    key.push_str(&scope.identifier);
-    key.push(':');
-    key.push_str(start.format(w.start * 1000));
-    key.push(':');
-    key.push_str(&w.period);
-    key
+/// Kong's Redis keys of a request, one per configured period:
+/// `ratelimit:<route>:<service>:<identifier>:<window start ms>:<period>`, written one after the other
+/// into one string (`ends[i]` is where key `i` ends).
+struct RedisKeys {
+    text: Vec<u8>,
+    ends: [usize; PERIODS.len()],
+}
+
+impl RedisKeys {
+    /// Key `i`.
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
 }
 
 struct RateLimiting {
@@ -172,6 +176,8 @@ struct RateLimiting {
     batch: Option<Arc<Batch>>,
     plugin_id: uuid::Uuid,
     scope: PluginScope,
+    /// `ratelimit:<route>:<service>:`, how each of its Redis keys starts (see [`RedisKeys`]).
+    key_prefix: String,
     /// Shared with the Redis path's deferred futures, which outlive the call.
     rules: Arc<Rules>,
     header: Option<HeaderName>,
@@ -197,13 +203,33 @@ enum Identifier<'a> {
 impl Identifier<'_> {
     /// As Kong writes it into its keys (an id hyphenated, lowercase).
     fn text(&self) -> String {
+        let mut text = String::new();
+        self.write_to(&mut text);
+        text
+    }
+
+    /// Appends [`Identifier::text`] to `out`. An IPv4 address is written digit by digit: through `fmt` it
+    /// cost more than the rest of a Redis key.
+    fn write_to(&self, out: &mut String) {
         match self {
-            Identifier::Id(id) => id
-                .hyphenated()
-                .encode_lower(&mut uuid::Uuid::encode_buffer())
-                .into(),
-            Identifier::Text(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-            Identifier::Ip(ip) => ip.to_string(),
+            Identifier::Id(id) => out.push_str(
+                id.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer()),
+            ),
+            Identifier::Text(bytes) => out.push_str(&String::from_utf8_lossy(bytes)),
+            Identifier::Ip(std::net::IpAddr::V4(ip)) => {
+                let mut digits = itoa::Buffer::new();
+                for (i, octet) in ip.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        out.push('.');
+                    }
+                    out.push_str(digits.format(octet));
+                }
+            }
+            Identifier::Ip(ip) => {
+                use std::fmt::Write;
+                let _ = write!(out, "{ip}");
+            }
         }
     }
 }
@@ -242,10 +268,6 @@ fn counter_keys() -> &'static foldhash::quality::FixedState {
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64);
         foldhash::quality::FixedState::with_seed(seed)
     })
-}
-
-fn set(headers: &mut impl SetHeader, name: HeaderName, value: u64) {
-    headers.set(name, crate::header_number(value));
 }
 
 /// The route and service the plugin instance is configured on, which Kong's shared counters are keyed by
@@ -347,6 +369,31 @@ impl RateLimiting {
         }
     }
 
+    /// This request's [`RedisKeys`]: the identifier is written once, and copied into the keys after the
+    /// first.
+    fn redis_keys(&self, ctx: &RequestCtx<'_>, now: u64) -> RedisKeys {
+        let mut head = String::with_capacity(self.key_prefix.len() + 64);
+        head.push_str(&self.key_prefix);
+        self.identifier(ctx).write_to(&mut head);
+        head.push(':');
+        let head_len = head.len();
+        let mut text = head.into_bytes();
+        text.reserve(self.rules.limits.len() * (head_len + 24));
+        let mut ends = [0; PERIODS.len()];
+        let mut start_ms = itoa::Buffer::new();
+        for (i, (end, l)) in ends.iter_mut().zip(&self.rules.limits).enumerate() {
+            if i > 0 {
+                text.extend_from_within(..head_len);
+            }
+            let (start, _) = window::bounds(l.period, now);
+            text.extend_from_slice(start_ms.format(start * 1000).as_bytes());
+            text.push(b':');
+            text.extend_from_slice(l.period.name().as_bytes());
+            *end = text.len();
+        }
+        RedisKeys { text, ends }
+    }
+
     /// `policy: redis` or `cluster`: one atomic check-and-count in the shared store, off the worker's
     /// thread of control. With `learn`, the reply seeds the batch's entries of those slots.
     fn count_shared(
@@ -356,37 +403,51 @@ impl RateLimiting {
         now: u64,
         learn: Option<(Arc<Batch>, Vec<batch::Slot>)>,
     ) -> Flow {
-        let scope = Scope {
-            identifier: self.identifier(ctx).text(),
-            route: self.scope.route,
-            service: self.scope.service,
-        };
         let rules = self.rules.clone();
-        let windows: Vec<Window> = rules
-            .limits
-            .iter()
-            .map(|l| {
-                let (start, end) = window::bounds(l.period, now);
-                Window {
-                    period: l.period.name().into(),
-                    start,
-                    limit: l.limit,
-                    ttl_secs: window::kept_for(end - start),
+        let (ask, learn) = match shared {
+            Shared::Redis(target) => {
+                let keys = self.redis_keys(ctx, now);
+                let mut windows = [(&b""[..], 0, 0); PERIODS.len()];
+                for (i, (w, l)) in windows.iter_mut().zip(&rules.limits).enumerate() {
+                    let (start, end) = window::bounds(l.period, now);
+                    *w = (keys.get(i), l.limit, window::kept_for(end - start));
                 }
-            })
-            .collect();
-        let learn = learn.map(|(batch, slots)| {
-            let known: Vec<Known> = (rules.limits.iter().zip(&windows))
-                .map(|(l, w)| Known {
-                    key: redis_key(&scope, w),
-                    ttl_secs: w.ttl_secs,
-                    end: window::bounds(l.period, now).1,
-                })
-                .collect();
-            (batch, slots, known)
-        });
+                let windows = &windows[..rules.limits.len()];
+                let learn = learn.map(|(batch, slots)| {
+                    let known: Vec<Known> = (windows.iter().zip(&rules.limits))
+                        .map(|((key, _, ttl_secs), l)| Known {
+                            key: String::from_utf8_lossy(key).into_owned(),
+                            ttl_secs: *ttl_secs,
+                            end: window::bounds(l.period, now).1,
+                        })
+                        .collect();
+                    (batch, slots, known)
+                });
+                (Ask::Redis(target, redis::Keyed::new(windows)), learn)
+            }
+            Shared::Cluster(counters) => {
+                let scope = Scope {
+                    identifier: self.identifier(ctx).text(),
+                    route: self.scope.route,
+                    service: self.scope.service,
+                };
+                let windows: Vec<Window> = (rules.limits.iter())
+                    .map(|l| {
+                        let (start, end) = window::bounds(l.period, now);
+                        Window {
+                            period: l.period.name().into(),
+                            start,
+                            limit: l.limit,
+                            ttl_secs: window::kept_for(end - start),
+                        }
+                    })
+                    .collect();
+                // The batch is Redis's only.
+                (Ask::Cluster(counters, scope, windows), None)
+            }
+        };
         Flow::Defer(Box::pin(async move {
-            match shared.check_and_count(scope, windows).await {
+            match ask.check_and_count().await {
                 Ok(mut counted) => {
                     if let Some((batch, slots, known)) = learn {
                         let limits: Vec<u64> = rules.limits.iter().map(|l| l.limit).collect();
@@ -398,11 +459,10 @@ impl RateLimiting {
                     }
                     let mut headers = AddedHeaders::new();
                     // A refused request's counts are the full windows; it is the one over the limit.
-                    let counts: Vec<u64> = match counted.allowed {
-                        true => counted.counts,
-                        false => counted.counts.iter().map(|c| c + 1).collect(),
-                    };
-                    match rules.verdict(&counts, !counted.allowed, now, &mut headers) {
+                    if !counted.allowed {
+                        counted.counts.iter_mut().for_each(|c| *c += 1);
+                    }
+                    match rules.verdict(&counted.counts, !counted.allowed, now, &mut headers) {
                         Some(mut resp) => {
                             headers.apply(&mut resp.headers);
                             Flow::Respond(resp)
@@ -438,23 +498,30 @@ impl Rules {
     ) -> Option<PluginResponse> {
         // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
         let mut tightest: Option<(u64, u64, &Limit)> = None;
+        // The header value of `tightest`'s remaining count, made once for both headers that carry it.
+        let mut tightest_value = None;
         for (l, count) in self.limits.iter().zip(counts) {
             let remaining = l.limit.saturating_sub(*count);
-            if !self.config.hide_client_headers {
-                headers.set(l.limit_h.clone(), l.limit_value.clone());
-                set(headers, l.remaining_h.clone(), remaining);
-            }
             let (_, end) = window::bounds(l.period, now);
             let reset = end.saturating_sub(now).max(1);
-            if tightest.is_none_or(|(r, _, _)| remaining < r) {
+            let tighter = tightest.is_none_or(|(r, _, _)| remaining < r);
+            if tighter {
                 tightest = Some((remaining, reset, l));
+            }
+            if !self.config.hide_client_headers {
+                let value = crate::header_number(remaining);
+                if tighter {
+                    tightest_value = Some(value.clone());
+                }
+                headers.set(l.limit_h.clone(), l.limit_value.clone());
+                headers.set(l.remaining_h.clone(), value);
             }
         }
         // The schema requires at least one period, so `tightest` is always set.
-        if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
+        if let (Some((_, reset, l)), Some(remaining)) = (tightest, tightest_value) {
             headers.set(RATELIMIT_LIMIT, l.limit_value.clone());
-            set(headers, RATELIMIT_REMAINING, remaining);
-            set(headers, RATELIMIT_RESET, reset);
+            headers.set(RATELIMIT_REMAINING, remaining);
+            headers.set(RATELIMIT_RESET, crate::header_number(reset));
         }
         let reset = tightest.map_or(1, |(_, reset, _)| reset);
         exceeded.then(|| {
@@ -512,3 +579,6 @@ fn register(plugin: RateLimiting) -> Arc<dyn Plugin> {
         .access(RateLimiting::access)
         .build()
 }
+
+#[cfg(test)]
+mod tests;

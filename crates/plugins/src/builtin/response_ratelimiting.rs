@@ -341,7 +341,6 @@ impl ResponseRateLimiting {
                                 w.period,
                                 usage.now,
                             ),
-                            limit: w.limit as u64,
                             ttl_secs: window::kept_for(end - start),
                         }
                     })

@@ -150,34 +150,55 @@ async fn connect(target: &Target) -> Result<Connection, Error> {
     Ok(c)
 }
 
-/// One window to count a request in.
+/// A key to add to, and how long it is kept.
 pub struct Window {
     pub key: String,
-    pub limit: u64,
     pub ttl_secs: u64,
+}
+
+/// A request's windows as the script's arguments after its hash: the number of keys, each key, each limit,
+/// each key's time to live, in RESP. Written once per request and copied into the command as one piece;
+/// also what requests must share to share a call ([`coalesce`]): the same keys with the same limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keyed {
+    args: Arc<[u8]>,
+    windows: usize,
+}
+
+impl Keyed {
+    /// `windows`: each window's (key, limit, time to live in seconds).
+    pub fn new(windows: &[(&[u8], u64, u64)]) -> Keyed {
+        thread_local! {
+            /// Where this worker writes the arguments before they get their own allocation.
+            static ARGS: RefCell<Vec<u8>> = RefCell::default();
+        }
+        ARGS.with_borrow_mut(|out| {
+            out.clear();
+            resp::arg_number(out, windows.len() as u64);
+            for (key, _, _) in windows {
+                resp::arg(out, key);
+            }
+            for (_, limit, _) in windows {
+                resp::arg_number(out, *limit);
+            }
+            for (_, _, ttl_secs) in windows {
+                resp::arg_number(out, *ttl_secs);
+            }
+            Keyed {
+                args: Arc::from(&out[..]),
+                windows: windows.len(),
+            }
+        })
+    }
 }
 
 /// Checks and counts one request in every window, atomically (alone, or in a batch of requests for the
 /// same windows).
-pub async fn check_and_count(target: &Target, windows: &[Window]) -> Result<Counted, String> {
-    let id = batch_id(windows);
-    coalesce::check_and_count(&target.in_flight, id, |asked| {
+pub async fn check_and_count(target: &Target, windows: &Keyed) -> Result<Counted, String> {
+    coalesce::check_and_count(&target.in_flight, windows.args.clone(), |asked| {
         check_and_count_many(target, windows, asked)
     })
     .await
-}
-
-/// What requests must share to share a call: the same keys with the same limits.
-fn batch_id(windows: &[Window]) -> String {
-    let mut limit = itoa::Buffer::new();
-    let mut id = String::with_capacity(windows.iter().map(|w| w.key.len() + 24).sum());
-    for w in windows {
-        id.push_str(&w.key);
-        id.push('\n');
-        id.push_str(limit.format(w.limit));
-        id.push('\n');
-    }
-    id
 }
 
 /// The script's SHA-1 in hex, which `EVALSHA` sends instead of the script.
@@ -194,12 +215,12 @@ fn script_sha() -> &'static str {
 /// know it yet (`NOSCRIPT`: restarted, flushed) gets the whole script, which it then keeps.
 async fn check_and_count_many(
     target: &Target,
-    windows: &[Window],
+    windows: &Keyed,
     asked: u64,
 ) -> Result<Vec<u64>, String> {
     let invoke = |script: Option<&'static str>| {
         move |out: &mut Vec<u8>| {
-            resp::command(out, 4 + 3 * windows.len());
+            resp::command(out, 4 + 3 * windows.windows);
             match script {
                 None => {
                     resp::arg(out, b"EVALSHA");
@@ -210,16 +231,7 @@ async fn check_and_count_many(
                     resp::arg(out, script.as_bytes());
                 }
             }
-            resp::arg_number(out, windows.len() as u64);
-            for w in windows {
-                resp::arg(out, w.key.as_bytes());
-            }
-            for w in windows {
-                resp::arg_number(out, w.limit);
-            }
-            for w in windows {
-                resp::arg_number(out, w.ttl_secs);
-            }
+            out.extend_from_slice(&windows.args);
             resp::arg_number(out, asked);
         }
     };
@@ -230,7 +242,7 @@ async fn check_and_count_many(
         reply => reply,
     };
     let reply = reply.map_err(|e| e.to_string())?;
-    match reply.len() == windows.len() + 1 {
+    match reply.len() == windows.windows + 1 {
         true => Ok(numbers(&reply)),
         false => Err(format!("unexpected reply from redis: {reply:?}")),
     }

@@ -33,18 +33,6 @@ impl Period {
             Period::Year => "year",
         }
     }
-
-    /// As it appears in `X-RateLimit-Limit-<Title>`.
-    pub fn title(self) -> &'static str {
-        match self {
-            Period::Second => "Second",
-            Period::Minute => "Minute",
-            Period::Hour => "Hour",
-            Period::Day => "Day",
-            Period::Month => "Month",
-            Period::Year => "Year",
-        }
-    }
 }
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).

@@ -29,12 +29,8 @@ async fn admit(b: &Batch, key: &str, limit: u64, end: u64) -> bool {
     if let Some(exceeded) = b.count(&[SLOT], &[limit], &mut [0]) {
         return !exceeded;
     }
-    let window = redis::Window {
-        key: key.into(),
-        limit,
-        ttl_secs: 60,
-    };
-    let counted = redis::check_and_count(&b.target, &[window]).await.unwrap();
+    let window = redis::Keyed::new(&[(key.as_bytes(), limit, 60)]);
+    let counted = redis::check_and_count(&b.target, &window).await.unwrap();
     let known = Known {
         key: key.into(),
         ttl_secs: 60,

@@ -13,16 +13,26 @@
 //! never left without a leader.
 
 use crate::counters::Counted;
+use std::collections::hash_map::{Entry, HashMap};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Mutex;
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
-/// The calls in flight, by the windows they count (see [`super::batch_id`]), each with the requests
-/// queued behind it. The ids hold identifiers a client chooses: the map's hasher is seeded at random.
+/// The calls in flight, by a hash of the windows they count (the script's arguments, [`super::Keyed`]),
+/// each with the requests queued behind it. The windows hold identifiers a client chooses: the hash is
+/// seeded at random once per process, and a hit is only shared when the windows are equal too (a request
+/// whose hash another call's windows took goes alone).
 #[derive(Default)]
 pub struct InFlight {
-    queues: Mutex<foldhash::HashMap<String, VecDeque<oneshot::Sender<Turn>>>>,
+    queues: Mutex<HashMap<u64, Queue, rustc_hash::FxBuildHasher>>,
+}
+
+/// The call out for one set of windows and the requests waiting for the next.
+struct Queue {
+    windows: Arc<[u8]>,
+    waiting: VecDeque<oneshot::Sender<Turn>>,
 }
 
 impl std::fmt::Debug for InFlight {
@@ -40,60 +50,89 @@ enum Turn {
     Lead,
 }
 
-/// Checks and counts one request in the windows `id` names: in a call of its own, or in a batch.
-/// `call(asked)` makes the script call for `asked` requests; its reply is `[granted, count before...]`.
+/// Checks and counts one request in `windows` (the script's arguments): in a call of its own, or in a
+/// batch. `call(asked)` makes the script call for `asked` requests; its reply is `[granted, count before...]`.
 pub async fn check_and_count<F, Fut>(
     in_flight: &InFlight,
-    id: String,
+    windows: Arc<[u8]>,
     call: F,
 ) -> Result<Counted, String>
 where
     F: FnOnce(u64) -> Fut,
     Fut: Future<Output = Result<Vec<u64>, String>>,
 {
-    let queued = {
-        let mut queues = in_flight.queues.lock().unwrap_or_else(|e| e.into_inner());
-        match queues.get_mut(&id) {
-            Some(queue) => {
-                let (tx, rx) = oneshot::channel();
-                queue.push_back(tx);
-                Some(rx)
-            }
-            None => {
-                queues.insert(id.clone(), VecDeque::new());
-                None
-            }
-        }
-    };
-    if let Some(rx) = queued {
-        let mut waiting = Waiting {
-            in_flight,
-            id: &id,
-            rx,
-            answered: false,
-        };
-        let turn = (&mut waiting.rx).await;
-        waiting.answered = true;
-        match turn {
-            Ok(Turn::Counted(counted)) => return counted,
-            Ok(Turn::Lead) => {}
-            Err(_) => return Err("the redis call this request waited on was abandoned".into()),
-        }
-    }
+    let hash = super::super::counter_keys().hash_one(&*windows);
+    let joined = in_flight.join(hash, windows);
     let mut lead = Leading {
         in_flight,
-        id: &id,
+        hash: Some(hash),
         riders: Vec::new(),
     };
-    lead.riders = lead.take_queue();
+    match joined {
+        // Nobody can have queued behind a call that is not out yet.
+        Joined::First => {}
+        Joined::Alone => lead.hash = None,
+        Joined::Queued(rx) => {
+            // Not leading (yet): a drop now must not hand the lead on.
+            lead.hash = None;
+            let mut waiting = Waiting {
+                in_flight,
+                hash,
+                rx,
+                answered: false,
+            };
+            let turn = (&mut waiting.rx).await;
+            waiting.answered = true;
+            match turn {
+                Ok(Turn::Counted(counted)) => return counted,
+                Ok(Turn::Lead) => {}
+                Err(_) => return Err("the redis call this request waited on was abandoned".into()),
+            }
+            lead.hash = Some(hash);
+            lead.riders = lead.take_queue();
+        }
+    }
     let reply = call(1 + lead.riders.len() as u64).await;
     lead.settle(reply)
+}
+
+impl InFlight {
+    /// Joins the call out for `windows` (whose hash is `hash`), or starts one.
+    fn join(&self, hash: u64, windows: Arc<[u8]>) -> Joined {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        match queues.entry(hash) {
+            Entry::Occupied(mut e) if e.get().windows == windows => {
+                let (tx, rx) = oneshot::channel();
+                e.get_mut().waiting.push_back(tx);
+                Joined::Queued(rx)
+            }
+            Entry::Occupied(_) => Joined::Alone,
+            Entry::Vacant(e) => {
+                e.insert(Queue {
+                    windows,
+                    waiting: VecDeque::new(),
+                });
+                Joined::First
+            }
+        }
+    }
+}
+
+/// How a request joined the calls in flight.
+enum Joined {
+    /// No call for its windows was out: it leads one now.
+    First,
+    /// Another call's windows have the same hash: it makes its call alone, outside the map.
+    Alone,
+    /// It waits behind the call out for its windows.
+    Queued(oneshot::Receiver<Turn>),
 }
 
 /// The leader of a call: the requests riding on it, and the hand-over when it is done or dropped.
 struct Leading<'a> {
     in_flight: &'a InFlight,
-    id: &'a str,
+    /// The hash of the windows whose queue it leads; None for a call outside the map.
+    hash: Option<u64>,
     /// The requests whose counts this call asks for, after the leader's own.
     riders: Vec<oneshot::Sender<Turn>>,
 }
@@ -106,9 +145,9 @@ impl Leading<'_> {
             .queues
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        queues
-            .get_mut(self.id)
-            .map_or_else(Vec::new, |q| q.drain(..).collect())
+        self.hash
+            .and_then(|hash| queues.get_mut(&hash))
+            .map_or_else(Vec::new, |q| q.waiting.drain(..).collect())
     }
 
     /// Tells each rider its share of the reply and returns the leader's (the first).
@@ -128,14 +167,16 @@ impl Drop for Leading<'_> {
             let abandoned = Err("the redis call was abandoned midway".to_string());
             let _ = rider.send(Turn::Counted(abandoned));
         }
-        hand_over(self.in_flight, self.id);
+        if let Some(hash) = self.hash {
+            hand_over(self.in_flight, hash);
+        }
     }
 }
 
 /// A queued request. Dropped after the lead was handed to it but before it took it, it hands it on.
 struct Waiting<'a> {
     in_flight: &'a InFlight,
-    id: &'a str,
+    hash: u64,
     rx: oneshot::Receiver<Turn>,
     /// Its turn came and was taken.
     answered: bool,
@@ -147,25 +188,25 @@ impl Drop for Waiting<'_> {
             // Closed first, so that a lead sent from now on fails and goes to the next in the queue.
             self.rx.close();
             if let Ok(Turn::Lead) = self.rx.try_recv() {
-                hand_over(self.in_flight, self.id);
+                hand_over(self.in_flight, self.hash);
             }
         }
     }
 }
 
-/// The call for `id` is over: the first queued request that is still there leads the next one, or,
-/// with none, the windows have no call in flight.
-fn hand_over(in_flight: &InFlight, id: &str) {
+/// The call for the windows of `hash` is over: the first queued request that is still there leads the
+/// next one, or, with none, the windows have no call in flight.
+fn hand_over(in_flight: &InFlight, hash: u64) {
     let mut queues = in_flight.queues.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(queue) = queues.get_mut(id) else {
+    let Some(queue) = queues.get_mut(&hash) else {
         return;
     };
-    while let Some(next) = queue.pop_front() {
+    while let Some(next) = queue.waiting.pop_front() {
         if next.send(Turn::Lead).is_ok() {
             return;
         }
     }
-    queues.remove(id);
+    queues.remove(&hash);
 }
 
 /// Request `i`'s share of a batch's reply `[granted, count before...]`: the first `granted` pass, each

@@ -25,6 +25,22 @@ fn targets_as_urls() {
     assert!(Target::new(&RedisConfig::default()).is_err());
 }
 
+/// A window with its limit, as these tests write them.
+struct Window {
+    key: String,
+    limit: u64,
+    ttl_secs: u64,
+}
+
+/// The script's arguments for `windows`.
+fn keyed(windows: &[Window]) -> Keyed {
+    let windows: Vec<(&[u8], u64, u64)> = windows
+        .iter()
+        .map(|w| (w.key.as_bytes(), w.limit, w.ttl_secs))
+        .collect();
+    Keyed::new(&windows)
+}
+
 /// Against the real Redis on 127.0.0.1:6379 (database 7, keys of this test only).
 #[tokio::test(flavor = "current_thread")]
 async fn windows_are_counted_together_and_refusals_count_nothing() {
@@ -42,12 +58,12 @@ async fn windows_are_counted_together_and_refusals_count_nothing() {
             ttl_secs: 3600,
         },
     ];
-    let first = check_and_count(&target, &windows).await.unwrap();
+    let first = check_and_count(&target, &keyed(&windows)).await.unwrap();
     assert!(first.allowed);
     assert_eq!(first.counts, [1, 1]);
-    let second = check_and_count(&target, &windows).await.unwrap();
+    let second = check_and_count(&target, &keyed(&windows)).await.unwrap();
     assert_eq!((second.allowed, second.counts), (true, vec![2, 2]));
-    let third = check_and_count(&target, &windows).await.unwrap();
+    let third = check_and_count(&target, &keyed(&windows)).await.unwrap();
     assert_eq!(
         (third.allowed, third.counts),
         (false, vec![2, 2]),
@@ -95,7 +111,7 @@ async fn an_unreachable_redis_is_an_error_not_a_hang() {
         ttl_secs: 1,
     }];
     let started = std::time::Instant::now();
-    assert!(check_and_count(&target, &windows).await.is_err());
+    assert!(check_and_count(&target, &keyed(&windows)).await.is_err());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -118,9 +134,10 @@ async fn concurrent_requests_let_exactly_the_limit_through() {
         },
     ]);
     let mut set = tokio::task::JoinSet::new();
+    let both = keyed(&windows[..]);
     for _ in 0..60 {
-        let (target, windows) = (target.clone(), windows.clone());
-        set.spawn(async move { check_and_count(&target, &windows[..]).await });
+        let (target, both) = (target.clone(), both.clone());
+        set.spawn(async move { check_and_count(&target, &both).await });
     }
     let mut passed = Vec::new();
     while let Some(counted) = set.join_next().await {

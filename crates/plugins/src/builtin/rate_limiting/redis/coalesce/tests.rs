@@ -38,7 +38,7 @@ fn request<'a>(
 ) -> Boxed<'a> {
     Box::pin(check_and_count(
         in_flight,
-        "w".into(),
+        std::sync::Arc::from(&b"w"[..]),
         move |asked| async move {
             gate.notified().await;
             Ok(store.grant(asked, limit))
@@ -162,4 +162,23 @@ fn a_batch_past_the_limit_refuses_its_tail_with_the_full_counts() {
     assert!(!counted[2].allowed && counted[2].counts == [10, 5]);
     assert!(!counted[3].allowed && counted[3].counts == [10, 5]);
     assert!(share(&Err("down".into()), 0).is_err());
+}
+
+#[test]
+fn windows_that_share_only_a_hash_do_not_share_a_call() {
+    let in_flight = InFlight::default();
+    let (a, b) = (
+        std::sync::Arc::<[u8]>::from(&b"a"[..]),
+        std::sync::Arc::<[u8]>::from(&b"b"[..]),
+    );
+    assert!(matches!(in_flight.join(7, a.clone()), Joined::First));
+    assert!(
+        matches!(in_flight.join(7, b), Joined::Alone),
+        "another call's hash, other windows: a call of its own"
+    );
+    assert!(
+        matches!(in_flight.join(7, a), Joined::Queued(_)),
+        "the same windows: queued behind the call"
+    );
+    assert_eq!(in_flight.queues.lock().unwrap()[&7].waiting.len(), 1);
 }
