@@ -84,6 +84,22 @@ impl AddedHeaders {
         }
     }
 
+    /// Whether a header was added under `name`.
+    pub fn contains(&self, name: &HeaderName) -> bool {
+        self.0.iter().any(|a| a.name == *name)
+    }
+
+    /// Writes them as HTTP/1.1 field lines, for a head written without a map (the writer leaves out the
+    /// response's own fields of these names, as [`AddedHeaders::apply`] replaces them).
+    pub fn write_lines(&self, out: &mut Vec<u8>) {
+        for added in &self.0 {
+            out.extend_from_slice(added.name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(added.value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
     /// Puts them on a response head: each name replaces the response's own values.
     pub fn apply(self, headers: &mut HeaderMap) {
         headers.reserve(self.0.len());

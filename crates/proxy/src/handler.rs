@@ -10,7 +10,7 @@ use crate::exchange::{self, ConnInfo, Exchange, Sending};
 use crate::grpc;
 use crate::metrics::{self, request_length, Count, Finished, Series};
 use crate::phases;
-use crate::respond::KongHeaders;
+use crate::respond::LateHeaders;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
 use crate::strict;
@@ -19,6 +19,7 @@ use crate::watchdog::{InFlight, Tracked};
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
+use sluice_plugins::AddedHeaders;
 use sluice_upstream::body::{box_err, ProxyBody};
 use sluice_upstream::request_id;
 use std::future::Future;
@@ -59,15 +60,15 @@ pub type Answer = (Response<ProxyBody>, Option<Count>);
 /// appends them as text; hyper's h2 server needs them in the map ([`Reply::into_response`]).
 pub struct Reply {
     pub response: Response<Tracked>,
-    pub late: Option<KongHeaders>,
+    pub late: Option<LateHeaders>,
 }
 
 impl Reply {
     /// The response with Kong's headers in its map.
     pub fn into_response(self) -> Response<Tracked> {
         let mut response = self.response;
-        if let Some(kong) = self.late {
-            kong.insert(response.headers_mut());
+        if let Some(late) = self.late {
+            late.insert(response.headers_mut());
         }
         response
     }
@@ -285,7 +286,7 @@ impl Fast {
     }
 
     /// [`Fast::send`]; with `late`, Kong's headers on the upstream's response are left to the server.
-    async fn send_with(self, scope: &Scope, late: bool) -> (Answer, Option<KongHeaders>) {
+    async fn send_with(self, scope: &Scope, late: bool) -> (Answer, Option<LateHeaders>) {
         let (snap, x) = (&*scope.snap, scope.exchange());
         let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
@@ -304,14 +305,21 @@ impl Fast {
                 None,
             ),
         };
+        // The plugins' headers go after Kong's, as Kong's `header_filter` runs the plugins after its own:
+        // in the map now, or beside Kong's when those are left to the server.
         let mut consumer = None;
+        let mut added_late = AddedHeaders::new();
         if let Some(added) = self.added {
-            // Added after Kong's headers, as Kong's `header_filter` runs the plugins after its own. With
-            // Kong's left late, a plugin's field of the same name would lose to them; access-only plugins
-            // add only their own names (`RateLimit-*`, ...), never Kong's.
             consumer = added.consumer;
-            added.apply(resp.headers_mut());
+            match late.is_some() {
+                true => added_late = added.into_headers(),
+                false => added.apply(resp.headers_mut()),
+            }
         }
+        let late = late.map(|kong| LateHeaders {
+            kong,
+            added: added_late,
+        });
         let finished = Finished {
             source,
             started: x.started,

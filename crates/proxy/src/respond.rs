@@ -11,7 +11,7 @@ use crate::names;
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderName, HeaderValue, SERVER, VIA};
-use sluice_plugins::header_number;
+use sluice_plugins::{header_number, AddedHeaders};
 use sluice_upstream::forward;
 use std::time::{Duration, Instant};
 
@@ -139,9 +139,13 @@ impl KongHeaders {
             || (on.upstream_status && name == names::X_KONG_UPSTREAM_STATUS.as_str())
     }
 
-    /// Appends the fields as HTTP/1.1 text; `has_server`: the head already has a `Server`.
-    pub fn write(&self, out: &mut Vec<u8>, has_server: bool) {
+    /// Appends the fields as HTTP/1.1 text, but those `skip` names; `has_server`: the head already has a
+    /// `Server`.
+    pub fn write(&self, out: &mut Vec<u8>, has_server: bool, skip: impl Fn(&HeaderName) -> bool) {
         self.each(has_server, |name, value| {
+            if skip(&name.name) {
+                return;
+            }
             let mut number = itoa::Buffer::new();
             let value = match value {
                 Value::Static(_, line) => return out.extend_from_slice(line.as_bytes()),
@@ -169,6 +173,41 @@ impl KongHeaders {
             };
             headers.insert(&name.name, value);
         });
+    }
+}
+
+/// What a fast-path response's head gets when it is written: Kong's headers, then the headers plugins that
+/// act in `access` only added (after Kong's, as Kong's `header_filter` runs the plugins after its own: a
+/// plugin's name replaces Kong's field and the upstream's).
+#[derive(Debug)]
+pub struct LateHeaders {
+    pub kong: KongHeaders,
+    pub added: AddedHeaders,
+}
+
+impl LateHeaders {
+    /// Whether the upstream's field `name` gives way to one of these.
+    #[inline]
+    pub fn replaces(&self, name: &HeaderName) -> bool {
+        self.kong.replaces(name) || (!self.added.is_empty() && self.added.contains(name))
+    }
+
+    /// Appends them as HTTP/1.1 text; `has_server`: the head already has a `Server`.
+    pub fn write(&self, out: &mut Vec<u8>, has_server: bool) {
+        match self.added.is_empty() {
+            true => self.kong.write(out, has_server, |_| false),
+            false => {
+                self.kong
+                    .write(out, has_server, |name| self.added.contains(name));
+                self.added.write_lines(out);
+            }
+        }
+    }
+
+    /// Puts them into a header map whose hop-by-hop fields are gone.
+    pub fn insert(self, headers: &mut HeaderMap) {
+        self.kong.insert(headers);
+        self.added.apply(headers);
     }
 }
 
@@ -213,7 +252,7 @@ mod tests {
     /// The fields as text, the way the HTTP/1.1 writer puts them after the upstream's.
     fn written(k: &KongHeaders, has_server: bool) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        k.write(&mut out, has_server);
+        k.write(&mut out, has_server, |_| false);
         String::from_utf8(out)
             .unwrap()
             .lines()
@@ -247,6 +286,48 @@ mod tests {
             Some("0123456789abcdef0123456789abcdef")
         );
         assert_eq!(value("server"), Some(PRODUCT));
+    }
+
+    #[test]
+    fn plugins_headers_come_after_kongs_and_replace_them() {
+        let mut added = AddedHeaders::new();
+        let limit = HeaderName::from_static("ratelimit-limit");
+        added.insert(limit.clone(), HeaderValue::from_static("5"));
+        added.insert(
+            names::X_KONG_PROXY_LATENCY,
+            HeaderValue::from_static("plugin"),
+        );
+        let late = LateHeaders {
+            kong: kong(HeaderSettings::default()),
+            added,
+        };
+        let mut out = Vec::new();
+        late.write(&mut out, false);
+        let mut written: Vec<(String, String)> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_once(": ").unwrap())
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        assert!(written.contains(&("x-kong-proxy-latency".into(), "plugin".into())));
+        assert_eq!(
+            written.last(),
+            Some(&("x-kong-proxy-latency".into(), "plugin".into()))
+        );
+        assert!(late.replaces(&limit) && late.replaces(&names::X_KONG_PROXY_LATENCY));
+        let mut map = HeaderMap::new();
+        LateHeaders {
+            kong: late.kong,
+            added: late.added.clone(),
+        }
+        .insert(&mut map);
+        let mut inserted: Vec<(String, String)> = map
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        written.sort();
+        inserted.sort();
+        assert_eq!(written, inserted);
     }
 
     #[test]

@@ -252,3 +252,42 @@ async fn a_global_rewrite_runs_before_the_router_which_routes_its_result() {
     assert_eq!(status, 404);
     assert_eq!(headers["x-rewritten"], "yes");
 }
+
+/// The headers an access-only plugin adds reach the client after Kong's, and replace the upstream's own
+/// fields of their names, whether the head is written with them appended (HTTP/1.1) or from the map.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_plugins_add_replace_the_upstreams() {
+    let up = EchoUpstream::start();
+    let yaml = format!(
+        r#"_format_version: "3.0"
+services:
+- name: s
+  url: {}
+  routes:
+  - name: r
+    paths: [/]
+    plugins: [{{name: rate-limiting, config: {{minute: 100}}}}]
+"#,
+        up.url()
+    );
+    let proxy = Proxy::start(&yaml);
+    let (status, headers, _) = get(
+        proxy.url("/x"),
+        [
+            ("x-echo-set-header", "ratelimit-limit: 999"),
+            ("x-echo-set-header", "x-ratelimit-remaining-minute: 999"),
+            ("x-echo-set-header", "x-up: kept"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let all = |name| headers.get_all(name).iter().collect::<Vec<_>>();
+    assert_eq!(all("ratelimit-limit"), ["100"]);
+    assert_eq!(all("x-ratelimit-remaining-minute"), ["99"]);
+    assert_eq!(headers["x-up"], "kept");
+    assert_eq!(all("x-kong-request-id").len(), 1);
+    assert_eq!(
+        headers["via"],
+        format!("1.1 {}", sluice_proxy::PRODUCT).as_str()
+    );
+}

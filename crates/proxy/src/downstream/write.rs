@@ -4,7 +4,7 @@
 //! A client that stops reading is cut after `send_timeout` without progress (nginx's `send_timeout`).
 
 use super::stall::Stall;
-use crate::respond::KongHeaders;
+use crate::respond::LateHeaders;
 use bytes::{Buf, Bytes};
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
 use http::{response, StatusCode};
@@ -40,12 +40,12 @@ pub struct Facts {
 }
 
 /// Writes the response head into `out` and says how the body follows and whether the connection stays
-/// open after it. `kong`: Kong's headers not yet in the map, written after its fields (an upstream field
-/// they replace is left out).
+/// open after it. `late`: Kong's and the plugins' headers not yet in the map, written after its fields (an
+/// upstream field they replace is left out; the framing fields are the connection's, never theirs).
 pub fn head(
     out: &mut Vec<u8>,
     parts: &response::Parts,
-    kong: Option<&KongHeaders>,
+    late: Option<&LateHeaders>,
     hint: &SizeHint,
     facts: Facts,
 ) -> (Framing, bool) {
@@ -73,15 +73,15 @@ pub fn head(
             has_date = true;
         } else if *name == CONNECTION {
             has_connection = true;
+        } else if late.is_some_and(|l| l.replaces(name)) {
+            continue;
         } else if *name == SERVER {
             has_server = true;
-        } else if kong.is_some_and(|k| k.replaces(name)) {
-            continue;
         }
         field(out, name.as_str().as_bytes(), value.as_bytes());
     }
-    if let Some(kong) = kong {
-        kong.write(out, has_server);
+    if let Some(late) = late {
+        late.write(out, has_server);
     }
     let framing = if no_body || status == StatusCode::NOT_MODIFIED || facts.head_request {
         Framing::None

@@ -42,6 +42,11 @@ impl Added {
     pub(crate) fn apply(self, headers: &mut http::HeaderMap) {
         self.headers.apply(headers);
     }
+
+    /// The plugins' headers, for a head that gets them when it is written.
+    pub(crate) fn into_headers(self) -> AddedHeaders {
+        self.headers
+    }
 }
 
 /// Steps 4 to 7 of a route whose plugins act in `access` only: `access` now, then the fast path's send
