@@ -239,23 +239,12 @@ impl Sending {
     /// Not an `async fn` itself: the returned future is the send's own, whose arguments are the fields (the
     /// fast path's future holds it across the upstream wait, where a nesting level or `self` beside its
     /// moved-out fields would be bytes moved per request).
+    ///
+    /// With `late`, Kong's headers are left out of the head as [`Proxied::late`] facts for the server to
+    /// add when it writes the head: only where nothing reads the head before then (no `header_filter`, no
+    /// `log`). An upstream head with a `Via` gets them in its map all the same, where the two are joined.
     #[inline]
     pub fn send<'a>(
-        self,
-        snap: &'a Snapshot,
-        x: &'a Exchange<'a>,
-        ready: Instant,
-    ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
-        let (req, hashed, ids) = (self.req, self.hashed, (self.route, self.service));
-        send(req, hashed, ids, (snap, x), ready, false)
-    }
-
-    /// [`Sending::send`]; with `late`, Kong's headers are left out of the head as [`Proxied::late`] facts
-    /// for the server to add when it writes the head. Only where nothing reads the head before then (no
-    /// `header_filter`, no `log`). An upstream head with a `Via` gets them in its map all the same, where
-    /// the two are joined.
-    #[inline]
-    pub fn send_fast<'a>(
         self,
         snap: &'a Snapshot,
         x: &'a Exchange<'a>,

@@ -83,7 +83,7 @@ macro_rules! finish {
         match $step {
             Step::Done(answer) => (answer, None),
             // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
-            Step::Fast(fast) => fast.send_with($scope, $late).await,
+            Step::Fast(fast) => fast.send($scope, $late).await,
             // None: the chain's task ended before its head was ready.
             Step::Plugins(run, fallback) => {
                 let answer = run.await.unwrap_or_else(|| {
@@ -280,17 +280,13 @@ impl Fast {
     }
 
     /// Sends, then answers with the upstream's response (its body streamed, Kong's headers added while
-    /// sending) or the gateway's error.
-    pub(crate) async fn send(self, scope: &Scope) -> Answer {
-        self.send_with(scope, false).await.0
-    }
-
-    /// [`Fast::send`]; with `late`, Kong's headers on the upstream's response are left to the server.
-    async fn send_with(self, scope: &Scope, late: bool) -> (Answer, Option<LateHeaders>) {
+    /// sending) or the gateway's error. With `late`, Kong's headers and the plugins' are left to the
+    /// server, which adds them when it writes the head (the second part).
+    pub(crate) async fn send(self, scope: &Scope, late: bool) -> (Answer, Option<LateHeaders>) {
         let (snap, x) = (&*scope.snap, scope.exchange());
         let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
-        let sent = self.sending.send_fast(snap, &x, x.started, late).await;
+        let sent = self.sending.send(snap, &x, x.started, late).await;
         let (mut resp, source, timings, late) = match sent {
             Ok(p) => (
                 Response::from_parts(p.head, p.body.boxed()),

@@ -153,7 +153,7 @@ pub async fn send(
         Ok(prepared) => prepared,
         Err(e) => return Outcome::Failed(e),
     };
-    match sending.send(snap, x, Instant::now()).await {
+    match sending.send(snap, x, Instant::now(), false).await {
         Ok(p) => Outcome::Upstream(p, uri),
         Err(ProxyError::BodyOverLimit) => match ctx.body_limit {
             Some(limit) => Outcome::Plugin((limit.exceeded)(&ctx.request.headers)),

@@ -7,7 +7,7 @@
 //! ([`upstream_response`]); on the fast path over HTTP/1.1 the writer appends them as text
 //! ([`KongHeaders::write`]), which spares the map's hashed inserts and the request id's copy.
 
-use crate::names;
+use crate::names::{self, Name};
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderName, HeaderValue, SERVER, VIA};
@@ -50,37 +50,6 @@ enum Value<'a> {
     Text(&'a str),
 }
 
-/// A name of Kong's fields, and how its HTTP/1.1 line starts (`name: `, written as one piece: a copy
-/// per part is most of what writing a field costs).
-struct Name {
-    name: HeaderName,
-    line: &'static str,
-}
-
-const UPSTREAM_LATENCY: Name = Name {
-    name: names::X_KONG_UPSTREAM_LATENCY,
-    line: "x-kong-upstream-latency: ",
-};
-const PROXY_LATENCY: Name = Name {
-    name: names::X_KONG_PROXY_LATENCY,
-    line: "x-kong-proxy-latency: ",
-};
-const REQUEST_ID: Name = Name {
-    name: names::X_KONG_REQUEST_ID,
-    line: "x-kong-request-id: ",
-};
-const UPSTREAM_STATUS: Name = Name {
-    name: names::X_KONG_UPSTREAM_STATUS,
-    line: "x-kong-upstream-status: ",
-};
-const VIA_NAME: Name = Name {
-    name: VIA,
-    line: "via: ",
-};
-const SERVER_NAME: Name = Name {
-    name: SERVER,
-    line: "server: ",
-};
 /// `Via` (the gateway's token as an HTTP/1.1 hop) and `Server`, as whole lines.
 const VIA_LINE: &str = concat!("via: 1.1 sluice/", env!("CARGO_PKG_VERSION"), "\r\n");
 const SERVER_LINE: &str = concat!("server: sluice/", env!("CARGO_PKG_VERSION"), "\r\n");
@@ -103,24 +72,30 @@ impl KongHeaders {
         let on = self.on;
         let millis = |d: Duration| Value::Number(d.as_millis() as u64);
         if on.upstream_latency {
-            field(&UPSTREAM_LATENCY, millis(self.timings.upstream));
+            field(
+                &names::X_KONG_UPSTREAM_LATENCY,
+                millis(self.timings.upstream),
+            );
         }
         if on.proxy_latency {
-            field(&PROXY_LATENCY, millis(self.timings.proxy));
+            field(&names::X_KONG_PROXY_LATENCY, millis(self.timings.proxy));
         }
         if on.via {
             let token = forward::via_token(http::Version::HTTP_11);
-            field(&VIA_NAME, Value::Static(token, VIA_LINE));
+            field(&names::VIA, Value::Static(token, VIA_LINE));
         }
         if on.server && !has_server {
-            field(&SERVER_NAME, Value::Static(PRODUCT, SERVER_LINE));
+            field(&names::SERVER, Value::Static(PRODUCT, SERVER_LINE));
         }
         if on.request_id {
             let id = sluice_upstream::request_id::as_str(&self.request_id);
-            field(&REQUEST_ID, Value::Text(id));
+            field(&names::X_KONG_REQUEST_ID, Value::Text(id));
         }
         if on.upstream_status {
-            field(&UPSTREAM_STATUS, Value::Number(u64::from(self.status)));
+            field(
+                &names::X_KONG_UPSTREAM_STATUS,
+                Value::Number(u64::from(self.status)),
+            );
         }
     }
 
@@ -128,15 +103,14 @@ impl KongHeaders {
     /// upstream's wins). Only names starting with `x-kong-` are compared, so most fields cost one check.
     #[inline]
     pub fn replaces(&self, name: &HeaderName) -> bool {
-        let name = name.as_str();
-        if !name.starts_with("x-kong-") {
+        if !name.as_str().starts_with("x-kong-") {
             return false;
         }
         let on = self.on;
-        (on.upstream_latency && name == names::X_KONG_UPSTREAM_LATENCY.as_str())
-            || (on.proxy_latency && name == names::X_KONG_PROXY_LATENCY.as_str())
-            || (on.request_id && name == names::X_KONG_REQUEST_ID.as_str())
-            || (on.upstream_status && name == names::X_KONG_UPSTREAM_STATUS.as_str())
+        (on.upstream_latency && *name == names::X_KONG_UPSTREAM_LATENCY.name)
+            || (on.proxy_latency && *name == names::X_KONG_PROXY_LATENCY.name)
+            || (on.request_id && *name == names::X_KONG_REQUEST_ID.name)
+            || (on.upstream_status && *name == names::X_KONG_UPSTREAM_STATUS.name)
     }
 
     /// Appends the fields as HTTP/1.1 text, but those `skip` names; `has_server`: the head already has a
@@ -225,7 +199,7 @@ pub fn gateway_response(
     started: Instant,
 ) {
     if h.response_latency {
-        headers.insert(names::X_KONG_RESPONSE_LATENCY, ms(started.elapsed()));
+        headers.insert(names::X_KONG_RESPONSE_LATENCY.name, ms(started.elapsed()));
     }
     if h.server {
         headers.insert(SERVER, HeaderValue::from_static(PRODUCT));
@@ -233,7 +207,7 @@ pub fn gateway_response(
         headers.remove(SERVER);
     }
     if h.request_id {
-        headers.insert(names::X_KONG_REQUEST_ID, request_id_value(request_id));
+        headers.insert(names::X_KONG_REQUEST_ID.name, request_id_value(request_id));
     }
 }
 
@@ -294,7 +268,7 @@ mod tests {
         let limit = HeaderName::from_static("ratelimit-limit");
         added.insert(limit.clone(), HeaderValue::from_static("5"));
         added.insert(
-            names::X_KONG_PROXY_LATENCY,
+            names::X_KONG_PROXY_LATENCY.name,
             HeaderValue::from_static("plugin"),
         );
         let late = LateHeaders {
@@ -314,7 +288,7 @@ mod tests {
             written.last(),
             Some(&("x-kong-proxy-latency".into(), "plugin".into()))
         );
-        assert!(late.replaces(&limit) && late.replaces(&names::X_KONG_PROXY_LATENCY));
+        assert!(late.replaces(&limit) && late.replaces(&names::X_KONG_PROXY_LATENCY.name));
         let mut map = HeaderMap::new();
         LateHeaders {
             kong: late.kong,

@@ -258,18 +258,8 @@ async fn a_global_rewrite_runs_before_the_router_which_routes_its_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headers_plugins_add_replace_the_upstreams() {
     let up = EchoUpstream::start();
-    let yaml = format!(
-        r#"_format_version: "3.0"
-services:
-- name: s
-  url: {}
-  routes:
-  - name: r
-    paths: [/]
-    plugins: [{{name: rate-limiting, config: {{minute: 100}}}}]
-"#,
-        up.url()
-    );
+    let route = "paths: [/], plugins: [{name: rate-limiting, config: {minute: 100}}]";
+    let yaml = one_service(&up.url(), &[route]);
     let proxy = Proxy::start(&yaml);
     let (status, headers, _) = get(
         proxy.url("/x"),

@@ -211,7 +211,7 @@ fn upstream_headers(client: &HeaderMap, routed: Routed, x: &Exchange<'_>) -> Hea
     headers.insert(VIA, via);
     if x.shared.settings.upstream_request_id {
         let id = HeaderValue::from_str(x.request_id).unwrap_or(HeaderValue::from_static(""));
-        headers.insert(crate::names::X_KONG_REQUEST_ID, id);
+        headers.insert(crate::names::X_KONG_REQUEST_ID.name, id);
     }
     headers
 }

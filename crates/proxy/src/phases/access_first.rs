@@ -113,7 +113,7 @@ async fn resumed(
                 Ok((sending, added)) => {
                     drop(ctx);
                     let fast = Fast::new(sending, negotiation, bytes_in, added);
-                    return Some(fast.send(&scope).await);
+                    return Some(fast.send(&scope, false).await.0);
                 }
                 Err(e) => Outcome::Failed(e),
             }

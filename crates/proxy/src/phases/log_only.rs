@@ -108,7 +108,7 @@ pub(crate) fn start(
 async fn send(sending: Sending, mut kept: Box<Kept>) -> Option<Answer> {
     let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
-    let proxied = match sending.send(snap, &x, x.started).await {
+    let proxied = match sending.send(snap, &x, x.started, false).await {
         Ok(p) => p,
         Err(e) => return Some(failed(e, kept)),
     };
