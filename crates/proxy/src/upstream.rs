@@ -109,24 +109,28 @@ pub async fn send(
         conn.upgrade = req.is_upgrade();
         req.head(host.as_bytes(), &mut head);
         let sent_at = Instant::now();
-        let exchange = async {
-            conn.write_request(&mut head, req, svc.write_timeout)
-                .await?;
-            match streamed {
-                false => conn.read_head(head_request).await,
-                true => {
-                    let gap = Gap::new(svc.read_timeout);
-                    conn.read_head_gapped(head_request, Some(gap)).await
+        // Pinned where it is made, and the timeout given only the pin: moved into `timeout_at` and then into
+        // this future, the ~700-byte block was copied twice per request.
+        let answered = {
+            let exchange = std::pin::pin!(async {
+                conn.write_request(&mut head, req, svc.write_timeout)
+                    .await?;
+                match streamed {
+                    false => conn.read_head(head_request).await,
+                    true => {
+                        let gap = Gap::new(svc.read_timeout);
+                        conn.read_head_gapped(head_request, Some(gap)).await
+                    }
                 }
+            });
+            if streamed {
+                // Bounded by its progress instead (nginx's send and read timeouts between two steps), so a
+                // long upload that keeps moving is never cut: no outer deadline.
+                Ok(exchange.await)
+            } else {
+                // `timeout_at` from the instant just read: `timeout` would read the clock again.
+                tokio::time::timeout_at((sent_at + svc.read_timeout).into(), exchange).await
             }
-        };
-        let answered = if streamed {
-            // Bounded by its progress instead (nginx's send and read timeouts between two steps), so a
-            // long upload that keeps moving is never cut: no outer deadline.
-            Ok(exchange.await)
-        } else {
-            // `timeout_at` from the instant just read: `timeout` would read the clock again.
-            tokio::time::timeout_at((sent_at + svc.read_timeout).into(), exchange).await
         };
         match answered {
             Err(_) => {
