@@ -77,11 +77,8 @@ pub fn route(
     x: &Exchange<'_>,
 ) -> Result<Routed, ProxyError> {
     let (conn, shared) = (&x.conn, x.shared);
-    let host = parts
-        .headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
+    let host_value = parts.headers.get(HOST);
+    let host = host_value.and_then(|h| h.to_str().ok()).unwrap_or("");
     let raw_path = parts.uri.path();
     let path = path::normalize(raw_path);
     let found = snap
@@ -106,8 +103,8 @@ pub fn route(
             trusted,
             scheme: conn.scheme,
             listen_port: &conn.local_port,
-            host,
-            path: raw_path,
+            host: host_value,
+            uri: &parts.uri,
             stripped_prefix: strip.filter(|n| *n > 0).and_then(|n| path.get(..n)),
         },
     );
@@ -118,7 +115,7 @@ pub fn route(
         let pq = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         return Err(ProxyError::HttpsRedirect {
             status: info.https_redirect_status,
-            location: format!("https://{}{pq}", forwarded.host.to_str().unwrap_or("")),
+            location: format!("https://{}{pq}", String::from_utf8_lossy(forwarded.host())),
         });
     }
     forward::drop_connection_named(&mut parts.headers);

@@ -200,10 +200,11 @@ fn upstream_headers(client: &HeaderMap, routed: Routed, x: &Exchange<'_>) -> Hea
     };
     set(&mut headers, "x-forwarded-for", xff);
     set(&mut headers, "x-real-ip", real_ip);
+    let (host, path) = f.host_and_path();
     set(&mut headers, "x-forwarded-proto", f.proto);
-    set(&mut headers, "x-forwarded-host", f.host);
+    set(&mut headers, "x-forwarded-host", host);
     set(&mut headers, "x-forwarded-port", f.port);
-    set(&mut headers, "x-forwarded-path", f.path);
+    set(&mut headers, "x-forwarded-path", path);
     match f.prefix {
         Some(p) => set(&mut headers, "x-forwarded-prefix", p),
         None => drop(headers.remove("x-forwarded-prefix")),

@@ -4,14 +4,17 @@ use super::*;
 use crate::wire::tests::sent;
 
 static PORT: HeaderValue = HeaderValue::from_static("8000");
+static HOST: HeaderValue = HeaderValue::from_static("API.example.com:8000");
 
 fn downstream(trusted: bool) -> Downstream<'static> {
+    static URI: std::sync::LazyLock<http::Uri> =
+        std::sync::LazyLock::new(|| http::Uri::from_static("/api/x?q=1"));
     Downstream {
         trusted,
         scheme: "http",
         listen_port: &PORT,
-        host: "API.example.com:8000",
-        path: "/api/x",
+        host: Some(&HOST),
+        uri: &URI,
         stripped_prefix: Some("/api"),
     }
 }
@@ -114,4 +117,32 @@ fn hop_by_hop_headers_go() {
     h.insert("te", "trailers".parse().unwrap());
     strip_hop_by_hop(&mut h);
     assert!(h.contains_key("te"));
+}
+
+/// `X-Forwarded-Host` is the client's `Host` without its port (nginx's `$host`), and `X-Forwarded-Path`
+/// the target's path without its query, whether the name is held from the header or made lowercase.
+#[test]
+fn the_forwarded_host_is_the_clients_host_name_and_the_path_has_no_query() {
+    for (host, name) in [
+        ("api.example.com:8000", "api.example.com"),
+        ("api.example.com", "api.example.com"),
+        ("Api.Example.com:8000", "api.example.com"),
+        ("[::1]:8000", "[::1]"),
+    ] {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::HOST, host.parse().unwrap());
+        let d = Downstream {
+            host: h.get(http::header::HOST),
+            ..downstream(false)
+        };
+        let f = Forwarded::new(&h, &d);
+        assert_eq!(f.host(), name.as_bytes());
+        let (value, path) = f.host_and_path();
+        assert_eq!(value, name);
+        assert_eq!(path, "/api/x");
+        let peer: IpAddr = [127, 0, 0, 1].into();
+        let sent = sent(&h, f, peer, peer, Version::HTTP_11);
+        assert_eq!(sent["x-forwarded-host"], name);
+        assert_eq!(sent["x-forwarded-path"], "/api/x");
+    }
 }

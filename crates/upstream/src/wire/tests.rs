@@ -79,13 +79,18 @@ fn write(
 }
 
 fn forwarded() -> Forwarded {
-    Forwarded {
-        proto: HeaderValue::from_static("http"),
-        host: HeaderValue::from_static("api"),
-        port: HeaderValue::from_static("8000"),
-        path: HeaderValue::from_static("/a"),
-        prefix: None,
-    }
+    let port = HeaderValue::from_static("8000");
+    let host = HeaderValue::from_static("api");
+    let uri = http::Uri::from_static("/a");
+    let d = forward::Downstream {
+        trusted: false,
+        scheme: "http",
+        listen_port: &port,
+        host: Some(&host),
+        uri: &uri,
+        stripped_prefix: None,
+    };
+    Forwarded::new(&HeaderMap::new(), &d)
 }
 
 pub(crate) fn simple(
