@@ -15,7 +15,6 @@
 
 use crate::error::ProxyError;
 use crate::snapshot::ServiceInfo;
-use bytes::BytesMut;
 use http::HeaderValue;
 use sluice_h1::ResponseHead;
 use sluice_plugins::TryRecord;
@@ -59,7 +58,6 @@ pub async fn send(
     let streamed = !req.bodyless();
     let head_request = req.method == http::Method::HEAD;
     let idempotent = req.method.is_idempotent();
-    let mut head = BytesMut::new();
     let mut tries = 0;
     // Targets of failed tries (allocated only when a try fails).
     let mut tried = Vec::new();
@@ -107,13 +105,14 @@ pub async fn send(
             }
         };
         conn.upgrade = req.is_upgrade();
-        req.head(host.as_bytes(), &mut head);
         let sent_at = Instant::now();
         // Pinned where it is made, and the timeout given only the pin: moved into `timeout_at` and then into
         // this future, the ~700-byte block was copied twice per request.
         let answered = {
+            // Its own handle (a reference count): the request is written while it holds the client's.
+            let host = host.clone();
             let exchange = std::pin::pin!(async {
-                conn.write_request(&mut head, req, svc.write_timeout)
+                conn.write_request(host.as_bytes(), req, svc.write_timeout)
                     .await?;
                 match streamed {
                     false => conn.read_head(head_request).await,

@@ -161,6 +161,10 @@ impl Conn {
         self.stream.write_all(bytes).await
     }
 
+    async fn write_all_vectored(&mut self, bufs: &mut [std::io::IoSlice<'_>]) -> io::Result<()> {
+        send::write_all_vectored(&mut self.stream, bufs).await
+    }
+
     async fn flush(&mut self) -> io::Result<()> {
         self.stream.flush().await
     }

@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use http::header::HeaderValue;
 use http::{request, Method, Version};
 use http_body::Body;
+use std::io::IoSlice;
 use std::net::IpAddr;
 
 /// A request ready to be sent to any target of a service.
@@ -170,14 +171,25 @@ impl WireRequest {
 
     /// The head for one try, with `host` as its `Host`, ending in the blank line.
     pub fn head(&self, host: &[u8], out: &mut BytesMut) {
+        let slices = self.head_slices(host);
         out.clear();
-        out.reserve(self.lines.len() + host.len() + 10);
-        out.extend_from_slice(&self.lines[..self.line_end]);
-        out.extend_from_slice(b"host: ");
-        out.extend_from_slice(host);
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.lines[self.line_end..]);
-        out.extend_from_slice(b"\r\n");
+        out.reserve(slices.iter().map(|s| s.len()).sum());
+        for s in slices {
+            out.extend_from_slice(&s);
+        }
+    }
+
+    /// The same head as slices for one vectored write: a body-less request is written without copying
+    /// its head into a buffer of its own (an allocation and a copy per request).
+    pub fn head_slices<'a>(&'a self, host: &'a [u8]) -> [IoSlice<'a>; 6] {
+        [
+            IoSlice::new(&self.lines[..self.line_end]),
+            IoSlice::new(b"host: "),
+            IoSlice::new(host),
+            IoSlice::new(b"\r\n"),
+            IoSlice::new(&self.lines[self.line_end..]),
+            IoSlice::new(b"\r\n"),
+        ]
     }
 
     /// Path and query as sent upstream (Kong's `upstream_uri`).

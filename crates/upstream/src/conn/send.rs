@@ -8,29 +8,37 @@ use crate::wire::WireRequest;
 use bytes::BytesMut;
 use http_body::Body;
 use std::future::poll_fn;
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// Request body data up to this size is copied behind the head so both leave in one write.
 const COALESCE: usize = 16 * 1024;
 
 impl Conn {
-    /// Writes a request: `head` (ending in the blank line), then its body, chunked when the request says
-    /// so. Body data that is ready at once goes out in the same write as the head.
+    /// Writes a request: its head with `host` as its `Host`, then its body, chunked when the request says
+    /// so. Body data that is ready at once goes out in the same write as the head; a body-less request's
+    /// head is written from its parts in one vectored write.
     ///
     /// A request with a body has nginx's send timeout: every step (a write upstream, the wait for the
     /// client's next bytes) must make progress within `send_gap` (the service's `write_timeout`), however
     /// long the whole upload takes. A body-less request is bounded by the caller's deadline (one timer).
     pub async fn write_request(
         &mut self,
-        head: &mut BytesMut,
+        host: &[u8],
         req: &mut WireRequest,
         send_gap: std::time::Duration,
     ) -> Result<(), Failed> {
         let Some(mut body) = req.body.take() else {
-            self.write_all(head).await.map_err(no_answer)?;
+            let mut slices = req.head_slices(host);
+            self.write_all_vectored(&mut slices)
+                .await
+                .map_err(no_answer)?;
             return self.flush().await.map_err(no_answer);
         };
+        let head = &mut BytesMut::new();
+        req.head(host, head);
         let mut gap = Gap::new(send_gap);
         let chunked = req.chunked;
         match poll_fn(|cx| Poll::Ready(next_data_now(&mut body, cx))).await? {
@@ -142,3 +150,21 @@ pub(crate) fn client_failed(e: &crate::body::BoxError) -> Failed {
         Failed::ClientBody
     }
 }
+
+/// Writes all of `bufs`, in as few writes as `w` takes (a write may take part of them).
+pub(super) async fn write_all_vectored<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    mut bufs: &mut [IoSlice<'_>],
+) -> std::io::Result<()> {
+    while !bufs.is_empty() {
+        let n = w.write_vectored(bufs).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut bufs, n);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
