@@ -153,7 +153,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         &relay,
         args.changes..2 * args.changes,
     )?;
-    let (fixed, per_dp, at_100) = changes::projection(&one, &three, 100.0);
+    let projected = changes::projection(&one, &three, 100.0);
     let (latencies, bytes) = (&one.latencies, &one.bytes);
 
     let lines = [
@@ -188,7 +188,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         format!("the DP's requests per CPU-second with a change every 100 ms ÷ steady (the RPS ratio when the DP's CPU is what limits it): {per_cpu:.3}"),
         format!("CPU per change: DP {:.1} ms; CP {:.1} ms with 1 DP, {:.1} ms with 3 (with validating the posted document)", one.dp_ms, one.cp_ms, three.cp_ms),
         format!(
-            "CP CPU per change: fixed {fixed:.1} ms + {per_dp:.2} ms per DP; projected to 100 DPs: {at_100:.1} ms; with 3 DPs, commit → every DP routes it: {}",
+            "CP CPU per change: {projected}; with 3 DPs, commit → every DP routes it: {}",
             spread_ms(&three.latencies)
         ),
     ];

@@ -118,9 +118,40 @@ pub fn load_while_changing(
 }
 
 /// The CP's CPU per change split into a fixed part and a part per DP, from streams with 1 and 3 DPs,
-/// and projected to `dps` data planes: (fixed, per DP, projected), ms.
-pub fn projection(one: &Streamed, three: &Streamed, dps: f64) -> (f64, f64, f64) {
-    let per_dp = (three.cp_ms - one.cp_ms) / 2.0;
-    let fixed = one.cp_ms - per_dp;
-    (fixed, per_dp, fixed + dps * per_dp)
+/// and projected to `dps` data planes, as a sentence for the report.
+pub fn projection(one: &Streamed, three: &Streamed, dps: f64) -> String {
+    split_per_dp(one.cp_ms, three.cp_ms, dps).map_or_else(
+        || {
+            format!(
+                "no cost per DP above the noise (1 DP {:.1} ms, 3 DPs {:.1} ms): not projected",
+                one.cp_ms, three.cp_ms
+            )
+        },
+        |(fixed, per_dp, at)| {
+            format!("fixed {fixed:.1} ms + {per_dp:.2} ms per DP; projected to {dps:.0} DPs: {at:.1} ms")
+        },
+    )
+}
+
+/// (fixed, per DP, at `dps`) from the CPU per change with 1 and with 3 DPs; None when 3 DPs did not cost
+/// more than 1: the difference is noise, and a line through it would project a negative cost.
+fn split_per_dp(one_ms: f64, three_ms: f64, dps: f64) -> Option<(f64, f64, f64)> {
+    let per_dp = (three_ms - one_ms) / 2.0;
+    if per_dp <= 0.0 {
+        return None;
+    }
+    let fixed = one_ms - per_dp;
+    Some((fixed, per_dp, fixed + dps * per_dp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_per_dp;
+
+    #[test]
+    fn a_cost_per_dp_is_projected_and_noise_is_not() {
+        assert_eq!(split_per_dp(10.0, 14.0, 100.0), Some((8.0, 2.0, 208.0)));
+        assert_eq!(split_per_dp(130.0, 116.0, 100.0), None);
+        assert_eq!(split_per_dp(12.0, 12.0, 100.0), None);
+    }
 }
