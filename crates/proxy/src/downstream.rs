@@ -4,7 +4,8 @@
 //! Why its own: per request, hyper's server dispatch, its body channel and its connection state cost more
 //! instructions than the rest of the proxy's fast path, and an idle keep-alive connection kept hyper's
 //! read and write buffers (~25 KB). Here, in request order:
-//! 1. [`conn`] reads a head into a buffer made when bytes arrive and dropped when the client goes quiet,
+//! 1. [`conn`] reads a head into a buffer taken when bytes arrive and given back when the client goes quiet
+//!    (to the worker's [`spare`]s),
 //!    parsed by `sluice_h1::parse_request` (nginx's refusals: 400 and 501);
 //! 2. the request body ([`body::ClientBody`]) is empty, whole from the buffer, or fed by the connection
 //!    task while the driver runs ([`feed`]: one piece per want, `100 Continue` before the first read);
@@ -19,6 +20,7 @@ mod body;
 mod conn;
 mod feed;
 mod handover;
+mod spare;
 mod stall;
 mod write;
 

@@ -11,6 +11,7 @@
 use super::body::{ClientBody, Slot};
 use super::feed::{Fed, Feeder};
 use super::handover::{Handed, OwnUpgrade};
+use super::spare;
 use super::write::{self, Facts, Writer};
 use super::Transport;
 use super::CLIENT_MIN_SPARE;
@@ -124,7 +125,7 @@ impl Conn {
                 return Next::Closed;
             }
             if buf.capacity() == 0 {
-                buf.reserve(FIRST_READ);
+                *buf = spare::take(FIRST_READ);
             }
             // A read now: under load the next head is often there already.
             let read =
@@ -135,9 +136,10 @@ impl Conn {
                 Poll::Pending => {}
             }
             if buf.is_empty() {
-                // Quiet: the connection holds no buffer until the client speaks again. The read above saw
-                // the socket empty, so its next readiness is real.
-                *buf = BytesMut::new();
+                // Quiet: the connection holds no buffer until the client speaks again (the worker keeps it
+                // for whichever connection speaks next). The read above saw the socket empty, so its next
+                // readiness is real.
+                spare::give(std::mem::take(buf));
             }
             let ready = poll_fn(|cx| io.poll_ready_to_read(cx));
             tokio::select! {
