@@ -145,20 +145,28 @@ fn upstream_request(
     svc: &ServiceInfo,
     x: &Exchange<'_>,
 ) -> Result<WireRequest, ProxyError> {
+    // Borrowed where it can be: the joined path when nothing needed escaping, the client's path when a
+    // plugin set it, and the path alone without a query (each was an allocation and a copy per request).
+    let (joined, escaped);
     let path = if parts.uri.path() == routed.original.path() {
         let normalized = routed.normalized.as_deref().unwrap_or(parts.uri.path());
-        let joined = path::upstream_path(
+        joined = path::upstream_path(
             svc.path.as_deref(),
             normalized,
             routed.strip,
             info.path_handling_v1,
         );
-        path::escape(&joined).into_owned()
+        escaped = path::escape(&joined);
+        &*escaped
     } else {
-        parts.uri.path().to_string()
+        parts.uri.path()
     };
+    let with_query;
     let target = match parts.uri.query() {
-        Some(q) => format!("{path}?{q}"),
+        Some(q) => {
+            with_query = format!("{path}?{q}");
+            with_query.as_str()
+        }
         None => path,
     };
     if !target.bytes().all(|b| b.is_ascii_graphic()) {
@@ -176,7 +184,7 @@ fn upstream_request(
             .upstream_request_id
             .then_some(x.request_id),
     };
-    Ok(WireRequest::new(parts, &target, body, downstream))
+    Ok(WireRequest::new(parts, target, body, downstream))
 }
 
 /// Balance and send: the upstream request, written, with what sending it needs (the balancer's hash

@@ -18,7 +18,6 @@ pub use sluice_model::uri_path::normalize;
 /// Percent-encodes every byte outside the set Kong lets through to the upstream (reserved characters,
 /// letters, digits, `-_.~` and `%`, so existing escapes survive).
 pub fn escape(path: &str) -> Cow<'_, str> {
-    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"!#$&'()*+,/:;=?@[]-_.~%".contains(&b);
     if path.bytes().all(allowed) {
         return Cow::Borrowed(path);
     }
@@ -31,6 +30,28 @@ pub fn escape(path: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Whether `b` goes to the upstream as it is: a table, since every byte of every upstream path is looked
+/// up (a search of the 23 punctuation characters per byte cost ~40 instructions per request on `/r0`).
+#[inline]
+fn allowed(b: u8) -> bool {
+    const ALLOWED: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = (i as u8).is_ascii_alphanumeric();
+            i += 1;
+        }
+        let punct = b"!#$&'()*+,/:;=?@[]-_.~%";
+        let mut j = 0;
+        while j < punct.len() {
+            t[punct[j] as usize] = true;
+            j += 1;
+        }
+        t
+    };
+    ALLOWED[b as usize]
 }
 
 /// Kong drops a leading `.`/`..` segment of what is left after stripping.

@@ -64,6 +64,10 @@ mod tests {
         grown.reserve(LARGEST * 2);
         let kept = SPARES.with_borrow(|s| s.len());
         give(grown);
-        assert_eq!(SPARES.with_borrow(|s| s.len()), kept, "a large buffer is freed");
+        assert_eq!(
+            SPARES.with_borrow(|s| s.len()),
+            kept,
+            "a large buffer is freed"
+        );
     }
 }

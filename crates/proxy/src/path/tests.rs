@@ -255,3 +255,12 @@ fn escapes_what_the_upstream_must_not_see_raw() {
     assert_eq!(escape("/keep/%2F:@!$&'()*+,;="), "/keep/%2F:@!$&'()*+,;=");
     assert!(matches!(escape("/x"), Cow::Borrowed(_)));
 }
+
+/// The table lets through exactly letters, digits and Kong's reserved and unreserved punctuation.
+#[test]
+fn the_escape_table_is_kongs_set() {
+    for b in 0..=255u8 {
+        let kong = b.is_ascii_alphanumeric() || b"!#$&'()*+,/:;=?@[]-_.~%".contains(&b);
+        assert_eq!(super::allowed(b), kong, "byte {b}");
+    }
+}
