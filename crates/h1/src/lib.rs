@@ -14,6 +14,7 @@ mod chunk;
 mod fields;
 mod request;
 mod response;
+mod spare;
 
 pub use body::{BodyDecoder, BodyError, Decoded};
 pub use chunk::{chunk_header, LAST_CHUNK};
@@ -21,3 +22,4 @@ pub use request::{
     parse_request, HeadLimits, RequestError, RequestFraming, RequestHead, MAX_REQUEST_HEAD,
 };
 pub use response::{parse_response, Framing, ParseError, ResponseHead, MAX_HEAD_BYTES};
+pub use spare::recycle_headers;

@@ -283,7 +283,7 @@ fn build(
     let slice = |(a, b): (u32, u32)| &head[a as usize..b as usize];
     let method = Method::from_bytes(slice(s.method)).map_err(|_| RequestError::Malformed)?;
     let uri = target(&head, s.target)?;
-    let mut headers = HeaderMap::with_capacity(spans.len() + 4);
+    let mut headers = crate::spare::header_map(spans.len() + 4);
     let mut seen = Seen::default();
     for span in spans {
         let name = HeaderName::from_bytes(slice(span.name)).map_err(|_| RequestError::Malformed)?;

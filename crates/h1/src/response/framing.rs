@@ -3,7 +3,7 @@
 
 use bytes::BytesMut;
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
+use http::{HeaderName, HeaderValue, StatusCode, Version};
 
 use super::{FieldSpan, Framing, ParseError, ResponseHead, Scanned};
 use crate::fields::{self, ConnectionTokens};
@@ -61,7 +61,7 @@ pub(super) fn build(
     head_request: bool,
 ) -> Result<ResponseHead, ParseError> {
     let head = buf.split_to(scanned.len).freeze();
-    let mut headers = HeaderMap::with_capacity(spans.len() + GATEWAY_HEADROOM);
+    let mut headers = crate::spare::header_map(spans.len() + GATEWAY_HEADROOM);
     let mut seen = FramingFields::default();
     for span in spans {
         let (ns, ne) = (span.name.0 as usize, span.name.1 as usize);

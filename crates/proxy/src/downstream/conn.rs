@@ -216,7 +216,8 @@ impl Conn {
         let hint = http_body::Body::size_hint(&body);
         let kong = response.late.as_ref();
         let (framing, mut keep) = write::head(&mut out, &parts, kong, &hint, facts);
-        drop(parts);
+        // The head is on its way: its map serves the next head parsed on this worker.
+        sluice_h1::recycle_headers(parts.headers);
         if let Some(f) = feeder.as_mut() {
             f.answered();
         }
