@@ -4,6 +4,8 @@
 //!
 //! A short list, not a `HeaderMap`: a plugin adds a few, and the proxy puts each on the response head once.
 //! A map would hash every name twice (into it, then into the response's) and allocate its table per request.
+//! A number (a counter's remaining count, a reset time) stays a number until it is written: the HTTP/1.1
+//! writer formats it into the head's text, and only a head in a map gets a `HeaderValue` made of it.
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -18,9 +20,26 @@ pub struct AddedHeaders(Vec<Added>);
 #[derive(Debug, Clone)]
 struct Added {
     name: HeaderName,
-    value: HeaderValue,
+    value: Value,
     /// A further value of the name of the entry before.
     further: bool,
+}
+
+/// A value as a plugin gave it.
+#[derive(Debug, Clone)]
+enum Value {
+    Header(HeaderValue),
+    /// Made into text only where it is written ([`AddedHeaders::write_lines`], [`AddedHeaders::apply`]).
+    Number(u64),
+}
+
+impl Value {
+    fn into_header(self) -> HeaderValue {
+        match self {
+            Value::Header(v) => v,
+            Value::Number(n) => crate::header_number(n),
+        }
+    }
 }
 
 impl AddedHeaders {
@@ -34,6 +53,15 @@ impl AddedHeaders {
 
     /// Sets `name` to `value`, replacing what was added under that name before.
     pub fn insert(&mut self, name: HeaderName, value: HeaderValue) {
+        self.insert_value(name, Value::Header(value));
+    }
+
+    /// Sets `name` to the number `n` (its text made when the head is written).
+    pub fn insert_number(&mut self, name: HeaderName, n: u64) {
+        self.insert_value(name, Value::Number(n));
+    }
+
+    fn insert_value(&mut self, name: HeaderName, value: Value) {
         // Usually a new name: a look, not a `retain` that moves every entry.
         if self.0.iter().any(|a| a.name == name) {
             self.remove(&name);
@@ -56,7 +84,7 @@ impl AddedHeaders {
                 last + 1,
                 Added {
                     name,
-                    value,
+                    value: Value::Header(value),
                     further: true,
                 },
             ),
@@ -70,16 +98,17 @@ impl AddedHeaders {
     }
 
     /// The first value added under `name`.
-    pub fn get(&self, name: &str) -> Option<&HeaderValue> {
-        self.0.iter().find(|a| a.name == name).map(|a| &a.value)
+    pub fn get(&self, name: &str) -> Option<HeaderValue> {
+        let found = self.0.iter().find(|a| a.name == name)?;
+        Some(found.value.clone().into_header())
     }
 
     /// Adds another list's headers: each of its names replaces what was added under it before.
     pub fn extend(&mut self, other: AddedHeaders) {
         for added in other.0 {
             match added.further {
-                true => self.append(added.name, added.value),
-                false => self.insert(added.name, added.value),
+                true => self.append(added.name, added.value.into_header()),
+                false => self.insert_value(added.name, added.value),
             }
         }
     }
@@ -89,13 +118,26 @@ impl AddedHeaders {
         self.0.iter().any(|a| a.name == *name)
     }
 
+    /// Whether some name added is one `f` picks (one pass, for a writer that would otherwise ask
+    /// [`AddedHeaders::contains`] of each of its own names).
+    pub fn any_name(&self, f: impl Fn(&HeaderName) -> bool) -> bool {
+        self.0.iter().any(|a| f(&a.name))
+    }
+
     /// Writes them as HTTP/1.1 field lines, for a head written without a map (the writer leaves out the
     /// response's own fields of these names, as [`AddedHeaders::apply`] replaces them).
     pub fn write_lines(&self, out: &mut Vec<u8>) {
+        let mut number = itoa::Buffer::new();
         for added in &self.0 {
-            out.extend_from_slice(added.name.as_str().as_bytes());
+            let value = match &added.value {
+                Value::Header(v) => v.as_bytes(),
+                Value::Number(n) => number.format(*n).as_bytes(),
+            };
+            let name = added.name.as_str().as_bytes();
+            out.reserve(name.len() + value.len() + 4);
+            out.extend_from_slice(name);
             out.extend_from_slice(b": ");
-            out.extend_from_slice(added.value.as_bytes());
+            out.extend_from_slice(value);
             out.extend_from_slice(b"\r\n");
         }
     }
@@ -104,10 +146,11 @@ impl AddedHeaders {
     pub fn apply(self, headers: &mut HeaderMap) {
         headers.reserve(self.0.len());
         for added in self.0 {
+            let value = added.value.into_header();
             if added.further {
-                headers.append(added.name, added.value);
+                headers.append(added.name, value);
             } else {
-                headers.insert(added.name, added.value);
+                headers.insert(added.name, value);
             }
         }
     }
@@ -117,11 +160,21 @@ impl AddedHeaders {
 pub trait SetHeader {
     /// Sets `name` to `value`, replacing its values before.
     fn set(&mut self, name: HeaderName, value: HeaderValue);
+
+    /// Sets `name` to the number `n`.
+    fn set_number(&mut self, name: HeaderName, n: u64) {
+        self.set(name, crate::header_number(n));
+    }
 }
 
 impl SetHeader for AddedHeaders {
     fn set(&mut self, name: HeaderName, value: HeaderValue) {
         self.insert(name, value);
+    }
+
+    /// Kept a number until the head is written.
+    fn set_number(&mut self, name: HeaderName, n: u64) {
+        self.insert_number(name, n);
     }
 }
 
@@ -150,7 +203,7 @@ mod tests {
         added.insert(a.clone(), value("2"));
         added.append(b.clone(), value("3"));
         added.append(b.clone(), value("4"));
-        assert_eq!(added.get("x-a"), Some(&value("2")));
+        assert_eq!(added.get("x-a"), Some(value("2")));
         let mut head = HeaderMap::new();
         head.insert(a.clone(), value("upstream"));
         head.insert(b.clone(), value("upstream"));
@@ -160,6 +213,21 @@ mod tests {
         assert_eq!(all("x-a"), [value("2")]);
         assert_eq!(all("x-b"), [value("3"), value("4")]);
         assert_eq!(all("x-c"), [value("kept")]);
+    }
+
+    #[test]
+    fn a_number_is_written_as_text_and_put_in_a_map_alike() {
+        let mut added = AddedHeaders::new();
+        added.insert_number(HeaderName::from_static("x-big"), 999_999_937);
+        added.insert_number(HeaderName::from_static("x-small"), 7);
+        let mut lines = Vec::new();
+        added.write_lines(&mut lines);
+        assert_eq!(lines, b"x-big: 999999937\r\nx-small: 7\r\n");
+        assert_eq!(added.get("x-big"), Some(value("999999937")));
+        let mut head = HeaderMap::new();
+        added.apply(&mut head);
+        assert_eq!(head["x-big"], "999999937");
+        assert_eq!(head["x-small"], "7");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use sluice_model::{
 use std::collections::HashMap;
 use uuid::Uuid;
 
+mod verified;
+
 /// FxHash for tables keyed by config ids: a client's lookup cannot lengthen their chains (only the config
 /// fills them), and std's SipHash of a UUID costs ~150 instructions of every authenticated request.
 type ById<V> = HashMap<Uuid, V, rustc_hash::FxBuildHasher>;
@@ -61,7 +63,11 @@ pub struct Credentials {
     /// By key: std's keyed SipHash, since clients choose the keys looked up (and timing must not tell them
     /// which hash buckets hold real keys).
     keys: HashMap<String, Identified<KeyAuthCredential>>,
-    basic: HashMap<String, Identified<BasicAuthCredential>>,
+    /// basic-auth's credentials by username: the index of each in `basic_list`.
+    basic: HashMap<String, usize>,
+    basic_list: Vec<Identified<BasicAuthCredential>>,
+    /// The `Authorization` values basic-auth verified on this snapshot.
+    basic_verified: verified::Verified,
     hmac: HashMap<String, HmacAuthCredential>,
     groups: ById<Vec<String>>,
     /// jwt credentials by `key`, each with its public key parsed (or HMAC keys derived) once, here.
@@ -98,7 +104,9 @@ impl Credentials {
                 credential: b.clone(),
                 identifier,
             };
-            c.basic.insert(b.username.clone(), basic);
+            // A username given twice: the last one is found, as a map's insert leaves it.
+            c.basic.insert(b.username.clone(), c.basic_list.len());
+            c.basic_list.push(basic);
         }
         for h in &config.hmacauth_credentials {
             c.hmac.insert(h.username.clone(), h.clone());
@@ -159,7 +167,21 @@ impl Credentials {
     }
 
     pub fn basic(&self, username: &str) -> Option<&Identified<BasicAuthCredential>> {
-        self.basic.get(username)
+        self.basic.get(username).map(|i| &self.basic_list[*i])
+    }
+
+    /// The basic-auth credential that exactly this `Authorization` value verified as on this snapshot
+    /// (what [`Credentials::remember_basic`] kept).
+    pub fn basic_verified(&self, value: &[u8]) -> Option<&Identified<BasicAuthCredential>> {
+        let i = self.basic_verified.get(value)?;
+        self.basic_list.get(i)
+    }
+
+    /// Keeps that `value` verified as the credential of `username`, for [`Credentials::basic_verified`].
+    pub fn remember_basic(&self, value: &[u8], username: &str) {
+        if let Some(i) = self.basic.get(username) {
+            self.basic_verified.insert(value, *i);
+        }
     }
 
     /// The hmac-auth credential of this username.

@@ -113,6 +113,12 @@ impl KongHeaders {
             || (on.upstream_status && *name == names::X_KONG_UPSTREAM_STATUS.name)
     }
 
+    /// Whether `name` may be one of these fields' (all of them are `Via`, `Server` or `x-kong-*`).
+    #[inline]
+    pub fn may_name(name: &HeaderName) -> bool {
+        *name == VIA || *name == SERVER || name.as_str().starts_with("x-kong-")
+    }
+
     /// Appends the fields as HTTP/1.1 text, but those `skip` names; `has_server`: the head already has a
     /// `Server`.
     pub fn write(&self, out: &mut Vec<u8>, has_server: bool, skip: impl Fn(&HeaderName) -> bool) {
@@ -166,16 +172,17 @@ impl LateHeaders {
         self.kong.replaces(name) || (!self.added.is_empty() && self.added.contains(name))
     }
 
-    /// Appends them as HTTP/1.1 text; `has_server`: the head already has a `Server`.
+    /// Appends them as HTTP/1.1 text; `has_server`: the head already has a `Server`. Kong's fields are
+    /// compared with the plugins' names only when one of those could be Kong's (rate-limiting's five
+    /// never are): one look at each added name instead of a scan of them per Kong field.
     pub fn write(&self, out: &mut Vec<u8>, has_server: bool) {
-        match self.added.is_empty() {
-            true => self.kong.write(out, has_server, |_| false),
-            false => {
-                self.kong
-                    .write(out, has_server, |name| self.added.contains(name));
-                self.added.write_lines(out);
-            }
+        match self.added.any_name(KongHeaders::may_name) {
+            false => self.kong.write(out, has_server, |_| false),
+            true => self
+                .kong
+                .write(out, has_server, |name| self.added.contains(name)),
         }
+        self.added.write_lines(out);
     }
 
     /// Puts them into a header map whose hop-by-hop fields are gone.

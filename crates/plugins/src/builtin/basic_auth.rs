@@ -1,6 +1,7 @@
 //! `basic-auth` (priority 1100): `Authorization: Basic` username and password identify the consumer.
 
 use super::auth;
+use crate::credentials::{Credentials, Identified};
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -8,6 +9,7 @@ use base64::Engine;
 use serde::Deserialize;
 use sha1::{Digest, Sha1};
 use sluice_model::schema::{Field, Schema};
+use sluice_model::{BasicAuthCredential, Consumer};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
@@ -74,9 +76,9 @@ impl Decoded {
     }
 }
 
-/// The header carrying Basic credentials (`Authorization`, else `Proxy-Authorization`) and its decoded
-/// value, or None when absent or malformed.
-fn credentials(headers: &http::HeaderMap) -> Option<(http::HeaderName, Decoded)> {
+/// The header carrying Basic credentials (`Authorization`, else `Proxy-Authorization`), its whole value
+/// and the encoded credentials in it, or None when absent or malformed.
+fn credentials(headers: &http::HeaderMap) -> Option<(http::HeaderName, &str, &str)> {
     for name in [
         http::header::AUTHORIZATION,
         http::header::PROXY_AUTHORIZATION,
@@ -88,9 +90,23 @@ fn credentials(headers: &http::HeaderMap) -> Option<(http::HeaderName, Decoded)>
         if !scheme.eq_ignore_ascii_case("basic") {
             continue;
         }
-        return Some((name, Decoded::of(encoded.trim())?));
+        return Some((name, value, encoded.trim()));
     }
     None
+}
+
+/// The credential and consumer that `encoded` (base64 of `user:password`) names, when the password is the
+/// credential's.
+fn verify<'s>(
+    store: &'s Credentials,
+    encoded: &str,
+) -> Option<(&'s Identified<BasicAuthCredential>, &'s Consumer)> {
+    let decoded = Decoded::of(encoded)?;
+    let (user, pass) = decoded.split()?;
+    let found = store.basic(user)?;
+    let (consumer, headers) = store.consumer_with_headers(&found.credential.consumer.id)?;
+    let stored = found.credential.password.as_bytes();
+    same_hash(&hash(pass, headers.id.as_bytes()), stored).then_some((found, consumer))
 }
 
 /// Kong's stored form, `sha1(password .. consumer_id)` as lower-case hex, built on the stack (this runs on
@@ -133,24 +149,23 @@ impl BasicAuth {
             return Flow::Continue;
         }
         let deny = || auth::unauthorized("Unauthorized", "Basic", &self.config.realm);
-        let Some((header, decoded)) = credentials(&ctx.request.headers) else {
-            return auth::reject_or_anonymous(ctx, anonymous, deny());
-        };
-        let Some((user, pass)) = decoded.split() else {
+        let Some((header, value, encoded)) = credentials(&ctx.request.headers) else {
             return auth::reject_or_anonymous(ctx, anonymous, deny());
         };
         let store = ctx.credentials;
-        let Some(found) = store.basic(user) else {
+        // The same header value verifies the same way on one snapshot: the hash is done once per value.
+        let known = match store.basic_verified(value.as_bytes()) {
+            Some(found) => store
+                .consumer(&found.credential.consumer.id)
+                .map(|consumer| (found, consumer)),
+            None => verify(store, encoded).inspect(|(found, _)| {
+                store.remember_basic(value.as_bytes(), &found.credential.username)
+            }),
+        };
+        let Some((found, consumer)) = known else {
             return auth::reject_or_anonymous(ctx, anonymous, deny());
         };
         let cred = &found.credential;
-        let consumer = store.consumer_with_headers(&cred.consumer.id);
-        let ok = consumer.is_some_and(|(_, headers)| {
-            same_hash(&hash(pass, headers.id.as_bytes()), cred.password.as_bytes())
-        });
-        let (true, Some((consumer, _))) = (ok, consumer) else {
-            return auth::reject_or_anonymous(ctx, anonymous, deny());
-        };
         if self.config.hide_credentials {
             ctx.request.headers.remove(header);
         }

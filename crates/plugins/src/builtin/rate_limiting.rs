@@ -498,30 +498,23 @@ impl Rules {
     ) -> Option<PluginResponse> {
         // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
         let mut tightest: Option<(u64, u64, &Limit)> = None;
-        // The header value of `tightest`'s remaining count, made once for both headers that carry it.
-        let mut tightest_value = None;
         for (l, count) in self.limits.iter().zip(counts) {
             let remaining = l.limit.saturating_sub(*count);
             let (_, end) = window::bounds(l.period, now);
             let reset = end.saturating_sub(now).max(1);
-            let tighter = tightest.is_none_or(|(r, _, _)| remaining < r);
-            if tighter {
+            if tightest.is_none_or(|(r, _, _)| remaining < r) {
                 tightest = Some((remaining, reset, l));
             }
             if !self.config.hide_client_headers {
-                let value = crate::header_number(remaining);
-                if tighter {
-                    tightest_value = Some(value.clone());
-                }
                 headers.set(l.limit_h.clone(), l.limit_value.clone());
-                headers.set(l.remaining_h.clone(), value);
+                headers.set_number(l.remaining_h.clone(), remaining);
             }
         }
         // The schema requires at least one period, so `tightest` is always set.
-        if let (Some((_, reset, l)), Some(remaining)) = (tightest, tightest_value) {
+        if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
             headers.set(RATELIMIT_LIMIT, l.limit_value.clone());
-            headers.set(RATELIMIT_REMAINING, remaining);
-            headers.set(RATELIMIT_RESET, crate::header_number(reset));
+            headers.set_number(RATELIMIT_REMAINING, remaining);
+            headers.set_number(RATELIMIT_RESET, reset);
         }
         let reset = tightest.map_or(1, |(_, reset, _)| reset);
         exceeded.then(|| {

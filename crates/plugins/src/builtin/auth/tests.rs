@@ -165,3 +165,42 @@ fn a_consumer_outside_the_snapshot_gets_its_headers_made_at_once() {
     );
     assert_eq!(ctx.consumer.map(|c| c.id), Some(consumer.id));
 }
+
+/// basic-auth keeps the `Authorization` values it verified on the snapshot's credentials: a repeat is
+/// identified from there with the same headers, a value that differs is checked anew, and a new config
+/// (alice's password changed) starts without them.
+#[test]
+fn basic_auth_remembers_verified_values_on_their_snapshot_only() {
+    let basic = |pass: &str| {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("alice:{pass}"));
+        format!("Basic {encoded}")
+    };
+    let plugin = r#"{"name": "basic-auth"}"#;
+    let (_, compiled) = compile(&config(plugin));
+    let run_on = |compiled: &crate::CompiledPlugins, value: &str| {
+        let headers = [("authorization", value)];
+        let mut ctx = RequestCtx::detached(request("GET", "/", &headers), compiled.credentials());
+        let answer = block_on(compiled.route_chain(0).access(&mut ctx));
+        (answer.map(|r| r.status.as_u16()), ctx.request.headers)
+    };
+    let good = basic("pw");
+    assert!(compiled
+        .credentials()
+        .basic_verified(good.as_bytes())
+        .is_none());
+    let first = run_on(&compiled, &good);
+    assert_eq!(first.0, None);
+    let kept = compiled.credentials().basic_verified(good.as_bytes());
+    assert_eq!(kept.map(|k| k.credential.username.as_str()), Some("alice"));
+    let again = run_on(&compiled, &good);
+    assert_eq!(again, first);
+    assert_eq!(text(&again.1, "x-credential-identifier"), Some("alice"));
+    assert_eq!(text(&again.1, "x-consumer-id"), Some(ALICE));
+    assert_eq!(run_on(&compiled, &basic("pv")).0, Some(401));
+    let alice = r#""username": "alice", "password": "#;
+    let changed = config(plugin).replace(&format!("{alice}\"pw\""), &format!("{alice}\"new\""));
+    assert_ne!(changed, config(plugin));
+    let (_, reloaded) = compile(&changed);
+    assert_eq!(run_on(&reloaded, &good).0, Some(401));
+    assert_eq!(run_on(&reloaded, &basic("new")).0, None);
+}
