@@ -110,7 +110,11 @@ impl LogFacts {
 
     /// The facts of an upstream's head whose Kong headers the server adds when it writes it (`late`, see
     /// [`crate::exchange::Sending::send`]): the record shows the head as the client gets it.
-    pub fn with_late(head: &http::response::Parts, late: &KongHeaders, started: Instant) -> LogFacts {
+    pub fn with_late(
+        head: &http::response::Parts,
+        late: &KongHeaders,
+        started: Instant,
+    ) -> LogFacts {
         let has_server = head.headers.contains_key(http::header::SERVER);
         let headers = ResponseHeaders::with_late(
             &head.headers,
