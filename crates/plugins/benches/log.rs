@@ -48,7 +48,8 @@ fn record() -> LogRecord {
             started: std::time::Instant::now(),
             latency: std::time::Duration::from_micros(40),
             failed: None,
-        }],
+        }]
+        .into(),
         upstream_uri: Some(http::uri::PathAndQuery::from_static(
             "/items?page=2&sort=name",
         )),

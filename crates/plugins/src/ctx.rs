@@ -87,6 +87,40 @@ pub struct TryRecord {
     pub failed: Option<u16>,
 }
 
+/// The targets a request tried, in order: the ones that failed, then the one that answered. Two parts
+/// rather than one vector, so that the usual request (one try, which answered) is logged without an
+/// allocation: its `failed` stays empty and unallocated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tries {
+    /// Tries before the last, in order.
+    pub failed: Vec<TryRecord>,
+    /// The last try (None when the request was not proxied).
+    pub last: Option<TryRecord>,
+}
+
+impl Tries {
+    /// Every try, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &TryRecord> {
+        self.failed.iter().chain(&self.last)
+    }
+
+    pub fn len(&self) -> usize {
+        self.failed.len() + usize::from(self.last.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Vec<TryRecord>> for Tries {
+    /// The tries of a list in order (the last one last).
+    fn from(mut all: Vec<TryRecord>) -> Tries {
+        let last = all.pop();
+        Tries { failed: all, last }
+    }
+}
+
 /// What happened to a finished request, for the `log` phase (Kong's basic log serializer fields).
 #[derive(Debug, Clone)]
 pub struct LogRecord {
@@ -103,7 +137,7 @@ pub struct LogRecord {
     pub request_latency_ms: u64,
     /// Every target tried, in order; the last one answered unless it is marked failed (empty when the
     /// request was not proxied).
-    pub tries: Vec<TryRecord>,
+    pub tries: Tries,
     /// Path and query as sent upstream (Kong's `upstream_uri`; None when not proxied).
     pub upstream_uri: Option<http::uri::PathAndQuery>,
     /// Who produced the response: `upstream`, `plugin` (a plugin's early response) or `gateway` (an error).

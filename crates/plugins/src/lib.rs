@@ -40,7 +40,7 @@ pub use added_headers::AddedHeaders;
 pub use chain::{AccessNow, PluginChain};
 pub use compiled::CompiledPlugins;
 pub use credentials::Credentials;
-pub use ctx::{BodyLimit, CredentialRef, LogRecord, RequestCtx, TryRecord};
+pub use ctx::{BodyLimit, CredentialRef, LogRecord, RequestCtx, Tries, TryRecord};
 pub use header_numbers::header_number;
 pub use plugin::{Flow, Plugin, Registered};
 pub use registry::Registry;

@@ -84,6 +84,20 @@ macro_rules! finish {
             Step::Done(answer) => (answer, None),
             // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
             Step::Fast(fast) => fast.send($scope, $late).await,
+            // A chain that only logs: Kong's headers left to the server as on the fast path, or put
+            // into the map when the server cannot take them.
+            Step::Logged(run) => {
+                let ((mut resp, count), late) = run.await;
+                match ($late, late) {
+                    (true, late) => ((resp, count), late),
+                    (false, late) => {
+                        if let Some(late) = late {
+                            late.insert(resp.headers_mut());
+                        }
+                        ((resp, count), None)
+                    }
+                }
+            }
             // None: the chain's task ended before its head was ready.
             Step::Plugins(run, fallback) => {
                 let answer = run.await.unwrap_or_else(|| {
@@ -245,6 +259,9 @@ pub(crate) enum Step {
         Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
         Option<Negotiation>,
     ),
+    /// A route whose plugins only log (`phases/log_only.rs`): boxed like `Plugins`, and like `Fast` it
+    /// may leave Kong's headers to the server (the answer's second part).
+    Logged(Pin<Box<dyn Future<Output = (Answer, Option<LateHeaders>)> + Send>>),
 }
 
 impl Step {

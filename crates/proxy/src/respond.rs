@@ -3,9 +3,10 @@
 //! `Server`, request id).
 //!
 //! A proxied response's headers are facts ([`KongHeaders`]) before they are fields. Where something reads
-//! the head before it is written (plugins, logs, hyper's h2 server) they go into the header map
-//! ([`upstream_response`]); on the fast path over HTTP/1.1 the writer appends them as text
-//! ([`KongHeaders::write`]), which spares the map's hashed inserts and the request id's copy.
+//! the head before it is written (plugins, hyper's h2 server) they go into the header map
+//! ([`upstream_response`]); on the fast path and on routes whose plugins only log, over HTTP/1.1, the
+//! writer appends them as text ([`KongHeaders::write`]), which spares the map's hashed inserts and the
+//! request id's copy (a log record gets them as text too, [`KongHeaders::fields`]).
 
 use crate::names::{self, Name};
 use crate::settings::HeaderSettings;
@@ -135,6 +136,20 @@ impl KongHeaders {
             out.extend_from_slice(name.line.as_bytes());
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
+        });
+    }
+
+    /// Each field as name and value text, as [`KongHeaders::write`] writes them (for the log record's copy
+    /// of a head whose fields the server adds late); `has_server`: the head already has a `Server`.
+    pub fn fields(&self, has_server: bool, mut field: impl FnMut(&HeaderName, &str)) {
+        self.each(has_server, |name, value| {
+            let mut number = itoa::Buffer::new();
+            let value = match value {
+                Value::Static(token, _) => token,
+                Value::Number(n) => number.format(n),
+                Value::Text(s) => s,
+            };
+            field(&name.name, value);
         });
     }
 

@@ -177,6 +177,7 @@ services:
     );
     let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
     let port = gw.proxy_tls_port();
+    let mut answers = Vec::new();
     for http1_only in [true, true, false, false] {
         let resp = sluice_testkit::https_client("a.test", port, http1_only)
             .get(format!("https://a.test:{port}/logged/x?q=1"))
@@ -184,10 +185,32 @@ services:
             .await
             .expect("https request");
         assert_eq!(resp.status(), 200);
+        answers.push(resp.headers().clone());
         resp.bytes().await.expect("body");
     }
     let all = wait_records(&sink, 4);
     assert_eq!(all.len(), 4, "{all:#?}");
+    // The record's response headers are the head the client got, Kong's headers included (written by the
+    // HTTP/1.1 server after the map's fields, or put into the map for HTTP/2), each once.
+    for got in &answers {
+        let id = got["x-kong-request-id"].to_str().unwrap();
+        let r = all
+            .iter()
+            .find(|r| r["request"]["id"] == id)
+            .unwrap_or_else(|| panic!("no record of request {id}: {all:#?}"));
+        let logged = &r["response"]["headers"];
+        for name in [
+            "via",
+            "server",
+            "x-kong-upstream-latency",
+            "x-kong-proxy-latency",
+            "x-kong-request-id",
+        ] {
+            let sent: Vec<_> = got.get_all(name).iter().collect();
+            assert_eq!(sent.len(), 1, "{name} sent once: {got:?}");
+            assert_eq!(logged[name], sent[0].to_str().unwrap(), "{name}: {logged}");
+        }
+    }
     for r in &all {
         let tls = &r["request"]["tls"];
         assert!(

@@ -34,13 +34,18 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
 pub fn string_parts(out: &mut Vec<u8>, parts: &[&str]) {
     out.push(b'"');
     for part in parts {
-        if is_plain(part.as_bytes()) {
-            out.extend_from_slice(part.as_bytes());
-        } else {
-            escape_into(out, part);
-        }
+        text(out, part);
     }
     out.push(b'"');
+}
+
+/// Appends `s` escaped as the inside of a JSON string (no quotes), for a string written in pieces.
+pub fn text(out: &mut Vec<u8>, s: &str) {
+    if is_plain(s.as_bytes()) {
+        out.extend_from_slice(s.as_bytes());
+    } else {
+        escape_into(out, s);
+    }
 }
 
 /// Appends raw header bytes as a JSON string (invalid UTF-8 replaced, as `String::from_utf8_lossy`).

@@ -25,7 +25,7 @@ use crate::ctx::{LogRecord, RequestCtx, TryRecord};
 use http::HeaderMap;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The id Sluice reports for its one workspace, Kong's `default`: the id Kong gives it in DB-less mode
 /// (`DECLARATIVE_DEFAULT_WORKSPACE_ID` in `kong/constants.lua`; with a database Kong makes one up when it
@@ -48,6 +48,8 @@ use workspace_id;
 pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson) -> Vec<u8> {
     let mut out = Vec::with_capacity(LAST_SIZE.get() + SIZE_SLACK);
     let o = &mut out;
+    // The wall clock at the request's start, read once for `started_at` and every try's start.
+    let since_epoch = since_epoch(ctx.started_wall);
     o.extend_from_slice(b"{\"request\":");
     request(o, ctx, record);
     if let Some(uri) = &record.upstream_uri {
@@ -73,7 +75,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     latencies(o, record);
     if !record.tries.is_empty() {
         o.extend_from_slice(b",\"tries\":");
-        tries(o, (ctx.started, ctx.started_wall), &record.tries);
+        tries(o, (ctx.started, since_epoch), record.tries.iter());
     }
     if let Some(cred) = &ctx.credential {
         o.extend_from_slice(b",\"authenticated_entity\":{\"id\":");
@@ -100,7 +102,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     o.extend_from_slice(b",\"client_ip\":");
     json::ip(o, ctx.client_ip);
     o.extend_from_slice(b",\"started_at\":");
-    json::uint(o, epoch_ms(ctx.started_wall));
+    json::uint(o, since_epoch.as_millis() as u64);
     o.extend_from_slice(WORKSPACE_FIELDS);
     o.extend_from_slice(match record.source {
         "upstream" => b",\"source\":\"upstream\"}",
@@ -179,27 +181,22 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     json::string(out, ctx.request_id);
     out.extend_from_slice(b",\"uri\":");
     json::string(out, uri);
-    // nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it.
-    out.extend_from_slice(b",\"url\":");
-    let mut port = itoa::Buffer::new();
-    let port = port.format(ctx.server_port);
-    json::string_parts(
-        out,
-        &[
-            ctx.scheme,
-            "://",
-            &sluice_router::bare_host(host),
-            ":",
-            port,
-            uri,
-        ],
-    );
+    // nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it: the scheme, separators and
+    // port never need escaping, so only the host and the target are looked at.
+    out.extend_from_slice(b",\"url\":\"");
+    out.extend_from_slice(ctx.scheme.as_bytes());
+    out.extend_from_slice(b"://");
+    json::text(out, &sluice_router::bare_host(host));
+    out.push(b':');
+    json::uint(out, ctx.server_port.into());
+    json::text(out, uri);
+    out.push(b'"');
     out.extend_from_slice(b",\"querystring\":");
     querystring(out, req.uri.query().unwrap_or_default());
     out.extend_from_slice(b",\"method\":");
     json::string(out, req.method.as_str());
     out.extend_from_slice(b",\"headers\":");
-    let fields = headers(out, &req.headers, true);
+    let fields = headers(out, &req.headers, true, |_| false);
     out.extend_from_slice(b",\"size\":");
     json::uint(out, request_size_of(ctx, record, fields));
     if let Some(tls) = &ctx.tls {
@@ -246,16 +243,19 @@ pub(crate) fn raw_host(req: &http::request::Parts) -> &str {
 }
 
 /// `tries`, each try's start placed on the wall clock from `started` (when the request or session began,
-/// by the clock and by the wall clock).
-pub(super) fn tries(out: &mut Vec<u8>, started: (Instant, SystemTime), tries: &[TryRecord]) {
-    for (i, t) in tries.iter().enumerate() {
+/// by the clock, and by the wall clock as time since the epoch: see [`since_epoch`]).
+pub(super) fn tries<'a>(
+    out: &mut Vec<u8>,
+    started: (Instant, Duration),
+    tries: impl Iterator<Item = &'a TryRecord>,
+) {
+    for (i, t) in tries.enumerate() {
         out.extend_from_slice(match i {
             0 => b"[{\"ip\":",
             _ => b",{\"ip\":",
         });
-        let wall = started.1 + t.started.saturating_duration_since(started.0);
-        // One reading of the wall clock for both units (`epoch_ms` would compute it again).
-        let since_epoch = wall.duration_since(UNIX_EPOCH).unwrap_or_default();
+        // Durations added, not a `SystemTime` moved and measured from the epoch again per try.
+        let since_epoch = started.1 + t.started.saturating_duration_since(started.0);
         json::ip(out, t.addr.ip());
         out.extend_from_slice(b",\"port\":");
         json::uint(out, t.addr.port().into());
@@ -285,8 +285,12 @@ pub(super) fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {
 }
 
 pub(super) fn epoch_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    since_epoch(t).as_millis() as u64
+}
+
+/// The wall clock time `t` as time since the epoch (zero before it).
+pub(super) fn since_epoch(t: SystemTime) -> Duration {
+    t.duration_since(UNIX_EPOCH).unwrap_or_default()
 }
 
 /// Bytes of a head's header lines as HTTP/1.1 text: `name: value\r\n` per header.
@@ -301,9 +305,15 @@ fn fields_size(headers: &HeaderMap) -> usize {
 /// (`HeaderMap` yields the values of one name one after another, each with a reference to the same
 /// name, so a repeat is told by address; the rare second value turns the first into an array in place).
 /// With `redact`, credentials (`authorization`, `proxy-authorization`) become `REDACTED`, as Kong does.
+/// Names `replaced` says yes to are left out (fields the server writes itself in their stead).
 /// Returns the bytes of the header lines as HTTP/1.1 text (what [`fields_size`] counts), added up on
 /// the way rather than in a second pass for `size`.
-pub(super) fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) -> usize {
+pub(super) fn headers(
+    out: &mut Vec<u8>,
+    map: &HeaderMap,
+    redact: bool,
+    replaced: impl Fn(&http::HeaderName) -> bool,
+) -> usize {
     let mut previous: Option<&http::HeaderName> = None;
     // Where the current name's first value starts, and whether it became an array.
     let (mut first_value, mut array, mut secret) = (0, false, false);
@@ -323,6 +333,9 @@ pub(super) fn headers(out: &mut Vec<u8>, map: &HeaderMap, redact: bool) -> usize
             }
             out.push(b',');
             json::bytes(out, value.as_bytes());
+            continue;
+        }
+        if replaced(name) {
             continue;
         }
         match (array, previous.is_some()) {

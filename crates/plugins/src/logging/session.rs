@@ -9,7 +9,7 @@
 
 use super::entities::EntityJson;
 use super::json::{self, Object};
-use super::serialize::{epoch_ms, tls_fields, tries, WORKSPACE_FIELDS};
+use super::serialize::{epoch_ms, since_epoch, tls_fields, tries, WORKSPACE_FIELDS};
 use crate::stream::SessionRecord;
 
 /// The serialized record of one finished session (one JSON object, no trailing newline).
@@ -43,7 +43,8 @@ pub fn serialize_session(s: &SessionRecord<'_>, entities: &EntityJson) -> Vec<u8
     json::uint(latencies.key("session"), s.session_ms);
     latencies.close();
     if !s.tries.is_empty() {
-        tries(o.key("tries"), (s.started, s.started_wall), &s.tries);
+        let started = (s.started, since_epoch(s.started_wall));
+        tries(o.key("tries"), started, s.tries.iter());
     }
     if let Some(route) = s.route {
         entities.write_route(o.key("route"), route);

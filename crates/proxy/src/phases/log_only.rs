@@ -6,7 +6,9 @@
 //! drops the response body ([`super::logged`]), or at once for the gateway's own error. The plugin
 //! context is built only then: the phases before it have no handler, so skipping them is what running
 //! them would do, and the general path's boxed steps, empty phase loops and moves of the context cost
-//! every log plugin thousands of instructions per request (issue 24).
+//! every log plugin thousands of instructions per request (issue 24). As on the fast path, Kong's
+//! response headers are left to the HTTP/1.1 writer ([`Step::Logged`]); the record's copy of the head
+//! gets them from the same facts.
 
 use super::logged::{Finish, LoggedBody};
 use super::new_ctx;
@@ -16,10 +18,11 @@ use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Routed, Sending};
 use crate::handler::{observe, Answer, Scope, Step};
 use crate::metrics::{request_length, Series};
+use crate::respond::LateHeaders;
 use http::{request, Response};
 use http_body_util::BodyExt;
 use sluice_metrics::Source;
-use sluice_plugins::PluginChain;
+use sluice_plugins::{AddedHeaders, PluginChain};
 use sluice_router::Captures;
 use sluice_upstream::body::{box_err, full};
 use std::net::IpAddr;
@@ -98,22 +101,28 @@ pub(crate) fn start(
     match sent {
         // `send` itself is the boxed future (not a wrapper around it): its state is built, moved and
         // boxed once.
-        Ok(sending) => Step::Plugins(Box::pin(send(sending, kept)), None),
+        Ok(sending) => Step::Logged(Box::pin(send(sending, kept))),
         Err(e) => Step::Done(failed(e, kept)),
     }
 }
 
-/// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error). Always
-/// `Some`: the output is [`Step::Plugins`]'s.
-async fn send(sending: Sending, mut kept: Box<Kept>) -> Option<Answer> {
+/// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error).
+///
+/// As on the fast path, Kong's headers are left to the server ([`Sending::send`]'s `late`): nothing reads
+/// the head before it is written but the log record, which renders them from the same facts
+/// ([`LogFacts::with_late`]), so the map is spared their hashed inserts (issue 24).
+async fn send(sending: Sending, mut kept: Box<Kept>) -> (Answer, Option<LateHeaders>) {
     let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
-    let proxied = match sending.send(snap, &x, x.started, false).await {
+    let proxied = match sending.send(snap, &x, x.started, true).await {
         Ok(p) => p,
-        Err(e) => return Some(failed(e, kept)),
+        Err(e) => return (failed(e, kept), None),
     };
     let (route, bytes_in, timings) = (kept.route, kept.bytes_in, proxied.timings);
-    let log = LogFacts::new(&proxied.head, Source::Service, x.started);
+    let log = match &proxied.late {
+        Some(late) => LogFacts::with_late(&proxied.head, late, x.started),
+        None => LogFacts::new(&proxied.head, Source::Service, x.started),
+    };
     // The snapshot outlives `kept`, which the body takes, for the count below.
     let (snap, started) = (kept.scope.snap.clone(), x.started);
     kept.log = Some(log);
@@ -134,7 +143,11 @@ async fn send(sending: Sending, mut kept: Box<Kept>) -> Option<Answer> {
         bytes_in,
         started,
     );
-    Some((resp, count))
+    let late = proxied.late.map(|kong| LateHeaders {
+        kong,
+        added: AddedHeaders::new(),
+    });
+    ((resp, count), late)
 }
 
 /// The gateway's error for a request that could not be proxied, logged now.

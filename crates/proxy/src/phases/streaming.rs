@@ -2,7 +2,7 @@
 //! client through `body_filter`, and the facts the `log` phase gets.
 
 use crate::error::ProxyError;
-use crate::respond::Timings;
+use crate::respond::{KongHeaders, Timings};
 use crate::upstream::Tries;
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
@@ -105,9 +105,34 @@ pub struct LogFacts {
 
 impl LogFacts {
     pub fn new(head: &http::response::Parts, source: Source, started: Instant) -> LogFacts {
+        LogFacts::rendered(head, ResponseHeaders::of(&head.headers), source, started)
+    }
+
+    /// The facts of an upstream's head whose Kong headers the server adds when it writes it (`late`, see
+    /// [`crate::exchange::Sending::send`]): the record shows the head as the client gets it.
+    pub fn with_late(
+        head: &http::response::Parts,
+        late: &KongHeaders,
+        started: Instant,
+    ) -> LogFacts {
+        let has_server = head.headers.contains_key(http::header::SERVER);
+        let headers = ResponseHeaders::with_late(
+            &head.headers,
+            |name| late.replaces(name),
+            |field| late.fields(has_server, field),
+        );
+        LogFacts::rendered(head, headers, Source::Service, started)
+    }
+
+    fn rendered(
+        head: &http::response::Parts,
+        headers: ResponseHeaders,
+        source: Source,
+        started: Instant,
+    ) -> LogFacts {
         LogFacts {
             status: head.status.as_u16(),
-            headers: ResponseHeaders::of(&head.headers),
+            headers,
             source: match source {
                 Source::Service => "upstream",
                 Source::Exit => "plugin",
@@ -132,11 +157,15 @@ impl LogFacts {
                 tries,
                 uri,
             }) => {
-                let mut all = tries.failed;
-                all.push(tries.answered);
+                // The answering try beside the failed ones, not pushed onto them: no allocation for a
+                // request that went through at the first try.
+                let all = sluice_plugins::Tries {
+                    failed: tries.failed,
+                    last: Some(tries.answered),
+                };
                 (Some(timings), uri, all)
             }
-            None => (None, None, Vec::new()),
+            None => (None, None, sluice_plugins::Tries::default()),
         };
         let request_bytes = match &ctx.body {
             Some(b) => b.len() as u64,

@@ -33,7 +33,7 @@ fn record() -> LogRecord {
         kong_latency_ms: 0,
         upstream_latency_ms: Some(1),
         request_latency_ms: 1,
-        tries: Vec::new(),
+        tries: Default::default(),
         upstream_uri: None,
         source: "upstream",
     }

@@ -225,9 +225,10 @@ pub fn spans(
     let default_service = config.default_service_name.as_deref();
     let start = ctx.started_wall;
     let mut out = Vec::with_capacity(record.tries.len() + 2);
+    let tries: Vec<_> = record.tries.iter().copied().collect();
     trace.balancer_tries(
         (&name, t.request_span),
-        &record.tries,
+        &tries,
         |at| wall(ctx, at),
         (ctx.service, ctx.route),
         &mut out,
@@ -241,7 +242,7 @@ pub fn spans(
         access_start,
         now,
     );
-    let last = record.tries.last().map(|t| t.addr);
+    let last = tries.last().map(|t| t.addr);
     proxy.remote_endpoint = remote(service_name.or(default_service), last);
     if last.is_some() {
         if let Some(host) = upstream_host(ctx) {

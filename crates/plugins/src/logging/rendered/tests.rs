@@ -13,7 +13,7 @@ fn log_record(status: u16) -> LogRecord {
         kong_latency_ms: 1,
         upstream_latency_ms: None,
         request_latency_ms: 2,
-        tries: Vec::new(),
+        tries: Default::default(),
         upstream_uri: None,
         source: "gateway",
     }

@@ -49,7 +49,8 @@ fn record(source: &'static str, upstream: bool) -> LogRecord {
                 },
             ],
             false => Vec::new(),
-        },
+        }
+        .into(),
         upstream_uri: upstream.then(|| http::uri::PathAndQuery::from_static("/base/x?a=1")),
         source,
     }
