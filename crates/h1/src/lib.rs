@@ -22,4 +22,4 @@ pub use request::{
     parse_request, HeadLimits, RequestError, RequestFraming, RequestHead, MAX_REQUEST_HEAD,
 };
 pub use response::{parse_response, Framing, ParseError, ResponseHead, MAX_HEAD_BYTES};
-pub use spare::recycle_headers;
+pub use spare::{recycle_headers, Spares};

@@ -36,21 +36,7 @@ pub fn escape(path: &str) -> Cow<'_, str> {
 /// up (a search of the 23 punctuation characters per byte cost ~40 instructions per request on `/r0`).
 #[inline]
 fn allowed(b: u8) -> bool {
-    const ALLOWED: [bool; 256] = {
-        let mut t = [false; 256];
-        let mut i = 0;
-        while i < 256 {
-            t[i] = (i as u8).is_ascii_alphanumeric();
-            i += 1;
-        }
-        let punct = b"!#$&'()*+,/:;=?@[]-_.~%";
-        let mut j = 0;
-        while j < punct.len() {
-            t[punct[j] as usize] = true;
-            j += 1;
-        }
-        t
-    };
+    const ALLOWED: [bool; 256] = crate::strict::alphanumeric_and(b"!#$&'()*+,/:;=?@[]-_.~%");
     ALLOWED[b as usize]
 }
 

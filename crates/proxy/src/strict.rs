@@ -128,22 +128,24 @@ fn host(parts: &mut request::Parts, has_host: bool) -> Result<(), Malformed> {
 }
 
 /// The bytes of a reg-name or IPv4 address: unreserved, `%` (pct-encoded) and sub-delims (RFC 3986 §3.2.2).
-const REG_NAME: [bool; 256] = {
+const REG_NAME: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=");
+
+/// A byte table: letters, digits and the bytes of `extra` are in it (for checks run on every byte of a
+/// request's head or path).
+pub(crate) const fn alphanumeric_and(extra: &[u8]) -> [bool; 256] {
     let mut table = [false; 256];
     let mut b = 0;
     while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric();
+        table[b] = (b as u8).is_ascii_alphanumeric();
         b += 1;
     }
-    let extra = b"-._~%!$&'()*+,;=";
     let mut i = 0;
     while i < extra.len() {
         table[extra[i] as usize] = true;
         i += 1;
     }
     table
-};
+}
 
 /// Whether `v` is `host[:port]` as RFC 3986 allows it in `Host`: a reg-name or IPv4 (unreserved,
 /// pct-encoded and sub-delims characters), or a bracketed IPv6 literal, then an optional decimal port. No

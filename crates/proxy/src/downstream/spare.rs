@@ -4,7 +4,7 @@
 //! between two requests, so that was one allocation and one free per request.
 
 use bytes::BytesMut;
-use std::cell::RefCell;
+use sluice_h1::Spares;
 
 /// Spares kept per worker thread at most.
 const KEPT: usize = 64;
@@ -12,13 +12,13 @@ const KEPT: usize = 64;
 const LARGEST: usize = 16 * 1024;
 
 thread_local! {
-    static SPARES: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    static SPARES: Spares<BytesMut> = const { Spares::new(KEPT) };
 }
 
 /// An empty buffer with room for at least `room` bytes: a spare when one is kept, else a new one.
 pub(super) fn take(room: usize) -> BytesMut {
     let mut buf = SPARES
-        .try_with(|s| s.borrow_mut().pop())
+        .try_with(Spares::take)
         .ok()
         .flatten()
         .unwrap_or_default();
@@ -31,12 +31,7 @@ pub(super) fn give(buf: BytesMut) {
     if !buf.is_empty() || buf.capacity() == 0 || buf.capacity() > LARGEST {
         return;
     }
-    let _ = SPARES.try_with(|s| {
-        let mut s = s.borrow_mut();
-        if s.len() < KEPT {
-            s.push(buf);
-        }
-    });
+    let _ = SPARES.try_with(|s| s.give(buf));
 }
 
 #[cfg(test)]
@@ -59,15 +54,11 @@ mod tests {
         for b in many.drain(..) {
             give(b);
         }
-        assert_eq!(SPARES.with_borrow(|s| s.len()), KEPT);
+        assert_eq!(SPARES.with(Spares::len), KEPT);
         let mut grown = take(4096);
         grown.reserve(LARGEST * 2);
-        let kept = SPARES.with_borrow(|s| s.len());
+        let kept = SPARES.with(Spares::len);
         give(grown);
-        assert_eq!(
-            SPARES.with_borrow(|s| s.len()),
-            kept,
-            "a large buffer is freed"
-        );
+        assert_eq!(SPARES.with(Spares::len), kept, "a large buffer is freed");
     }
 }
