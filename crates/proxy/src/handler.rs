@@ -88,14 +88,12 @@ macro_rules! finish {
             // into the map when the server cannot take them.
             Step::Logged(run) => {
                 let ((mut resp, count), late) = run.await;
-                match ($late, late) {
-                    (true, late) => ((resp, count), late),
-                    (false, late) => {
-                        if let Some(late) = late {
-                            late.insert(resp.headers_mut());
-                        }
+                match late {
+                    Some(late) if !$late => {
+                        late.insert(resp.headers_mut());
                         ((resp, count), None)
                     }
+                    late => ((resp, count), late),
                 }
             }
             // None: the chain's task ended before its head was ready.
