@@ -28,6 +28,7 @@ use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::exchange::Routed;
 use crate::handler::{Answer, Scope};
+use crate::in_place;
 use crate::path;
 use crate::phases::{self, Outcome};
 use crate::snapshot::Snapshot;
@@ -79,14 +80,15 @@ pub fn start(
     if chain.has_body_filter() || chain.has_log() {
         return detach(fallback, |head| run(grpc, parts, body, routed, scope, head));
     }
-    let inline = async move {
+    // Made in its box: `Box::pin` would build the call's future (kilobytes) on the stack and copy it.
+    let inline = in_place::boxed(|| async move {
         let (head_tx, head_rx) = oneshot::channel();
         // Ends once the head is handed over: with no body filter, every answer but the upstream's is
         // whole, and the upstream's body goes out as it is.
         run(grpc, parts, body, routed, scope, head_tx).await;
         head_rx.await.ok()
-    };
-    (Box::pin(inline), fallback)
+    });
+    (inline, fallback)
 }
 
 /// Steps 4 to 9 of a gRPC call, in its task or inline.

@@ -36,6 +36,7 @@ mod error;
 mod exchange;
 mod grpc;
 mod handler;
+mod in_place;
 mod listen;
 pub mod metrics;
 mod mime;

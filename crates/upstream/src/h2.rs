@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use sluice_tls::rustls::ClientConfig;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::OnceCell;
@@ -39,7 +39,7 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 pub type Sender = SendRequest<ProxyBody>;
 
 /// A target's connection, made once however many calls ask for it at the same time.
-type Slot = Arc<OnceCell<(Sender, Arc<Activity>)>>;
+type Slot = Arc<OnceCell<(Sender, Arc<Activity>, Nudge)>>;
 
 /// What a pooled connection's calls did, for its keep-alive limits: calls open now, calls ever started,
 /// and when the last one ended.
@@ -53,7 +53,15 @@ struct Activity {
 
 /// A call's hold on its connection: while one is alive the connection is not idle. Dropped when the
 /// call's response has ended (or failed).
-pub struct Lease(Arc<Activity>);
+pub struct Lease(Arc<Activity>, Nudge);
+
+impl Lease {
+    /// Drives the connection once, now: called right after the call was handed to it, so that its
+    /// frames leave before the worker runs the other tasks woken meanwhile ([`Nudge`]).
+    pub fn drive_now(&self) {
+        self.1.now();
+    }
+}
 
 impl Drop for Lease {
     fn drop(&mut self) {
@@ -102,7 +110,7 @@ pub async fn sender(
     let slot = CONNS.with(|c| {
         let mut c = c.borrow_mut();
         let slot = c.entry(key).or_default();
-        let spent = |(s, a): &(Sender, Arc<Activity>)| {
+        let spent = |(s, a, _): &(Sender, Arc<Activity>, Nudge)| {
             s.is_closed() || !limits.allows_another(a.started.load(Ordering::Relaxed))
         };
         if slot.get().is_some_and(spent) {
@@ -115,19 +123,19 @@ pub async fn sender(
             let activity = Arc::new(Activity::default());
             activity.idle_since_ms.store(now_ms(), Ordering::Relaxed);
             let watch = (activity.clone(), limits.idle_bound());
-            let sender = connect_watched(key, tls, Some(watch)).await?;
-            Ok((sender, activity))
+            let (sender, nudge) = connect_watched(key, tls, Some(watch)).await?;
+            Ok((sender, activity, nudge))
         };
         match tokio::time::timeout(connect_timeout, Box::pin(connecting)).await {
             Err(_) => Err(UpstreamError::Timeout),
             Ok(result) => result,
         }
     });
-    let (sender, activity) = made.await?;
+    let (sender, activity, nudge) = made.await?;
     // Taken before this task yields again, so the idle watch never closes a connection a call holds.
     activity.open.fetch_add(1, Ordering::Relaxed);
     activity.started.fetch_add(1, Ordering::Relaxed);
-    Ok((sender.clone(), Lease(activity.clone())))
+    Ok((sender.clone(), Lease(activity.clone(), nudge.clone())))
 }
 
 /// A new HTTP/2 connection to `key`'s target, in no map: TCP, TLS with ALPN `h2` when `tls` is given,
@@ -135,7 +143,7 @@ pub async fn sender(
 /// it closes, which it does once every [`Sender`] of it is dropped and its streams are done. [`sender`]
 /// makes the workers' shared connections with it; an active health probe (`type: grpc`), one per probe.
 pub async fn connect(key: PoolKey, tls: Option<TlsTarget<'_>>) -> Result<Sender, UpstreamError> {
-    connect_watched(key, tls, None).await
+    Ok(connect_watched(key, tls, None).await?.0)
 }
 
 /// [`connect`], with the connection closed once idle for the given time when `watch` is given.
@@ -143,7 +151,7 @@ async fn connect_watched(
     key: PoolKey,
     tls: Option<TlsTarget<'_>>,
     watch: Option<(Arc<Activity>, Duration)>,
-) -> Result<Sender, UpstreamError> {
+) -> Result<(Sender, Nudge), UpstreamError> {
     let addr = key.addr;
     let refused = |e: &dyn std::fmt::Display| {
         tracing::debug!(%addr, error = %e, "upstream h2 connect failed");
@@ -188,22 +196,27 @@ async fn start<IO>(
     local: Local,
     io: IO,
     watch: Option<(Arc<Activity>, Duration)>,
-) -> hyper::Result<Sender>
+) -> hyper::Result<(Sender, Nudge)>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let (sender, conn) = builder.handshake(TokioIo::new(Corked::new(io))).await?;
     hyper::rt::Executor::execute(&local, serve(conn, watch));
-    tokio::spawn(drive(local));
-    Ok(sender)
+    let running = Arc::new(Mutex::new(local.running()));
+    let nudge = Nudge(Arc::downgrade(&running));
+    tokio::spawn(drive(running));
+    Ok((sender, nudge))
 }
 
 /// Runs the connection's futures until the last one ends (what is left is dropped with the set however
-/// this task ends, the runtime shutting down included).
-async fn drive(local: Local) {
-    let mut running = local.running();
-    drop(local);
-    std::future::poll_fn(|cx| running.poll(cx)).await;
+/// this task ends, the runtime shutting down included: the calls' [`Nudge`]s hold it weakly).
+async fn drive(running: Arc<Mutex<Running>>) {
+    std::future::poll_fn(|cx| {
+        let mut running = running.lock().unwrap_or_else(|e| e.into_inner());
+        running.note_driver(cx.waker());
+        running.poll(cx)
+    })
+    .await;
 }
 
 /// Runs a connection until it closes (its streams are served while this future is polled), or, with
@@ -261,7 +274,7 @@ mod cork;
 mod local;
 mod write_watch;
 use cork::Corked;
-use local::Local;
+use local::{Local, Nudge, Running};
 pub use write_watch::{watch, WriteWatch};
 
 #[cfg(test)]

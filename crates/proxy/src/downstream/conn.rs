@@ -17,6 +17,7 @@ use super::Transport;
 use super::CLIENT_MIN_SPARE;
 use crate::exchange::ConnInfo;
 use crate::handler;
+use crate::in_place;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::watchdog::ConnState;
@@ -54,13 +55,6 @@ enum Next {
     H2,
 }
 
-/// `Box::pin(make())` without the copy: the box is taken first, so the compiler builds the future in it
-/// instead of on the stack (a future's whole size is copied when it moves, its unused states included).
-#[inline(always)]
-fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> std::pin::Pin<Box<F>> {
-    Box::into_pin(Box::write(Box::new_uninit(), make()))
-}
-
 /// The HTTP/2 connection preface (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -89,7 +83,7 @@ impl Conn {
             // Boxed per request (one allocation): the request's state (the driver's future, the writer)
             // is freed when it ends instead of sizing the connection's future for good. Made in its box:
             // `Box::pin` would build the ~4 KB future on the stack and copy it over.
-            let keep = match boxed_in_place(|| self.exchange(head, &mut io, &mut buf)).await {
+            let keep = match in_place::boxed(|| self.exchange(head, &mut io, &mut buf)).await {
                 Ended::Keep => true,
                 Ended::Close => false,
                 Ended::Upgraded(handover) => {

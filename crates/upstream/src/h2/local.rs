@@ -9,14 +9,21 @@
 //! calls from their senders) among them: a wake between its futures is a push on the set's queue, and a
 //! future handed over while the set is being polled (the dispatch's next call) joins it in the same turn.
 //! A turn polls at most [`TURN`] futures to completion, then yields to the worker's other tasks.
+//!
+//! A call that was just handed to the connection also drives it once, right away ([`Nudge`]), with the
+//! connection task's own waker: otherwise the call's frames would wait until the worker got round to
+//! that task, behind every other task woken before it. When a client sends ten calls together, that
+//! wait made the ten leave in one write after the last was routed, and come back in one read: a
+//! convoy that kept the upstream (and so the client) idle while the worker routed the batch, where
+//! nginx writes each call on as it is routed.
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::task::AtomicWaker;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Waker};
 
 /// Futures finished in one turn of the connection's task before it lets others run. Each runs outside
 /// tokio's per-task budget (which would otherwise be shared by all of them, and cut a turn short after
@@ -71,6 +78,7 @@ impl Local {
         Running {
             inbox: self.0.clone(),
             set: FuturesUnordered::new(),
+            driver: None,
         }
     }
 }
@@ -79,9 +87,45 @@ impl Local {
 pub struct Running {
     inbox: Arc<Inbox>,
     set: FuturesUnordered<Job>,
+    /// The connection task's waker, as it last polled: a [`Nudge`] polls with it, so whatever the
+    /// nudged futures wait on wakes that task, never the call's.
+    driver: Option<Waker>,
+}
+
+/// A call's way to drive its connection once, right after handing it a request. Holds the set
+/// weakly: the connection task owns it, and its end drops it.
+#[derive(Clone, Default)]
+pub struct Nudge(pub(super) Weak<Mutex<Running>>);
+
+impl Nudge {
+    /// Polls the connection's futures once, as its task would, unless that task is polling them now
+    /// or has ended (or has not polled yet: it is about to).
+    pub fn now(&self) {
+        let Some(running) = self.0.upgrade() else {
+            return;
+        };
+        let Ok(mut running) = running.try_lock() else {
+            return;
+        };
+        let Some(driver) = running.driver.take() else {
+            return;
+        };
+        if running.poll(&mut Context::from_waker(&driver)).is_ready() {
+            // Every future ended: the task is to see it and end too.
+            driver.wake_by_ref();
+        }
+        running.driver = Some(driver);
+    }
 }
 
 impl Running {
+    /// Keeps the connection task's waker for the [`Nudge`]s (cloned only when it changed).
+    pub fn note_driver(&mut self, waker: &Waker) {
+        if !self.driver.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            self.driver = Some(waker.clone());
+        }
+    }
+
     /// Polls the futures that were woken or handed over, up to a turn's worth. Ready once none is left.
     pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         self.inbox.task.register(cx.waker());

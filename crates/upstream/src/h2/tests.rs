@@ -1,7 +1,8 @@
 //! Tests of the workers' HTTP/2 connections against a real h2c server: Kong's keep-alive limits
 //! (`upstream_keepalive_idle_timeout`, `upstream_keepalive_max_requests`) close and replace them, and a
 //! call in progress keeps its connection however long it lasts; the write watch fires for an upstream
-//! that takes no data, and not for a body that flows or waits on its client.
+//! that takes no data, and not for a body that flows or waits on its client; a call handed over is
+//! written at once, not when the worker gets round to the connection's task.
 
 use super::*;
 use crate::pool::{configure, Keepalive};
@@ -284,4 +285,60 @@ async fn many_small_replies_not_yet_read_do_not_end_the_connection() {
         );
         assert_eq!(reply.to_bytes(), "1234567");
     }
+}
+
+/// An h2c server on a thread and runtime of its own, answering `ok` and telling `arrived` of each
+/// request head as it comes.
+fn telling_server() -> (SocketAddr, std::sync::mpsc::Receiver<()>) {
+    let (tell, arrived) = std::sync::mpsc::channel();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((stream, _)) = listener.accept().await {
+                let tell = tell.clone();
+                let service = hyper::service::service_fn(move |_req| {
+                    let _ = tell.send(());
+                    async {
+                        Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
+                            Bytes::from("ok"),
+                        )))
+                    }
+                });
+                tokio::spawn(
+                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), service),
+                );
+            }
+        })
+    });
+    (addr, arrived)
+}
+
+#[tokio::test]
+async fn a_call_leaves_before_the_worker_runs_its_other_tasks() {
+    let (addr, arrived) = telling_server();
+    call(addr, "/first").await;
+    arrived.recv().unwrap();
+    let key = PoolKey { addr, tls: 0 };
+    let (mut sender, lease) = sender(key, None, Duration::from_secs(5)).await.unwrap();
+    sender.ready().await.unwrap();
+    let req = http::Request::builder()
+        .uri(format!("http://{addr}/second"))
+        .body(crate::body::full(Bytes::new()))
+        .unwrap();
+    let answer = sender.send_request(req);
+    lease.drive_now();
+    // This worker's thread is held now, as by the other tasks it runs: only what the nudge wrote can
+    // reach the upstream meanwhile.
+    let seen = arrived.recv_timeout(Duration::from_secs(2));
+    assert!(seen.is_ok(), "the call waited for the connection's task");
+    let resp = answer.await.unwrap();
+    assert_eq!(resp.into_body().collect().await.unwrap().to_bytes(), "ok");
 }

@@ -159,7 +159,7 @@ async fn a_calls_headers_and_its_whole_body_leave_in_one_write() {
     };
     let local = Local::new();
     let builder = hyper::client::conn::http2::Builder::new(local.clone());
-    let mut sender = start(&builder, local, io, None).await.unwrap();
+    let (mut sender, _) = start(&builder, local, io, None).await.unwrap();
     // The first call's frames may leave with the connection's preface and settings; the second's
     // (stream 3) are on their own.
     for _ in 0..2 {
