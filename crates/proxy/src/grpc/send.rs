@@ -233,7 +233,7 @@ fn upstream_headers(client: &HeaderMap, routed: Routed, x: &Exchange<'_>) -> Hea
     }
     headers.append(VIA, appended(client, VIA, via_token(routed.version)));
     if request_id {
-        let id = HeaderValue::from_str(x.request_id).unwrap_or(HeaderValue::from_static(""));
+        let id = crate::respond::request_id_value(x.request_id);
         headers.append(crate::names::X_KONG_REQUEST_ID.name, id);
     }
     headers
