@@ -12,8 +12,9 @@ use futures_util::future::Either;
 use futures_util::FutureExt;
 use hyper::server::conn::http2;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use sluice_upstream::h2::Local;
 use sluice_upstream::pool;
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
@@ -129,16 +130,17 @@ impl Drop for ActiveGuard {
     }
 }
 
-/// The HTTP/2 connection builder of a worker (h2 over TLS by ALPN, or h2c with prior knowledge); HTTP/1.1
-/// is Sluice's own loop ([`crate::downstream`]).
+/// The HTTP/2 connection builder of one connection (h2 over TLS by ALPN, or h2c with prior knowledge);
+/// HTTP/1.1 is Sluice's own loop ([`crate::downstream`]). Its streams' futures go to `streams`, the
+/// connection's own executor ([`serve_h2`]).
 ///
 /// `send_timeout` is nginx's bound on a client that stops reading. hyper's h2 server has no write
 /// deadline, so its keep-alive PING stands in: a client that sent no frame for half of it is pinged, and a
 /// connection whose PING is not answered within the other half is closed (with the upstream connections of
 /// its open responses). A client that reads its socket but withholds flow-control credit answers PINGs and
 /// is not bounded this way (docs/differences.md).
-fn h2_builder(send_timeout: Duration) -> http2::Builder<TokioExecutor> {
-    let mut builder = http2::Builder::new(TokioExecutor::new());
+fn h2_builder(send_timeout: Duration, streams: Local) -> http2::Builder<Local> {
+    let mut builder = http2::Builder::new(streams);
     builder
         .timer(TokioTimer::new())
         // RFC 8441's extended CONNECT: WebSocket over h2 (`upgrade`).
@@ -157,7 +159,6 @@ async fn accept_loop(
     shared: Arc<Shared>,
     worker: Worker,
 ) {
-    let builder = Arc::new(h2_builder(shared.settings.send_timeout));
     let port_value = http::HeaderValue::from(local_port);
     let info = |peer: SocketAddr| ConnInfo {
         peer,
@@ -174,7 +175,6 @@ async fn accept_loop(
         shared: shared.clone(),
         // A watcher, not the `GracefulShutdown` itself: shutdown needs sole ownership of it.
         graceful: worker.graceful.watcher(),
-        builder: builder.clone(),
         guard,
         state,
         stop: worker.stop.clone(),
@@ -263,7 +263,6 @@ async fn accept_loop(
 struct Accepted {
     shared: Arc<Shared>,
     graceful: Watcher,
-    builder: Arc<http2::Builder<TokioExecutor>>,
     guard: ActiveGuard,
     /// Waiting for the first head since the accept.
     state: Arc<ConnState>,
@@ -299,7 +298,6 @@ impl Accepted {
         let Accepted {
             shared,
             graceful,
-            builder,
             guard,
             state,
             stop,
@@ -316,7 +314,7 @@ impl Accepted {
         };
         let h2_conn = {
             let (info, shared, state) = (info.clone(), shared.clone(), state.clone());
-            move |io| serve_h2(io, builder, graceful, info, shared, state)
+            move |io| serve_h2(io, graceful, info, shared, state)
         };
         let served = match h2 {
             // Boxed: hyper's h2 connection state is large, and an HTTP/1.1 connection's future would
@@ -345,16 +343,22 @@ impl Accepted {
     }
 }
 
-/// An h2 connection, served by hyper until it closes (the worker's graceful shutdown drains it).
+/// An h2 connection, served by hyper until it closes (the worker's graceful shutdown drains it) and its
+/// streams have ended.
+///
+/// Its streams' futures run in this task, beside hyper's connection future ([`Local`]), not as tasks of
+/// their own: a stream that finishes its answer gets it written in the same turn, instead of after every
+/// task the worker woke meanwhile (the response half of the convoy [`sluice_upstream::h2`] describes for
+/// the upstream side), and a call costs no spawn.
 async fn serve_h2(
     io: Handed,
-    builder: Arc<http2::Builder<TokioExecutor>>,
     graceful: Watcher,
     info: Arc<ConnInfo>,
     shared: Arc<Shared>,
     state: Arc<ConnState>,
 ) {
     let body_timeout = shared.settings.client_body_timeout;
+    let send_timeout = shared.settings.send_timeout;
     let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
         Counters::bump(&shared.counters.requests);
         let in_flight = state.request_started();
@@ -368,8 +372,13 @@ async fn serve_h2(
         )
         .map(|reply| Ok::<_, Infallible>(reply.into_response()))
     });
+    let streams = Local::new();
+    let builder = h2_builder(send_timeout, streams.clone());
     let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
-    if let Err(e) = conn.await {
-        tracing::debug!(error = %e, "downstream h2 connection ended with an error")
-    }
+    hyper::rt::Executor::execute(&streams, async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "downstream h2 connection ended with an error")
+        }
+    });
+    streams.run().await;
 }

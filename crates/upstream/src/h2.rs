@@ -274,7 +274,8 @@ mod cork;
 mod local;
 mod write_watch;
 use cork::Corked;
-use local::{Local, Nudge, Running};
+pub use local::Local;
+use local::{Nudge, Running};
 pub use write_watch::{watch, WriteWatch};
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! An upstream connection's own executor. hyper's HTTP/2 client hands the futures it makes to the
+//! An HTTP/2 connection's own executor: an upstream connection's here, and a client's h2 connection's in
+//! the proxy's worker (its streams' futures, the same way). hyper's HTTP/2 client hands the futures it makes to the
 //! executor it was built with: the connection's I/O once, and per call one future waiting for the
 //! response and (for a call with a body) one piping the body into the stream. With tokio's executor each
 //! is a task: a unary call cost two spawns, and its way through them (the dispatch, the I/O, the body's
@@ -70,6 +71,14 @@ impl<F: Future<Output = ()> + Send + 'static> hyper::rt::Executor<F> for Local {
 impl Local {
     pub fn new() -> Local {
         Local::default()
+    }
+
+    /// Runs the futures handed to this executor in the calling task until the last one has ended
+    /// (those handed over meanwhile included). For a server connection: its streams run in its task.
+    pub async fn run(self) {
+        let mut running = self.running();
+        drop(self);
+        std::future::poll_fn(|cx| running.poll(cx)).await;
     }
 
     /// The set the connection's task polls. Dropping it drops every future left, handed over or not
