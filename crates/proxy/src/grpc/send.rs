@@ -210,11 +210,19 @@ fn upstream_headers(client: &HeaderMap, routed: Routed, x: &Exchange<'_>) -> Hea
         }
     }
     let f = routed.forwarded;
-    let xff = appended(
-        client,
-        names::X_FORWARDED_FOR,
-        x.conn.peer_ip.to_str().unwrap_or(""),
-    );
+    // Usually the client sent neither: the peer's address and the token alone, no new string.
+    let xff = match client.contains_key(names::X_FORWARDED_FOR) {
+        true => appended(
+            client,
+            names::X_FORWARDED_FOR,
+            x.conn.peer_ip.to_str().unwrap_or(""),
+        ),
+        false => x.conn.peer_ip.clone(),
+    };
+    let via = match client.contains_key(VIA) {
+        true => appended(client, VIA, via_token(routed.version)),
+        false => HeaderValue::from_static(via_token(routed.version)),
+    };
     let real_ip = match routed.client_ip == x.conn.peer.ip() {
         true => x.conn.peer_ip.clone(),
         false => {
@@ -231,7 +239,7 @@ fn upstream_headers(client: &HeaderMap, routed: Routed, x: &Exchange<'_>) -> Hea
     if let Some(p) = f.prefix {
         headers.append(names::X_FORWARDED_PREFIX, p);
     }
-    headers.append(VIA, appended(client, VIA, via_token(routed.version)));
+    headers.append(VIA, via);
     if request_id {
         let id = crate::respond::request_id_value(x.request_id);
         headers.append(crate::names::X_KONG_REQUEST_ID.name, id);
