@@ -30,7 +30,8 @@ pub(super) struct Half {
     stalled: Option<Instant>,
 }
 
-/// What one direction did in one poll.
+/// What one direction did in one poll (the default: it was not pumped, nothing moved).
+#[derive(Default)]
 pub(super) struct Pumped {
     pub(super) progressed: bool,
     /// A write (or flush) is waiting on the other side.
