@@ -6,50 +6,100 @@
 //! credential) starts with an empty one, as Kong's `sha1(password .. consumer_id)` is checked against the
 //! credentials of the config the request runs on. Only values that verified are kept, so a client can add
 //! entries only with valid credentials; the table starts over past [`MOST`] entries. It is keyed by the
-//! header's exact bytes, with a hash seeded per table, so a client cannot aim values at one bucket.
+//! header's exact bytes, with a hash seeded per worker, so a client cannot aim values at one bucket. Each
+//! worker keeps its own entries: no lock on the request path.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Entries kept at most; the table is emptied when a value past it verifies.
+/// Entries kept at most (per worker); the table is emptied when a value past it verifies.
 const MOST: usize = 4096;
 
 /// Header values longer than this are never kept (a few KB of table at most per entry).
 const LONGEST: usize = 1024;
 
-/// Verified header values, each with the index of its credential in the snapshot's table.
+/// One snapshot's table of verified header values. The entries live in each worker thread's own map
+/// ([`KEPT`]), not behind a lock the workers share: every authenticated request reads it. Each table has
+/// an id of its own, never reused, and a worker's map holds the entries of one table at a time, so a
+/// value verified on an older snapshot is never found on a newer one.
+pub struct Verified {
+    id: u64,
+}
+
+impl Default for Verified {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Verified {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// A worker's verified values: the table they belong to, and each value with its credential's index.
 #[derive(Default)]
-pub struct Verified(Mutex<HashMap<Box<[u8]>, usize, foldhash::quality::RandomState>>);
+struct Kept {
+    table: u64,
+    values: HashMap<Box<[u8]>, usize, foldhash::quality::RandomState>,
+}
+
+thread_local! {
+    /// Made on a worker's first verified value (a `const` initializer: no lazy-init check per access).
+    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+}
 
 impl Verified {
-    /// The credential `value` verified as, when it did on this snapshot.
+    /// The credential `value` verified as, when it did on this snapshot (on this worker).
     pub fn get(&self, value: &[u8]) -> Option<usize> {
-        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(value).copied()
+        KEPT.with_borrow(|kept| match kept {
+            Some(kept) if kept.table == self.id => kept.values.get(value).copied(),
+            _ => None,
+        })
     }
 
-    /// Remembers that `value` verified as credential `index`.
+    /// Remembers that `value` verified as credential `index`. A worker's map that held another
+    /// snapshot's values (a reload, or requests of two snapshots in turn) starts over.
     pub fn insert(&self, value: &[u8], index: usize) {
         if value.len() > LONGEST {
             return;
         }
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= MOST {
-            map.clear();
-        }
-        map.insert(value.into(), index);
+        KEPT.with_borrow_mut(|kept| {
+            let kept = kept.get_or_insert_with(Kept::default);
+            if kept.table != self.id || kept.values.len() >= MOST {
+                kept.values.clear();
+                kept.table = self.id;
+            }
+            kept.values.insert(value.into(), index);
+        })
     }
 
-    /// How many values are kept.
+    /// How many values this worker keeps for this table.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+        KEPT.with_borrow(|kept| match kept {
+            Some(kept) if kept.table == self.id => kept.values.len(),
+            _ => 0,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::{Verified, LONGEST, MOST};
+
+    #[test]
+    fn another_tables_values_are_not_found() {
+        let (old, new) = (Verified::default(), Verified::default());
+        old.insert(b"Basic YzA6cHctMA==", 3);
+        assert_eq!(new.get(b"Basic YzA6cHctMA=="), None);
+        new.insert(b"Basic YzE6cHctMQ==", 4);
+        assert_eq!(
+            old.get(b"Basic YzA6cHctMA=="),
+            None,
+            "one table's values at a time"
+        );
+        assert_eq!(new.get(b"Basic YzE6cHctMQ=="), Some(4));
+    }
 
     #[test]
     fn a_value_is_found_only_as_it_was_kept_and_the_table_stays_bounded() {
