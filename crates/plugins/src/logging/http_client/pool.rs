@@ -37,7 +37,8 @@ impl Pool {
     }
 
     fn expired(&self, since: Instant, now: Instant) -> bool {
-        self.keepalive.is_some_and(|k| now.duration_since(since) >= k)
+        self.keepalive
+            .is_some_and(|k| now.duration_since(since) >= k)
     }
 
     /// The most recently used idle connection that is still open and within its keepalive.
@@ -75,7 +76,10 @@ impl Pool {
         let now = Instant::now();
         let mut idle = self.idle();
         idle.retain(|(sender, since)| !sender.is_closed() && !self.expired(*since, now));
-        let next = idle.first().zip(self.keepalive).map(|((_, since), k)| *since + k);
+        let next = idle
+            .first()
+            .zip(self.keepalive)
+            .map(|((_, since), k)| *since + k);
         if next.is_none() {
             self.reaping.store(false, Ordering::Release);
         }

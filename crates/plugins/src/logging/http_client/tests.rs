@@ -1,14 +1,16 @@
 //! The log thread's HTTP client against a real local endpoint: one kept-alive connection for many
 //! deliveries, a new one when the endpoint closed the kept one (with `Connection: close` or silently),
-//! idle connections closed when their keepalive ends, what is sent, and the time limit.
+//! idle connections closed when their keepalive ends, what is sent, the time limit, and https (the
+//! certificate checked or not).
 
 use super::{HttpClient, Limits};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method};
+use sluice_tls::rustls::ServerConfig;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 /// How the endpoint treats a connection after answering a request.
 #[derive(Clone, Copy, PartialEq)]
@@ -48,7 +50,43 @@ async fn endpoint(after: After) -> (String, Arc<Mutex<Seen>>) {
     (address, seen)
 }
 
-async fn serve(mut stream: TcpStream, after: After, seen: Arc<Mutex<Seen>>) {
+/// The same endpoint over TLS, with a self-signed certificate for `localhost`.
+async fn tls_endpoint() -> (String, Arc<Mutex<Seen>>) {
+    let dir = tempfile::tempdir().unwrap();
+    sluice_tls::default_pair(dir.path()).unwrap();
+    let read = |file| std::fs::read_to_string(dir.path().join(file)).unwrap();
+    let certs = sluice_tls::certificates(&read(sluice_tls::DEFAULT_CERT_FILE)).unwrap();
+    let key = sluice_tls::private_key(&read(sluice_tls::DEFAULT_KEY_FILE)).unwrap();
+    let config = ServerConfig::builder_with_provider(sluice_tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let shared = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            shared.lock().unwrap().connections += 1;
+            let (acceptor, shared) = (acceptor.clone(), shared.clone());
+            tokio::spawn(async move {
+                if let Ok(tls) = acceptor.accept(stream).await {
+                    serve(tls, After::KeepOpen, shared).await;
+                }
+            });
+        }
+    });
+    (format!("localhost:{port}"), seen)
+}
+
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    after: After,
+    seen: Arc<Mutex<Seen>>,
+) {
     let mut buf = Vec::new();
     loop {
         let Some((head, body)) = read_request(&mut stream, &mut buf).await else {
@@ -61,7 +99,9 @@ async fn serve(mut stream: TcpStream, after: After, seen: Arc<Mutex<Seen>>) {
                 tokio::time::sleep(Duration::from_secs(60)).await;
                 return;
             }
-            After::SayClose => b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok",
+            After::SayClose => {
+                b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok"
+            }
             _ => b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
         };
         stream.write_all(answer).await.unwrap();
@@ -72,7 +112,10 @@ async fn serve(mut stream: TcpStream, after: After, seen: Arc<Mutex<Seen>>) {
 }
 
 /// One request (head text and `content-length` body) from `stream`; None when the client closed.
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+async fn read_request<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<u8>)> {
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -95,12 +138,21 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Stri
 }
 
 fn client(url: &str, headers: HeaderMap, keepalive: Option<Duration>) -> HttpClient {
+    checked_client(url, headers, keepalive, false)
+}
+
+fn checked_client(
+    url: &str,
+    headers: HeaderMap,
+    keepalive: Option<Duration>,
+    verify: bool,
+) -> HttpClient {
     let limits = Limits {
         connect: Duration::from_secs(2),
         total: Duration::from_millis(500),
         keepalive,
     };
-    HttpClient::new(&url.parse().unwrap(), Method::PUT, headers, limits, false).unwrap()
+    HttpClient::new(&url.parse().unwrap(), Method::PUT, headers, limits, verify).unwrap()
 }
 
 async fn send(client: &HttpClient, body: &'static str) {
@@ -178,4 +230,32 @@ async fn an_endpoint_that_never_answers_is_a_timeout() {
     let error = client.send(Bytes::from_static(b"x")).await.err();
     assert_eq!(error.as_deref(), Some("timeout"));
     assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+/// http-log (`verify` off, as Kong) delivers to a self-signed https endpoint over one kept connection;
+/// the exporters (`verify` on) refuse it.
+#[tokio::test]
+async fn https_endpoints_with_and_without_checking_the_certificate() {
+    let (address, seen) = tls_endpoint().await;
+    let url = format!("https://{address}/logs");
+    let unchecked = client(&url, HeaderMap::new(), None);
+    send(&unchecked, "one").await;
+    send(&unchecked, "two").await;
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!((seen.connections, seen.requests.len()), (1, 2));
+        assert!(seen.requests[0].0.starts_with("PUT /logs HTTP/1.1\r\n"));
+        assert!(seen.requests[0].0.contains(&format!("\r\nhost: {address}")));
+    }
+    let checked = checked_client(&url, HeaderMap::new(), None, true);
+    let error = checked.send(Bytes::from_static(b"x")).await.err();
+    assert!(
+        error.as_deref().is_some_and(|e| e.contains("certificate")),
+        "{error:?}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().requests.len(),
+        2,
+        "nothing sent unchecked"
+    );
 }
