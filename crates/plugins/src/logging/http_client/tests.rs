@@ -105,8 +105,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             _ => b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
         };
         stream.write_all(answer).await.unwrap();
-        if after != After::KeepOpen {
-            return;
+        match after {
+            After::KeepOpen => {}
+            // Later, when the client has kept the connection for its next request.
+            After::CloseSilently => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return;
+            }
+            _ => return,
         }
     }
 }
@@ -194,7 +200,7 @@ async fn a_connection_the_endpoint_closed_is_replaced() {
         for body in ["one", "two", "three"] {
             send(&client, body).await;
             // Lets the close reach the client, as between deliveries of a real queue.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let seen = seen.lock().unwrap();
         assert_eq!((seen.connections, seen.requests.len()), (3, 3));
