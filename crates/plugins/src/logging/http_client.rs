@@ -4,8 +4,10 @@
 //! endpoint closed is replaced by a new connection. hyper's `client::conn::http1` speaks the protocol, each
 //! connection's I/O driven by its own task on the log thread.
 //!
-//! Why not reqwest: its pool, tower layers and per-request setup cost ~79,000 instructions per delivered
-//! batch on the log thread, which `sluice-perf` counts against every logged request.
+//! Why not reqwest: its pool, tower layers and per-request setup cost ~68,000 instructions per delivered
+//! batch on the log thread (callgrind, `sluice-perf`'s http-log case, the request and its connection's
+//! task, the body's framing aside); this client ~22,500. `sluice-perf` counts them against every logged
+//! request.
 
 mod pool;
 #[cfg(test)]
