@@ -13,6 +13,7 @@
 
 pub mod address;
 pub mod entities;
+pub mod http_client;
 pub(crate) mod json;
 pub mod legacy;
 pub mod logger;

@@ -50,12 +50,13 @@ impl ResponseHeaders {
         json.pop();
         let mut first = json.len() == 1;
         late(&mut |name, value| {
+            let name = name.as_str();
             json.extend_from_slice(if first { b"\"" } else { b",\"" });
             first = false;
-            json.extend_from_slice(name.as_str().as_bytes());
+            json.extend_from_slice(name.as_bytes());
             json.extend_from_slice(b"\":");
             json::string(&mut json, value);
-            fields += name.as_str().len() + 2 + value.len() + 2;
+            fields += name.len() + 2 + value.len() + 2;
         });
         json.push(b'}');
         ResponseHeaders { json, fields }

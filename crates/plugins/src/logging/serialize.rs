@@ -259,14 +259,8 @@ pub(super) fn tries<'a>(
         json::ip(out, t.addr.ip());
         out.extend_from_slice(b",\"port\":");
         json::uint(out, t.addr.port().into());
-        out.extend_from_slice(b",\"balancer_start\":");
-        json::uint(out, since_epoch.as_millis() as u64);
-        out.extend_from_slice(b",\"balancer_start_ns\":");
-        json::uint(out, since_epoch.as_nanos() as u64);
-        out.extend_from_slice(b",\"balancer_latency\":");
-        json::uint(out, t.latency.as_millis() as u64);
-        out.extend_from_slice(b",\"balancer_latency_ns\":");
-        json::uint(out, t.latency.as_nanos() as u64);
+        millis_and_nanos(out, b",\"balancer_start\":", since_epoch);
+        millis_and_nanos(out, b",\"balancer_latency\":", t.latency);
         if let Some(code) = t.failed {
             out.extend_from_slice(b",\"state\":\"failed\",\"code\":");
             json::uint(out, code.into());
@@ -274,6 +268,23 @@ pub(super) fn tries<'a>(
         out.push(b'}');
     }
     out.push(b']');
+}
+
+/// `<key>:<ms>,<key>_ns:<ns>` for `d` (`key` given with its leading comma and quotes, e.g.
+/// `,"balancer_start":`). The milliseconds are the nanoseconds' digits but the last six, so one
+/// number is formatted for both (two 19-digit `itoa`s per try otherwise).
+fn millis_and_nanos(out: &mut Vec<u8>, key: &[u8], d: Duration) {
+    let mut buffer = itoa::Buffer::new();
+    let nanos = buffer.format(d.as_nanos() as u64).as_bytes();
+    out.extend_from_slice(key);
+    match nanos.len().checked_sub(6) {
+        Some(ms) if ms > 0 => out.extend_from_slice(&nanos[..ms]),
+        _ => out.push(b'0'),
+    }
+    // The key again, its closing `":` replaced by `_ns":`.
+    out.extend_from_slice(&key[..key.len() - 2]);
+    out.extend_from_slice(b"_ns\":");
+    out.extend_from_slice(nanos);
 }
 
 pub(super) fn uuid(out: &mut Vec<u8>, id: &uuid::Uuid) {

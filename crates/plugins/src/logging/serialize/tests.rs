@@ -212,3 +212,29 @@ fn https_requests_name_their_tls_version_and_cipher() {
         .unwrap()
         .starts_with("https://"));
 }
+
+/// A try's `balancer_latency` and `_ns` (and `balancer_start`'s) come from one formatted number: the
+/// milliseconds are what `as_millis` gives, also below one millisecond and at zero.
+#[test]
+fn millis_and_nanos_agree_with_as_millis_and_as_nanos() {
+    for nanos in [
+        0,
+        1,
+        999_999,
+        1_000_000,
+        1_500_000,
+        12_345_678_901,
+        1_700_000_000_123_456_789,
+    ] {
+        let d = Duration::from_nanos(nanos);
+        let mut out = b"{\"a\":1".to_vec();
+        super::millis_and_nanos(&mut out, b",\"t\":", d);
+        out.push(b'}');
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            json!({"a": 1, "t": d.as_millis() as u64, "t_ns": nanos}),
+            "{nanos}"
+        );
+    }
+}
