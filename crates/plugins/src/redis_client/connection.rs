@@ -19,8 +19,9 @@ use super::Error;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
@@ -171,6 +172,11 @@ impl Connection {
             filled: 0,
             timer: None,
             armed: None,
+            ring: Arc::new(TimerRing {
+                rung: AtomicBool::new(false),
+                shared: shared.clone(),
+            }),
+            fresh: false,
         });
         Connection(Arc::new(Handle(shared)))
     }
@@ -288,6 +294,30 @@ struct Driver<S> {
     /// deadline it is set for (None: not set).
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
+    /// What the timer wakes: the driver polls the timer only when it rang, or when it was just set
+    /// (`fresh`), not on every turn.
+    ring: Arc<TimerRing>,
+    fresh: bool,
+}
+
+/// The waker of the driver's timer: notes that it rang and wakes the driver.
+struct TimerRing {
+    rung: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl Wake for TimerRing {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.rung.store(true, Ordering::Release);
+        let driver = self.shared.lock().driver.clone();
+        if let Some(driver) = driver {
+            driver.wake();
+        }
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
@@ -318,7 +348,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
             if timer_at != this.armed {
                 this.arm(timer_at);
             }
-            let expired = this.expired(cx);
+            let expired = this.expired();
             let read_any = match this.write(cx).and_then(|()| this.read(cx)) {
                 Ok(read_any) => read_any,
                 Err(why) => {
@@ -339,6 +369,7 @@ impl<S> Driver<S> {
     /// Sets the timer for `at` (None: leaves it unset; an unset timer is not polled).
     fn arm(&mut self, at: Option<Instant>) {
         self.armed = at;
+        self.fresh = at.is_some();
         if let Some(at) = at {
             match &mut self.timer {
                 Some(timer) => timer.as_mut().reset(at),
@@ -349,11 +380,19 @@ impl<S> Driver<S> {
 
     /// Whether the timer fired: then the calls past their deadline are timed out, and the timer is to be
     /// set again for the next deadline (by the next turn of the loop).
-    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+    fn expired(&mut self) -> bool {
         let (Some(at), Some(timer)) = (self.armed, &mut self.timer) else {
             return false;
         };
-        if timer.as_mut().poll(cx).is_pending() {
+        if !std::mem::take(&mut self.fresh) && !self.ring.rung.swap(false, Ordering::AcqRel) {
+            return false;
+        }
+        let ring = Waker::from(self.ring.clone());
+        if timer
+            .as_mut()
+            .poll(&mut Context::from_waker(&ring))
+            .is_pending()
+        {
             return false;
         }
         self.armed = None;
