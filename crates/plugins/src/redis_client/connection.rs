@@ -19,11 +19,13 @@ use super::Error;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
+use timer::Timer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
+
+mod timer;
 
 /// A handle on one connection; clones share it. The last one dropped closes it.
 #[derive(Clone)]
@@ -170,13 +172,7 @@ impl Connection {
             flushed: true,
             input: Vec::new(),
             filled: 0,
-            timer: None,
-            armed: None,
-            ring: Arc::new(TimerRing {
-                rung: AtomicBool::new(false),
-                shared: shared.clone(),
-            }),
-            fresh: false,
+            timer: Timer::new(shared.clone()),
         });
         Connection(Arc::new(Handle(shared)))
     }
@@ -290,34 +286,8 @@ struct Driver<S> {
     /// Bytes read and not yet parsed: `input[..filled]` (the rest is room for the next read).
     input: Vec<u8>,
     filled: usize,
-    /// The one timer for the calls' deadlines (made when the first call with a deadline comes), and the
-    /// deadline it is set for (None: not set).
-    timer: Option<Pin<Box<Sleep>>>,
-    armed: Option<Instant>,
-    /// What the timer wakes: the driver polls the timer only when it rang, or when it was just set
-    /// (`fresh`), not on every turn.
-    ring: Arc<TimerRing>,
-    fresh: bool,
-}
-
-/// The waker of the driver's timer: notes that it rang and wakes the driver.
-struct TimerRing {
-    rung: AtomicBool,
-    shared: Arc<Shared>,
-}
-
-impl Wake for TimerRing {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.rung.store(true, Ordering::Release);
-        let driver = self.shared.lock().driver.clone();
-        if let Some(driver) = driver {
-            driver.wake();
-        }
-    }
+    /// The one timer for the calls' deadlines.
+    timer: Timer,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
@@ -345,10 +315,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
                 }
                 state.timer_at
             };
-            if timer_at != this.armed {
-                this.arm(timer_at);
+            this.timer.set(timer_at);
+            let rang = this.timer.rang();
+            if let Some(at) = rang {
+                // The timer's clock may be a hair behind `at`: what it set off is due.
+                this.shared.lock().expire(Instant::now().max(at));
             }
-            let expired = this.expired();
             let read_any = match this.write(cx).and_then(|()| this.read(cx)) {
                 Ok(read_any) => read_any,
                 Err(why) => {
@@ -358,47 +330,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
             };
             // More commands came in while the last ones were written (from another thread).
             let more_to_send = this.written == this.out.len() && !this.shared.lock().out.is_empty();
-            if !read_any && !more_to_send && !expired {
+            // After a ring, another turn sets the timer for the next deadline.
+            if !read_any && !more_to_send && rang.is_none() {
                 return Poll::Pending;
             }
         }
-    }
-}
-
-impl<S> Driver<S> {
-    /// Sets the timer for `at` (None: leaves it unset; an unset timer is not polled).
-    fn arm(&mut self, at: Option<Instant>) {
-        self.armed = at;
-        self.fresh = at.is_some();
-        if let Some(at) = at {
-            match &mut self.timer {
-                Some(timer) => timer.as_mut().reset(at),
-                None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
-            }
-        }
-    }
-
-    /// Whether the timer fired: then the calls past their deadline are timed out, and the timer is to be
-    /// set again for the next deadline (by the next turn of the loop).
-    fn expired(&mut self) -> bool {
-        let (Some(at), Some(timer)) = (self.armed, &mut self.timer) else {
-            return false;
-        };
-        if !std::mem::take(&mut self.fresh) && !self.ring.rung.swap(false, Ordering::AcqRel) {
-            return false;
-        }
-        let ring = Waker::from(self.ring.clone());
-        if timer
-            .as_mut()
-            .poll(&mut Context::from_waker(&ring))
-            .is_pending()
-        {
-            return false;
-        }
-        self.armed = None;
-        // The timer's clock may be a hair behind `at`: what it set off is due.
-        self.shared.lock().expire(Instant::now().max(at));
-        true
     }
 }
 
