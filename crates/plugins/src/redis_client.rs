@@ -3,8 +3,9 @@
 //!
 //! It does what those plugins need and nothing else: connect (with Kong's `redis` record: TLS with or
 //! without verification, `AUTH` with or without a username, `SELECT`), send commands in order on one
-//! connection and read their replies in order. Which connection to use, timeouts and reconnecting are the
-//! caller's (see `builtin::rate_limiting::redis`). Built because the `redis` crate's multiplexed connection
+//! connection and read their replies in order, each call until its deadline (one timer per connection).
+//! Which connection to use, the deadlines and reconnecting are the caller's (see
+//! `builtin::rate_limiting::redis`). Built because the `redis` crate's multiplexed connection
 //! cost about as many instructions per call as the rest of a proxied request.
 
 mod connection;
@@ -23,12 +24,15 @@ pub enum Error {
     Broken(String),
     /// Redis answered with an error (e.g. `NOSCRIPT ...`, `WRONGPASS ...`).
     Reply(String),
+    /// The call's deadline passed before its replies came (the connection may still be fine, or hung).
+    TimedOut,
 }
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Broken(why) | Error::Reply(why) => f.write_str(why),
+            Error::TimedOut => f.write_str("redis did not answer in time"),
         }
     }
 }
@@ -93,23 +97,27 @@ impl Endpoint {
             return Ok(());
         }
         connection
-            .call(replies, |out| {
-                if let Some((user, password)) = auth {
-                    resp::command(out, 2 + usize::from(user.is_some()));
-                    resp::arg(out, b"AUTH");
-                    if let Some(user) = user {
-                        resp::arg(out, user.as_bytes());
+            .call(
+                replies,
+                None,
+                |out| {
+                    if let Some((user, password)) = auth {
+                        resp::command(out, 2 + usize::from(user.is_some()));
+                        resp::arg(out, b"AUTH");
+                        if let Some(user) = user {
+                            resp::arg(out, user.as_bytes());
+                        }
+                        resp::arg(out, password.as_bytes());
                     }
-                    resp::arg(out, password.as_bytes());
-                }
-                if select {
-                    resp::command(out, 2);
-                    resp::arg(out, b"SELECT");
-                    resp::arg(out, itoa::Buffer::new().format(self.database).as_bytes());
-                }
-            })
+                    if select {
+                        resp::command(out, 2);
+                        resp::arg(out, b"SELECT");
+                        resp::arg(out, itoa::Buffer::new().format(self.database).as_bytes());
+                    }
+                },
+                |_| (),
+            )
             .await
-            .map(drop)
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) mod config;
 pub(crate) mod redis;
 pub(crate) mod window;
 
-use crate::added_headers::{AddedHeaders, SetHeader};
+use crate::added_headers::SetHeader;
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
@@ -155,13 +155,13 @@ impl Ask {
 
 /// Kong's Redis keys of a request, one per configured period:
 /// `ratelimit:<route>:<service>:<identifier>:<window start ms>:<period>`, written one after the other
-/// into one string (`ends[i]` is where key `i` ends).
-struct RedisKeys {
-    text: Vec<u8>,
+/// into the worker's scratch buffer (`ends[i]` is where key `i` ends).
+struct RedisKeys<'a> {
+    text: &'a [u8],
     ends: [usize; PERIODS.len()],
 }
 
-impl RedisKeys {
+impl RedisKeys<'_> {
     /// Key `i`.
     fn get(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
@@ -203,31 +203,35 @@ enum Identifier<'a> {
 impl Identifier<'_> {
     /// As Kong writes it into its keys (an id hyphenated, lowercase).
     fn text(&self) -> String {
-        let mut text = String::new();
+        let mut text = Vec::new();
         self.write_to(&mut text);
-        text
+        // Valid UTF-8: `write_to` writes nothing else.
+        String::from_utf8_lossy(&text).into_owned()
     }
 
-    /// Appends [`Identifier::text`] to `out`. An IPv4 address is written digit by digit: through `fmt` it
-    /// cost more than the rest of a Redis key.
-    fn write_to(&self, out: &mut String) {
+    /// Appends [`Identifier::text`] to `out` (as UTF-8). An IPv4 address is written digit by digit:
+    /// through `fmt` it cost more than the rest of a Redis key.
+    fn write_to(&self, out: &mut Vec<u8>) {
         match self {
-            Identifier::Id(id) => out.push_str(
+            Identifier::Id(id) => out.extend_from_slice(
                 id.hyphenated()
-                    .encode_lower(&mut uuid::Uuid::encode_buffer()),
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    .as_bytes(),
             ),
-            Identifier::Text(bytes) => out.push_str(&String::from_utf8_lossy(bytes)),
+            Identifier::Text(bytes) => {
+                out.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes());
+            }
             Identifier::Ip(std::net::IpAddr::V4(ip)) => {
                 let mut digits = itoa::Buffer::new();
                 for (i, octet) in ip.octets().into_iter().enumerate() {
                     if i > 0 {
-                        out.push('.');
+                        out.push(b'.');
                     }
-                    out.push_str(digits.format(octet));
+                    out.extend_from_slice(digits.format(octet).as_bytes());
                 }
             }
             Identifier::Ip(ip) => {
-                use std::fmt::Write;
+                use std::io::Write;
                 let _ = write!(out, "{ip}");
             }
         }
@@ -306,18 +310,6 @@ impl RateLimiting {
         slots
     }
 
-    /// The answer for the counts after this request: on to the next plugin with the limit headers, or the
-    /// refusal.
-    fn answer(&self, ctx: &mut RequestCtx<'_>, counts: &[u64], exceeded: bool, now: u64) -> Flow {
-        match self
-            .rules
-            .verdict(counts, exceeded, now, &mut ctx.response_headers)
-        {
-            Some(resp) => Flow::Respond(resp),
-            None => Flow::Continue,
-        }
-    }
-
     /// `policy: local`: this node's counters.
     fn count_locally(&self, ctx: &mut RequestCtx<'_>, now: u64) -> Flow {
         let n = self.rules.limits.len();
@@ -335,7 +327,7 @@ impl RateLimiting {
                 self.state.decrement(*key, *start);
             }
         }
-        self.answer(ctx, &counts[..n], exceeded, now)
+        self.rules.answer(ctx, &counts[..n], exceeded, now)
     }
 
     /// `policy: redis` with `sync_rate > 0`: on this node's counts, or on Redis for a window this node has
@@ -361,7 +353,7 @@ impl RateLimiting {
             (*slot, *limit) = ((key, start), l.limit);
         }
         match batch.count(&slots[..n], &limits[..n], &mut counts[..n]) {
-            Some(exceeded) => self.answer(ctx, &counts[..n], exceeded, now),
+            Some(exceeded) => self.rules.answer(ctx, &counts[..n], exceeded, now),
             None => {
                 let learn = (batch.clone(), slots[..n].to_vec());
                 self.count_shared(shared.clone(), ctx, now, Some(learn))
@@ -369,29 +361,37 @@ impl RateLimiting {
         }
     }
 
-    /// This request's [`RedisKeys`]: the identifier is written once, and copied into the keys after the
-    /// first.
-    fn redis_keys(&self, ctx: &RequestCtx<'_>, now: u64) -> RedisKeys {
-        let mut head = String::with_capacity(self.key_prefix.len() + 64);
-        head.push_str(&self.key_prefix);
-        self.identifier(ctx).write_to(&mut head);
-        head.push(':');
-        let head_len = head.len();
-        let mut text = head.into_bytes();
-        text.reserve(self.rules.limits.len() * (head_len + 24));
-        let mut ends = [0; PERIODS.len()];
-        let mut start_ms = itoa::Buffer::new();
-        for (i, (end, l)) in ends.iter_mut().zip(&self.rules.limits).enumerate() {
-            if i > 0 {
-                text.extend_from_within(..head_len);
-            }
-            let (start, _) = window::bounds(l.period, now);
-            text.extend_from_slice(start_ms.format(start * 1000).as_bytes());
-            text.push(b':');
-            text.extend_from_slice(l.period.name().as_bytes());
-            *end = text.len();
+    /// This request's [`RedisKeys`], for `f`: the identifier is written once, and copied into the keys
+    /// after the first, in this worker's scratch buffer (no allocation per request).
+    fn with_redis_keys<T>(
+        &self,
+        ctx: &RequestCtx<'_>,
+        now: u64,
+        f: impl FnOnce(RedisKeys<'_>) -> T,
+    ) -> T {
+        thread_local! {
+            static TEXT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::default();
         }
-        RedisKeys { text, ends }
+        TEXT.with_borrow_mut(|text| {
+            text.clear();
+            text.extend_from_slice(self.key_prefix.as_bytes());
+            self.identifier(ctx).write_to(text);
+            text.push(b':');
+            let head_len = text.len();
+            let mut ends = [0; PERIODS.len()];
+            let mut start_ms = itoa::Buffer::new();
+            for (i, (end, l)) in ends.iter_mut().zip(&self.rules.limits).enumerate() {
+                if i > 0 {
+                    text.extend_from_within(..head_len);
+                }
+                let (start, _) = window::bounds(l.period, now);
+                text.extend_from_slice(start_ms.format(start * 1000).as_bytes());
+                text.push(b':');
+                text.extend_from_slice(l.period.name().as_bytes());
+                *end = text.len();
+            }
+            f(RedisKeys { text, ends })
+        })
     }
 
     /// `policy: redis` or `cluster`: one atomic check-and-count in the shared store, off the worker's
@@ -405,8 +405,7 @@ impl RateLimiting {
     ) -> Flow {
         let rules = self.rules.clone();
         let (ask, learn) = match shared {
-            Shared::Redis(target) => {
-                let keys = self.redis_keys(ctx, now);
+            Shared::Redis(target) => self.with_redis_keys(ctx, now, |keys| {
                 let mut windows = [(&b""[..], 0, 0); PERIODS.len()];
                 for (i, (w, l)) in windows.iter_mut().zip(&rules.limits).enumerate() {
                     let (start, end) = window::bounds(l.period, now);
@@ -424,7 +423,7 @@ impl RateLimiting {
                     (batch, slots, known)
                 });
                 (Ask::Redis(target, redis::Keyed::new(windows)), learn)
-            }
+            }),
             Shared::Cluster(counters) => {
                 let scope = Scope {
                     identifier: self.identifier(ctx).text(),
@@ -447,46 +446,50 @@ impl RateLimiting {
             }
         };
         Flow::Defer(Box::pin(async move {
-            match ask.check_and_count().await {
-                Ok(mut counted) => {
-                    if let Some((batch, slots, known)) = learn {
-                        let limits: Vec<u64> = rules.limits.iter().map(|l| l.limit).collect();
-                        if !batch.learn(&slots, known, &counted, &limits) {
-                            // Refused by this node's own counts: its windows are full.
-                            counted.allowed = false;
-                            counted.counts = limits;
-                        }
-                    }
-                    let mut headers = AddedHeaders::new();
-                    // A refused request's counts are the full windows; it is the one over the limit.
-                    if !counted.allowed {
-                        counted.counts.iter_mut().for_each(|c| *c += 1);
-                    }
-                    match rules.verdict(&counted.counts, !counted.allowed, now, &mut headers) {
-                        Some(mut resp) => {
-                            headers.apply(&mut resp.headers);
-                            Flow::Respond(resp)
-                        }
-                        None => Flow::ContinueWith(headers),
-                    }
-                }
-                Err(error) if rules.config.fault_tolerant => {
-                    failure_logged(&error);
-                    Flow::Continue
-                }
+            let mut counted = match ask.check_and_count().await {
+                Ok(counted) => counted,
                 Err(error) => {
                     failure_logged(&error);
-                    Flow::Respond(PluginResponse::message(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "An unexpected error occurred",
-                    ))
+                    return match rules.config.fault_tolerant {
+                        true => Flow::Continue,
+                        false => Flow::Respond(PluginResponse::message(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "An unexpected error occurred",
+                        )),
+                    };
+                }
+            };
+            if let Some((batch, slots, known)) = learn {
+                let limits: Vec<u64> = rules.limits.iter().map(|l| l.limit).collect();
+                if !batch.learn(&slots, known, &counted, &limits) {
+                    // Refused by this node's own counts: its windows are full.
+                    counted.allowed = false;
+                    counted.counts = limits;
                 }
             }
+            // A refused request's counts are the full windows; it is the one over the limit.
+            if !counted.allowed {
+                counted.counts.iter_mut().for_each(|c| *c += 1);
+            }
+            // Answered on the request's context, as the local policy is: the headers go straight into
+            // the response's, not into a list of their own first.
+            Flow::Then(Box::new(move |ctx| {
+                rules.answer(ctx, &counted.counts, !counted.allowed, now)
+            }))
         }))
     }
 }
 
 impl Rules {
+    /// The answer for the counts after this request: on to the next plugin with the limit headers, or the
+    /// refusal.
+    fn answer(&self, ctx: &mut RequestCtx<'_>, counts: &[u64], exceeded: bool, now: u64) -> Flow {
+        match self.verdict(counts, exceeded, now, &mut ctx.response_headers) {
+            Some(resp) => Flow::Respond(resp),
+            None => Flow::Continue,
+        }
+    }
+
     /// The response headers for the counts after this request, in `headers`, and the refusal when a
     /// window is over its limit. `counts[i]` belongs to `self.limits[i]`.
     fn verdict(

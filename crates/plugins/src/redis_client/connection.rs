@@ -3,7 +3,14 @@
 //! the replies and hands each to its caller, in order.
 //!
 //! Per call that is one lock to encode and queue, one wake-up of the driver, and one wake-up back, with
-//! the reply parsed straight into the caller's numbers: no command object, channel or value tree.
+//! the reply parsed straight into the connection's number buffers and read there by the caller: no command
+//! object, channel or value tree, and no allocation once the buffers exist.
+//!
+//! A call's deadline needs no timer of its own: the driver keeps one, set for the earliest deadline of the
+//! calls still waiting. When it fires, the calls whose deadline has passed get [`Error::TimedOut`] (their
+//! replies, should they still come, are read and dropped, keeping the order) and it is set for the next.
+//! Deadlines are mostly in call order, so the timer is set about once per timeout, not once per call.
+//!
 //! The connection ends when its last [`Connection`] handle is dropped, or at the first I/O or protocol
 //! error, which every call still waiting gets (as [`Error::Broken`]).
 
@@ -14,7 +21,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+use timer::Timer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+mod timer;
 
 /// A handle on one connection; clones share it. The last one dropped closes it.
 #[derive(Clone)]
@@ -42,16 +53,24 @@ impl Shared {
     }
 }
 
+/// Number buffers kept for the next calls (a call's replies are parsed into one).
+const SPARE_NUMBERS: usize = 16;
+
 #[derive(Default)]
 struct State {
     /// Commands not yet taken by the driver.
     out: Vec<u8>,
-    /// The calls whose replies are not all taken yet, oldest first; `pending[0]` has id `first_id`.
+    /// The calls whose replies are not all read or whose answer is not taken yet, oldest first;
+    /// `pending[0]` has id `first_id`.
     pending: VecDeque<Pending>,
     first_id: u64,
     /// The id of the call the next reply belongs to.
     answering: u64,
     driver: Option<Waker>,
+    /// The earliest deadline of the calls waiting (or earlier): what the driver's timer is to be set for.
+    timer_at: Option<Instant>,
+    /// Emptied number buffers of answered calls.
+    spare: Vec<Vec<Option<i64>>>,
     /// Why the connection failed; later calls fail at once.
     broken: Option<String>,
     /// Every handle is gone: the driver stops.
@@ -63,19 +82,45 @@ struct Pending {
     replies_left: usize,
     numbers: Vec<Option<i64>>,
     error: Option<Error>,
+    /// Its answer is ready: every reply read, or the call failed or timed out (then replies may still be
+    /// owed: they are read and dropped).
+    answered: bool,
+    deadline: Option<Instant>,
     waker: Option<Waker>,
-    /// Its caller took the answer or is gone (its replies are still read, to keep the order).
+    /// Its caller took the answer or is gone.
     released: bool,
 }
 
+impl Pending {
+    /// Gives the answer to the caller: wakes it.
+    fn answer(&mut self, error: Option<Error>) {
+        if self.answered {
+            return;
+        }
+        self.answered = true;
+        if let Some(error) = error {
+            self.error = Some(error);
+        }
+        if let Some(w) = self.waker.take() {
+            w.wake();
+        }
+    }
+}
+
 impl State {
-    /// Drops the calls at the front that are answered and whose callers took the answer or left.
+    /// Drops the calls at the front whose replies are all read and whose callers took the answer or left,
+    /// keeping their number buffers for the next calls.
     fn pop_finished(&mut self) {
         while let Some(front) = self.pending.front() {
             if front.replies_left > 0 || !front.released {
                 break;
             }
-            self.pending.pop_front();
+            if let Some(mut done) = self.pending.pop_front() {
+                if self.spare.len() < SPARE_NUMBERS {
+                    done.numbers.clear();
+                    self.spare.push(done.numbers);
+                }
+            }
             self.first_id += 1;
         }
     }
@@ -88,16 +133,27 @@ impl State {
 
     /// Fails every call still waiting with `why`, and every later one.
     fn fail(&mut self, why: String) {
-        for p in self.pending.iter_mut().filter(|p| p.replies_left > 0) {
+        for p in self.pending.iter_mut() {
             p.replies_left = 0;
-            p.error = Some(Error::Broken(why.clone()));
-            if let Some(w) = p.waker.take() {
-                w.wake();
-            }
+            p.answer(Some(Error::Broken(why.clone())));
         }
         self.answering = self.first_id + self.pending.len() as u64;
         self.broken = Some(why);
         self.pop_finished();
+    }
+
+    /// Times out the calls waiting whose deadline is `now` or earlier, and sets the timer for the earliest
+    /// deadline left.
+    fn expire(&mut self, now: Instant) {
+        let mut next: Option<Instant> = None;
+        for p in self.pending.iter_mut().filter(|p| !p.answered) {
+            match p.deadline {
+                Some(deadline) if deadline <= now => p.answer(Some(Error::TimedOut)),
+                Some(deadline) => next = Some(next.map_or(deadline, |n| n.min(deadline))),
+                None => {}
+            }
+        }
+        self.timer_at = next;
     }
 }
 
@@ -116,19 +172,27 @@ impl Connection {
             flushed: true,
             input: Vec::new(),
             filled: 0,
+            timer: Timer::new(shared.clone()),
         });
         Connection(Arc::new(Handle(shared)))
     }
 
-    /// Sends the `replies` commands `encode` writes (see [`resp`]), and waits for their replies: their
-    /// numbers, in order, or the first error reply.
-    pub async fn call(
+    /// Sends the `replies` commands `encode` writes (see [`resp`]), and waits for their replies until
+    /// `deadline` (None: the caller bounds the wait); `read` gets their numbers, in order, unless one is an
+    /// error reply, which is the call's error.
+    pub async fn call<T>(
         &self,
         replies: usize,
+        deadline: Option<Instant>,
         encode: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<Vec<Option<i64>>, Error> {
+        read: impl FnOnce(&[Option<i64>]) -> T,
+    ) -> Result<T, Error> {
+        if replies == 0 {
+            return Ok(read(&[]));
+        }
         let id = {
-            let mut state = self.0 .0.lock();
+            let mut guard = self.0 .0.lock();
+            let state = &mut *guard;
             if let Some(why) = &state.broken {
                 return Err(Error::Broken(why.clone()));
             }
@@ -136,45 +200,61 @@ impl Connection {
             let id = state.first_id + state.pending.len() as u64;
             state.pending.push_back(Pending {
                 replies_left: replies,
-                numbers: Vec::new(),
+                numbers: state.spare.pop().unwrap_or_default(),
                 error: None,
+                answered: false,
+                deadline,
                 waker: None,
                 released: false,
             });
+            if let Some(deadline) = deadline {
+                if state.timer_at.is_none_or(|at| deadline < at) {
+                    state.timer_at = Some(deadline);
+                }
+            }
             if let Some(driver) = &state.driver {
                 driver.wake_by_ref();
             }
             id
         };
-        Reply { conn: self, id }.await
+        let reply = Reply { conn: self, id };
+        let mut read = Some(read);
+        std::future::poll_fn(|cx| reply.poll_answer(cx, &mut read)).await
     }
 }
 
-/// A caller's wait for the replies of call `id`.
+/// A caller's wait for the replies of call `id`; dropped early, it leaves them to be read and dropped.
 struct Reply<'a> {
     conn: &'a Connection,
     id: u64,
 }
 
-impl Future for Reply<'_> {
-    type Output = Result<Vec<Option<i64>>, Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+impl Reply<'_> {
+    /// The call's answer once it is there, read by `read` (taken when it is).
+    fn poll_answer<T, R>(
+        &self,
+        cx: &mut Context<'_>,
+        read: &mut Option<R>,
+    ) -> Poll<Result<T, Error>>
+    where
+        R: FnOnce(&[Option<i64>]) -> T,
+    {
         let mut state = self.conn.0 .0.lock();
         let Some(p) = state.slot(self.id) else {
             // Not reached: a call's slot stays until its caller took the answer.
             return Poll::Ready(Err(Error::Broken("a redis reply was lost".into())));
         };
-        if p.replies_left > 0 {
+        if !p.answered {
             if !p.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 p.waker = Some(cx.waker().clone());
             }
             return Poll::Pending;
         }
         p.released = true;
-        let answer = match p.error.take() {
-            Some(error) => Err(error),
-            None => Ok(std::mem::take(&mut p.numbers)),
+        let answer = match (p.error.take(), read.take()) {
+            (Some(error), _) => Err(error),
+            (None, Some(read)) => Ok(read(&p.numbers)),
+            (None, None) => Err(Error::Broken("a redis reply was read twice".into())),
         };
         state.pop_finished();
         Poll::Ready(answer)
@@ -206,6 +286,8 @@ struct Driver<S> {
     /// Bytes read and not yet parsed: `input[..filled]` (the rest is room for the next read).
     input: Vec<u8>,
     filled: usize,
+    /// The one timer for the calls' deadlines.
+    timer: Timer,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
@@ -214,7 +296,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
         loop {
-            {
+            let timer_at = {
                 let mut state = this.shared.lock();
                 if state.closed || state.broken.is_some() {
                     return Poll::Ready(());
@@ -231,6 +313,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
                 {
                     state.driver = Some(cx.waker().clone());
                 }
+                state.timer_at
+            };
+            this.timer.set(timer_at);
+            let rang = this.timer.rang();
+            if let Some(at) = rang {
+                // The timer's clock may be a hair behind `at`: what it set off is due.
+                this.shared.lock().expire(Instant::now().max(at));
             }
             let read_any = match this.write(cx).and_then(|()| this.read(cx)) {
                 Ok(read_any) => read_any,
@@ -241,7 +330,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Future for Driver<S> {
             };
             // More commands came in while the last ones were written (from another thread).
             let more_to_send = this.written == this.out.len() && !this.shared.lock().out.is_empty();
-            if !read_any && !more_to_send {
+            // After a ring, another turn sets the timer for the next deadline.
+            if !read_any && !more_to_send && rang.is_none() {
                 return Poll::Pending;
             }
         }
@@ -311,14 +401,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Driver<S> {
                 Parsed::Incomplete => break,
                 Parsed::Reply { len, error } => {
                     at += len;
-                    if let (Some(error), None) = (error, &p.error) {
+                    if let (Some(error), None, false) = (error, &p.error, p.answered) {
                         p.error = Some(Error::Reply(error));
                     }
                     p.replies_left -= 1;
                     if p.replies_left == 0 {
-                        if let Some(w) = p.waker.take() {
-                            w.wake();
-                        }
+                        p.answer(None);
                         state.answering += 1;
                     }
                 }

@@ -211,13 +211,14 @@ fn script_sha() -> &'static str {
     &SHA
 }
 
-/// The script for `asked` requests: `[granted, count before...]`. Sent by its hash; a Redis that does not
-/// know it yet (`NOSCRIPT`: restarted, flushed) gets the whole script, which it then keeps.
+/// The script for `asked` requests: how many were granted and each window's count before. Sent by its
+/// hash; a Redis that does not know it yet (`NOSCRIPT`: restarted, flushed) gets the whole script, which
+/// it then keeps.
 async fn check_and_count_many(
     target: &Target,
     windows: &Keyed,
     asked: u64,
-) -> Result<Vec<u64>, String> {
+) -> Result<coalesce::Tally, String> {
     let invoke = |script: Option<&'static str>| {
         move |out: &mut Vec<u8>| {
             resp::command(out, 4 + 3 * windows.windows);
@@ -235,39 +236,37 @@ async fn check_and_count_many(
             resp::arg_number(out, asked);
         }
     };
-    let reply = match call(target, 1, invoke(None)).await {
+    let tally = |reply: &[Option<i64>]| match reply.len() == windows.windows + 1 {
+        true => coalesce::Tally::of(reply)
+            .ok_or_else(|| format!("unexpected reply from redis: {reply:?}")),
+        false => Err(format!("unexpected reply from redis: {reply:?}")),
+    };
+    let reply = match call(target, 1, invoke(None), tally).await {
         Err(Error::Reply(e)) if e.starts_with("NOSCRIPT") => {
-            call(target, 1, invoke(Some(CHECK_AND_COUNT))).await
+            call(target, 1, invoke(Some(CHECK_AND_COUNT)), tally).await
         }
         reply => reply,
     };
-    let reply = reply.map_err(|e| e.to_string())?;
-    match reply.len() == windows.windows + 1 {
-        true => Ok(numbers(&reply)),
-        false => Err(format!("unexpected reply from redis: {reply:?}")),
-    }
+    reply.map_err(|e| e.to_string())?
 }
 
-/// The counts of a reply (nil and negative as 0).
-fn numbers(reply: &[Option<i64>]) -> Vec<u64> {
-    reply
-        .iter()
-        .map(|n| n.map_or(0, |n| n.max(0) as u64))
-        .collect()
+/// A reply's number as a count (nil and negative as 0).
+pub(super) fn count(n: &Option<i64>) -> u64 {
+    n.map_or(0, |n| n.max(0) as u64)
 }
 
 /// The counts of `keys` (0 for a key that does not exist), in one round trip.
 pub async fn counts(target: &Target, keys: &[String]) -> Result<Vec<u64>, String> {
-    let reply = call(target, 1, |out| {
+    let encode = |out: &mut Vec<u8>| {
         resp::command(out, 1 + keys.len());
         resp::arg(out, b"MGET");
         for key in keys {
             resp::arg(out, key.as_bytes());
         }
-    })
-    .await
-    .map_err(|e| e.to_string())?;
-    Ok(numbers(&reply))
+    };
+    call(target, 1, encode, |reply| reply.iter().map(count).collect())
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Adds `by` to each window's key, setting its expiry when the key is new, in one pipelined round trip.
@@ -282,7 +281,7 @@ pub async fn add(target: &Target, windows: &[Window], by: u64) -> Result<(), Str
 /// Adds to each `(key, time to live in seconds, by)` (the expiry set when the key has none), in one
 /// pipelined round trip; each key's count after it.
 pub async fn add_each(target: &Target, adds: &[(&str, u64, u64)]) -> Result<Vec<u64>, String> {
-    let reply = call(target, 2 * adds.len(), |out| {
+    let encode = |out: &mut Vec<u8>| {
         for (key, ttl_secs, by) in adds {
             resp::command(out, 3);
             resp::arg(out, b"INCRBY");
@@ -294,46 +293,67 @@ pub async fn add_each(target: &Target, adds: &[(&str, u64, u64)]) -> Result<Vec<
             resp::arg_number(out, *ttl_secs);
             resp::arg(out, b"NX");
         }
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    };
     // Each INCRBY's count, then its EXPIRE's 0 or 1.
-    Ok(numbers(&reply).into_iter().step_by(2).collect())
+    let counts = |reply: &[Option<i64>]| reply.iter().step_by(2).map(count).collect();
+    call(target, 2 * adds.len(), encode, counts)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Runs the `replies` commands `encode` writes on this worker's connection to `target`, connecting on
-/// first use, within the target's timeout. A cached connection that turns out broken (Redis restarted
-/// since) is dropped and the call made once more on a new one, so the first request after an outage does
-/// not fail on every worker; any other failure drops the connection, so the next call connects again (an
-/// error reply leaves it: Redis is fine, the command was not).
-async fn call(
+/// first use, within the target's timeout; `read` reads the replies' numbers. A cached connection that
+/// turns out broken (Redis restarted since) is dropped and the call made once more on a new one, within
+/// the same timeout, so the first request after an outage does not fail on every worker; any other failure
+/// drops the connection, so the next call connects again (an error reply leaves it: Redis is fine, the
+/// command was not). The deadline is the connection's to watch (one timer for all its calls), not a timer
+/// per call.
+async fn call<T>(
     target: &Target,
     replies: usize,
     encode: impl Fn(&mut Vec<u8>),
-) -> Result<Vec<Option<i64>>, Error> {
-    let run = async {
-        if let Some(con) = cached(target) {
-            match con.call(replies, &encode).await {
-                Err(Error::Broken(_)) => forget(target),
-                done => return done,
+    read: impl Fn(&[Option<i64>]) -> T,
+) -> Result<T, Error> {
+    let deadline = tokio::time::Instant::now() + target.timeout;
+    let reply = match cached(target) {
+        Some(con) => match con.call(replies, Some(deadline), &encode, &read).await {
+            Err(Error::Broken(_)) => {
+                forget(target);
+                // Boxed: the rare path keeps the common one's future small.
+                Box::pin(call_anew(target, deadline, replies, &encode, &read)).await
             }
-        }
-        connect(target).await?.call(replies, &encode).await
+            reply => reply,
+        },
+        None => Box::pin(call_anew(target, deadline, replies, &encode, &read)).await,
     };
-    match tokio::time::timeout(target.timeout, run).await {
-        Ok(Err(Error::Broken(e))) => {
-            forget(target);
-            Err(Error::Broken(e))
-        }
-        Ok(reply) => reply,
-        Err(_) => {
+    match reply {
+        Err(Error::TimedOut) => {
             forget(target);
             Err(Error::Broken(format!(
                 "redis did not answer within {} ms",
                 target.timeout.as_millis()
             )))
         }
+        Err(Error::Broken(e)) => {
+            forget(target);
+            Err(Error::Broken(e))
+        }
+        reply => reply,
     }
+}
+
+/// [`call`] on a new connection, made by `deadline`.
+async fn call_anew<T>(
+    target: &Target,
+    deadline: tokio::time::Instant,
+    replies: usize,
+    encode: impl Fn(&mut Vec<u8>),
+    read: impl Fn(&[Option<i64>]) -> T,
+) -> Result<T, Error> {
+    let con = tokio::time::timeout_at(deadline, connect(target))
+        .await
+        .map_err(|_| Error::TimedOut)??;
+    con.call(replies, Some(deadline), encode, read).await
 }
 
 /// Drops this worker's connection to `target`, so the next request connects again.

@@ -12,6 +12,7 @@
 //! A request that is dropped while it leads or waits (its client gone) passes the lead on, so a queue is
 //! never left without a leader.
 
+use super::super::window::PERIODS;
 use crate::counters::Counted;
 use std::collections::hash_map::{Entry, HashMap};
 use std::collections::VecDeque;
@@ -50,8 +51,34 @@ enum Turn {
     Lead,
 }
 
+/// A script call's reply: how many of the requests that asked were granted, and each window's count before
+/// the call. Inline (a window per period at most): a call's answer allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tally {
+    granted: u64,
+    before: [u64; PERIODS.len()],
+    windows: usize,
+}
+
+impl Tally {
+    /// The reply `[granted, count before...]` (nil and negative as 0); None for no number or more windows
+    /// than there are periods.
+    pub fn of(reply: &[Option<i64>]) -> Option<Tally> {
+        let (granted, counts) = reply.split_first()?;
+        let mut before = [0; PERIODS.len()];
+        for (b, n) in before.get_mut(..counts.len())?.iter_mut().zip(counts) {
+            *b = super::count(n);
+        }
+        Some(Tally {
+            granted: super::count(granted),
+            before,
+            windows: counts.len(),
+        })
+    }
+}
+
 /// Checks and counts one request in `windows` (the script's arguments): in a call of its own, or in a
-/// batch. `call(asked)` makes the script call for `asked` requests; its reply is `[granted, count before...]`.
+/// batch. `call(asked)` makes the script call for `asked` requests.
 pub async fn check_and_count<F, Fut>(
     in_flight: &InFlight,
     windows: Arc<[u8]>,
@@ -59,7 +86,7 @@ pub async fn check_and_count<F, Fut>(
 ) -> Result<Counted, String>
 where
     F: FnOnce(u64) -> Fut,
-    Fut: Future<Output = Result<Vec<u64>, String>>,
+    Fut: Future<Output = Result<Tally, String>>,
 {
     let hash = super::super::counter_keys().hash_one(&*windows);
     let joined = in_flight.join(hash, windows);
@@ -151,7 +178,7 @@ impl Leading<'_> {
     }
 
     /// Tells each rider its share of the reply and returns the leader's (the first).
-    fn settle(mut self, reply: Result<Vec<u64>, String>) -> Result<Counted, String> {
+    fn settle(mut self, reply: Result<Tally, String>) -> Result<Counted, String> {
         for (i, rider) in std::mem::take(&mut self.riders).into_iter().enumerate() {
             let _ = rider.send(Turn::Counted(share(&reply, i + 1)));
         }
@@ -209,12 +236,16 @@ fn hand_over(in_flight: &InFlight, hash: u64) {
     queues.remove(&hash);
 }
 
-/// Request `i`'s share of a batch's reply `[granted, count before...]`: the first `granted` pass, each
-/// seeing the counts after its own increment; the rest are refused with the counts every granted request
-/// left (the caller adds the refused one itself, as for a lone refusal).
-fn share(reply: &Result<Vec<u64>, String>, i: usize) -> Result<Counted, String> {
-    let reply = reply.as_ref().map_err(Clone::clone)?;
-    let (granted, before) = reply.split_first().ok_or("an empty reply from redis")?;
+/// Request `i`'s share of a batch's reply: the first `granted` pass, each seeing the counts after its own
+/// increment; the rest are refused with the counts every granted request left (the caller adds the
+/// refused one itself, as for a lone refusal).
+fn share(reply: &Result<Tally, String>, i: usize) -> Result<Counted, String> {
+    let Tally {
+        granted,
+        before,
+        windows,
+    } = reply.as_ref().map_err(Clone::clone)?;
+    let (granted, before) = (granted, &before[..*windows]);
     let i = i as u64;
     Ok(match i < *granted {
         true => Counted {

@@ -161,3 +161,43 @@ async fn concurrent_requests_let_exactly_the_limit_through() {
     let ttl = ttl_then_delete(&target, &windows[..], 0).await;
     assert!(ttl > 50 && ttl <= 60, "{ttl}");
 }
+
+/// A Redis (database 0: no `SELECT` when connecting) that answers the first command it reads with a one-window grant, then hangs (reads, never
+/// answers).
+async fn answers_once_then_hangs() -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0; 4096];
+        let _ = socket.read(&mut buf).await.unwrap();
+        socket.write_all(b"*2\r\n:1\r\n:0\r\n").await.unwrap();
+        while socket.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    });
+    port
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_hung_redis_is_an_error_once_the_timeout_has_passed() {
+    let port = answers_once_then_hangs().await;
+    let config = RedisConfig {
+        database: Some(0),
+        ..config(port)
+    };
+    let target = Target::new(&config).unwrap();
+    let windows = keyed(&[Window {
+        key: "k".into(),
+        limit: 10,
+        ttl_secs: 60,
+    }]);
+    let first = check_and_count(&target, &windows).await.unwrap();
+    assert_eq!((first.allowed, first.counts), (true, vec![1]));
+    // On the cached connection, now hung: the 500 ms timeout, not sooner, not much later.
+    let started = std::time::Instant::now();
+    let hung = check_and_count(&target, &windows).await;
+    let waited = started.elapsed();
+    assert_eq!(hung, Err("redis did not answer within 500 ms".into()));
+    assert!(waited >= Duration::from_millis(500), "{waited:?}");
+    assert!(waited < Duration::from_millis(1500), "{waited:?}");
+}

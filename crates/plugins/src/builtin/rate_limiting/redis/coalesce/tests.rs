@@ -17,13 +17,13 @@ struct Store {
 }
 
 impl Store {
-    fn grant(&self, asked: u64, limit: u64) -> Vec<u64> {
+    fn grant(&self, asked: u64, limit: u64) -> Tally {
         let before = self.count.get();
         let granted = asked.min(limit.saturating_sub(before));
         self.count.set(before + granted);
         self.calls.set(self.calls.get() + 1);
         self.asked.borrow_mut().push(asked);
-        vec![granted, before]
+        Tally::of(&[Some(granted as i64), Some(before as i64)]).unwrap()
     }
 }
 
@@ -155,13 +155,17 @@ fn a_request_dropped_after_being_handed_the_lead_hands_it_on() {
 
 #[test]
 fn a_batch_past_the_limit_refuses_its_tail_with_the_full_counts() {
-    let reply = Ok(vec![2, 8, 3]);
+    let reply = Ok(Tally::of(&[Some(2), Some(8), Some(3)]).unwrap());
     let counted: Vec<_> = (0..4).map(|i| share(&reply, i).unwrap()).collect();
     assert!(counted[0].allowed && counted[0].counts == [9, 4]);
     assert!(counted[1].allowed && counted[1].counts == [10, 5]);
     assert!(!counted[2].allowed && counted[2].counts == [10, 5]);
     assert!(!counted[3].allowed && counted[3].counts == [10, 5]);
     assert!(share(&Err("down".into()), 0).is_err());
+    assert_eq!(Tally::of(&[]), None, "an empty reply");
+    assert_eq!(Tally::of(&[Some(1); 8]), None, "more windows than periods");
+    let nil_and_negative = Tally::of(&[Some(1), None, Some(-4)]).unwrap();
+    assert_eq!(share(&Ok(nil_and_negative), 0).unwrap().counts, [1, 1]);
 }
 
 #[test]
