@@ -287,10 +287,14 @@ async fn many_small_replies_not_yet_read_do_not_end_the_connection() {
     }
 }
 
-/// An h2c server on a thread and runtime of its own, answering `ok` and telling `arrived` of each
-/// request head as it comes.
-fn telling_server() -> (SocketAddr, std::sync::mpsc::Receiver<()>) {
-    let (tell, arrived) = std::sync::mpsc::channel();
+/// Runs `accept` on a thread and runtime of its own (so that the server's tasks are not the client's),
+/// with a listener on 127.0.0.1; the listener's address.
+pub(super) fn on_own_thread<F>(
+    accept: impl FnOnce(tokio::net::TcpListener) -> F + Send + 'static,
+) -> SocketAddr
+where
+    F: std::future::Future<Output = ()>,
+{
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
@@ -299,24 +303,33 @@ fn telling_server() -> (SocketAddr, std::sync::mpsc::Receiver<()>) {
         .build()
         .unwrap();
     std::thread::spawn(move || {
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            while let Ok((stream, _)) = listener.accept().await {
-                let tell = tell.clone();
-                let service = hyper::service::service_fn(move |_req| {
-                    let _ = tell.send(());
-                    async {
-                        Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
-                            Bytes::from("ok"),
-                        )))
-                    }
-                });
-                tokio::spawn(
-                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service),
-                );
-            }
-        })
+        rt.block_on(
+            async move { accept(tokio::net::TcpListener::from_std(listener).unwrap()).await },
+        )
+    });
+    addr
+}
+
+/// An h2c server on a thread of its own ([`on_own_thread`]), answering `ok` and telling `arrived` of
+/// each request head as it comes.
+fn telling_server() -> (SocketAddr, std::sync::mpsc::Receiver<()>) {
+    let (tell, arrived) = std::sync::mpsc::channel();
+    let addr = on_own_thread(|listener| async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let tell = tell.clone();
+            let service = hyper::service::service_fn(move |_req| {
+                let _ = tell.send(());
+                async {
+                    Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from(
+                        "ok",
+                    ))))
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service),
+            );
+        }
     });
     (addr, arrived)
 }

@@ -17,19 +17,10 @@ use tokio::sync::mpsc;
 /// `/echo` answers with the request's body as it comes (trailers included), `/slow` with `ok` once it
 /// has read the whole body.
 fn server() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    std::thread::spawn(move || rt.block_on(accept(listener)));
-    addr
+    crate::h2::tests::on_own_thread(accept)
 }
 
-async fn accept(listener: std::net::TcpListener) {
-    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+async fn accept(listener: tokio::net::TcpListener) {
     while let Ok((stream, _)) = listener.accept().await {
         tokio::spawn(serve(stream));
     }
