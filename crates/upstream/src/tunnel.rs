@@ -73,44 +73,19 @@ where
     let mut up = Half::new(&[]);
     let mut down = Half::new(&buf);
     drop(buf);
-    let (up_side, down_side) = (Side::new(), Side::new());
-    let (up_waker, down_waker) = (Waker::from(up_side.clone()), Waker::from(down_side.clone()));
-    // Whether each direction waits on a write (then it is pumped at every wake-up: a TLS read may
-    // write, and take the writer's waker slot of a socket both directions use).
-    let (mut up_blocked, mut down_blocked) = (false, false);
+    let (mut up_waits, mut down_waits) = (Waits::new(), Waits::new());
     let mut last_progress = Instant::now();
     let mut timer: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep_until(last_progress + t.idle));
     // The waker the timer was last polled with (None until then, and once it went off).
     let mut timer_waker: Option<Waker> = None;
     let end = poll_fn(|cx| loop {
         let now = Instant::now();
-        up_side.task.register(cx.waker());
-        down_side.task.register(cx.waker());
-        let a = match up_side.take(up_blocked) {
-            false => Pumped::default(),
-            true => match up.pump(
-                &mut Context::from_waker(&up_waker),
-                &mut client,
-                &mut upstream,
-            ) {
-                Ok(p) => p,
-                Err(_) => return Poll::Ready(End::Failed),
-            },
+        let Ok(a) = up_waits.pump(cx.waker(), &mut up, &mut client, &mut upstream) else {
+            return Poll::Ready(End::Failed);
         };
-        let b = match down_side.take(down_blocked) {
-            false => Pumped::default(),
-            true => {
-                match down.pump(
-                    &mut Context::from_waker(&down_waker),
-                    &mut upstream,
-                    &mut client,
-                ) {
-                    Ok(p) => p,
-                    Err(_) => return Poll::Ready(End::Failed),
-                }
-            }
+        let Ok(b) = down_waits.pump(cx.waker(), &mut down, &mut upstream, &mut client) else {
+            return Poll::Ready(End::Failed);
         };
-        (up_blocked, down_blocked) = (a.blocked, b.blocked);
         if a.done {
             return Poll::Ready(End::Client);
         }
@@ -175,18 +150,49 @@ struct Side {
     task: AtomicWaker,
 }
 
-impl Side {
-    /// Woken from the start: the first poll pumps both directions.
-    fn new() -> Arc<Side> {
-        Arc::new(Side {
+/// One direction's wake-ups: its [`Side`], that as a waker, and whether it waits on a write (then it
+/// is pumped at every wake-up: a TLS read may write, and take the writer's waker slot of a socket both
+/// directions use).
+struct Waits {
+    side: Arc<Side>,
+    waker: Waker,
+    blocked: bool,
+}
+
+impl Waits {
+    /// Woken from the start: the first poll pumps the direction.
+    fn new() -> Waits {
+        let side = Arc::new(Side {
             woken: AtomicBool::new(true),
             task: AtomicWaker::new(),
-        })
+        });
+        Waits {
+            waker: Waker::from(side.clone()),
+            side,
+            blocked: false,
+        }
     }
 
-    /// Whether the direction is to be pumped now (clearing its wake-up).
-    fn take(&self, blocked: bool) -> bool {
-        self.woken.swap(false, Ordering::AcqRel) || blocked
+    /// Pumps `half` from `from` to `to` when something it waits on moved since its last pump (or it
+    /// waits on a write); otherwise it did nothing. `task` is the tunnel task's waker.
+    fn pump<R, W>(
+        &mut self,
+        task: &Waker,
+        half: &mut Half,
+        from: &mut R,
+        to: &mut W,
+    ) -> std::io::Result<Pumped>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        self.side.task.register(task);
+        if !self.side.woken.swap(false, Ordering::AcqRel) && !self.blocked {
+            return Ok(Pumped::default());
+        }
+        let pumped = half.pump(&mut Context::from_waker(&self.waker), from, to)?;
+        self.blocked = pumped.blocked;
+        Ok(pumped)
     }
 }
 

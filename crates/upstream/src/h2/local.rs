@@ -103,7 +103,7 @@ pub struct Running {
 
 /// A call's way to drive its connection once, right after handing it a request. Holds the set
 /// weakly: the connection task owns it, and its end drops it.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Nudge(pub(super) Weak<Mutex<Running>>);
 
 impl Nudge {
