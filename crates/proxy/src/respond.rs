@@ -59,6 +59,20 @@ enum Value<'a> {
     Text(&'a str),
 }
 
+impl<'a> Value<'a> {
+    /// The value as text (a number formatted into `number`).
+    fn text<'b>(&self, number: &'b mut itoa::Buffer) -> &'b str
+    where
+        'a: 'b,
+    {
+        match *self {
+            Value::Number(n) => number.format(n),
+            Value::Static(token, _) => token,
+            Value::Text(s) => s,
+        }
+    }
+}
+
 /// `Via` (the gateway's token as an HTTP/1.1 hop) and `Server`, as whole lines.
 const VIA_LINE: &str = concat!("via: 1.1 sluice/", env!("CARGO_PKG_VERSION"), "\r\n");
 const SERVER_LINE: &str = concat!("server: sluice/", env!("CARGO_PKG_VERSION"), "\r\n");
@@ -135,12 +149,11 @@ impl KongHeaders {
             if skip(&name.name) {
                 return;
             }
+            if let Value::Static(_, line) = value {
+                return out.extend_from_slice(line.as_bytes());
+            }
             let mut number = itoa::Buffer::new();
-            let value = match value {
-                Value::Static(_, line) => return out.extend_from_slice(line.as_bytes()),
-                Value::Number(n) => number.format(n),
-                Value::Text(s) => s,
-            };
+            let value = value.text(&mut number);
             out.extend_from_slice(name.line.as_bytes());
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
@@ -151,13 +164,7 @@ impl KongHeaders {
     /// of a head whose fields the server adds late); `has_server`: the head already has a `Server`.
     pub fn fields(&self, has_server: bool, mut field: impl FnMut(&HeaderName, &str)) {
         self.each(has_server, |name, value| {
-            let mut number = itoa::Buffer::new();
-            let value = match value {
-                Value::Static(token, _) => token,
-                Value::Number(n) => number.format(n),
-                Value::Text(s) => s,
-            };
-            field(&name.name, value);
+            field(&name.name, value.text(&mut itoa::Buffer::new()));
         });
     }
 

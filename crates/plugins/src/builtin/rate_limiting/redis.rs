@@ -236,10 +236,11 @@ async fn check_and_count_many(
             resp::arg_number(out, asked);
         }
     };
-    let tally = |reply: &[Option<i64>]| match reply.len() == windows.windows + 1 {
-        true => coalesce::Tally::of(reply)
-            .ok_or_else(|| format!("unexpected reply from redis: {reply:?}")),
-        false => Err(format!("unexpected reply from redis: {reply:?}")),
+    let tally = |reply: &[Option<i64>]| {
+        (reply.len() == windows.windows + 1)
+            .then(|| coalesce::Tally::of(reply))
+            .flatten()
+            .ok_or_else(|| format!("unexpected reply from redis: {reply:?}"))
     };
     let reply = match call(target, 1, invoke(None), tally).await {
         Err(Error::Reply(e)) if e.starts_with("NOSCRIPT") => {
