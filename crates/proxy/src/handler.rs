@@ -203,7 +203,11 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         let bytes_in = series.meter(snap).map_or(0, |_| request_length(&parts));
         let captures = routed.found.captures.take();
         let body = body.map_err(box_err).boxed();
-        return match Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x) {
+        let prepared = Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x);
+        // The upstream request is written: the client's map serves the next head parsed on this
+        // worker (else each request freed one map and the upstream's response head made another).
+        sluice_h1::recycle_headers(parts.headers);
+        return match prepared {
             Ok(sending) => Step::Fast(Fast::new(sending, negotiation, bytes_in, None)),
             Err(e) => {
                 let resp = error_response(e, &negotiation, &x);
