@@ -106,8 +106,10 @@ pub async fn send(
         };
         conn.upgrade = req.is_upgrade();
         let sent_at = Instant::now();
-        // Pinned where it is made, and the timeout given only the pin: moved into `timeout_at` and then into
-        // this future, the ~700-byte block was copied twice per request.
+        // The connection's timer: taken out while the exchange borrows the connection, put back after.
+        let mut deadline = std::mem::take(&mut conn.deadline);
+        // The exchange is pinned where it is made, and the deadline given only the pin: moved into a
+        // timeout and then into this future, the ~700-byte block was copied twice per request.
         let answered = {
             // Its own handle (a reference count): the request is written while it holds the client's.
             let host = host.clone();
@@ -127,10 +129,13 @@ pub async fn send(
                 // long upload that keeps moving is never cut: no outer deadline.
                 Ok(exchange.await)
             } else {
-                // `timeout_at` from the instant just read: `timeout` would read the clock again.
-                tokio::time::timeout_at((sent_at + svc.read_timeout).into(), exchange).await
+                // The connection's own timer (one per connection, not per request), due from the
+                // instant just read.
+                let due = (sent_at + svc.read_timeout).into();
+                deadline.bound(due, exchange).await
             }
         };
+        conn.deadline = deadline;
         match answered {
             Err(_) => {
                 observe(Err(Failure::Timeout));

@@ -4,9 +4,11 @@
 //! returns the connection to the pool when the body ends on a message boundary. The plain or TLS byte
 //! stream is [`stream`].
 
+mod deadline;
 mod send;
 mod stream;
 
+pub use deadline::{Deadline, Expired};
 pub(crate) use send::client_failed;
 pub use stream::Stream;
 
@@ -51,6 +53,9 @@ pub struct Conn {
     /// The request on it asked for an upgrade, so a 101 is its answer rather than an error. A connection
     /// that switched protocols belongs to its tunnel ([`crate::tunnel`]) and never goes back to the pool.
     pub upgrade: bool,
+    /// The timer every body-less exchange on it is bounded by (taken out for the exchange, which
+    /// borrows the connection, and put back).
+    pub deadline: Deadline,
 }
 
 /// Why an exchange failed, as far as retrying cares.
@@ -131,6 +136,7 @@ impl Conn {
             key,
             served: 0,
             upgrade: false,
+            deadline: Deadline::default(),
         })
     }
 

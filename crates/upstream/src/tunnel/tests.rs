@@ -19,6 +19,7 @@ async fn upstream_pair(behind_head: &[u8]) -> (Conn, TcpStream) {
         key: PoolKey { addr, tls: 0 },
         served: 0,
         upgrade: true,
+        deadline: Default::default(),
     };
     (conn, theirs.unwrap().0)
 }
