@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 /// arguments, [`super::Keyed`]), each with the requests queued behind it. The windows hold identifiers a
 /// client chooses: the hash is seeded at random once per process, and a hit is only shared when the
 /// windows are equal too (a request whose hash another call's windows took goes alone).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct InFlight {
     /// Never reused: a new target (a reload) never shares a queue with an old one's requests.
     id: u64,
