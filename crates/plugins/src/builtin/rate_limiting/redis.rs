@@ -54,7 +54,7 @@ pub struct Target {
     endpoint: Endpoint,
     timeout: Duration,
     /// The check-and-count calls out now, with the requests queued to share the next one.
-    in_flight: Arc<coalesce::InFlight>,
+    in_flight: coalesce::InFlight,
 }
 
 /// Kong's `redis` record (the deprecated flat `redis_*` fields are folded into it by the caller).
@@ -116,7 +116,7 @@ impl Target {
                 tls,
             },
             timeout: Duration::from_millis(config.timeout.unwrap_or(2000)),
-            in_flight: Arc::default(),
+            in_flight: coalesce::InFlight::default(),
         })
     }
 }
@@ -201,14 +201,19 @@ pub async fn check_and_count(target: &Target, windows: &Keyed) -> Result<Counted
     .await
 }
 
-/// The script's SHA-1 in hex, which `EVALSHA` sends instead of the script.
-fn script_sha() -> &'static str {
+/// `EVALSHA` and the script's SHA-1 in hex (sent instead of the script), as the command's first two
+/// arguments in RESP: written once per process, copied into each call as one piece.
+fn evalsha() -> &'static [u8] {
     use sha1::{Digest, Sha1};
-    static SHA: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    static HEAD: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
         let digest = Sha1::digest(CHECK_AND_COUNT.as_bytes());
-        digest.iter().map(|b| format!("{b:02x}")).collect()
+        let sha: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let mut head = Vec::new();
+        resp::arg(&mut head, b"EVALSHA");
+        resp::arg(&mut head, sha.as_bytes());
+        head
     });
-    &SHA
+    &HEAD
 }
 
 /// The script for `asked` requests: how many were granted and each window's count before. Sent by its
@@ -223,10 +228,7 @@ async fn check_and_count_many(
         move |out: &mut Vec<u8>| {
             resp::command(out, 4 + 3 * windows.windows);
             match script {
-                None => {
-                    resp::arg(out, b"EVALSHA");
-                    resp::arg(out, script_sha().as_bytes());
-                }
+                None => out.extend_from_slice(evalsha()),
                 Some(script) => {
                     resp::arg(out, b"EVAL");
                     resp::arg(out, script.as_bytes());

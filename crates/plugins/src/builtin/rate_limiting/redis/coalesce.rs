@@ -11,36 +11,57 @@
 //! A request with nothing to share with is sent at once: coalescing adds no wait when there is no queue.
 //! A request that is dropped while it leads or waits (its client gone) passes the lead on, so a queue is
 //! never left without a leader.
+//!
+//! Each worker keeps its own queues ([`QUEUES`]): requests never take a lock the workers share. That costs
+//! no exactness: the script grants atomically in Redis, so calls from several workers (or several nodes)
+//! for the same windows are as exact as one worker's. A worker's batch is only smaller than a node's would
+//! be. A deferred future runs on the worker that made it (each worker is a `current_thread` runtime), so a
+//! request leads, waits and hands over on the same worker's queues.
 
 use super::super::window::PERIODS;
 use crate::counters::Counted;
+use std::cell::RefCell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use tokio::sync::oneshot;
 
-/// The calls in flight, by a hash of the windows they count (the script's arguments, [`super::Keyed`]),
-/// each with the requests queued behind it. The windows hold identifiers a client chooses: the hash is
-/// seeded at random once per process, and a hit is only shared when the windows are equal too (a request
-/// whose hash another call's windows took goes alone).
-#[derive(Default)]
+/// The calls in flight of one target (a [`super::Target`] and its clones): a name for its queues in each
+/// worker's [`QUEUES`], which hold the calls out, by a hash of the windows they count (the script's
+/// arguments, [`super::Keyed`]), each with the requests queued behind it. The windows hold identifiers a
+/// client chooses: the hash is seeded at random once per process, and a hit is only shared when the
+/// windows are equal too (a request whose hash another call's windows took goes alone).
+#[derive(Debug, Clone)]
 pub struct InFlight {
-    queues: Mutex<HashMap<u64, Queue, rustc_hash::FxBuildHasher>>,
+    /// Never reused: a new target (a reload) never shares a queue with an old one's requests.
+    id: u64,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        InFlight {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// A queue's place in a worker's map: its target's [`InFlight::id`] and the hash of its windows.
+type Slot = (u64, u64);
+
+thread_local! {
+    /// This worker's calls in flight, of every target.
+    static QUEUES: RefCell<HashMap<Slot, Queue, rustc_hash::FxBuildHasher>> =
+        const { RefCell::new(HashMap::with_hasher(rustc_hash::FxBuildHasher)) };
 }
 
 /// The call out for one set of windows and the requests waiting for the next.
 struct Queue {
     windows: Arc<[u8]>,
     waiting: VecDeque<oneshot::Sender<Turn>>,
-}
-
-impl std::fmt::Debug for InFlight {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let calls = self.queues.lock().map_or(0, |q| q.len());
-        write!(f, "InFlight({calls} calls)")
-    }
 }
 
 /// What a queued request is told.
@@ -78,7 +99,8 @@ impl Tally {
 }
 
 /// Checks and counts one request in `windows` (the script's arguments): in a call of its own, or in a
-/// batch. `call(asked)` makes the script call for `asked` requests.
+/// batch with this worker's other requests for them. `call(asked)` makes the script call for `asked`
+/// requests.
 pub async fn check_and_count<F, Fut>(
     in_flight: &InFlight,
     windows: Arc<[u8]>,
@@ -88,23 +110,23 @@ where
     F: FnOnce(u64) -> Fut,
     Fut: Future<Output = Result<Tally, String>>,
 {
-    let hash = super::super::counter_keys().hash_one(&*windows);
-    let joined = in_flight.join(hash, windows);
+    let slot = (
+        in_flight.id,
+        super::super::counter_keys().hash_one(&*windows),
+    );
     let mut lead = Leading {
-        in_flight,
-        hash: Some(hash),
+        slot: Some(slot),
         riders: Vec::new(),
     };
-    match joined {
+    match join(slot, windows) {
         // Nobody can have queued behind a call that is not out yet.
         Joined::First => {}
-        Joined::Alone => lead.hash = None,
+        Joined::Alone => lead.slot = None,
         Joined::Queued(rx) => {
             // Not leading (yet): a drop now must not hand the lead on.
-            lead.hash = None;
+            lead.slot = None;
             let mut waiting = Waiting {
-                in_flight,
-                hash,
+                slot,
                 rx,
                 answered: false,
             };
@@ -115,34 +137,48 @@ where
                 Ok(Turn::Lead) => {}
                 Err(_) => return Err("the redis call this request waited on was abandoned".into()),
             }
-            lead.hash = Some(hash);
-            lead.riders = lead.take_queue();
+            lead.slot = Some(slot);
+            lead.riders = take_queue(slot);
         }
     }
     let reply = call(1 + lead.riders.len() as u64).await;
     lead.settle(reply)
 }
 
-impl InFlight {
-    /// Joins the call out for `windows` (whose hash is `hash`), or starts one.
-    fn join(&self, hash: u64, windows: Arc<[u8]>) -> Joined {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        match queues.entry(hash) {
-            Entry::Occupied(mut e) if e.get().windows == windows => {
-                let (tx, rx) = oneshot::channel();
-                e.get_mut().waiting.push_back(tx);
-                Joined::Queued(rx)
-            }
-            Entry::Occupied(_) => Joined::Alone,
-            Entry::Vacant(e) => {
-                e.insert(Queue {
-                    windows,
-                    waiting: VecDeque::new(),
-                });
-                Joined::First
-            }
+/// `f` on this worker's queues; None once the thread is ending (its queues are gone, and so is every
+/// request that was in them).
+fn with_queues<T>(
+    f: impl FnOnce(&mut HashMap<Slot, Queue, rustc_hash::FxBuildHasher>) -> T,
+) -> Option<T> {
+    QUEUES.try_with(|q| f(&mut q.borrow_mut())).ok()
+}
+
+/// Joins this worker's call out for `windows` (at `slot`), or starts one.
+fn join(slot: Slot, windows: Arc<[u8]>) -> Joined {
+    let joined = with_queues(|queues| match queues.entry(slot) {
+        Entry::Occupied(mut e) if e.get().windows == windows => {
+            let (tx, rx) = oneshot::channel();
+            e.get_mut().waiting.push_back(tx);
+            Joined::Queued(rx)
         }
-    }
+        Entry::Occupied(_) => Joined::Alone,
+        Entry::Vacant(e) => {
+            e.insert(Queue {
+                windows,
+                waiting: VecDeque::new(),
+            });
+            Joined::First
+        }
+    });
+    joined.unwrap_or(Joined::Alone)
+}
+
+/// Everyone queued at `slot` so far rides on the call its leader makes now; later arrivals wait for the
+/// next one.
+fn take_queue(slot: Slot) -> Vec<oneshot::Sender<Turn>> {
+    with_queues(|queues| queues.get_mut(&slot).map(|q| q.waiting.drain(..).collect()))
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// How a request joined the calls in flight.
@@ -156,27 +192,14 @@ enum Joined {
 }
 
 /// The leader of a call: the requests riding on it, and the hand-over when it is done or dropped.
-struct Leading<'a> {
-    in_flight: &'a InFlight,
-    /// The hash of the windows whose queue it leads; None for a call outside the map.
-    hash: Option<u64>,
+struct Leading {
+    /// The queue it leads; None for a call outside the map.
+    slot: Option<Slot>,
     /// The requests whose counts this call asks for, after the leader's own.
     riders: Vec<oneshot::Sender<Turn>>,
 }
 
-impl Leading<'_> {
-    /// Everyone queued so far rides on this call; later arrivals wait for the next one.
-    fn take_queue(&self) -> Vec<oneshot::Sender<Turn>> {
-        let mut queues = self
-            .in_flight
-            .queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        self.hash
-            .and_then(|hash| queues.get_mut(&hash))
-            .map_or_else(Vec::new, |q| q.waiting.drain(..).collect())
-    }
-
+impl Leading {
     /// Tells each rider its share of the reply and returns the leader's (the first).
     fn settle(mut self, reply: Result<Tally, String>) -> Result<Counted, String> {
         for (i, rider) in std::mem::take(&mut self.riders).into_iter().enumerate() {
@@ -186,7 +209,7 @@ impl Leading<'_> {
     }
 }
 
-impl Drop for Leading<'_> {
+impl Drop for Leading {
     /// Riders left here were not answered (the leader was dropped mid-call): they get an error, which
     /// `fault_tolerant` judges. Then the next queued request leads, or the entry goes.
     fn drop(&mut self) {
@@ -194,46 +217,52 @@ impl Drop for Leading<'_> {
             let abandoned = Err("the redis call was abandoned midway".to_string());
             let _ = rider.send(Turn::Counted(abandoned));
         }
-        if let Some(hash) = self.hash {
-            hand_over(self.in_flight, hash);
+        if let Some(slot) = self.slot {
+            hand_over(slot);
         }
     }
 }
 
 /// A queued request. Dropped after the lead was handed to it but before it took it, it hands it on.
-struct Waiting<'a> {
-    in_flight: &'a InFlight,
-    hash: u64,
+struct Waiting {
+    slot: Slot,
     rx: oneshot::Receiver<Turn>,
     /// Its turn came and was taken.
     answered: bool,
 }
 
-impl Drop for Waiting<'_> {
+impl Drop for Waiting {
     fn drop(&mut self) {
         if !self.answered {
             // Closed first, so that a lead sent from now on fails and goes to the next in the queue.
             self.rx.close();
             if let Ok(Turn::Lead) = self.rx.try_recv() {
-                hand_over(self.in_flight, self.hash);
+                hand_over(self.slot);
             }
         }
     }
 }
 
-/// The call for the windows of `hash` is over: the first queued request that is still there leads the
+/// The call for the windows at `slot` is over: the first queued request that is still there leads the
 /// next one, or, with none, the windows have no call in flight.
-fn hand_over(in_flight: &InFlight, hash: u64) {
-    let mut queues = in_flight.queues.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(queue) = queues.get_mut(&hash) else {
-        return;
-    };
-    while let Some(next) = queue.waiting.pop_front() {
-        if next.send(Turn::Lead).is_ok() {
+fn hand_over(slot: Slot) {
+    with_queues(|queues| {
+        let Some(queue) = queues.get_mut(&slot) else {
             return;
+        };
+        while let Some(next) = queue.waiting.pop_front() {
+            if next.send(Turn::Lead).is_ok() {
+                return;
+            }
         }
-    }
-    queues.remove(&hash);
+        queues.remove(&slot);
+    });
+}
+
+/// How many calls this worker has out for `in_flight`'s target.
+#[cfg(test)]
+fn calls(in_flight: &InFlight) -> usize {
+    with_queues(|queues| queues.keys().filter(|(id, _)| *id == in_flight.id).count()).unwrap_or(0)
 }
 
 /// Request `i`'s share of a batch's reply: the first `granted` pass, each seeing the counts after its own

@@ -94,7 +94,7 @@ fn requests_queued_behind_a_call_share_the_next_and_stay_exact() {
         [1, 49],
         "the first alone, then the queue at once"
     );
-    assert!(in_flight.queues.lock().unwrap().is_empty());
+    assert_eq!(calls(&in_flight), 0);
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn a_leader_dropped_midcall_fails_its_riders_and_hands_on_the_lead() {
         "{c:?}"
     );
     assert_eq!(*store.asked.borrow(), [2]);
-    assert!(in_flight.queues.lock().unwrap().is_empty());
+    assert_eq!(calls(&in_flight), 0);
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn a_request_dropped_after_being_handed_the_lead_hands_it_on() {
         "{c:?}"
     );
     assert_eq!(*store.asked.borrow(), [1, 1]);
-    assert!(in_flight.queues.lock().unwrap().is_empty());
+    assert_eq!(calls(&in_flight), 0);
 }
 
 #[test]
@@ -175,14 +175,126 @@ fn windows_that_share_only_a_hash_do_not_share_a_call() {
         std::sync::Arc::<[u8]>::from(&b"a"[..]),
         std::sync::Arc::<[u8]>::from(&b"b"[..]),
     );
-    assert!(matches!(in_flight.join(7, a.clone()), Joined::First));
+    let slot = (in_flight.id, 7);
+    assert!(matches!(join(slot, a.clone()), Joined::First));
     assert!(
-        matches!(in_flight.join(7, b), Joined::Alone),
+        matches!(join(slot, b), Joined::Alone),
         "another call's hash, other windows: a call of its own"
     );
     assert!(
-        matches!(in_flight.join(7, a), Joined::Queued(_)),
+        matches!(join(slot, a), Joined::Queued(_)),
         "the same windows: queued behind the call"
     );
-    assert_eq!(in_flight.queues.lock().unwrap()[&7].waiting.len(), 1);
+    let queued = with_queues(|queues| queues[&slot].waiting.len());
+    assert_eq!(queued, Some(1));
+}
+
+/// One window of `limit` that every worker counts in, granting as the script does (atomically), and each
+/// call's worker and size.
+struct SharedStore {
+    limit: u64,
+    state: std::sync::Mutex<(u64, Vec<(std::thread::ThreadId, u64)>)>,
+}
+
+impl SharedStore {
+    fn grant(&self, asked: u64) -> Tally {
+        let mut state = self.state.lock().unwrap();
+        let before = state.0;
+        let granted = asked.min(self.limit.saturating_sub(before));
+        state.0 += granted;
+        state.1.push((std::thread::current().id(), asked));
+        Tally::of(&[Some(granted as i64), Some(before as i64)]).unwrap()
+    }
+}
+
+/// Polls each of `futures` in turn until all are done; `polled` is called once every one was polled once.
+async fn join_all<T>(
+    mut futures: Vec<Pin<Box<dyn Future<Output = T> + '_>>>,
+    polled: impl FnOnce(),
+) -> Vec<T> {
+    let mut done: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    let mut polled = Some(polled);
+    std::future::poll_fn(|cx| {
+        for (f, d) in futures.iter_mut().zip(&mut done) {
+            if d.is_none() {
+                if let Poll::Ready(t) = f.as_mut().poll(cx) {
+                    *d = Some(t);
+                }
+            }
+        }
+        if let Some(polled) = polled.take() {
+            polled();
+        }
+        match done.iter().all(Option::is_some) {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
+}
+
+/// Two workers (threads, each with its runtime) send requests for the same windows of one target at once:
+/// each batches its own queue (its first request alone, then the rest in one call), none waits on the
+/// other's call, and what the store granted them together is the limit, each with a count of its own.
+#[test]
+fn each_worker_coalesces_its_own_queue_and_together_they_stay_exact() {
+    const PER_WORKER: usize = 40;
+    let store = Arc::new(SharedStore {
+        limit: 50,
+        state: Default::default(),
+    });
+    let in_flight = Arc::new(InFlight::default());
+    // The calls wait for this until both workers have polled every request once.
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let (polled_tx, polled_rx) = std::sync::mpsc::channel();
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, in_flight) = (store.clone(), in_flight.clone());
+            let (release, polled) = (release.clone(), polled_tx.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                let requests = (0..PER_WORKER)
+                    .map(|_| {
+                        let (store, release) = (store.clone(), release.clone());
+                        let windows = Arc::from(&b"w"[..]);
+                        Box::pin(check_and_count(
+                            &in_flight,
+                            windows,
+                            move |asked| async move {
+                                release.acquire().await.unwrap().forget();
+                                Ok(store.grant(asked))
+                            },
+                        ))
+                            as Pin<Box<dyn Future<Output = Result<Counted, String>>>>
+                    })
+                    .collect();
+                let counted = runtime.block_on(join_all(requests, || polled.send(()).unwrap()));
+                (std::thread::current().id(), counted)
+            })
+        })
+        .collect();
+    polled_rx.recv().unwrap();
+    polled_rx.recv().unwrap();
+    release.add_permits(100);
+    let mut passed = Vec::new();
+    for worker in workers {
+        let (id, counted) = worker.join().unwrap();
+        let asked: Vec<u64> = (store.state.lock().unwrap().1.iter())
+            .filter(|(thread, _)| *thread == id)
+            .map(|(_, asked)| *asked)
+            .collect();
+        assert_eq!(asked, [1, PER_WORKER as u64 - 1], "its own batches");
+        for counted in counted {
+            let counted = counted.unwrap();
+            if counted.allowed {
+                passed.push(counted.counts[0]);
+            }
+        }
+    }
+    passed.sort_unstable();
+    assert_eq!(passed, (1..=50).collect::<Vec<_>>(), "exactly the limit");
+    assert_eq!(store.state.lock().unwrap().0, 50);
 }
