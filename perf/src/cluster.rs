@@ -63,6 +63,11 @@ pub struct ClusterArgs {
     /// Where the gateway and the rest (upstream, load) run.
     #[command(flatten)]
     pub cpus: crate::runner::Cpus,
+    /// Nice value of the CP while the DP's RPS is measured (19: it takes only the CPU the load generator
+    /// and the upstream leave, as another host would; 0: it takes its share of the load CPUs, and the
+    /// DP's RPS falls with the load side's; see `sluice-perf db`'s docs).
+    #[arg(long, default_value_t = 19)]
+    pub cp_nice: i32,
     /// Where configs, node logs and the report (`cluster.md`) go.
     #[arg(long, default_value = "target/sluice-perf/cluster")]
     pub out: PathBuf,
@@ -141,8 +146,10 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         upstream: None,
     };
     let first = 2 * args.changes;
-    let (steady, changing, posted, per_cpu) =
-        changes::load_while_changing(&mut driver, &dp, &spec, &mut doc, admin, first)?;
+    crate::db::pin::set_nice_all(cp.pid(), args.cp_nice);
+    let loaded = changes::load_while_changing(&mut driver, &dp, &spec, &mut doc, admin, first);
+    crate::db::pin::set_nice_all(cp.pid(), 0);
+    let (steady, changing, posted, per_cpu) = loaded?;
     progress(format!("{} one-route changes, 3 data planes", args.changes));
     let more = [start_dp(&out.join("dp2"))?, start_dp(&out.join("dp3"))?];
     let three = changes::stream(
@@ -176,10 +183,12 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         ),
         format!("the DP applied {deltas} deltas and {fulls} whole configs (1: the first sync)"),
         format!(
-            "DP proxy RPS with a change every 100 ms ÷ steady: {:.0} / {:.0} = {:.3} ({posted} changes; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
+            "DP proxy RPS with a change every 100 ms ÷ steady: {:.0} / {:.0} = {:.3} ({posted} changes, one per {:.0} ms as they came, the CP at nice {}; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
             changing.rps,
             steady.rps,
             changing.rps / steady.rps.max(1.0),
+            changing.duration_s * 1e3 / posted.max(1) as f64,
+            args.cp_nice,
             changing.errors,
             changing.non_2xx,
             steady.errors,

@@ -11,8 +11,9 @@
 //! requests is handed back with `madvise` and faulted in again by the next. Measured under wrk
 //! (c=50, HTTPS, 1 worker, `perf stat -e page-faults,syscalls:sys_enter_madvise`): 0.3 page faults
 //! and 0.05 `madvise` per request; nginx has none. So purging is eager only while a load runs
-//! ([`EagerPurge`]) and lazy (1 s) otherwise: 0.002 faults and no `madvise` per request, with the
-//! heap after reloads of the 10k-route config unchanged (99 MB against 96 MB, `sluice-perf reload`).
+//! ([`EagerPurge`]) and lazy otherwise (then 1 s, now 10 s: see [`SERVING_PURGE_DELAY_MS`]): 0.002
+//! faults and no `madvise` per request, with the heap after reloads of the 10k-route config unchanged
+//! (99 MB against 96 MB, `sluice-perf reload`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -81,9 +82,16 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
 /// do not name it).
 const OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// The purge delay while serving, in milliseconds: pages freed and reused within it stay mapped.
-/// mimalloc v3's own default (the version we build); 10 ms still let 0.04 pages per request fault back in.
-const SERVING_PURGE_DELAY_MS: std::ffi::c_long = 1000;
+/// The purge delay while serving, in milliseconds: pages freed and reused within it stay mapped. 10 ms
+/// still let 0.04 pages per request fault back in. mimalloc v3's own default, 1 s, is too short for a
+/// stream of changes (DB mode's writes on other nodes, a data plane's deltas): each change frees the
+/// replaced snapshot's parts and allocates the next one's, and with 1 s the worker purged the freed
+/// ranges (`madvise` on the request path, 96-284 per 7 s at a write every ~100 ms) and the next apply
+/// faulted them back in: ~75 of its ~130 page faults per change on 10,000 routes, some as huge pages
+/// zeroed whole. With 10 s: 2,200-4,060 faults per 7 s of writes instead of 6,160-9,500, 0-51 `madvise`
+/// (`perf stat -p` on node B under `sluice-perf db`'s load). Whole loads purge at once anyway
+/// ([`EagerPurge`]).
+const SERVING_PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 
 /// How many [`EagerPurge`] guards are alive (loads are serialised, but the count keeps nesting safe).
 static EAGER: AtomicUsize = AtomicUsize::new(0);

@@ -1,22 +1,27 @@
-//! Keeping a local PostgreSQL server off the measured node's CPUs for the length of a `sluice-perf db` run.
+//! Keeping a local PostgreSQL server off the measured node's CPUs, and behind the load generator, for the
+//! length of a `sluice-perf db` run.
 //!
 //! The figures are about node B's own throughput. In a deployment the database (like node A) is another
 //! host; on one machine an unpinned server runs wherever the scheduler puts it, often on node B's CPU, so a
 //! write's SQL work (the transaction, the trigger, `NOTIFY`, B's reads) was charged to B's throughput.
 //! [`Pinned::to`] moves every `postgres` process, the postmaster included (so the backends it forks later
-//! inherit it), onto the load CPUs with `taskset`, and puts them back on the postmaster's CPUs when the
-//! guard drops (or the run is interrupted). Its CPU is still measured and reported (it now competes with
-//! the load generator instead).
+//! inherit it), onto the load CPUs with `taskset`, and lowers their priority (`renice`, inherited the same
+//! way): on the load CPUs it would otherwise take its share from the load generator and the upstream,
+//! and node B, waiting for them, would serve less for a reason that is not its own (see `super`). Both
+//! are put back (the postmaster's CPUs, nice 0) when the guard drops or the run is interrupted. Its CPU is
+//! still measured and reported.
 
 use crate::procfs;
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use std::process::Command;
 
-/// The server's processes moved to other CPUs until this drops (or the run is interrupted).
+/// The server's processes moved to other CPUs (and reniced) until this drops (or the run is interrupted).
 pub struct Pinned {
     /// The CPUs the postmaster had before (restored on every server process at the end).
     before: String,
+    /// Whether the processes were reniced (put back to nice 0 at the end).
+    reniced: bool,
     _held: crate::interrupt::Held,
 }
 
@@ -43,10 +48,34 @@ fn set_cpus(pid: u32, cpus: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Sets the nice value of every thread of `pid` (a running sluice node's threads do not inherit a new
+/// nice value of its main thread); false when one is gone or refused.
+pub fn set_nice_all(pid: u32, nice: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let tids: Vec<u32> = tasks
+        .flatten()
+        .filter_map(|t| t.file_name().to_str()?.parse().ok())
+        .collect();
+    // Every thread is reniced, even after one is refused.
+    let refused = tids.into_iter().filter(|&tid| !set_nice(tid, nice)).count();
+    refused == 0
+}
+
+/// Sets the nice value of `pid` (a PostgreSQL process is one thread); false when gone or refused.
+fn set_nice(pid: u32, nice: i32) -> bool {
+    Command::new("renice")
+        .args(["--priority", &nice.to_string(), "-p", &pid.to_string()])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 impl Pinned {
-    /// Moves the server running on `host` onto `cpus`, when it runs on this machine; None when it does
-    /// not (a remote server is already off node B's CPUs) or has no process here.
-    pub fn to(host: &str, cpus: &str) -> Result<Option<Pinned>> {
+    /// Moves the server running on `host` onto `cpus` at nice `nice` (0: left as it is), when it runs on
+    /// this machine; None when it does not (a remote server is already off node B's CPUs) or has no
+    /// process here.
+    pub fn to(host: &str, cpus: &str, nice: i32) -> Result<Option<Pinned>> {
         if !matches!(host, "127.0.0.1" | "localhost" | "::1") {
             return Ok(None);
         }
@@ -65,15 +94,28 @@ impl Pinned {
             bail!("could not move the PostgreSQL postmaster (pid {postmaster}) to CPUs {cpus} with taskset");
         }
         let moved = pids.iter().filter(|&&p| set_cpus(p, cpus)).count();
+        let reniced = nice != 0;
+        if reniced && !pids.iter().all(|&p| set_nice(p, nice)) {
+            progress(format!(
+                "warning: not every PostgreSQL process took nice {nice}"
+            ));
+        }
         progress(format!(
-            "PostgreSQL ({moved} processes) moved from CPUs {before} to {cpus} for the run"
+            "PostgreSQL ({moved} processes) moved from CPUs {before} to {cpus}, nice {nice}, for the run"
         ));
         // On Ctrl-C, the same restore as `drop`, from the interrupt handler.
-        let restore =
-            format!("for p in $(pgrep -x postgres); do taskset -a -p -c {before} $p; done");
+        let restore = format!(
+            "for p in $(pgrep -x postgres); do taskset -a -p -c {before} $p; {} done",
+            if reniced {
+                "renice --priority 0 -p $p;"
+            } else {
+                ""
+            }
+        );
         let argv = ["sh", "-c", &restore].map(String::from);
         Ok(Some(Pinned {
             before,
+            reniced,
             _held: crate::interrupt::hold_command(&argv),
         }))
     }
@@ -83,6 +125,9 @@ impl Drop for Pinned {
     fn drop(&mut self) {
         for pid in server_pids() {
             set_cpus(pid, &self.before);
+            if self.reniced {
+                set_nice(pid, 0);
+            }
         }
         progress(format!("PostgreSQL back on CPUs {}", self.before));
     }
