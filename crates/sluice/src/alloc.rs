@@ -37,7 +37,7 @@ struct Mimalloc;
 /// The alignment every mimalloc block of `size` bytes has.
 #[inline(always)]
 fn natural(layout: std::alloc::Layout) -> bool {
-    layout.align() <= 8 || (layout.align() == 16 && layout.size() % 16 == 0)
+    layout.align() <= 8 || (layout.align() == 16 && layout.size().is_multiple_of(16))
 }
 
 #[allow(unsafe_code)]
