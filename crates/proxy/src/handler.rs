@@ -261,8 +261,9 @@ pub(crate) enum Step {
         Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
         Option<Negotiation>,
     ),
-    /// A route whose plugins only log (`phases/log_only.rs`): boxed like `Plugins`, and like `Fast` it
-    /// may leave Kong's headers to the server (the answer's second part).
+    /// A route whose plugins only log (`phases/log_only.rs`), or an access-only chain whose handler had to
+    /// wait (`phases/access_first.rs`, e.g. rate-limiting's Redis call): boxed like `Plugins`, and like
+    /// `Fast` it may leave Kong's headers and the plugins' to the server (the answer's second part).
     Logged(Pin<Box<dyn Future<Output = (Answer, Option<LateHeaders>)> + Send>>),
 }
 

@@ -19,6 +19,7 @@ use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending};
 use crate::handler::{Answer, Fast, Scope, Step};
 use crate::metrics::request_length;
+use crate::respond::LateHeaders;
 use crate::snapshot::Snapshot;
 use http_body_util::BodyExt;
 use sluice_plugins::{AccessNow, AddedHeaders, RequestCtx};
@@ -78,7 +79,7 @@ pub(crate) fn start(
             let ctx = Box::new(Detached::new(ctx, route.index));
             routed.found.captures = route.captures.take();
             let rest = resumed(ctx, now, body, routed, negotiation, bytes_in, scope.clone());
-            return Step::Plugins(Box::pin(rest), None);
+            return Step::Logged(Box::pin(rest));
         }
     };
     Step::Done(answered(
@@ -92,7 +93,8 @@ pub(crate) fn start(
 }
 
 /// The rest of `access` after a handler had to wait, then the fast path's send with what the plugins left
-/// (the context is dropped before the upstream wait). A plugin's answer, or a body limit a plugin set, goes
+/// (the context is dropped before the upstream wait), Kong's headers and the plugins' left to the server
+/// to write as text, as on the fast path. A plugin's answer, or a body limit a plugin set, goes
 /// through `send` and `header_filter` as in [`super::steps`]: an access-only chain has no handler there, only
 /// the headers its plugins added.
 async fn resumed(
@@ -103,7 +105,7 @@ async fn resumed(
     negotiation: Negotiation,
     bytes_in: u64,
     scope: Scope,
-) -> Option<Answer> {
+) -> (Answer, Option<LateHeaders>) {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let route = RouteSteps::of(&mut routed, snap);
     let mut ctx = ctx.attach(snap, x.request_id, route.captures.as_ref());
@@ -113,7 +115,7 @@ async fn resumed(
                 Ok((sending, added)) => {
                     drop(ctx);
                     let fast = Fast::new(sending, negotiation, bytes_in, added);
-                    return Some(fast.send(&scope, false).await.0);
+                    return fast.send(&scope, true).await;
                 }
                 Err(e) => Outcome::Failed(e),
             }
@@ -121,14 +123,8 @@ async fn resumed(
         Ok(body) => send(&ctx, route.chain, body, routed, snap, &x).await,
         Err(answered) => answered,
     };
-    Some(answered(
-        ctx,
-        &route,
-        outcome,
-        &negotiation,
-        bytes_in,
-        &scope,
-    ))
+    let answer = answered(ctx, &route, outcome, &negotiation, bytes_in, &scope);
+    (answer, None)
 }
 
 /// The upstream request written from the plugins' edited head, and what they leave for the response.
