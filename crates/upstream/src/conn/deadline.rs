@@ -83,36 +83,32 @@ mod tests {
         assert_eq!(Instant::now(), due);
     }
 
-    /// An exchange answered after `secs` seconds: the timer is armed (polled) while it waits.
-    fn answered_after(secs: u64) -> Pin<Box<impl Future<Output = ()>>> {
-        Box::pin(tokio::time::sleep(Duration::from_secs(secs)))
+    /// A first exchange due `armed` s after the start arms the timer and is answered at +1 s; `later` s
+    /// after that, a second one that never finishes is sent with `secs` s to go. It must expire exactly
+    /// at its own due, wherever the first left the timer.
+    async fn second_exchange_expires_at_its_own_due(armed: u64, later: u64, secs: u64) {
+        let mut deadline = Deadline::default();
+        let start = Instant::now();
+        let answered = Box::pin(tokio::time::sleep(Duration::from_secs(1)));
+        let first = deadline.bound(start + Duration::from_secs(armed), answered);
+        assert_eq!(first.await, Ok(()));
+        tokio::time::sleep(Duration::from_secs(later)).await;
+        let due = Instant::now() + Duration::from_secs(secs);
+        assert_eq!(deadline.bound(due, forever()).await, Err(Expired));
+        assert_eq!(Instant::now(), due);
     }
 
+    /// Armed at +5 s, the second is due at +8 s: the timer fires at +5 s and must be re-armed rather
+    /// than expire the exchange.
     #[tokio::test(start_paused = true)]
     async fn a_timer_armed_for_an_earlier_due_does_not_expire_a_later_one() {
-        let mut deadline = Deadline::default();
-        let start = Instant::now();
-        // The first exchange arms the timer at +5 s and is answered at +1 s.
-        let first = deadline.bound(start + Duration::from_secs(5), answered_after(1));
-        assert_eq!(first.await, Ok(()));
-        // The second is sent at +3 s with its own 5 s: the timer still says +5 s, fires then, and
-        // must be re-armed to +8 s rather than expire the exchange.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let due = Instant::now() + Duration::from_secs(5);
-        assert_eq!(deadline.bound(due, forever()).await, Err(Expired));
-        assert_eq!(Instant::now(), due);
+        second_exchange_expires_at_its_own_due(5, 2, 5).await;
     }
 
+    /// Armed at +60 s, the second is due at +3 s: the timer must move back.
     #[tokio::test(start_paused = true)]
     async fn an_earlier_due_moves_the_timer_back() {
-        let mut deadline = Deadline::default();
-        let start = Instant::now();
-        let first = deadline.bound(start + Duration::from_secs(60), answered_after(1));
-        assert_eq!(first.await, Ok(()));
-        // Armed at +60 s; this exchange is due at +3 s.
-        let due = Instant::now() + Duration::from_secs(2);
-        assert_eq!(deadline.bound(due, forever()).await, Err(Expired));
-        assert_eq!(Instant::now(), due);
+        second_exchange_expires_at_its_own_due(60, 0, 2).await;
     }
 
     #[tokio::test(start_paused = true)]
