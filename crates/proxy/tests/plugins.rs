@@ -70,7 +70,7 @@ consumers:
 async fn headers_from_plugins_reach_proxied_and_refused_responses() {
     let up = EchoUpstream::start();
     let yaml = format!(
-        "{}plugins:\n- {{name: rate-limiting, config: {{minute: 2}}}}\n",
+        "{}plugins:\n- {{name: rate-limiting, config: {{minute: 2, hour: 100}}}}\n",
         one_service(&up.url(), &["paths: [/]"])
     );
     let proxy = Proxy::start(&yaml);
@@ -82,6 +82,10 @@ async fn headers_from_plugins_reach_proxied_and_refused_responses() {
     let (status, headers, _) = get(proxy.url("/"), []).await;
     assert_eq!(status, 429);
     assert!(headers.contains_key("retry-after"));
+    // As Kong: the refused request is taken off only the period that stopped it.
+    assert_eq!(headers["x-ratelimit-remaining-minute"], "0");
+    assert_eq!(headers["x-ratelimit-remaining-hour"], "98");
+    assert_eq!(headers["ratelimit-remaining"], "0");
     assert_eq!(up.requests(), 2);
 }
 

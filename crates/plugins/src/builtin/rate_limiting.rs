@@ -502,7 +502,13 @@ impl Rules {
         // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
         let mut tightest: Option<(u64, u64, &Limit)> = None;
         for (l, count) in self.limits.iter().zip(counts) {
-            let remaining = l.limit.saturating_sub(*count);
+            // `count` includes this request. A refused one is not counted, and Kong takes it off only the
+            // period that stopped it (whose remaining is 0 either way): every period shows what it had.
+            let used = match exceeded {
+                true => count.saturating_sub(1),
+                false => *count,
+            };
+            let remaining = l.limit.saturating_sub(used);
             let (_, end) = window::bounds(l.period, now);
             let reset = end.saturating_sub(now).max(1);
             if tightest.is_none_or(|(r, _, _)| remaining < r) {
