@@ -26,6 +26,7 @@ pub mod ctx;
 pub mod grpc_hooks;
 pub mod header_numbers;
 pub mod logging;
+pub mod owner_id;
 pub mod plugin;
 pub mod protocols;
 pub mod redis_client;

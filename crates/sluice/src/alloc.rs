@@ -32,14 +32,17 @@ static GLOBAL: Mimalloc = Mimalloc;
 /// is a multiple of 16 lands in a bin of such blocks, each 16-aligned (bins above 8 words are all even
 /// word counts; a page's first block is 16-aligned). Those layouts go to plain `mi_malloc`; the rest keep
 /// the aligned calls.
+#[cfg(not(feature = "system-alloc"))]
 struct Mimalloc;
 
-/// The alignment every mimalloc block of `size` bytes has.
+/// Whether every block mimalloc returns for `layout`'s size already has `layout`'s alignment.
+#[cfg(not(feature = "system-alloc"))]
 #[inline(always)]
 fn natural(layout: std::alloc::Layout) -> bool {
     layout.align() <= 8 || (layout.align() == 16 && layout.size().is_multiple_of(16))
 }
 
+#[cfg(not(feature = "system-alloc"))]
 #[allow(unsafe_code)]
 // SAFETY: each call hands mimalloc a size (and, where needed, the layout's power-of-two alignment) and
 // returns its pointer untouched; `natural` layouts are only sent to the unaligned calls when every block

@@ -9,9 +9,9 @@
 //! header's exact bytes, with a hash seeded per worker, so a client cannot aim values at one bucket. Each
 //! worker keeps its own entries: no lock on the request path.
 
+use crate::owner_id::OwnerId;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Entries kept at most (per worker); the table is emptied when a value past it verifies.
 const MOST: usize = 4096;
@@ -23,23 +23,14 @@ const LONGEST: usize = 1024;
 /// ([`KEPT`]), not behind a lock the workers share: every authenticated request reads it. Each table has
 /// an id of its own, never reused, and a worker's map holds the entries of one table at a time, so a
 /// value verified on an older snapshot is never found on a newer one.
+#[derive(Default)]
 pub struct Verified {
-    id: u64,
-}
-
-impl Default for Verified {
-    fn default() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        Verified {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-        }
-    }
+    id: OwnerId,
 }
 
 /// A worker's verified values: the table they belong to, and each value with its credential's index.
-#[derive(Default)]
 struct Kept {
-    table: u64,
+    table: OwnerId,
     values: HashMap<Box<[u8]>, usize, foldhash::quality::RandomState>,
 }
 
@@ -64,7 +55,10 @@ impl Verified {
             return;
         }
         KEPT.with_borrow_mut(|kept| {
-            let kept = kept.get_or_insert_with(Kept::default);
+            let kept = kept.get_or_insert_with(|| Kept {
+                table: self.id,
+                values: HashMap::default(),
+            });
             if kept.table != self.id || kept.values.len() >= MOST {
                 kept.values.clear();
                 kept.table = self.id;

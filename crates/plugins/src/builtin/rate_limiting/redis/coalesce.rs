@@ -20,12 +20,12 @@
 
 use super::super::window::PERIODS;
 use crate::counters::Counted;
+use crate::owner_id::OwnerId;
 use std::cell::RefCell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -34,23 +34,14 @@ use tokio::sync::oneshot;
 /// arguments, [`super::Keyed`]), each with the requests queued behind it. The windows hold identifiers a
 /// client chooses: the hash is seeded at random once per process, and a hit is only shared when the
 /// windows are equal too (a request whose hash another call's windows took goes alone).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct InFlight {
     /// Never reused: a new target (a reload) never shares a queue with an old one's requests.
-    id: u64,
-}
-
-impl Default for InFlight {
-    fn default() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        InFlight {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-        }
-    }
+    id: OwnerId,
 }
 
 /// A queue's place in a worker's map: its target's [`InFlight::id`] and the hash of its windows.
-type Slot = (u64, u64);
+type Slot = (OwnerId, u64);
 
 thread_local! {
     /// This worker's calls in flight, of every target.
