@@ -15,6 +15,11 @@ UPSTREAM=127.0.0.1:$(port)
 "$PERF" upstream --listen "$UPSTREAM" >/dev/null 2>&1 &
 UP=$!
 
+# The gateway's config: case_config CASE writes `sluice-perf gen-config`'s config of CASE (its upstream the
+# one started above) to CONFIG.
+CONFIG=$WORK/config.yml
+case_config() { "$PERF" gen-config --case "$1" --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null; }
+
 # send N PORT PATH HEADER [STATUS]: N keep-alive GETs (over TLS when HTTPS is set).
 send() { python3 "$(dirname "${BASH_SOURCE[0]}")/keepalive_get.py" "$1" "$2" "$3" "$4" "${HTTPS:-}" ${5:+"$5"}; }
 

@@ -16,8 +16,7 @@ FEW=${3:-2000}
 MANY=${4:-10000}
 PERF=${PERF:-target/release/sluice-perf}
 source "$(dirname "$0")/callgrind-lib.sh"
-CONFIG=$WORK/config.yml
-"$PERF" gen-config --case grpc-unary --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
+case_config grpc-unary
 # The case's message: a 6-byte protobuf in gRPC's 5-byte frame.
 printf '\0\0\0\0\006\n\004ping' >"$WORK/body"
 count() {

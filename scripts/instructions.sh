@@ -17,8 +17,7 @@ URL_PATH=${3:-/r0}
 HEADER=${4:-}
 PERF=${PERF:-target/release/sluice-perf}
 source "$(dirname "$0")/callgrind-lib.sh"
-CONFIG=$WORK/config.yml
-"$PERF" gen-config --case "$CASE" --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
+case_config "$CASE"
 count() {
   local n=$1 proxy=$(port) status=$(port)
   local listen=127.0.0.1:$proxy

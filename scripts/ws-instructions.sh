@@ -16,8 +16,7 @@ FEW=${3:-200}
 MANY=${4:-1000}
 PERF=${PERF:-target/release/sluice-perf}
 source "$(dirname "$0")/callgrind-lib.sh"
-CONFIG=$WORK/config.yml
-"$PERF" gen-config --case ws-echo --upstream "$UPSTREAM" --out "$CONFIG" 2>/dev/null
+case_config ws-echo
 count() {
   local n=$1 proxy=$(port) status=$(port)
   start_sluice "$BIN" "$CONFIG" "127.0.0.1:$proxy" "$status"
