@@ -105,7 +105,7 @@ fn endpoint_shorthand(_: &Map<String, Value>, out: &mut Map<String, Value>) {
 pub(crate) fn check_url(v: &Value) -> Result<(), String> {
     typedefs::url(v)?;
     let s = v.as_str().unwrap_or_default();
-    match reqwest::Url::parse(s) {
+    match url::Url::parse(s) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(()),
         _ => Err(format!("invalid url '{s}'")),
     }
