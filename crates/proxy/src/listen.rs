@@ -56,20 +56,47 @@ pub fn parse_listen(value: &str) -> Result<Vec<ListenAddr>, String> {
     Ok(out)
 }
 
-/// A non-blocking listener with `SO_REUSEPORT`, so every worker can bind the same address.
-pub(crate) fn bind(listen: &ListenAddr) -> std::io::Result<std::net::TcpListener> {
+/// Which of a process's sockets on one address is being bound.
+///
+/// Every worker binds each address with `SO_REUSEPORT`, and the kernel lets *any* process of the same user join
+/// such a group: a second gateway started on the same port would then take half the connections, silently
+/// (two test gateways that drew the same free port did exactly that). So the first socket claims the port
+/// alone: it is bound without `SO_REUSEPORT`, which fails with "Address already in use" while anyone listens
+/// there, and gets the option only after the bind, so this process's own workers can join it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bind {
+    /// The first socket on the address: fails if another socket has it.
+    Claim,
+    /// A further worker's socket on an address this process has claimed.
+    Join,
+}
+
+/// A non-blocking listener with `SO_REUSEPORT`, so every worker can bind the same address (see [`Bind`]).
+pub(crate) fn bind(listen: &ListenAddr, how: Bind) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(
         Domain::for_address(listen.addr),
         Type::STREAM,
         Some(Protocol::TCP),
     )?;
     socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
     socket.set_nodelay(true)?;
     socket.set_nonblocking(true)?;
-    socket.bind(&listen.addr.into())?;
+    bind_reusing_port(&socket, listen.addr, how)?;
     socket.listen(listen.backlog.min(i32::MAX as u32) as i32)?;
     Ok(socket.into())
+}
+
+/// Binds `socket` to `addr` with `SO_REUSEPORT` set before the bind when joining, after it when claiming.
+pub(crate) fn bind_reusing_port(
+    socket: &Socket,
+    addr: SocketAddr,
+    how: Bind,
+) -> std::io::Result<()> {
+    if how == Bind::Join {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.set_reuse_port(true)
 }
 
 #[cfg(test)]

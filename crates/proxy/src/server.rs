@@ -1,6 +1,6 @@
 //! The proxy server: binds the listeners, starts the workers, exposes counters, and shuts down gracefully.
 
-use crate::listen::{bind, ListenAddr};
+use crate::listen::{bind, Bind, ListenAddr};
 use crate::realip::Trust;
 use crate::settings::ProxySettings;
 use crate::shared::Shared;
@@ -54,9 +54,10 @@ impl ProxyServer {
         let workers = settings.workers.max(1);
         let mut per_worker = Vec::with_capacity(workers);
         for w in 0..workers {
+            let how = if w == 0 { Bind::Claim } else { Bind::Join };
             let mut listeners = Vec::new();
             for (listen, tls) in addrs.iter_mut().zip(&acceptors) {
-                let l = bind(listen)?;
+                let l = bind(listen, how)?;
                 let local = l.local_addr()?;
                 if w == 0 {
                     listen.addr = local;
@@ -69,7 +70,7 @@ impl ProxyServer {
             }
             let mut streams = Vec::new();
             for listen in stream_addrs.iter_mut() {
-                let bound = crate::stream::bind(listen)?;
+                let bound = crate::stream::bind(listen, how)?;
                 if w == 0 {
                     listen.addr = bound.local_addr()?;
                 }

@@ -36,6 +36,7 @@ mod udp;
 pub(crate) use compiled::{is_http_less, is_stream, Streams};
 pub use listen::{parse_stream_listen, StreamListen};
 
+use crate::listen::Bind;
 use crate::shared::Shared;
 use std::sync::Arc;
 
@@ -58,12 +59,12 @@ impl Bound {
     }
 }
 
-/// Binds one stream address (`SO_REUSEPORT`, so every worker binds it).
-pub(crate) fn bind(listen: &StreamListen) -> std::io::Result<Bound> {
+/// Binds one stream address (`SO_REUSEPORT`, so every worker binds it; the first claims it, see [`Bind`]).
+pub(crate) fn bind(listen: &StreamListen, how: Bind) -> std::io::Result<Bound> {
     match listen.udp {
-        true => listen::bind_udp(listen).map(Bound::Udp),
+        true => listen::bind_udp(listen, how).map(Bound::Udp),
         false => Ok(Bound::Tcp {
-            socket: listen::bind_tcp(listen)?,
+            socket: listen::bind_tcp(listen, how)?,
             ssl: listen.ssl,
         }),
     }

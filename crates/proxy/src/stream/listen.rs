@@ -1,7 +1,7 @@
 //! Kong's `stream_listen` syntax (`0.0.0.0:5555, 0.0.0.0:5556 ssl reuseport, 127.0.0.1:5557 udp`) and the
 //! sockets.
 
-use crate::listen::{parse_listen, ListenAddr};
+use crate::listen::{bind_reusing_port, parse_listen, Bind, ListenAddr};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::SocketAddr;
 
@@ -42,26 +42,28 @@ pub fn parse_stream_listen(value: &str) -> Result<Vec<StreamListen>, String> {
     Ok(out)
 }
 
-pub(super) fn bind_tcp(listen: &StreamListen) -> std::io::Result<std::net::TcpListener> {
-    crate::listen::bind(&ListenAddr {
-        addr: listen.addr,
-        ssl: listen.ssl,
-        http2: false,
-        backlog: listen.backlog,
-    })
+pub(super) fn bind_tcp(listen: &StreamListen, how: Bind) -> std::io::Result<std::net::TcpListener> {
+    crate::listen::bind(
+        &ListenAddr {
+            addr: listen.addr,
+            ssl: listen.ssl,
+            http2: false,
+            backlog: listen.backlog,
+        },
+        how,
+    )
 }
 
-/// A non-blocking UDP socket with `SO_REUSEPORT`: the kernel keeps each client on one worker.
-pub(super) fn bind_udp(listen: &StreamListen) -> std::io::Result<std::net::UdpSocket> {
+/// A non-blocking UDP socket with `SO_REUSEPORT`: the kernel keeps each client on one worker. No
+/// `SO_REUSEADDR`: on UDP it would let any other socket bind the same address (see [`Bind`]).
+pub(super) fn bind_udp(listen: &StreamListen, how: Bind) -> std::io::Result<std::net::UdpSocket> {
     let socket = Socket::new(
         Domain::for_address(listen.addr),
         Type::DGRAM,
         Some(Protocol::UDP),
     )?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
-    socket.bind(&listen.addr.into())?;
+    bind_reusing_port(&socket, listen.addr, how)?;
     Ok(socket.into())
 }
 
@@ -83,5 +85,16 @@ mod tests {
         assert!(parse_stream_listen("1.2.3.4:1 udp ssl").is_err());
         assert!(parse_stream_listen("1.2.3.4:1 http2").is_err());
         assert!(parse_stream_listen("nowhere").is_err());
+    }
+
+    #[test]
+    fn a_claimed_udp_port_takes_its_own_workers_and_no_one_else() {
+        let any = parse_stream_listen("127.0.0.1:0 udp").unwrap().remove(0);
+        let first = bind_udp(&any, Bind::Claim).unwrap();
+        let mut same = any.clone();
+        same.addr = first.local_addr().unwrap();
+        let _second_worker = bind_udp(&same, Bind::Join).unwrap();
+        let err = bind_udp(&same, Bind::Claim).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
     }
 }
