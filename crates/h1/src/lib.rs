@@ -21,5 +21,8 @@ pub use chunk::{chunk_header, LAST_CHUNK};
 pub use request::{
     parse_request, HeadLimits, RequestError, RequestFraming, RequestHead, MAX_REQUEST_HEAD,
 };
-pub use response::{parse_response, Framing, ParseError, ResponseHead, MAX_HEAD_BYTES};
+pub use response::{
+    parse_response, Field, Framing, Kind as FieldKind, ParseError, ResponseFields, ResponseHead,
+    HOP_BY_HOP, MAX_HEAD_BYTES,
+};
 pub use spare::{recycle_headers, Spares};

@@ -2,16 +2,20 @@
 //! body that follows is delimited (RFC 9112 §6.3).
 //!
 //! Parsing runs in two steps. [`scan`] runs httparse over the buffer and records where each field's name and
-//! value lie; then [`build`](framing::build) splits the head's bytes off the buffer, makes header values that
-//! share those bytes (no copy), and reads the framing fields on the way.
+//! value lie; then [`build`](framing::build) splits the head's bytes off the buffer, keeps the fields as
+//! those bytes ([`ResponseFields`]: no header map unless someone asks for one), and reads the framing fields
+//! on the way.
 
 use std::fmt;
 use std::mem::MaybeUninit;
 
 use bytes::BytesMut;
-use http::{HeaderMap, StatusCode, Version};
+use http::{StatusCode, Version};
 
 mod framing;
+mod raw;
+pub use raw::{Field, Kind, ResponseFields, HOP_BY_HOP};
+
 #[cfg(test)]
 mod tests;
 
@@ -43,8 +47,8 @@ pub struct ResponseHead {
     pub status: StatusCode,
     /// `HTTP_10` or `HTTP_11`.
     pub version: Version,
-    /// All header fields in order; repeated fields stay repeated. Values share the read buffer's bytes.
-    pub headers: HeaderMap,
+    /// All header fields in order, as received; repeated fields stay repeated.
+    pub fields: ResponseFields,
     /// How the body is delimited.
     pub framing: Framing,
     /// Whether the connection may carry another request after this response's body ends.
@@ -77,17 +81,19 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Where one field's name and value lie in the head (byte offsets, end exclusive).
+/// Where one field's name and value lie in the head (byte offsets, end exclusive), and what its name is.
 #[derive(Debug, Clone, Copy)]
 struct FieldSpan {
     name: (u32, u32),
     value: (u32, u32),
+    kind: Kind,
 }
 
 impl FieldSpan {
     const EMPTY: FieldSpan = FieldSpan {
         name: (0, 0),
         value: (0, 0),
+        kind: Kind::Other,
     };
 }
 
@@ -109,7 +115,7 @@ struct Scanned {
 ///
 /// `Ok(None)`: the head is incomplete and the caller reads more (once `buf` holds [`MAX_HEAD_BYTES`] without a
 /// complete head this is `Err(TooLarge)` instead). `Ok(Some(head))`: the head's bytes were split off the front of
-/// `buf`, and what remains is body bytes or later data. Header values are not copied: they share the head's bytes.
+/// `buf`, and what remains is body bytes or later data. Fields are not copied: they stay in the head's bytes.
 ///
 /// `head_request`: the request was HEAD, so the response has no body whatever its headers say. Interim 1xx
 /// responses come back like any head with [`Framing::Empty`]; the caller discards them and parses again, except a
@@ -191,6 +197,7 @@ fn scan<'b>(
         *span = FieldSpan {
             name: offset(h.name.as_bytes()),
             value: offset(h.value),
+            kind: Kind::of(h.name.as_bytes()),
         };
     }
     Ok(Some(Scanned {

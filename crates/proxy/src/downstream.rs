@@ -10,7 +10,8 @@
 //! 2. the request body ([`body::ClientBody`]) is empty, whole from the buffer, or fed by the connection
 //!    task while the driver runs ([`feed`]: one piece per want, `100 Continue` before the first read);
 //! 3. the driver ([`crate::handler::handle`]) answers;
-//! 4. [`write`] puts the head and the body on the wire, coalesced;
+//! 4. [`write`] puts the head and the body on the wire, coalesced (a fast-path head's upstream fields
+//!    straight from the bytes they came in, [`upstream_fields`]);
 //! 5. what is left of an unread body is discarded when short (else the connection closes), and the next
 //!    head is read; pipelined bytes are already in the buffer.
 //!
@@ -22,6 +23,7 @@ mod feed;
 mod handover;
 mod spare;
 mod stall;
+mod upstream_fields;
 mod write;
 
 pub use body::ClientBody;

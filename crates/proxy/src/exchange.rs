@@ -10,6 +10,7 @@ use crate::snapshot::{RouteInfo, ServiceInfo, Snapshot};
 use crate::upstream;
 use http::header::{HeaderValue, HOST};
 use http::{request, Response, Uri, Version};
+use sluice_h1::{FieldKind, ResponseFields};
 use sluice_router::{Match, RequestParts};
 use sluice_upstream::balancer::{Hashed, PickInput};
 use sluice_upstream::body::ProxyBody;
@@ -256,9 +257,34 @@ impl Sending {
         ready: Instant,
         late: bool,
     ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
+        self.send_leaving(snap, x, ready, if late { Late::Kong } else { Late::No })
+    }
+
+    /// [`Sending::send`] with what is left to the server chosen: the fast path leaves the upstream's
+    /// fields too ([`Late::All`]).
+    #[inline]
+    pub fn send_leaving<'a>(
+        self,
+        snap: &'a Snapshot,
+        x: &'a Exchange<'a>,
+        ready: Instant,
+        late: Late,
+    ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
         let (req, hashed, ids) = (self.req, self.hashed, (self.route, self.service));
         send(req, hashed, ids, (snap, x), ready, late)
     }
+}
+
+/// What of a proxied response's head is left to the server that writes it (HTTP/1.1: as text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Late {
+    /// Nothing: the head is whole in its map (something reads it before it is written, or h2).
+    No,
+    /// Kong's headers ([`Proxied::late`]).
+    Kong,
+    /// Kong's headers and the upstream's fields as received ([`Proxied::upstream`]): no header map is made
+    /// of them. For a head nothing reads before the HTTP/1.1 writer (the fast path).
+    All,
 }
 
 /// [`Sending::send`].
@@ -268,7 +294,7 @@ async fn send(
     (route, service): (usize, usize),
     (snap, x): (&Snapshot, &Exchange<'_>),
     ready: Instant,
-    late: bool,
+    late: Late,
 ) -> Result<Proxied, ProxyError> {
     let (Some(info), Some(svc)) = (snap.routes.get(route), snap.services.get(service)) else {
         return Err(ProxyError::Internal);
@@ -292,24 +318,7 @@ async fn send(
     let mut head = Response::new(()).into_parts().0;
     head.status = response.status;
     head.version = response.version;
-    head.headers = response.headers;
     let kong = kong_headers(x, timings, response.status);
-    let late = match late && !head.headers.contains_key(http::header::VIA) {
-        true => {
-            forward::strip_hop_by_hop(&mut head.headers);
-            Some(kong)
-        }
-        false => {
-            respond::upstream_response(&mut head, &kong);
-            None
-        }
-    };
-    if let Some(v) = hashed
-        .set_cookie
-        .and_then(|c| HeaderValue::from_str(&c).ok())
-    {
-        head.headers.append(http::header::SET_COOKIE, v);
-    }
     let mut body = PooledBody::new(
         answer.conn,
         response.framing,
@@ -323,10 +332,32 @@ async fn send(
     let buffering = info
         .response_buffering
         .then_some(&x.shared.settings.response_buffering);
-    let body = UpstreamBody::new(body, buffering, &head.headers);
+    let body = UpstreamBody::new(body, buffering, &response.fields);
+    // A `Via` from the upstream is joined with Kong's, and a hashing cookie appended: in the map.
+    let via = response.fields.has(FieldKind::Via);
+    let (late, upstream) = match late {
+        Late::All if !via && hashed.set_cookie.is_none() => (Some(kong), Some(response.fields)),
+        Late::All | Late::Kong if !via => {
+            head.headers = response.fields.to_map();
+            forward::strip_hop_by_hop(&mut head.headers);
+            (Some(kong), None)
+        }
+        _ => {
+            head.headers = response.fields.to_map();
+            respond::upstream_response(&mut head, &kong);
+            (None, None)
+        }
+    };
+    if let Some(v) = hashed
+        .set_cookie
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
+        head.headers.append(http::header::SET_COOKIE, v);
+    }
     Ok(Proxied {
         head,
         late,
+        upstream,
         body,
         timings,
         tries: answer.tries,
@@ -347,7 +378,7 @@ fn proxied(
     let head = decorated(
         response.status,
         response.version,
-        response.headers,
+        response.fields.to_map(),
         set_cookie,
         x,
         timings,
@@ -366,6 +397,7 @@ fn proxied(
     Proxied {
         head,
         late: None,
+        upstream: None,
         body,
         timings,
         tries: answer.tries,
@@ -405,6 +437,8 @@ pub struct Proxied {
     pub head: http::response::Parts,
     /// Kong's headers when they were left for the HTTP/1.1 writer (see [`Sending::send`]'s `late`).
     pub late: Option<KongHeaders>,
+    /// The upstream's fields when they were left out of `head` too ([`Late::All`]).
+    pub upstream: Option<ResponseFields>,
     pub body: UpstreamBody,
     pub timings: Timings,
     /// The targets tried; the last one answered.

@@ -6,7 +6,7 @@
 
 use crate::downstream::ClientBody;
 use crate::error::{error_response, Negotiation, ProxyError};
-use crate::exchange::{self, ConnInfo, Exchange, Sending};
+use crate::exchange::{self, ConnInfo, Exchange, Late, Sending};
 use crate::grpc;
 use crate::metrics::{self, request_length, Count, Finished, Series};
 use crate::phases;
@@ -18,6 +18,7 @@ use crate::upgrade;
 use crate::watchdog::{InFlight, Tracked};
 use http::{Request, Response};
 use http_body_util::BodyExt;
+use sluice_h1::ResponseFields;
 use sluice_metrics::Source;
 use sluice_plugins::AddedHeaders;
 use sluice_upstream::body::{box_err, ProxyBody};
@@ -306,17 +307,21 @@ impl Fast {
         let (snap, x) = (&*scope.snap, scope.exchange());
         let route = self.sending.route();
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
-        let sent = self.sending.send(snap, &x, x.started, late).await;
-        let (mut resp, source, timings, late) = match sent {
+        // Over HTTP/1.1 the upstream's fields are left as received too (no map is made of them).
+        let leave = if late { Late::All } else { Late::No };
+        let sent = self.sending.send_leaving(snap, &x, x.started, leave).await;
+        let (mut resp, source, timings, late, upstream) = match sent {
             Ok(p) => (
                 Response::from_parts(p.head, p.body.boxed()),
                 Source::Service,
                 Some(p.timings),
                 p.late,
+                p.upstream,
             ),
             Err(e) => (
                 error_response(e, &self.negotiation, &x),
                 Source::Error,
+                None,
                 None,
                 None,
             ),
@@ -332,10 +337,6 @@ impl Fast {
                 false => added.apply(resp.headers_mut()),
             }
         }
-        let late = late.map(|kong| LateHeaders {
-            kong,
-            added: added_late,
-        });
         let finished = Finished {
             source,
             started: x.started,
@@ -343,7 +344,12 @@ impl Fast {
             bytes_in: self.bytes_in,
             consumer,
         };
-        let count = observe_finished(Series(route), snap, &resp, finished);
+        let count = observe_finished(Series(route), snap, &resp, upstream.as_ref(), finished);
+        let late = late.map(|kong| LateHeaders {
+            kong,
+            added: added_late,
+            upstream,
+        });
         ((resp, count), late)
     }
 }
@@ -366,17 +372,29 @@ pub(crate) fn observe(
         bytes_in,
         consumer: None,
     };
-    observe_finished(series, snap, resp, finished)
+    observe_finished(series, snap, resp, None, finished)
 }
 
-/// The count of a finished request, when a prometheus instance applies to its series.
+/// The count of a finished request, when a prometheus instance applies to its series. `upstream`: the
+/// upstream's fields when the response's map does not hold them.
 #[inline]
 fn observe_finished(
     series: Series,
     snap: &Snapshot,
     resp: &Response<ProxyBody>,
+    upstream: Option<&ResponseFields>,
     finished: Finished<'_>,
 ) -> Option<Count> {
     let meter = series.meter(snap)?;
-    Some(meter.observe(series, resp.status().as_u16(), resp.headers(), finished))
+    let status = resp.status().as_u16();
+    Some(match upstream {
+        None => meter.observe(series, status, resp.headers(), finished),
+        Some(fields) => {
+            let length = fields
+                .get("content-length")
+                .filter(|_| !fields.length_dropped())
+                .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok());
+            meter.observe_length(series, status, length.unwrap_or(0), finished)
+        }
+    })
 }

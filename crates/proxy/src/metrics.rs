@@ -83,6 +83,17 @@ impl RouteMeter {
         headers: &HeaderMap,
         f: Finished<'_>,
     ) -> Count {
+        self.observe_length(series, status, content_length(headers), f)
+    }
+
+    /// [`RouteMeter::observe`] for a response whose `Content-Length` (its egress bytes) is `bytes_out`.
+    pub fn observe_length(
+        &self,
+        series: Series,
+        status: u16,
+        bytes_out: u64,
+        f: Finished<'_>,
+    ) -> Count {
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         let request_ms = ms(f.started.elapsed());
         let observation = Observation {
@@ -94,7 +105,7 @@ impl RouteMeter {
             upstream_ms: f.timings.map(|t| ms(t.upstream)),
             request_ms,
             bytes_in: f.bytes_in,
-            bytes_out: content_length(headers),
+            bytes_out,
             consumer: f.consumer,
         };
         Count {

@@ -12,6 +12,7 @@ use crate::names::{self, Name};
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderName, HeaderValue, SERVER, VIA};
+use sluice_h1::ResponseFields;
 use sluice_plugins::{header_number, AddedHeaders};
 use sluice_upstream::forward;
 use std::time::{Duration, Instant};
@@ -123,17 +124,25 @@ impl KongHeaders {
     }
 
     /// Whether the upstream's field `name` gives way to one of these (every one but `Server`, which the
-    /// upstream's wins). Only names starting with `x-kong-` are compared, so most fields cost one check.
+    /// upstream's wins).
     #[inline]
     pub fn replaces(&self, name: &HeaderName) -> bool {
-        if !name.as_str().starts_with("x-kong-") {
+        self.replaces_name(name.as_str().as_bytes())
+    }
+
+    /// [`KongHeaders::replaces`] for a name as received (any case). Only names starting with `x-kong-` are
+    /// compared, so most fields cost one check.
+    #[inline]
+    pub fn replaces_name(&self, name: &[u8]) -> bool {
+        if name.len() <= 7 || !name[..7].eq_ignore_ascii_case(b"x-kong-") {
             return false;
         }
         let on = self.on;
-        (on.upstream_latency && *name == names::X_KONG_UPSTREAM_LATENCY.name)
-            || (on.proxy_latency && *name == names::X_KONG_PROXY_LATENCY.name)
-            || (on.request_id && *name == names::X_KONG_REQUEST_ID.name)
-            || (on.upstream_status && *name == names::X_KONG_UPSTREAM_STATUS.name)
+        let is = |n: &Name| name.eq_ignore_ascii_case(n.name.as_str().as_bytes());
+        (on.upstream_latency && is(&names::X_KONG_UPSTREAM_LATENCY))
+            || (on.proxy_latency && is(&names::X_KONG_PROXY_LATENCY))
+            || (on.request_id && is(&names::X_KONG_REQUEST_ID))
+            || (on.upstream_status && is(&names::X_KONG_UPSTREAM_STATUS))
     }
 
     /// Whether `name` may be one of these fields' (all of them are `Via`, `Server` or `x-kong-*`).
@@ -188,20 +197,33 @@ impl KongHeaders {
     }
 }
 
-/// What a fast-path response's head gets when it is written: Kong's headers, then the headers plugins that
-/// act in `access` only added (after Kong's, as Kong's `header_filter` runs the plugins after its own: a
-/// plugin's name replaces Kong's field and the upstream's).
+/// What a fast-path response's head gets when it is written: the upstream's fields as received when they
+/// were left out of the map too (the HTTP/1.1 writer's `upstream_fields`), Kong's headers, then the
+/// headers plugins that act in `access` only added (after Kong's, as Kong's `header_filter` runs the
+/// plugins after its own: a plugin's name replaces Kong's field and the upstream's).
 #[derive(Debug)]
 pub struct LateHeaders {
     pub kong: KongHeaders,
     pub added: AddedHeaders,
+    /// The upstream's fields, when no map was made of them (the fast path over HTTP/1.1).
+    pub upstream: Option<ResponseFields>,
 }
 
 impl LateHeaders {
     /// Whether the upstream's field `name` gives way to one of these.
     #[inline]
     pub fn replaces(&self, name: &HeaderName) -> bool {
-        self.kong.replaces(name) || (!self.added.is_empty() && self.added.contains(name))
+        self.replaces_name(name.as_str().as_bytes())
+    }
+
+    /// [`LateHeaders::replaces`] for a name as received (any case).
+    #[inline]
+    pub fn replaces_name(&self, name: &[u8]) -> bool {
+        self.kong.replaces_name(name)
+            || (!self.added.is_empty()
+                && self
+                    .added
+                    .any_name(|n| n.as_str().as_bytes().eq_ignore_ascii_case(name)))
     }
 
     /// Appends them as HTTP/1.1 text; `has_server`: the head already has a `Server`. Kong's fields are
@@ -217,8 +239,17 @@ impl LateHeaders {
         self.added.write_lines(out);
     }
 
-    /// Puts them into a header map whose hop-by-hop fields are gone.
+    /// Puts them into a header map whose hop-by-hop fields are gone; the upstream's fields, when they were
+    /// left out of it, go first (hop-by-hop fields out), before anything the map already holds.
     pub fn insert(self, headers: &mut HeaderMap) {
+        if let Some(fields) = &self.upstream {
+            let mut map = fields.to_map();
+            forward::strip_hop_by_hop(&mut map);
+            let own = std::mem::replace(headers, map);
+            for (name, value) in &own {
+                headers.append(name, value.clone());
+            }
+        }
         self.kong.insert(headers);
         self.added.apply(headers);
     }
@@ -313,6 +344,7 @@ mod tests {
         let late = LateHeaders {
             kong: kong(HeaderSettings::default()),
             added,
+            upstream: None,
         };
         let mut out = Vec::new();
         late.write(&mut out, false);
@@ -327,11 +359,12 @@ mod tests {
             written.last(),
             Some(&("x-kong-proxy-latency".into(), "plugin".into()))
         );
-        assert!(late.replaces(&limit) && late.replaces(&names::X_KONG_PROXY_LATENCY.name));
+        assert!(late.replaces(&limit) && late.replaces_name(b"X-Kong-Proxy-Latency"));
         let mut map = HeaderMap::new();
         LateHeaders {
             kong: late.kong,
             added: late.added.clone(),
+            upstream: None,
         }
         .insert(&mut map);
         let mut inserted: Vec<(String, String)> = map
@@ -360,6 +393,7 @@ mod tests {
             "x-kong-proxy-latency",
         ] {
             assert!(k.replaces(&HeaderName::from_static(name)), "{name}");
+            assert!(k.replaces_name(name.to_uppercase().as_bytes()), "{name}");
         }
         // Off by default, so an upstream's own is kept; not Kong's, never replaced.
         for name in ["x-kong-upstream-status", "x-kong-other", "server", "via"] {

@@ -7,17 +7,9 @@ use http::Version;
 pub use sluice_router::bare_host;
 use std::net::IpAddr;
 
-/// Headers that describe one connection and are never forwarded (RFC 9110 §7.6.1 plus the usual
-/// non-standard ones). `TE: trailers` is the one `TE` value kept on requests.
-const HOP_BY_HOP: [HeaderName; 7] = [
-    http::header::CONNECTION,
-    names::KEEP_ALIVE,
-    names::PROXY_CONNECTION,
-    http::header::TRAILER,
-    http::header::TRANSFER_ENCODING,
-    http::header::UPGRADE,
-    http::header::PROXY_AUTHENTICATE,
-];
+// Headers that describe one connection and are never forwarded: the list is the HTTP/1.1 codec's, which
+// also classifies response fields by it.
+use sluice_h1::HOP_BY_HOP;
 
 /// Removes hop-by-hop headers, including those the `Connection` header names. One pass over the (few)
 /// headers first: most messages carry none, and each `remove` hashes its name.

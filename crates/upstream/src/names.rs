@@ -10,5 +10,3 @@ pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-ho
 pub const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
 pub const X_FORWARDED_PATH: HeaderName = HeaderName::from_static("x-forwarded-path");
 pub const X_FORWARDED_PREFIX: HeaderName = HeaderName::from_static("x-forwarded-prefix");
-pub const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
-pub const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");

@@ -22,6 +22,7 @@ use crate::pooled::PooledBody;
 use crate::spool::{unnamed_file_in, FILE_PIECE};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use sluice_h1::ResponseFields;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -62,15 +63,15 @@ pub enum UpstreamBody {
 
 impl UpstreamBody {
     /// `body`, read ahead when `buffering` is given (the route buffers responses), the body is not already
-    /// whole, and the upstream did not ask for streaming (`X-Accel-Buffering: no`, read from `headers`).
+    /// whole, and the upstream did not ask for streaming (`X-Accel-Buffering: no`, read from `fields`).
     #[inline]
     pub fn new(
         body: PooledBody,
         buffering: Option<&ResponseBuffering>,
-        headers: &http::HeaderMap,
+        fields: &ResponseFields,
     ) -> UpstreamBody {
         match buffering {
-            Some(b) if !body.is_whole() && !streaming_asked(headers) => {
+            Some(b) if !body.is_whole() && !streaming_asked(fields) => {
                 UpstreamBody::Ahead(ReadAhead::spawn(body, b))
             }
             _ => UpstreamBody::Direct(body),
@@ -79,10 +80,10 @@ impl UpstreamBody {
 }
 
 /// nginx's `X-Accel-Buffering: no`: the upstream asks that this response not be buffered.
-fn streaming_asked(headers: &http::HeaderMap) -> bool {
-    headers
+fn streaming_asked(fields: &ResponseFields) -> bool {
+    fields
         .get("x-accel-buffering")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"no"))
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"no"))
 }
 
 impl Body for UpstreamBody {

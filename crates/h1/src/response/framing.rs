@@ -1,11 +1,10 @@
-//! Second step of response parsing: the header map built from the scanned field spans, and the body framing
-//! and keep-alive decision (RFC 9112 §6.3, §9.3) read from the fields on the way.
+//! Second step of response parsing: the fields kept from the scanned spans, and the body framing and
+//! keep-alive decision (RFC 9112 §6.3, §9.3) read from them on the way.
 
 use bytes::BytesMut;
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::{HeaderName, HeaderValue, StatusCode, Version};
+use http::{StatusCode, Version};
 
-use super::{FieldSpan, Framing, ParseError, ResponseHead, Scanned};
+use super::{FieldSpan, Framing, Kind, ParseError, ResponseFields, ResponseHead, Scanned};
 use crate::fields::{self, ConnectionTokens};
 
 #[cfg(test)]
@@ -28,8 +27,8 @@ struct FramingFields {
 impl FramingFields {
     /// Notes one field line if it is one of the framing fields.
     #[inline]
-    fn see(&mut self, name: &HeaderName, value: &[u8]) {
-        if *name == CONTENT_LENGTH {
+    fn see(&mut self, kind: Kind, value: &[u8]) {
+        if kind == Kind::ContentLength {
             let n = fields::content_length(value);
             self.cl_value = match (self.cl, self.cl_value, n) {
                 (false, _, n) => n,
@@ -37,23 +36,18 @@ impl FramingFields {
                 _ => None,
             };
             self.cl = true;
-        } else if *name == TRANSFER_ENCODING {
+        } else if kind == Kind::TransferEncoding {
             self.te = true;
             if let Some(coding) = fields::last_member(value) {
                 self.te_chunked = coding.eq_ignore_ascii_case(b"chunked");
             }
-        } else if *name == CONNECTION {
+        } else if kind == Kind::Connection {
             self.connection.add(value);
         }
     }
 }
 
-/// Room in the header map for the fields a gateway adds to a response it forwards (latencies, `Via`,
-/// `Server`, a request id, ...): without it the map grows and rehashes on those inserts.
-const GATEWAY_HEADROOM: usize = 8;
-
-/// Splits the scanned head off `buf` and builds the [`ResponseHead`]: names via `HeaderName::from_bytes`, values
-/// as slices of the head's bytes (zero copy).
+/// Splits the scanned head off `buf` and builds the [`ResponseHead`]: the fields stay in the head's bytes.
 pub(super) fn build(
     buf: &mut BytesMut,
     scanned: Scanned,
@@ -61,28 +55,26 @@ pub(super) fn build(
     head_request: bool,
 ) -> Result<ResponseHead, ParseError> {
     let head = buf.split_to(scanned.len).freeze();
-    let mut headers = crate::spare::header_map(spans.len() + GATEWAY_HEADROOM);
     let mut seen = FramingFields::default();
+    for span in spans.iter().filter(|s| s.kind != Kind::Other) {
+        seen.see(
+            span.kind,
+            &head[span.value.0 as usize..span.value.1 as usize],
+        );
+    }
+    let mut fields = ResponseFields::new(head, spans.len());
     for span in spans {
-        let (ns, ne) = (span.name.0 as usize, span.name.1 as usize);
-        let (vs, ve) = (span.value.0 as usize, span.value.1 as usize);
-        let name = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| ParseError::Malformed)?;
-        seen.see(&name, &head[vs..ve]);
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
-            .map_err(|_| ParseError::Malformed)?;
-        headers.append(name, value);
+        fields.push(*span);
     }
     let framing = framing(scanned.status, scanned.version, head_request, &seen)?;
     if seen.te && seen.cl {
-        // Transfer-Encoding overrides Content-Length, and an intermediary must remove the length before
-        // forwarding (RFC 9112 §6.3 point 3): kept, it would frame the client's copy of the body wrongly.
-        headers.remove(CONTENT_LENGTH);
+        fields.drop_length();
     }
     let keep_alive = keep_alive(scanned.version, framing, &seen);
     Ok(ResponseHead {
         status: scanned.status,
         version: scanned.version,
-        headers,
+        fields,
         framing,
         keep_alive,
     })

@@ -41,7 +41,8 @@ pub struct Facts {
 
 /// Writes the response head into `out` and says how the body follows and whether the connection stays
 /// open after it. `late`: Kong's and the plugins' headers not yet in the map, written after its fields (an
-/// upstream field they replace is left out; the framing fields are the connection's, never theirs).
+/// upstream field they replace is left out; the framing fields are the connection's, never theirs), and
+/// the upstream's fields as received when the map does not hold them (written first).
 pub fn head(
     out: &mut Vec<u8>,
     parts: &response::Parts,
@@ -61,6 +62,11 @@ pub fn head(
     // each would cost more than the pass).
     let (mut has_length, mut has_date, mut has_connection) = (false, false, false);
     let mut has_server = false;
+    if let Some(fields) = late.and_then(|l| l.upstream.as_ref().map(|f| (f, l))) {
+        // The upstream's fields as received (the fast path made no map of them).
+        let seen = super::upstream_fields::write(out, fields.0, fields.1, no_body);
+        (has_length, has_date, has_server) = (seen.length, seen.date, seen.server);
+    }
     for (name, value) in &parts.headers {
         if *name == CONTENT_LENGTH {
             has_length = true;

@@ -73,15 +73,15 @@ impl Sending {
             return Ok(Upgrade::Refused(refused));
         }
         let response = answer.head;
-        let upgrade = response
-            .headers
+        let headers = response.fields.to_map();
+        let upgrade = headers
             .get(UPGRADE)
             .filter(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
             .cloned();
         let mut head = decorated(
             response.status,
             response.version,
-            response.headers,
+            headers,
             hashed.set_cookie,
             x,
             timings,

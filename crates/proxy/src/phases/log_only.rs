@@ -146,6 +146,7 @@ async fn send(sending: Sending, mut kept: Box<Kept>) -> (Answer, Option<LateHead
     let late = proxied.late.map(|kong| LateHeaders {
         kong,
         added: AddedHeaders::new(),
+        upstream: None,
     });
     ((resp, count), late)
 }
