@@ -47,7 +47,7 @@ pub const HOP_BY_HOP: [HeaderName; 7] = [
 impl Kind {
     /// The kind of a field name as received (any case).
     pub fn of(name: &[u8]) -> Kind {
-        let is = |known: &str| name.eq_ignore_ascii_case(known.as_bytes());
+        let is = |known: &str| token_is(name, known.as_bytes());
         // The length picks the one candidate to compare with; most names compare with none.
         match name.len() {
             14 if is("content-length") => Kind::ContentLength,
@@ -57,7 +57,7 @@ impl Kind {
             4 if is("date") => Kind::Date,
             6 if is("server") => Kind::Server,
             3 if is("via") => Kind::Via,
-            n if n > 7 && name[..7].eq_ignore_ascii_case(b"x-kong-") => Kind::Kong,
+            n if n > 7 && token_is(&name[..7], b"x-kong-") => Kind::Kong,
             n if HOP_BY_HOP
                 .iter()
                 .any(|h| h.as_str().len() == n && is(h.as_str())) =>
@@ -71,6 +71,24 @@ impl Kind {
     const fn bit(self) -> u16 {
         1 << self as u8
     }
+}
+
+/// Whether the token `name` (any case) is `lower` (lower case letters, digits and `-`), 8 bytes at a time.
+/// Setting bit 5 lower-cases a letter and leaves a digit or `-` as it is; the one other byte it could turn
+/// into `-` is CR, which a token (httparse checked) never holds.
+#[inline]
+fn token_is(name: &[u8], lower: &[u8]) -> bool {
+    if name.len() != lower.len() {
+        return false;
+    }
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    name.chunks(8)
+        .zip(lower.chunks(8))
+        .all(|(n, l)| word(n) | (0x2020_2020_2020_2020 >> (8 * (8 - n.len()) % 64)) == word(l))
 }
 
 /// One field: its kind, name (as received) and value (without surrounding whitespace).
