@@ -12,6 +12,7 @@
 mod body;
 mod chunk;
 mod fields;
+mod names;
 mod request;
 mod response;
 mod spare;

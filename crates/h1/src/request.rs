@@ -286,7 +286,8 @@ fn build(
     let mut headers = crate::spare::header_map(spans.len() + 4);
     let mut seen = Seen::default();
     for span in spans {
-        let name = HeaderName::from_bytes(slice(span.name)).map_err(|_| RequestError::Malformed)?;
+        let name =
+            crate::names::header_name(slice(span.name)).map_err(|_| RequestError::Malformed)?;
         seen.see(&name, slice(span.value));
         let (vs, ve) = (span.value.0 as usize, span.value.1 as usize);
         let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))

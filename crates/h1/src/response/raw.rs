@@ -246,7 +246,7 @@ impl ResponseFields {
             let value = kept.head.slice(s.value.0 as usize..s.value.1 as usize);
             // Both were checked by the parser (httparse's token and field-value rules are the map's).
             if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name),
+                crate::names::header_name(name),
                 HeaderValue::from_maybe_shared(value),
             ) {
                 map.append(name, value);
