@@ -102,3 +102,13 @@ fn span_lists_are_reused_on_the_thread() {
     drop(head);
     assert_eq!(KEPT.with(Spares::len), kept, "and given back");
 }
+
+/// What httparse accepts, the map takes: every token character in names, obs-text in values (the map made on
+/// demand must not lose a field the parser let through).
+#[test]
+fn every_field_the_parser_takes_reaches_the_map() {
+    let raw = b"HTTP/1.1 200 OK\r\nX!#$%&'*+-.^_`|~09Az: a\xffb\r\nY:\t\r\n\r\n";
+    let mut buf = bytes::BytesMut::from(&raw[..]);
+    let head = crate::parse_response(&mut buf, false).unwrap().unwrap();
+    assert_eq!((head.fields.len(), head.fields.to_map().len()), (2, 2));
+}
