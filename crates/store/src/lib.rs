@@ -55,6 +55,15 @@ pub struct EntityRecord<'a> {
     pub foreign: Vec<(&'a str, &'a str)>,
 }
 
+/// One change set for [`Store::apply_all`]: entities removed, then entities written, then the stored
+/// hash and format version.
+pub struct ChangeSet<'a> {
+    pub hash: &'a str,
+    pub format_version: &'a str,
+    pub puts: &'a [EntityRecord<'a>],
+    pub deletes: &'a [(&'a str, &'a str)],
+}
+
 /// The last committed config, as [`Store::load`] returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {

@@ -342,3 +342,47 @@ fn unique_values_longer_than_an_lmdb_key_are_indexed() {
     );
     assert_eq!(store.list("consumers").unwrap(), vec![b"one".to_vec()]);
 }
+
+/// Change sets applied together in one transaction leave the store as applying them one by one does:
+/// a delete and re-insert in a later set appends, a put in place keeps the position, the last hash wins.
+#[test]
+fn change_sets_applied_together_equal_applied_one_by_one() {
+    let (one_dir, all_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let one = Store::open(one_dir.path(), 10 << 20).unwrap();
+    let all = Store::open(all_dir.path(), 10 << 20).unwrap();
+    let start = [rec("routes", "r1", b"one"), rec("routes", "r2", b"two")];
+    for s in [&one, &all] {
+        s.replace_all("h0", "3.0", &start).unwrap();
+    }
+    let mut named = rec("routes", "r2", b"two-b");
+    named.unique.push(("name", "b".into()));
+    let puts = [
+        vec![rec("routes", "r3", b"three")],
+        vec![],
+        vec![rec("routes", "r1", b"one-again")],
+        vec![named],
+    ];
+    let deletes: [&[(&str, &str)]; 4] = [&[], &[("routes", "r1")], &[], &[]];
+    let hashes = ["h1", "h2", "h3", "h4"];
+    let sets: Vec<ChangeSet<'_>> = (0..4)
+        .map(|i| ChangeSet {
+            hash: hashes[i],
+            format_version: "3.0",
+            puts: &puts[i],
+            deletes: deletes[i],
+        })
+        .collect();
+    for set in &sets {
+        one.apply(set.hash, "3.0", set.puts, set.deletes).unwrap();
+    }
+    all.apply_all(&sets).unwrap();
+    let want = vec![b"two-b".to_vec(), b"three".to_vec(), b"one-again".to_vec()];
+    assert_eq!(all.list("routes").unwrap(), want);
+    let (a, b) = (one.load().unwrap().unwrap(), all.load().unwrap().unwrap());
+    assert_eq!((a.hash, a.entities), (b.hash.clone(), b.entities));
+    assert_eq!(b.hash, "h4");
+    assert_eq!(
+        all.get_by_unique("routes", "name", "b").unwrap(),
+        Some(b"two-b".to_vec())
+    );
+}

@@ -1,7 +1,8 @@
-//! Writes: the whole-config replace (one transaction) and single-entity put/delete.
+//! Writes: the whole-config replace (one transaction), change sets (one transaction for one or many),
+//! and single-entity put/delete.
 
 use crate::batch::Batch;
-use crate::{key_into, EntityRecord, Store, StoreError, SCHEMA_VERSION};
+use crate::{key_into, ChangeSet, EntityRecord, Store, StoreError, SCHEMA_VERSION};
 use heed::{PutFlags, RwTxn};
 
 /// Tag of a `unique` index key inside an `ids` value.
@@ -94,8 +95,8 @@ impl Store {
 
     /// Applies a change set in one transaction: `deletes` (kind, id) are removed, `puts` inserted or
     /// replaced in place (an entity keeps its position, a new one is appended), and the stored hash and
-    /// format version become `hash` and `format_version`. DB mode applies each database change this way,
-    /// and a reload of a whole config writes only what differs from the stored one.
+    /// format version become `hash` and `format_version`. A reload of a whole config writes only what
+    /// differs from the stored one this way.
     pub fn apply(
         &self,
         hash: &str,
@@ -103,27 +104,50 @@ impl Store {
         puts: &[EntityRecord<'_>],
         deletes: &[(&str, &str)],
     ) -> Result<(), StoreError> {
+        self.apply_all(&[ChangeSet {
+            hash,
+            format_version,
+            puts,
+            deletes,
+        }])
+    }
+
+    /// Applies change sets one after the other, as [`Store::apply`] would each, in one transaction:
+    /// one commit (and its syncs) for a whole batch. DB mode writes the changes of the last ~500 ms this
+    /// way. On any error nothing is written.
+    pub fn apply_all(&self, sets: &[ChangeSet<'_>]) -> Result<(), StoreError> {
         let mut wtxn = self.env.write_txn().map_err(|e| self.lmdb(e))?;
-        for (kind, id) in deletes {
-            self.remove_entity(&mut wtxn, kind, id)?;
-        }
         let mut scratch = Scratch::default();
-        for rec in puts {
-            let seq = match self.remove_entity(&mut wtxn, rec.kind, rec.id)? {
+        for set in sets {
+            self.apply_in(&mut wtxn, set, &mut scratch)?;
+        }
+        wtxn.commit().map_err(|e| self.lmdb(e))
+    }
+
+    fn apply_in(
+        &self,
+        wtxn: &mut RwTxn<'_>,
+        set: &ChangeSet<'_>,
+        scratch: &mut Scratch,
+    ) -> Result<(), StoreError> {
+        for (kind, id) in set.deletes {
+            self.remove_entity(wtxn, kind, id)?;
+        }
+        for rec in set.puts {
+            let seq = match self.remove_entity(wtxn, rec.kind, rec.id)? {
                 Some(seq) => seq,
-                None => self.take_next_seq(&mut wtxn)?,
+                None => self.take_next_seq(wtxn)?,
             };
-            self.put_at(&mut wtxn, rec, seq, &mut scratch)
+            self.put_at(wtxn, rec, seq, scratch)
                 .map_err(|e| self.lmdb(e))?;
         }
-        self.touch_meta(&mut wtxn)
-            .and_then(|()| self.meta.put(&mut wtxn, b"hash", hash.as_bytes()))
+        self.touch_meta(wtxn)
+            .and_then(|()| self.meta.put(wtxn, b"hash", set.hash.as_bytes()))
             .and_then(|()| {
                 self.meta
-                    .put(&mut wtxn, b"format_version", format_version.as_bytes())
+                    .put(wtxn, b"format_version", set.format_version.as_bytes())
             })
-            .map_err(|e| self.lmdb(e))?;
-        wtxn.commit().map_err(|e| self.lmdb(e))
+            .map_err(|e| self.lmdb(e))
     }
 
     fn write_all(
