@@ -14,10 +14,11 @@ use sluice_plugins::Registry;
 use sluice_proxy::{RouteIds, SharedSnapshot, Snapshot};
 use sluice_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 mod commit;
+mod deferred;
 mod retire;
 pub use commit::EntityChange;
 
@@ -102,6 +103,9 @@ pub struct Loader {
     published: tokio::sync::watch::Sender<u64>,
     /// Replaced snapshots, freed here rather than by the last request on a worker.
     retired: retire::Retired,
+    /// Change sets ([`Loader::apply`] with a patch) queued for the store, when they are written in
+    /// batches ([`Loader::defer_change_commits`]).
+    deferred: OnceLock<Arc<deferred::Deferred>>,
     pub stats: LoadStats,
 }
 
@@ -116,7 +120,25 @@ impl Loader {
             ready: AtomicBool::new(false),
             published: tokio::sync::watch::Sender::new(0),
             retired: Default::default(),
+            deferred: OnceLock::new(),
             stats: LoadStats::default(),
+        }
+    }
+
+    /// From now on, the change sets [`Loader::apply`] makes live reach the store in batches, every
+    /// `interval`, one transaction each (DB mode: the database is the source of truth, and a commit per
+    /// change cost the serving node two `msync`s each). Whole configs are still committed before they
+    /// go live. Call [`Loader::flush_store`] before the process exits.
+    pub fn defer_change_commits(&self, interval: Duration) {
+        self.deferred
+            .get_or_init(|| deferred::Deferred::start(self.store.clone(), interval));
+    }
+
+    /// Writes the change sets queued for the store now (at shutdown, and before a whole config is
+    /// committed so the store never takes an older change after it).
+    pub fn flush_store(&self) {
+        if let Some(d) = self.deferred.get() {
+            d.flush(&self.store);
         }
     }
 
@@ -211,11 +233,15 @@ impl Loader {
                     false => RouteIds::default(),
                 };
                 let patched = copied_routes.then_some((&live, &changed));
+                self.flush_store();
                 self.go_live(config, started, patched, |store, config, hash| {
                     commit_over(store, config, &live, copies, hash)
                 })?
             }
-            None => self.go_live(config, started, None, commit)?,
+            None => {
+                self.flush_store();
+                self.go_live(config, started, None, commit)?
+            }
         };
         let copied = reusable.copied();
         self.stats
@@ -232,8 +258,8 @@ impl Loader {
     /// Applies a config that is already valid (DB mode builds it from the database's entities, which were
     /// validated when written): compile, commit to the store, publish. Serialized with the other loads.
     /// `changes` are the entities that differ from the live config (None: `config` may differ anywhere,
-    /// and the store is rewritten whole); only they are written to the store. Returns the config as
-    /// published.
+    /// and the store is rewritten whole); only they are written to the store, at once, or queued for
+    /// the next batch after [`Loader::defer_change_commits`]. Returns the config as published.
     pub fn apply(
         &self,
         config: Config,
@@ -245,13 +271,26 @@ impl Loader {
         let _purge = patch.is_none().then(crate::alloc::EagerPurge::start);
         let _guard = self.loading.lock().unwrap_or_else(|p| p.into_inner());
         let result = match patch {
-            None => self.go_live(config, Instant::now(), None, commit),
+            None => {
+                self.flush_store();
+                self.go_live(config, Instant::now(), None, commit)
+            }
             Some(patch) => {
                 let changed_routes = patch.changed_routes();
                 let patched = Some((patch.base, &changed_routes));
-                self.go_live(config, Instant::now(), patched, |store, _, hash| {
-                    commit_changes(store, hash, patch.changes)
-                })
+                let deferred = self.deferred.get();
+                self.go_live(
+                    config,
+                    Instant::now(),
+                    patched,
+                    |store, _, hash| match deferred {
+                        Some(d) => {
+                            d.push(hash, patch.changes);
+                            Ok(Vec::new())
+                        }
+                        None => commit_changes(store, hash, patch.changes),
+                    },
+                )
             }
         };
         let counter = match &result {

@@ -158,7 +158,10 @@ pub fn start(args: StartArgs) -> Result<()> {
     });
     let _ = control.proxy_stats.set(proxy.stats());
 
-    runtime.block_on(control_plane(control, settings))?;
+    let served = runtime.block_on(control_plane(control, settings));
+    // DB mode's store takes the changes applied since its last batch.
+    loader.flush_store();
+    served?;
     tracing::info!("draining in-flight requests");
     proxy.shutdown(DRAIN_GRACE);
     if !loader

@@ -11,7 +11,7 @@ use sluice_store::{EntityRecord, Store, StoreError};
 
 /// One entity, owned, before it is lent to the store as an [`EntityRecord`]; only its body when it is
 /// not to be written (a reply lists every entity, a reload writes only what changed).
-struct Row {
+pub(super) struct Row {
     kind: &'static str,
     write: bool,
     id: String,
@@ -21,7 +21,7 @@ struct Row {
 }
 
 impl Row {
-    fn record(&self) -> EntityRecord<'_> {
+    pub(super) fn record(&self) -> EntityRecord<'_> {
         EntityRecord {
             kind: self.kind,
             id: &self.id,
@@ -118,28 +118,52 @@ pub(super) fn commit_over(
 
 fn store_error(store: &Store, e: StoreError) -> LoadError {
     match e {
-        StoreError::Full { .. } => LoadError::TooLarge(format!(
-            "Configuration does not fit in the LMDB store ({}); consider raising lmdb_map_size",
-            store.path().display()
-        )),
+        StoreError::Full { .. } => LoadError::TooLarge(store_error_text(store, e)),
         other => LoadError::Store(format!("could not commit the configuration: {other}")),
     }
 }
 
+/// What a failed store write says (a full store names the setting to raise).
+pub(super) fn store_error_text(store: &Store, e: StoreError) -> String {
+    match e {
+        StoreError::Full { .. } => format!(
+            "Configuration does not fit in the LMDB store ({}); consider raising lmdb_map_size",
+            store.path().display()
+        ),
+        other => format!("could not commit the changes: {other}"),
+    }
+}
+
 /// One entity that changed in DB mode: its JSON now, or None when it was deleted.
+#[derive(Clone)]
 pub struct EntityChange {
     pub kind: Kind,
     pub id: uuid::Uuid,
     pub body: Option<Vec<u8>>,
 }
 
-/// Writes only `changes` to the store, in one transaction (DB mode: one change does not rewrite the
-/// whole config). Returns no entity JSON: nothing answers with the whole config.
+/// Writes only `changes` to the store, in one transaction (a change set applied without a
+/// [`Deferred`](super::deferred::Deferred) queue: one change does not rewrite the whole config). Returns
+/// no entity JSON: nothing answers with the whole config.
 pub(super) fn commit_changes(
     store: &Store,
     hash: &str,
     changes: &[EntityChange],
 ) -> Result<EntityJson, LoadError> {
+    let (rows, deletes) = change_rows(changes).map_err(LoadError::Store)?;
+    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
+    let deletes: Vec<(&str, &str)> = deletes.iter().map(|(k, id)| (*k, id.as_str())).collect();
+    store
+        .apply(hash, "3.0", &records, &deletes)
+        .map_err(|e| LoadError::Store(format!("could not commit the changes: {e}")))?;
+    Ok(Vec::new())
+}
+
+/// The rows `changes` write and the (kind, id) they delete.
+pub(super) type ChangeRows = (Vec<Row>, Vec<(&'static str, String)>);
+
+/// `changes` as the store's rows to write and (kind, id) to delete.
+pub(super) fn change_rows(changes: &[EntityChange]) -> Result<ChangeRows, String> {
     let mut rows = Vec::new();
     let mut deletes = Vec::new();
     for c in changes {
@@ -150,16 +174,10 @@ pub(super) fn commit_changes(
                     String::new(),
                     String::new(),
                     vec![(c.kind.key().to_string(), vec![body.clone()])],
-                )
-                .map_err(LoadError::Store)?;
+                )?;
                 rows.extend(self::rows(&one, |_, _| true));
             }
         }
     }
-    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
-    let deletes: Vec<(&str, &str)> = deletes.iter().map(|(k, id)| (*k, id.as_str())).collect();
-    store
-        .apply(hash, "3.0", &records, &deletes)
-        .map_err(|e| LoadError::Store(format!("could not commit the changes: {e}")))?;
-    Ok(Vec::new())
+    Ok((rows, deletes))
 }
