@@ -20,7 +20,7 @@ fn doc(routes: &[&str]) -> serde_json::Value {
 }
 
 /// The live config, and the config the store holds read back.
-fn live_and_stored(loader: &Loader) -> (Config, Config) {
+pub(super) fn live_and_stored(loader: &Loader) -> (Config, Config) {
     let live = loader.snapshot().load().config().as_ref().clone();
     let stored = loader.store.load().unwrap().unwrap();
     let stored =

@@ -2,6 +2,7 @@
 //! the next batch, and what is queued at shutdown is written by [`Loader::flush_store`].
 
 use crate::dbnode::spare;
+use crate::loader::tests::live_and_stored;
 use crate::loader::{EntityChange, Loader, Patch};
 use sluice_model::declarative::{self, kinds::Kind};
 use sluice_model::{records, Config};
@@ -68,15 +69,6 @@ fn apply(loader: &Loader, hash: &str, made: impl FnOnce(&Config) -> Vec<EntityCh
         changes: &changes,
     };
     loader.apply(config, Some(patch)).unwrap();
-}
-
-/// The live config, and the config the store holds read back.
-fn live_and_stored(loader: &Loader) -> (Config, Config) {
-    let live = loader.snapshot().load().config().as_ref().clone();
-    let stored = loader.store.load().unwrap().unwrap();
-    let stored =
-        declarative::from_store(stored.format_version, stored.hash, stored.entities).unwrap();
-    (live, stored)
 }
 
 #[test]
