@@ -211,6 +211,11 @@ impl DbNode {
                         };
                         self.apply_up_to(&mut client, notified).await;
                     }
+                    // The store is what a restart serves until the database is back: it takes the
+                    // changes still queued for it now, not at the next batch (and before `/status`
+                    // says the database is gone).
+                    let loader = self.loader.clone();
+                    let _ = tokio::task::spawn_blocking(move || loader.flush_store()).await;
                     self.reachable.store(false, Ordering::Relaxed);
                     tracing::warn!("lost the database connection; reconnecting");
                 }
