@@ -1,14 +1,16 @@
 //! `sluice-perf cluster`: hybrid mode's delta figures (issue 19, point 4), each next to its goal. A control
-//! plane (DB-less) serves the 10,000-route config (`--case`, default `no-plugins@10000`, as `sluice-perf db`
-//! uses); a data plane connects to it
+//! plane serves the 10,000-route config (`--case`, default `no-plugins@10000`, as `sluice-perf db`
+//! uses), DB-less or from a PostgreSQL database of the run's own (`--cp-database`, [`cp`]); a data plane
+//! connects to it
 //! through a counting TCP relay, so the bytes are the wire's (TLS records, WebSocket frames, gzip):
 //! 1. full sync to a fresh DP: DP spawn → its `/status/ready` answers 200 (it serves the CP's config),
 //!    with the bytes that took, and the DP's own load time from its log (goal ≤ 1 s);
-//! 2. `--changes` one-route changes: in the document, route i gets a second path, and the document
-//!    is posted to the CP; from the reply (the CP has committed it) until the DP routes the new path:
-//!    p50 / p99 (goal p99 ≤ 1 s); bytes CP → DP per change (goal ≤ 10 KB); CPU per change of the DP and
-//!    of the CP (the CP's includes validating the posted 10,000-route document, which a DB-mode CP
-//!    does not do);
+//! 2. `--changes` one-route changes: route i gets a second path, either in the document, which is
+//!    posted whole to the CP (DB-less), or with one `PATCH /routes/rN` (PostgreSQL); from the reply
+//!    (the CP has committed it) until the DP routes the new path: p50 / p99 (goal p99 ≤ 1 s); bytes
+//!    CP → DP per change (goal ≤ 10 KB); CPU per change of the DP and of the CP (DB-less, the CP's
+//!    includes validating the posted 10,000-route document, which a DB-mode CP does not do) and of
+//!    PostgreSQL;
 //! 3. the DP's proxy RPS (`--load-secs`, `--connections`) steady, then while a change comes every
 //!    100 ms, with failed requests (goal ≥ 0.97 of steady);
 //! 4. the same number of changes again with 3 DPs ([`changes`]): the CP's CPU per change with 1 and 3
@@ -20,7 +22,9 @@
 //!
 //! Every entity of the generated document is stamped with fixed `created_at`/`updated_at`: a DB-less load
 //! stamps entities without them with the load time, so each re-post would change every entity (and the
-//! CP would send the whole config, which a delta cannot be smaller than).
+//! CP would send the whole config, which a delta cannot be smaller than). A database CP imports the same
+//! document, and its local PostgreSQL server moves to the load CPUs with it (at the CP's nice value
+//! while the DP's RPS is measured).
 
 use crate::cases::{config, Case};
 use crate::db::report::{percentile, spread_ms};
@@ -31,6 +35,7 @@ use crate::progress;
 use crate::target;
 use crate::target::process::{self, free_addr, Launch};
 use anyhow::{ensure, Context, Result};
+use cp::{CpDatabase, Store};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -40,6 +45,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod changes;
+mod cp;
 
 /// Options of `sluice-perf cluster`.
 #[derive(clap::Args, Debug, Clone)]
@@ -57,6 +63,13 @@ pub struct ClusterArgs {
     /// Seconds of proxy load on the DP, steady and then while a change comes every 100 ms.
     #[arg(long, default_value_t = 10)]
     pub load_secs: u64,
+    /// Where the control plane keeps its config: `off` (DB-less) or `postgres` (a database of the run's
+    /// own on `--pg-host`, dropped at the end).
+    #[arg(long, value_enum, default_value_t = CpDatabase::Off)]
+    pub cp_database: CpDatabase,
+    /// The PostgreSQL server of `--cp-database postgres`.
+    #[command(flatten)]
+    pub pg: crate::db::pg::Server,
     /// Load-generator connections.
     #[arg(long, default_value_t = 50)]
     pub connections: u32,
@@ -83,6 +96,17 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     stamp(&mut doc);
     let config_path = out.join("cluster-config.json");
     std::fs::write(&config_path, doc.to_string())?;
+    let load_cpus = &args.cpus.load_cpus;
+    // Declared before the nodes, so dropped after them: the database outlives its CP.
+    let mut store = Store::new(
+        args.cp_database,
+        doc,
+        &case,
+        &config_path,
+        &bin,
+        &args.pg,
+        load_cpus,
+    )?;
     let (cert, key) = cluster_cert(&out)?;
     let cluster = free_addr("127.0.0.1")?;
     let common = |role: &str| {
@@ -98,11 +122,12 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     progress(format!("starting the control plane with {case}"));
     let mut cp_env = common("control_plane");
     cp_env.push(("SLUICE_CLUSTER_LISTEN".into(), cluster.to_string()));
+    cp_env.extend(store.env.iter().cloned());
     // The CP stands for another host: on the load CPUs, so that validating each posted document is not
     // charged to the DP's throughput (its CPU per change is reported).
-    let load_prefix = ["taskset", "-c", &args.cpus.load_cpus].map(String::from);
+    let load_prefix = ["taskset", "-c", load_cpus].map(String::from);
     let cp_launch = launch(&load_prefix, &upstream, &cp_dir)?;
-    let cp = process::start_sluice_with_env(&bin, Some(&config_path), &cp_launch, "info", &cp_env)?;
+    let cp = process::start_sluice_with_env(&bin, store.config.as_deref(), &cp_launch, "info", &cp_env)?;
     let admin = cp.admin.context("the control plane has an admin address")?;
 
     let relay = Relay::start(cluster)?;
@@ -126,7 +151,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let dp_load_ms = last_load_ms(&dp.log);
 
     progress(format!("{} one-route changes, 1 data plane", args.changes));
-    let one = changes::stream(&mut doc, admin, cp.pid(), &[&dp], &relay, 0..args.changes)?;
+    let one = changes::stream(&mut store.writes, admin, cp.pid(), &[&dp], &relay, 0..args.changes)?;
     let deltas = count_lines(&dp.log, "delta from the control plane applied");
     let fulls = count_lines(&dp.log, "configuration from the control plane applied");
     progress(format!(
@@ -147,13 +172,16 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     };
     let first = 2 * args.changes;
     crate::db::pin::set_nice_all(cp.pid(), args.cp_nice);
-    let loaded = changes::load_while_changing(&mut driver, &dp, &spec, &mut doc, admin, first);
+    store.renice(args.cp_nice);
+    let loaded =
+        changes::load_while_changing(&mut driver, &dp, &spec, &mut store.writes, admin, first);
     crate::db::pin::set_nice_all(cp.pid(), 0);
+    store.renice(0);
     let (steady, changing, posted, per_cpu) = loaded?;
     progress(format!("{} one-route changes, 3 data planes", args.changes));
     let more = [start_dp(&out.join("dp2"))?, start_dp(&out.join("dp3"))?];
     let three = changes::stream(
-        &mut doc,
+        &mut store.writes,
         admin,
         cp.pid(),
         &[&dp, &more[0], &more[1]],
@@ -165,6 +193,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
 
     let lines = [
         format!("config: {case} (every entity stamped), sluice `{}`, DPs on CPUs {}, the CP, upstream and load on {}", args.target, args.cpus.gateway_cpus, args.cpus.load_cpus),
+        format!("the CP's store: {}", store.note),
         format!(
             "full sync to a fresh DP (spawn → ready with the CP's config): {:.0} ms, {} KB on the wire; the DP's load {} — goal ≤ 1 s",
             full_sync.as_secs_f64() * 1e3,
@@ -195,7 +224,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
             steady.non_2xx
         ),
         format!("the DP's requests per CPU-second with a change every 100 ms ÷ steady (the RPS ratio when the DP's CPU is what limits it): {per_cpu:.3}"),
-        format!("CPU per change: DP {:.1} ms; CP {:.1} ms with 1 DP, {:.1} ms with 3 (with validating the posted document)", one.dp_ms, one.cp_ms, three.cp_ms),
+        cpu_line(&one, &three, store.has_database()),
         format!(
             "CP CPU per change: {projected}; with 3 DPs, commit → every DP routes it: {}",
             spread_ms(&three.latencies)
@@ -207,6 +236,20 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     );
     std::fs::write(out.join("cluster.md"), &report)?;
     Ok(report)
+}
+
+/// The CPU per change of the DP, the CP and (with a database) PostgreSQL, for the report.
+fn cpu_line(one: &changes::Streamed, three: &changes::Streamed, database: bool) -> String {
+    let (dp, cp1, cp3) = (one.dp_ms, one.cp_ms, three.cp_ms);
+    let tail = if database {
+        format!(
+            "; PostgreSQL {:.1} ms with 1 DP, {:.1} ms with 3 (all its processes on the machine)",
+            one.pg_ms, three.pg_ms
+        )
+    } else {
+        " (with validating the posted document)".into()
+    };
+    format!("CPU per change: DP {dp:.1} ms; CP {cp1:.1} ms with 1 DP, {cp3:.1} ms with 3{tail}")
 }
 
 /// One node of one worker, in `dir` (emptied first).

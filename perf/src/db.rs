@@ -25,7 +25,7 @@
 
 pub(crate) mod http;
 pub(crate) mod measure;
-mod pg;
+pub(crate) mod pg;
 pub(crate) mod pin;
 pub(crate) mod report;
 
@@ -87,15 +87,9 @@ pub struct DbArgs {
     /// took their share from the load side and B's RPS fell with it).
     #[arg(long, default_value_t = 19)]
     pub others_nice: i32,
-    /// PostgreSQL host.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub pg_host: String,
-    /// PostgreSQL port.
-    #[arg(long, default_value_t = 5432)]
-    pub pg_port: u16,
-    /// PostgreSQL user (must be allowed to create databases).
-    #[arg(long, default_value = "postgres")]
-    pub pg_user: String,
+    /// The PostgreSQL server.
+    #[command(flatten)]
+    pub pg: pg::Server,
     /// Where configs, node logs and the report (`db.md`, `db.json`) go.
     #[arg(long, default_value = "target/sluice-perf/db")]
     pub out: PathBuf,
@@ -118,26 +112,22 @@ pub fn run(args: &DbArgs) -> Result<String> {
     }
     let args = &args;
     let _pinned = match pinned_pg {
-        Some(cpus) => pin::Pinned::to(&args.pg_host, cpus, args.others_nice)?,
+        Some(cpus) => pin::Pinned::to(&args.pg.host, cpus, args.others_nice)?,
         None => None,
     };
     let (out, bin) = target::sluice_in(&args.out, &args.target, "db")?;
-    let server = pg::Server {
-        host: args.pg_host.clone(),
-        port: args.pg_port,
-        user: args.pg_user.clone(),
-    };
+    let server = &args.pg;
     let mut driver = args.cpus.driver()?;
     let upstream = driver.start_upstream(2)?;
     let mut notes = vec![format!(
         "sluice `{}`, PostgreSQL {}:{} (on CPUs {pg_cpus}); node B (measured) on CPUs {}, node A (writer) on {}, upstream and wrk on {}; A and PostgreSQL at nice {}",
-        args.target, args.pg_host, args.pg_port, args.cpus.gateway_cpus, writer_cpus, args.cpus.load_cpus, args.others_nice
+        args.target, args.pg.host, args.pg.port, args.cpus.gateway_cpus, writer_cpus, args.cpus.load_cpus, args.others_nice
     )];
     let mut rows = Vec::new();
 
     progress("1/4 propagation A → B on a fresh database");
     {
-        let db = pg::Database::create(&server, &pg::unique_name("prop"))?;
+        let db = pg::Database::create(server, &pg::unique_name("prop"))?;
         db.sluice(&bin, &["migrations", "bootstrap"])?;
         let (a, b) = start_nodes(&mut driver, &bin, &db, &out.join("prop"), args)?;
         rows.extend(propagation(&a, &b, &upstream, args)?);
@@ -145,16 +135,8 @@ pub fn run(args: &DbArgs) -> Result<String> {
 
     let case = Case::new(CaseKind::NoPlugins, Some(args.routes), None);
     let config = runner::write_config(&case, &upstream, &out.join("configs"))?;
-    let db = pg::Database::create(&server, &pg::unique_name("big"))?;
-    db.sluice(&bin, &["migrations", "bootstrap"])?;
-    progress(format!("importing {case} with sluice config db_import"));
-    let started = Instant::now();
-    let path = config.to_string_lossy();
-    db.sluice(&bin, &["config", "db_import", path.as_ref()])?;
-    notes.push(format!(
-        "{case}: `sluice config db_import` {:.1} s",
-        started.elapsed().as_secs_f64()
-    ));
+    let (db, import_s) = imported(server, &bin, "big", &case, &config)?;
+    notes.push(format!("{case}: `sluice config db_import` {import_s:.1} s"));
     let started = Instant::now();
     let (a, b) = start_nodes(&mut driver, &bin, &db, &out.join("big"), args)?;
     notes.push(format!(
@@ -184,6 +166,25 @@ pub fn run(args: &DbArgs) -> Result<String> {
     )?;
     progress(format!("report in {}", out.join("db.md").display()));
     Ok(report)
+}
+
+/// A database of the run's own on `server` (its name ending in `suffix`), bootstrapped, with `config`
+/// (the config of `case`) imported by `sluice config db_import`; and the seconds the import took.
+/// Shared with `sluice-perf cluster --cp-database postgres`, whose control plane runs on it.
+pub(crate) fn imported(
+    server: &pg::Server,
+    bin: &Path,
+    suffix: &str,
+    case: &Case,
+    config: &Path,
+) -> Result<(pg::Database, f64)> {
+    let db = pg::Database::create(server, &pg::unique_name(suffix))?;
+    db.sluice(bin, &["migrations", "bootstrap"])?;
+    progress(format!("importing {case} with sluice config db_import"));
+    let started = Instant::now();
+    let path = config.to_string_lossy();
+    db.sluice(bin, &["config", "db_import", path.as_ref()])?;
+    Ok((db, started.elapsed().as_secs_f64()))
 }
 
 /// Starts node A (the writer) and node B (the measured one) on `db`, with their files under `dir`.

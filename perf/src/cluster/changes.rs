@@ -1,18 +1,19 @@
 //! The one-route changes of `sluice-perf cluster`, streamed to the control plane while one or more data
-//! planes follow: in the document, route i gets a new path and the document is posted to the CP; from the reply (the CP has committed it) until every DP routes the new path. The CP's and the
-//! first DP's CPU over the stream give the CPU per change; run with 1 and then 3 DPs, the CP's figures
+//! planes follow: route i gets a new path ([`Writes::change`]: the whole document posted, or one Admin
+//! write); from the reply (the CP has committed it) until every DP routes the new path. The CP's, the
+//! first DP's (and PostgreSQL's) CPU over the stream give the CPU per change; run with 1 and then 3 DPs, the CP's figures
 //! separate its fixed cost per change from its cost per DP. And the DP's proxy RPS while a change comes
 //! every 100 ms, against its steady RPS.
 
+use super::cp::Writes;
 use super::{cpu, Relay};
 use crate::db::http;
-use crate::db::measure::{load_while, per_cpu_ratio};
+use crate::db::measure::{load_while, per_cpu_ratio, postgres_cpu};
 use crate::driver::{local::Local, Driver};
 use crate::loadgen::LoadSpec;
 use crate::results::LoadResult;
 use crate::target::process::Running;
-use anyhow::{ensure, Context, Result};
-use serde_json::Value;
+use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -27,12 +28,15 @@ pub struct Streamed {
     /// CPU per change, ms: the CP's, and the first DP's.
     pub cp_ms: f64,
     pub dp_ms: f64,
+    /// The CPU of every PostgreSQL process on the machine per change, ms (a CP's database; other users'
+    /// work too).
+    pub pg_ms: f64,
 }
 
-/// Posts the changes numbered `numbers` to the CP at `admin` (pid `cp`) and waits for each to reach
+/// Makes the changes numbered `numbers` on the CP at `admin` (pid `cp`) and waits for each to reach
 /// every DP in `dps`, which connect through `relay`.
 pub fn stream(
-    doc: &mut Value,
+    writes: &mut Writes,
     admin: SocketAddr,
     cp: u32,
     dps: &[&Running],
@@ -41,10 +45,10 @@ pub fn stream(
 ) -> Result<Streamed> {
     let count = numbers.len().max(1) as f64;
     let (mut latencies, mut bytes) = (Vec::new(), Vec::new());
-    let (cp_cpu, dp_cpu) = (cpu(cp), cpu(dps[0].pid()));
+    let (cp_cpu, dp_cpu, pg_cpu) = (cpu(cp), cpu(dps[0].pid()), postgres_cpu());
     for n in numbers {
         let before = relay.to_dp.load(Ordering::Relaxed);
-        let path = post(doc, admin, n)?;
+        let path = writes.change(admin, n)?;
         let committed = Instant::now();
         for dp in dps {
             http::until_routed(
@@ -71,36 +75,18 @@ pub fn stream(
         bytes,
         cp_ms: (cpu(cp) - cp_cpu) / count * 1e3,
         dp_ms: (cpu(dps[0].pid()) - dp_cpu) / count * 1e3,
+        pg_ms: (postgres_cpu() - pg_cpu).max(0.0) / count * 1e3,
     })
 }
 
-/// Posts change `n` to the CP at `admin`: route i (from `n`) gets a second path, which is returned. Its
-/// own `/r{i}` stays, so a load over the routes finds them all while changes stream in. Not under `/r`:
-/// a route's path is a prefix, and `/r1` would route `/r1-anything` at once.
-pub fn post(doc: &mut Value, admin: SocketAddr, n: usize) -> Result<String> {
-    let routes = doc["services"][0]["routes"].as_array().map_or(0, Vec::len);
-    ensure!(routes > 0, "the case has no routes");
-    let i = (n * 7919) % routes;
-    let path = format!("/changed/{n}/r{i}");
-    doc["services"][0]["routes"][i]["paths"] = Value::from(vec![format!("/r{i}"), path.clone()]);
-    let reply = http::request(admin, "POST", "/config", Some(doc))?;
-    ensure!(
-        reply.status == 201,
-        "POST /config answered {}: {}",
-        reply.status,
-        reply.body
-    );
-    Ok(path)
-}
-
-/// The DP's proxy load, steady and then with a change posted to the CP every 100 ms (changes numbered
+/// The DP's proxy load, steady and then with a change made on the CP every 100 ms (changes numbered
 /// from `first`): the two results, the number of changes posted, and the DP's requests per CPU-second
 /// with changes ÷ steady ([`crate::db::measure::per_cpu_ratio`]).
 pub fn load_while_changing(
     driver: &mut Local,
     dp: &Running,
     spec: &LoadSpec,
-    doc: &mut Value,
+    writes: &mut Writes,
     admin: SocketAddr,
     first: usize,
 ) -> Result<(LoadResult, LoadResult, usize, f64)> {
@@ -108,7 +94,9 @@ pub fn load_while_changing(
     let steady = driver.run_load(dp, spec)?;
     let c1 = cpu(dp.pid());
     let every = Duration::from_millis(100);
-    let (changing, posted) = load_while(driver, dp, spec, every, |k| post(doc, admin, first + k))?;
+    let (changing, posted) = load_while(driver, dp, spec, every, |k| {
+        writes.change(admin, first + k)
+    })?;
     let c2 = cpu(dp.pid());
     let per_cpu = per_cpu_ratio(
         (std::slice::from_ref(&steady), c1 - c0),

@@ -36,7 +36,7 @@ fn cpu(node: &Running) -> Result<f64> {
 
 /// CPU seconds of every PostgreSQL server process on this machine: where the database's share of the
 /// CPUs went (backends that ended meanwhile are not counted).
-fn postgres_cpu() -> f64 {
+pub(crate) fn postgres_cpu() -> f64 {
     super::pin::server_pids()
         .into_iter()
         .filter_map(procfs::cpu_seconds)
@@ -55,9 +55,9 @@ fn reach_b(b: &Running, path: &str, since: Instant) -> Result<Duration> {
         })
 }
 
-/// Sends one Admin write to A and checks its status.
-fn write(a: &Running, method: &str, path: &str, body: serde_json::Value, want: u16) -> Result<f64> {
-    let r = http::request(admin(a)?, method, path, Some(&body))?;
+/// Sends one Admin write to `to` (node A's Admin API) and checks its status; its round trip in ms.
+fn write(to: SocketAddr, method: &str, path: &str, body: serde_json::Value, want: u16) -> Result<f64> {
+    let r = http::request(to, method, path, Some(&body))?;
     if r.status != want {
         bail!(
             "{method} {path} answered {} (wanted {want}): {}",
@@ -68,6 +68,20 @@ fn write(a: &Running, method: &str, path: &str, body: serde_json::Value, want: u
     Ok(r.wall_ms)
 }
 
+/// The Admin write of a one-route change: `PATCH /routes/r{i}` that gives route i the paths `/r{i}`
+/// (its own, so a load over the routes still finds every route) and `extra`; the write's path and body.
+pub(crate) fn route_patch(i: usize, extra: &str) -> (String, serde_json::Value) {
+    let body = json!({ "paths": [format!("/r{i}"), extra] });
+    (format!("/routes/r{i}"), body)
+}
+
+/// Sends [`route_patch`] to the Admin API at `to` (it must answer 200); its round trip in ms. Shared
+/// with `sluice-perf cluster --cp-database postgres`, whose changes are such writes to the CP.
+pub(crate) fn patch_route(to: SocketAddr, i: usize, extra: &str) -> Result<f64> {
+    let (path, body) = route_patch(i, extra);
+    write(to, "PATCH", &path, body, 200)
+}
+
 /// Figure 1: route creations on A until B routes each.
 pub(super) fn propagation(
     a: &Running,
@@ -76,13 +90,13 @@ pub(super) fn propagation(
     args: &DbArgs,
 ) -> Result<Vec<Row>> {
     let service = json!({ "name": "perf", "url": format!("http://{upstream}") });
-    write(a, "POST", "/services", service, 201)?;
+    write(admin(a)?, "POST", "/services", service, 201)?;
     let (mut from_write, mut after_reply) = (Vec::new(), Vec::new());
     for i in 0..args.changes {
         let path = format!("/p{i}");
         let started = Instant::now();
         let route = json!({ "name": format!("p{i}"), "paths": [path] });
-        let replied = write(a, "POST", "/services/perf/routes", route, 201)?;
+        let replied = write(admin(a)?, "POST", "/services/perf/routes", route, 201)?;
         let t = ms(reach_b(b, &path, started)?);
         from_write.push(t);
         after_reply.push((t - replied).max(0.0));
@@ -120,8 +134,7 @@ pub(super) fn cpu_per_change(a: &Running, b: &Running, args: &DbArgs) -> Result<
         let i = k * args.routes / n;
         let extra = format!("/m{i}");
         let t0 = Instant::now();
-        let body = json!({ "paths": [format!("/r{i}"), extra] });
-        write(a, "PATCH", &format!("/routes/r{i}"), body, 200)?;
+        patch_route(admin(a)?, i, &extra)?;
         reached.push(ms(reach_b(b, &extra, t0)?));
     }
     let spent = cpu(b)? - before;
@@ -353,10 +366,10 @@ fn load_while_writing(
     let routes = args.routes;
     let (low, span) = (routes / 3, (routes / 3).max(1));
     let interval = Duration::from_millis(args.write_interval_ms);
+    let to = admin(a)?;
     load_while(driver, b, spec, interval, |k| {
         let j = (low + k * 37 % span) % routes;
-        let body = json!({ "paths": [format!("/r{j}"), format!("/w{k}")] });
-        write(a, "PATCH", &format!("/routes/r{j}"), body, 200)
+        patch_route(to, j, &format!("/w{k}"))
     })
 }
 
@@ -399,7 +412,14 @@ pub(crate) fn load_while<T: Send>(
 
 #[cfg(test)]
 mod tests {
-    use super::scaled_to_rate;
+    use super::{route_patch, scaled_to_rate};
+
+    #[test]
+    fn a_route_patch_keeps_the_routes_own_path() {
+        let (path, body) = route_patch(42, "/changed/3/r42");
+        assert_eq!(path, "/routes/r42");
+        assert_eq!(body, serde_json::json!({ "paths": ["/r42", "/changed/3/r42"] }));
+    }
 
     #[test]
     fn a_loss_measured_at_fewer_writes_is_scaled_up_and_never_down() {

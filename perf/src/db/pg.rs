@@ -8,11 +8,18 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
 
-/// Where the server is (`--pg-host/--pg-port/--pg-user`; trust authentication, or `PGPASSWORD`).
-#[derive(Clone, Debug)]
+/// Where the server is (`--pg-host/--pg-port/--pg-user`; trust authentication, or `PGPASSWORD`); the
+/// options of `sluice-perf db` and of `sluice-perf cluster --cp-database postgres`.
+#[derive(clap::Args, Clone, Debug)]
 pub struct Server {
+    /// PostgreSQL host.
+    #[arg(long = "pg-host", default_value = "127.0.0.1")]
     pub host: String,
+    /// PostgreSQL port.
+    #[arg(long = "pg-port", default_value_t = 5432)]
     pub port: u16,
+    /// PostgreSQL user (must be allowed to create databases).
+    #[arg(long = "pg-user", default_value = "postgres")]
     pub user: String,
 }
 

@@ -103,14 +103,10 @@ impl Pinned {
         progress(format!(
             "PostgreSQL ({moved} processes) moved from CPUs {before} to {cpus}, nice {nice}, for the run"
         ));
-        // On Ctrl-C, the same restore as `drop`, from the interrupt handler.
+        // On Ctrl-C, the same restore as `drop` (nice 0 too: `renice` may lower it later), from the
+        // interrupt handler.
         let restore = format!(
-            "for p in $(pgrep -x postgres); do taskset -a -p -c {before} $p; {} done",
-            if reniced {
-                "renice --priority 0 -p $p;"
-            } else {
-                ""
-            }
+            "for p in $(pgrep -x postgres); do taskset -a -p -c {before} $p; renice --priority 0 -p $p; done"
         );
         let argv = ["sh", "-c", &restore].map(String::from);
         Ok(Some(Pinned {
@@ -118,6 +114,24 @@ impl Pinned {
             reniced,
             _held: crate::interrupt::hold_command(&argv),
         }))
+    }
+}
+
+impl Pinned {
+    /// Sets the nice value of every server process (and so of the backends the postmaster forks later),
+    /// for a part of the run: `sluice-perf cluster` lowers a control plane's database with the control
+    /// plane while the data plane's RPS is measured. Put back to 0 when the guard drops.
+    pub fn renice(&mut self, nice: i32) {
+        let refused = server_pids()
+            .into_iter()
+            .filter(|&p| !set_nice(p, nice))
+            .count();
+        if refused > 0 {
+            progress(format!(
+                "warning: {refused} PostgreSQL processes did not take nice {nice}"
+            ));
+        }
+        self.reniced |= nice != 0;
     }
 }
 
