@@ -127,7 +127,8 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     // charged to the DP's throughput (its CPU per change is reported).
     let load_prefix = ["taskset", "-c", load_cpus].map(String::from);
     let cp_launch = launch(&load_prefix, &upstream, &cp_dir)?;
-    let cp = process::start_sluice_with_env(&bin, store.config.as_deref(), &cp_launch, "info", &cp_env)?;
+    let cp =
+        process::start_sluice_with_env(&bin, store.config.as_deref(), &cp_launch, "info", &cp_env)?;
     let admin = cp.admin.context("the control plane has an admin address")?;
 
     let relay = Relay::start(cluster)?;
@@ -151,7 +152,14 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let dp_load_ms = last_load_ms(&dp.log);
 
     progress(format!("{} one-route changes, 1 data plane", args.changes));
-    let one = changes::stream(&mut store.writes, admin, cp.pid(), &[&dp], &relay, 0..args.changes)?;
+    let one = changes::stream(
+        &mut store.writes,
+        admin,
+        cp.pid(),
+        &[&dp],
+        &relay,
+        0..args.changes,
+    )?;
     let deltas = count_lines(&dp.log, "delta from the control plane applied");
     let fulls = count_lines(&dp.log, "configuration from the control plane applied");
     progress(format!(

@@ -94,9 +94,8 @@ pub fn load_while_changing(
     let steady = driver.run_load(dp, spec)?;
     let c1 = cpu(dp.pid());
     let every = Duration::from_millis(100);
-    let (changing, posted) = load_while(driver, dp, spec, every, |k| {
-        writes.change(admin, first + k)
-    })?;
+    let (changing, posted) =
+        load_while(driver, dp, spec, every, |k| writes.change(admin, first + k))?;
     let c2 = cpu(dp.pid());
     let per_cpu = per_cpu_ratio(
         (std::slice::from_ref(&steady), c1 - c0),

@@ -140,7 +140,10 @@ mod tests {
     #[test]
     fn changes_spread_over_the_routes_with_paths_of_their_own() {
         assert_eq!(changed_route(0, 10_000), (0, "/changed/0/r0".to_string()));
-        assert_eq!(changed_route(3, 10_000), (3757, "/changed/3/r3757".to_string()));
+        assert_eq!(
+            changed_route(3, 10_000),
+            (3757, "/changed/3/r3757".to_string())
+        );
         let touched: std::collections::HashSet<usize> =
             (0..100).map(|n| changed_route(n, 10_000).0).collect();
         assert_eq!(touched.len(), 100);

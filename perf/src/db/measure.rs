@@ -56,7 +56,13 @@ fn reach_b(b: &Running, path: &str, since: Instant) -> Result<Duration> {
 }
 
 /// Sends one Admin write to `to` (node A's Admin API) and checks its status; its round trip in ms.
-fn write(to: SocketAddr, method: &str, path: &str, body: serde_json::Value, want: u16) -> Result<f64> {
+fn write(
+    to: SocketAddr,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+    want: u16,
+) -> Result<f64> {
     let r = http::request(to, method, path, Some(&body))?;
     if r.status != want {
         bail!(
@@ -418,7 +424,10 @@ mod tests {
     fn a_route_patch_keeps_the_routes_own_path() {
         let (path, body) = route_patch(42, "/changed/3/r42");
         assert_eq!(path, "/routes/r42");
-        assert_eq!(body, serde_json::json!({ "paths": ["/r42", "/changed/3/r42"] }));
+        assert_eq!(
+            body,
+            serde_json::json!({ "paths": ["/r42", "/changed/3/r42"] })
+        );
     }
 
     #[test]
