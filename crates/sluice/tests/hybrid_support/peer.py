@@ -18,6 +18,7 @@ import json
 import ssl
 import sys
 import threading
+import time
 
 from websockets.sync.client import connect
 from websockets.sync.server import serve
@@ -60,7 +61,16 @@ def data_plane(address, cert, key, deltas):
     ctx.verify_mode = ssl.CERT_NONE
     ctx.load_cert_chain(cert, key)
     url = f"wss://{address}/v1/outlet?node_id=7f2c1b1e-8a43-4a51-9a59-0c8d7f1e2a10&node_hostname=peer&node_version=3.9.1"
-    ws = connect(url, ssl=ctx, server_hostname="kong_clustering", max_size=None, open_timeout=10)
+    # The CP's cluster listener starts beside its proxy: on a loaded machine it may not listen yet.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            ws = connect(url, ssl=ctx, server_hostname="kong_clustering", max_size=None, open_timeout=10)
+            break
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
     hello = {"type": "basic_info", "plugins": [], "filters": {}}
     if deltas:
         hello["sluice"] = {"capabilities": ["delta.v1"]}
