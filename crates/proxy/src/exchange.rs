@@ -246,24 +246,12 @@ impl Sending {
     /// fast path's future holds it across the upstream wait, where a nesting level or `self` beside its
     /// moved-out fields would be bytes moved per request).
     ///
-    /// With `late`, Kong's headers are left out of the head as [`Proxied::late`] facts for the server to
-    /// add when it writes the head: only where nothing reads the head before then (no `header_filter`, no
-    /// `log`). An upstream head with a `Via` gets them in its map all the same, where the two are joined.
+    /// `late` says what of the head is left to the server that writes it ([`Late`]): Kong's headers as
+    /// [`Proxied::late`] facts, and on the fast path the upstream's fields as received too. Only where
+    /// nothing reads the head before then (no `header_filter`, no `log`). An upstream head with a `Via`
+    /// gets Kong's headers in its map all the same, where the two are joined.
     #[inline]
     pub fn send<'a>(
-        self,
-        snap: &'a Snapshot,
-        x: &'a Exchange<'a>,
-        ready: Instant,
-        late: bool,
-    ) -> impl Future<Output = Result<Proxied, ProxyError>> + 'a {
-        self.send_leaving(snap, x, ready, if late { Late::Kong } else { Late::No })
-    }
-
-    /// [`Sending::send`] with what is left to the server chosen: the fast path leaves the upstream's
-    /// fields too ([`Late::All`]).
-    #[inline]
-    pub fn send_leaving<'a>(
         self,
         snap: &'a Snapshot,
         x: &'a Exchange<'a>,

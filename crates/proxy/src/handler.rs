@@ -309,7 +309,7 @@ impl Fast {
         // `ready` is `started`: nothing awaited since the request arrived, which saves a clock read.
         // Over HTTP/1.1 the upstream's fields are left as received too (no map is made of them).
         let leave = if late { Late::All } else { Late::No };
-        let sent = self.sending.send_leaving(snap, &x, x.started, leave).await;
+        let sent = self.sending.send(snap, &x, x.started, leave).await;
         let (mut resp, source, timings, late, upstream) = match sent {
             Ok(p) => (
                 Response::from_parts(p.head, p.body.boxed()),

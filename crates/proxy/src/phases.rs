@@ -30,7 +30,7 @@ pub use rewrite::rewrite;
 
 use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
-use crate::exchange::{Exchange, Proxied, Routed, Sending};
+use crate::exchange::{Exchange, Late, Proxied, Routed, Sending};
 use crate::handler::{Answer, Scope};
 use crate::metrics::{Count, Finished, RouteMeter, Series};
 use crate::respond;
@@ -153,7 +153,7 @@ pub async fn send(
         Ok(prepared) => prepared,
         Err(e) => return Outcome::Failed(e),
     };
-    match sending.send(snap, x, Instant::now(), false).await {
+    match sending.send(snap, x, Instant::now(), Late::No).await {
         Ok(p) => Outcome::Upstream(p, uri),
         Err(ProxyError::BodyOverLimit) => match ctx.body_limit {
             Some(limit) => Outcome::Plugin((limit.exceeded)(&ctx.request.headers)),

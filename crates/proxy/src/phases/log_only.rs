@@ -15,7 +15,7 @@ use super::new_ctx;
 use super::streaming::{LogFacts, Upstream};
 use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
-use crate::exchange::{Routed, Sending};
+use crate::exchange::{Late, Routed, Sending};
 use crate::handler::{observe, Answer, Scope, Step};
 use crate::metrics::{request_length, Series};
 use crate::respond::LateHeaders;
@@ -114,7 +114,7 @@ pub(crate) fn start(
 async fn send(sending: Sending, mut kept: Box<Kept>) -> (Answer, Option<LateHeaders>) {
     let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
-    let proxied = match sending.send(snap, &x, x.started, true).await {
+    let proxied = match sending.send(snap, &x, x.started, Late::Kong).await {
         Ok(p) => p,
         Err(e) => return (failed(e, kept), None),
     };
