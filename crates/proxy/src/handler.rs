@@ -390,11 +390,8 @@ fn observe_finished(
     Some(match upstream {
         None => meter.observe(series, status, resp.headers(), finished),
         Some(fields) => {
-            let length = fields
-                .get("content-length")
-                .filter(|_| !fields.length_dropped())
-                .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok());
-            meter.observe_length(series, status, length.unwrap_or(0), finished)
+            let length = fields.content_length().unwrap_or(0);
+            meter.observe_length(series, status, length, finished)
         }
     })
 }

@@ -194,6 +194,15 @@ impl ResponseFields {
         self.kept().length_dropped
     }
 
+    /// The `Content-Length` that is forwarded (None when absent, invalid, or dropped beside
+    /// `Transfer-Encoding`), read as the parser reads it for framing.
+    pub fn content_length(&self) -> Option<u64> {
+        if self.length_dropped() {
+            return None;
+        }
+        crate::fields::content_length(self.get("content-length")?)
+    }
+
     /// How many fields there are.
     pub fn len(&self) -> usize {
         self.kept().spans.len()

@@ -62,9 +62,9 @@ pub fn head(
     // each would cost more than the pass).
     let (mut has_length, mut has_date, mut has_connection) = (false, false, false);
     let mut has_server = false;
-    if let Some(fields) = late.and_then(|l| l.upstream.as_ref().map(|f| (f, l))) {
+    if let Some((late, fields)) = late.and_then(|l| Some((l, l.upstream.as_ref()?))) {
         // The upstream's fields as received (the fast path made no map of them).
-        let seen = super::upstream_fields::write(out, fields.0, fields.1, no_body);
+        let seen = super::upstream_fields::write(out, fields, late, no_body);
         (has_length, has_date, has_server) = (seen.length, seen.date, seen.server);
     }
     for (name, value) in &parts.headers {

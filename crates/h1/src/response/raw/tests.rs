@@ -112,3 +112,20 @@ fn every_field_the_parser_takes_reaches_the_map() {
     let head = crate::parse_response(&mut buf, false).unwrap().unwrap();
     assert_eq!((head.fields.len(), head.fields.to_map().len()), (2, 2));
 }
+
+#[test]
+fn the_forwarded_length_is_the_framing_one() {
+    let length = |fields: &str| {
+        parse(&format!("HTTP/1.1 200 OK\r\n{fields}\r\n"), false)
+            .unwrap()
+            .fields
+            .content_length()
+    };
+    assert_eq!(length("Content-Length: 5\r\n"), Some(5));
+    assert_eq!(length("content-length: 7, 7\r\n"), Some(7));
+    assert_eq!(length("X-A: 1\r\n"), None);
+    assert_eq!(
+        length("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n"),
+        None
+    );
+}
