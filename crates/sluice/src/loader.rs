@@ -217,6 +217,8 @@ impl Loader {
         // Entities the load stamped with its time keep the live ones' stamps when nothing else changed,
         // so that a reload changes only what it changes (for the compiler, the store and data planes).
         // The store holds the live config: only what differs from it is written.
+        // A whole config is committed below: the changes queued for the store go first.
+        self.flush_store();
         let (config, json) = match &live {
             Some(live) => {
                 let live = live.config().clone();
@@ -233,15 +235,11 @@ impl Loader {
                     false => RouteIds::default(),
                 };
                 let patched = copied_routes.then_some((&live, &changed));
-                self.flush_store();
                 self.go_live(config, started, patched, |store, config, hash| {
                     commit_over(store, config, &live, copies, hash)
                 })?
             }
-            None => {
-                self.flush_store();
-                self.go_live(config, started, None, commit)?
-            }
+            None => self.go_live(config, started, None, commit)?,
         };
         let copied = reusable.copied();
         self.stats

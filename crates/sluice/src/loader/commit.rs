@@ -7,7 +7,7 @@ use sluice_admin::EntityJson;
 use sluice_model::declarative::kinds::Kind;
 use sluice_model::declarative::Copies;
 use sluice_model::{declarative, records, Config};
-use sluice_store::{EntityRecord, Store, StoreError};
+use sluice_store::{ChangeSet, EntityRecord, Store, StoreError};
 
 /// One entity, owned, before it is lent to the store as an [`EntityRecord`]; only its body when it is
 /// not to be written (a reply lists every entity, a reload writes only what changed).
@@ -150,20 +150,44 @@ pub(super) fn commit_changes(
     hash: &str,
     changes: &[EntityChange],
 ) -> Result<EntityJson, LoadError> {
-    let (rows, deletes) = change_rows(changes).map_err(LoadError::Store)?;
-    let records: Vec<EntityRecord<'_>> = rows.iter().map(Row::record).collect();
-    let deletes: Vec<(&str, &str)> = deletes.iter().map(|(k, id)| (*k, id.as_str())).collect();
-    store
-        .apply(hash, "3.0", &records, &deletes)
-        .map_err(|e| LoadError::Store(format!("could not commit the changes: {e}")))?;
+    commit_change_sets(store, &[(hash, changes)]).map_err(LoadError::Store)?;
     Ok(Vec::new())
 }
 
+/// Writes change sets (each the config hash it led to and its entities) to the store, in order, in one
+/// transaction: one set when applied at once, a batch from the [`Deferred`](super::deferred::Deferred)
+/// queue.
+pub(super) fn commit_change_sets(
+    store: &Store,
+    sets: &[(&str, &[EntityChange])],
+) -> Result<(), String> {
+    let owned = (sets.iter())
+        .map(|(_, changes)| change_rows(changes))
+        .collect::<Result<Vec<_>, String>>()?;
+    let records: Vec<Vec<EntityRecord<'_>>> = (owned.iter())
+        .map(|(rows, _)| rows.iter().map(Row::record).collect())
+        .collect();
+    let deletes: Vec<Vec<(&str, &str)>> = (owned.iter())
+        .map(|(_, d)| d.iter().map(|(k, id)| (*k, id.as_str())).collect())
+        .collect();
+    let change_sets: Vec<ChangeSet<'_>> = (sets.iter().zip(&records).zip(&deletes))
+        .map(|(((hash, _), puts), deletes)| ChangeSet {
+            hash,
+            format_version: "3.0",
+            puts,
+            deletes,
+        })
+        .collect();
+    store
+        .apply_all(&change_sets)
+        .map_err(|e| store_error_text(store, e))
+}
+
 /// The rows `changes` write and the (kind, id) they delete.
-pub(super) type ChangeRows = (Vec<Row>, Vec<(&'static str, String)>);
+type ChangeRows = (Vec<Row>, Vec<(&'static str, String)>);
 
 /// `changes` as the store's rows to write and (kind, id) to delete.
-pub(super) fn change_rows(changes: &[EntityChange]) -> Result<ChangeRows, String> {
+fn change_rows(changes: &[EntityChange]) -> Result<ChangeRows, String> {
     let mut rows = Vec::new();
     let mut deletes = Vec::new();
     for c in changes {

@@ -11,8 +11,8 @@
 //! whole-config commit (which also holds it) writes the queue first, so the store never takes an older
 //! change after a newer one.
 
-use super::commit::{change_rows, store_error_text, ChangeRows, EntityChange, Row};
-use sluice_store::{ChangeSet, EntityRecord, Store};
+use super::commit::{commit_change_sets, EntityChange};
+use sluice_store::Store;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -89,25 +89,8 @@ impl Deferred {
 
 /// One transaction for every queued set, in order.
 fn write(store: &Store, queue: &[Pending]) -> Result<(), String> {
-    let mut owned: Vec<ChangeRows> = Vec::with_capacity(queue.len());
-    for p in queue {
-        owned.push(change_rows(&p.changes)?);
-    }
-    let records: Vec<Vec<EntityRecord<'_>>> = (owned.iter())
-        .map(|(rows, _)| rows.iter().map(Row::record).collect())
+    let sets: Vec<(&str, &[EntityChange])> = (queue.iter())
+        .map(|p| (p.hash.as_str(), p.changes.as_slice()))
         .collect();
-    let deletes: Vec<Vec<(&str, &str)>> = (owned.iter())
-        .map(|(_, d)| d.iter().map(|(k, id)| (*k, id.as_str())).collect())
-        .collect();
-    let sets: Vec<ChangeSet<'_>> = (queue.iter().zip(&records).zip(&deletes))
-        .map(|((p, puts), deletes)| ChangeSet {
-            hash: &p.hash,
-            format_version: "3.0",
-            puts,
-            deletes,
-        })
-        .collect();
-    store
-        .apply_all(&sets)
-        .map_err(|e| store_error_text(store, e))
+    commit_change_sets(store, &sets)
 }
