@@ -17,6 +17,7 @@
 
 use std::mem::MaybeUninit;
 
+use arrayvec::ArrayVec;
 use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING, UPGRADE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, Version};
@@ -109,7 +110,9 @@ pub fn parse_request(
     buf: &mut BytesMut,
     limits: HeadLimits,
 ) -> Result<Option<RequestHead>, RequestError> {
-    let mut spans = [Span::EMPTY; STACK_FIELDS];
+    // Filled by `scan` from its start: an `ArrayVec` is not written before that (an array of spans was
+    // zeroed, ~80 instructions per head).
+    let mut spans = ArrayVec::<Span, STACK_FIELDS>::new();
     let scanned = {
         let mut raw = [MaybeUninit::uninit(); STACK_FIELDS];
         scan(buf, limits, &mut raw, &mut spans)
@@ -119,7 +122,7 @@ pub fn parse_request(
         // httparse takes a target only as UTF-8; raw bytes beyond (nginx takes them) are encoded first.
         Err(RequestError::Malformed) if encode_request_line(buf) => parse_request(buf, limits),
         Err(e) => Err(e),
-        Ok(Some(s)) => build(buf, s, &spans[..s.fields], limits).map(Some),
+        Ok(Some(s)) => build(buf, s, &spans, limits).map(Some),
         Ok(None) => incomplete(buf, limits),
     }
 }
@@ -129,13 +132,13 @@ pub fn parse_request(
 fn parse_many(buf: &mut BytesMut, limits: HeadLimits) -> Result<Option<RequestHead>, RequestError> {
     // A field line takes at least three bytes (`a:` and LF).
     let most = buf.len().min(limits.total) / 3 + 1;
-    let mut spans = vec![Span::EMPTY; most];
+    let mut spans = Vec::with_capacity(most);
     let scanned = {
         let mut raw = vec![MaybeUninit::uninit(); most];
         scan(buf, limits, &mut raw, &mut spans)?
     };
     match scanned {
-        Some(s) => build(buf, s, &spans[..s.fields], limits).map(Some),
+        Some(s) => build(buf, s, &spans, limits).map(Some),
         None => incomplete(buf, limits),
     }
 }
@@ -159,31 +162,23 @@ struct Span {
     value: (u32, u32),
 }
 
-impl Span {
-    const EMPTY: Span = Span {
-        name: (0, 0),
-        value: (0, 0),
-    };
-}
-
 const _: () = assert!(MAX_REQUEST_HEAD <= u32::MAX as usize);
 
 #[derive(Debug, Clone, Copy)]
 struct Scanned {
     len: usize,
     version: Version,
-    fields: usize,
     method: (u32, u32),
     target: (u32, u32),
 }
 
-/// httparse over at most [`HeadLimits::total`] bytes of `buf`, recording positions. `Ok(None)`: incomplete;
-/// `Err(TooLarge)`: more fields than `spans` holds.
+/// httparse over at most [`HeadLimits::total`] bytes of `buf`, appending each field's position to `spans`
+/// (empty). `Ok(None)`: incomplete; `Err(TooLarge)`: more fields than `raw` holds.
 fn scan<'b>(
     buf: &'b [u8],
     limits: HeadLimits,
     raw: &mut [MaybeUninit<httparse::Header<'b>>],
-    spans: &mut [Span],
+    spans: &mut impl Extend<Span>,
 ) -> Result<Option<Scanned>, RequestError> {
     let data = &buf[..buf.len().min(limits.total.min(MAX_REQUEST_HEAD))];
     let mut req = httparse::Request::new(&mut []);
@@ -207,16 +202,13 @@ fn scan<'b>(
     let (Some(method), Some(target)) = (req.method, req.path) else {
         return Err(RequestError::Malformed);
     };
-    for (span, h) in spans.iter_mut().zip(req.headers.iter()) {
-        *span = Span {
-            name: offset(h.name.as_bytes()),
-            value: offset(h.value),
-        };
-    }
+    spans.extend(req.headers.iter().map(|h| Span {
+        name: offset(h.name.as_bytes()),
+        value: offset(h.value),
+    }));
     Ok(Some(Scanned {
         len,
         version,
-        fields: req.headers.len(),
         method: offset(method.as_bytes()),
         target: offset(target.as_bytes()),
     }))
