@@ -64,12 +64,17 @@ impl WireRequest {
         let mut has_length = false;
         // The client's X-Forwarded-For and Via values, extended rather than copied (allocated only when sent).
         let (mut xff, mut via) = (Vec::new(), Vec::new());
+        // The client's first `Host`, taken in the pass over the fields (a lookup cost ~110 instructions).
+        let mut client_host = None;
         for (name, value) in headers {
             if forward::is_hop_by_hop(name) {
                 continue;
             }
             let keep = match name.as_str() {
-                "host" => false,
+                "host" => {
+                    client_host.get_or_insert_with(|| value.clone());
+                    false
+                }
                 "te" => value.as_bytes().eq_ignore_ascii_case(b"trailers"),
                 "content-length" => {
                     has_length = true;
@@ -130,7 +135,7 @@ impl WireRequest {
         WireRequest {
             lines,
             line_end,
-            client_host: headers.get(http::header::HOST).cloned(),
+            client_host,
             body,
             has_body,
             chunked,
