@@ -11,6 +11,9 @@
 //!   valgrind --tool=callgrind --callgrind-out-file=cg.%p target/release/examples/apply_loop 50
 //!   callgrind_annotate --inclusive=yes cg.<pid> | head -40
 
+#[path = "common/config.rs"]
+mod config;
+use config::config;
 use sluice_plugins::Registry;
 use sluice_proxy::{RouteIds, Snapshot};
 use std::hint::black_box;
@@ -21,7 +24,7 @@ fn main() {
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let registry = Registry::builtin();
-    let mut live = Snapshot::compile(config(count, &registry), &registry).expect("compiles");
+    let mut live = Snapshot::compile(config(count, None, &registry), &registry).expect("compiles");
     for change in 0..n {
         let mut next = sluice_model::Config::clone(live.config());
         let at = (change * 7919) % count;
@@ -32,24 +35,4 @@ fn main() {
         live = black_box(compiled.expect("compiles"));
     }
     println!("{n} changes on {count} routes");
-}
-
-/// One service with `n` routes `/r{i}`.
-fn config(n: usize, registry: &Registry) -> Arc<sluice_model::Config> {
-    let routes: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            serde_json::json!({
-                "id": uuid::Uuid::from_u128(i as u128 + 1),
-                "name": format!("r{i}"),
-                "paths": [format!("/r{i}")],
-                "created_at": 1_700_000_000,
-                "updated_at": 1_700_000_000,
-            })
-        })
-        .collect();
-    let doc = serde_json::json!({"_format_version": "3.0", "services": [{
-        "name": "s", "url": "http://127.0.0.1:9", "routes": routes,
-        "created_at": 1_700_000_000, "updated_at": 1_700_000_000,
-    }]});
-    Arc::new(sluice_model::declarative::parse_value(doc, registry).expect("valid"))
 }
