@@ -6,34 +6,12 @@
 //!
 //!   cargo bench -p sluice-proxy --bench snapshot
 
+#[path = "../examples/common/config.rs"]
+mod config;
+use config::config;
 use criterion::{criterion_group, criterion_main, Criterion};
 use sluice_plugins::Registry;
 use sluice_proxy::Snapshot;
-use std::sync::Arc;
-
-/// One service with `n` routes `/r{i}`, route `changed` (if any) on `/changed` instead.
-fn config(n: usize, changed: Option<usize>, registry: &Registry) -> Arc<sluice_model::Config> {
-    let routes: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            let path = match changed == Some(i) {
-                true => "/changed".to_string(),
-                false => format!("/r{i}"),
-            };
-            serde_json::json!({
-                "id": uuid::Uuid::from_u128(i as u128 + 1),
-                "name": format!("r{i}"),
-                "paths": [path],
-                "created_at": 1_700_000_000,
-                "updated_at": 1_700_000_000,
-            })
-        })
-        .collect();
-    let doc = serde_json::json!({"_format_version": "3.0", "services": [{
-        "name": "s", "url": "http://127.0.0.1:9", "routes": routes,
-        "created_at": 1_700_000_000, "updated_at": 1_700_000_000,
-    }]});
-    Arc::new(sluice_model::declarative::parse_value(doc, registry).expect("valid"))
-}
 
 fn bench(c: &mut Criterion) {
     let registry = Registry::builtin();

@@ -117,7 +117,8 @@ impl Ranking {
             .map(|(rank, ((ri, pi), (priority, uuid)))| {
                 (rank, (*priority, *uuid, index(now_at[*ri as usize], *pi)))
             });
-        let mut merged: Vec<RankKey> = Vec::with_capacity(fresh.len() + previous.keys.len());
+        // Merged straight into the ranking's two lists (no list of whole keys to split afterwards).
+        let mut merged = Ranking::with_capacity(fresh.len() + previous.keys.len());
         let mut moves = Moves {
             kept: vec![u32::MAX; previous.keys.len()],
             fresh: Vec::with_capacity(fresh.len()),
@@ -132,28 +133,44 @@ impl Ranking {
             }
             last = Some(k);
             while let Some(f) = fresh.next_if(|f| *f < k) {
-                moves.fresh.push(merged.len() as u32);
+                moves.fresh.push(merged.next_rank());
                 merged.push(f);
             }
-            moves.kept[rank] = merged.len() as u32;
+            moves.kept[rank] = merged.next_rank();
             merged.push(k);
         }
         for f in fresh {
-            moves.fresh.push(merged.len() as u32);
+            moves.fresh.push(merged.next_rank());
             merged.push(f);
         }
-        (Ranking::from_sorted(merged), Some(moves))
+        (merged, Some(moves))
+    }
+
+    fn with_capacity(n: usize) -> Ranking {
+        Ranking {
+            candidates: Vec::with_capacity(n),
+            keys: Vec::with_capacity(n),
+        }
+    }
+
+    /// The rank the next candidate pushed takes.
+    fn next_rank(&self) -> u32 {
+        self.candidates.len() as u32
+    }
+
+    /// Appends the candidate of `key`, ranked after the ones before.
+    fn push(&mut self, (priority, uuid, index): RankKey) {
+        let path = (index as u32).checked_sub(1);
+        self.candidates.push(((index >> 32) as u32, path));
+        self.keys.push((priority, uuid));
     }
 
     fn from_sorted(keyed: Vec<RankKey>) -> Ranking {
-        let mut candidates = Vec::with_capacity(keyed.len());
-        let mut keys = Vec::with_capacity(keyed.len());
-        for (priority, uuid, index) in keyed {
-            let path = (index as u32).checked_sub(1);
-            candidates.push(((index >> 32) as u32, path));
-            keys.push((priority, uuid));
+        let mut ranking = Ranking::with_capacity(keyed.len());
+        for key in keyed {
+            ranking.push(key);
         }
-        Ranking { candidates, keys }
+        ranking
     }
 }
 
