@@ -115,6 +115,10 @@ pub fn parse_response(
     buf: &mut BytesMut,
     head_request: bool,
 ) -> Result<Option<ResponseHead>, ParseError> {
+    // Nothing read yet (an upstream connection parses before its first read): no head, at no cost.
+    if buf.is_empty() {
+        return Ok(None);
+    }
     // Filled by `scan` from its start: an `ArrayVec` is not written before that (an array of spans was
     // zeroed, ~80 instructions per head).
     let mut spans = ArrayVec::<FieldSpan, STACK_HEADERS>::new();

@@ -201,12 +201,7 @@ impl Conn {
     ) -> Result<ResponseHead, Failed> {
         let mut received = false;
         loop {
-            // Nothing read yet (the usual case right after sending): read before parsing nothing.
-            let parsed = match self.buf.is_empty() {
-                true => Ok(None),
-                false => sluice_h1::parse_response(&mut self.buf, head_request),
-            };
-            match parsed {
+            match sluice_h1::parse_response(&mut self.buf, head_request) {
                 Ok(Some(head)) if head.status.is_informational() => {
                     if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
                         // Bytes after it are the new protocol's: they stay in `buf` for the tunnel.
