@@ -80,8 +80,30 @@ pub fn stream(
 }
 
 /// The DP's proxy load, steady and then with a change made on the CP every 100 ms (changes numbered
-/// from `first`): the two results, the number of changes posted, and the DP's requests per CPU-second
-/// with changes ÷ steady ([`crate::db::measure::per_cpu_ratio`]).
+/// from `first`), in `reps` interleaved pairs so that drift on a shared machine hits both sides.
+pub struct Loaded {
+    /// Each pair's steady and changing runs.
+    pub steady: Vec<LoadResult>,
+    pub changing: Vec<LoadResult>,
+    /// Changes posted over all pairs.
+    pub posted: usize,
+    /// The DP's requests per CPU-second with changes ÷ steady, over all pairs
+    /// ([`crate::db::measure::per_cpu_ratio`]).
+    pub per_cpu: f64,
+}
+
+impl Loaded {
+    /// Each pair's RPS with changes ÷ steady.
+    pub fn ratios(&self) -> Vec<f64> {
+        self.steady
+            .iter()
+            .zip(&self.changing)
+            .map(|(s, c)| c.rps / s.rps.max(1.0))
+            .collect()
+    }
+}
+
+/// Runs `reps` pairs (see [`Loaded`]).
 pub fn load_while_changing(
     driver: &mut Local,
     dp: &Running,
@@ -89,19 +111,40 @@ pub fn load_while_changing(
     writes: &mut Writes,
     admin: SocketAddr,
     first: usize,
-) -> Result<(LoadResult, LoadResult, usize, f64)> {
-    let c0 = cpu(dp.pid());
-    let steady = driver.run_load(dp, spec)?;
-    let c1 = cpu(dp.pid());
+    reps: usize,
+) -> Result<Loaded> {
+    let mut loaded = Loaded {
+        steady: vec![],
+        changing: vec![],
+        posted: 0,
+        per_cpu: 0.0,
+    };
+    let (mut steady_cpu, mut changing_cpu) = (0.0, 0.0);
     let every = Duration::from_millis(100);
-    let (changing, posted) =
-        load_while(driver, dp, spec, every, |k| writes.change(admin, first + k))?;
-    let c2 = cpu(dp.pid());
-    let per_cpu = per_cpu_ratio(
-        (std::slice::from_ref(&steady), c1 - c0),
-        (std::slice::from_ref(&changing), c2 - c1),
+    for rep in 1..=reps.max(1) {
+        let c0 = cpu(dp.pid());
+        let steady = driver.run_load(dp, spec)?;
+        let c1 = cpu(dp.pid());
+        let next = first + loaded.posted;
+        let (changing, posted) =
+            load_while(driver, dp, spec, every, |k| writes.change(admin, next + k))?;
+        steady_cpu += c1 - c0;
+        changing_cpu += cpu(dp.pid()) - c1;
+        crate::progress(format!(
+            "rep {rep}: steady {:.0} RPS, with a change every 100 ms {:.0} RPS ({:.3})",
+            steady.rps,
+            changing.rps,
+            changing.rps / steady.rps.max(1.0)
+        ));
+        loaded.posted += posted.len();
+        loaded.steady.push(steady);
+        loaded.changing.push(changing);
+    }
+    loaded.per_cpu = per_cpu_ratio(
+        (&loaded.steady, steady_cpu),
+        (&loaded.changing, changing_cpu),
     );
-    Ok((steady, changing, posted.len(), per_cpu))
+    Ok(loaded)
 }
 
 /// The CP's CPU per change split into a fixed part and a part per DP, from streams with 1 and 3 DPs,
