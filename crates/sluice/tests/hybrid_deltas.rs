@@ -7,8 +7,8 @@
 //!   and the changes it missed as deltas;
 //! - a peer that does not offer deltas (Kong's DP, played by `peer.py`) gets Kong's full pushes, unchanged,
 //!   while one that offers them gets deltas, and the whole config when it asks;
-//! - a Sluice DP under a CP that sends it a gap or a delta with the wrong hash (`peer.py` as the CP) asks
-//!   for the whole config exactly once and serves only what the CP has.
+//! - a Sluice DP under a CP that sends it a gap, or a delta with the wrong hash (found by the DP's check
+//!   within a second), asks for the whole config exactly once, and then serves what the CP has.
 
 #[path = "hybrid_support/cluster.rs"]
 mod cluster;
@@ -311,15 +311,37 @@ async fn a_gap_or_a_wrong_hash_makes_a_data_plane_ask_once_for_the_whole_config(
     until(&dp, "/c", 200, wait).await;
     assert_eq!(count(&dp, DELTA_APPLIED), 1, "{}", dp.log());
 
-    // A delta whose result does not hash as the CP says never goes live.
-    let mut wrong = delta(15, &abc, &table(up.port(), &["/a", "/b", "/c", "/d"]));
+    // A delta whose result does not hash as the CP says goes live on its version (as Kong's deltas do);
+    // the DP's check, once per burst, finds it out and asks for the whole config, which replaces it.
+    let abcd = table(up.port(), &["/a", "/b", "/c", "/d"]);
+    let mut wrong = delta(15, &abc, &abcd);
     wrong.config_hash = "0123456789abcdef0123456789abcdef".into();
+    let sent = std::time::Instant::now();
     cp.send(&wrong.encode());
     let (_, asked) = cp.frame(wait);
+    let within = sent.elapsed();
     assert_eq!(asked["type"], "sluice_resync", "{asked}");
     assert!(
         asked["reason"].as_str().unwrap().contains("hash mismatch"),
         "{asked}"
     );
-    assert_eq!(status(&dp, "/d").await, 404);
+    assert!(
+        within < Duration::from_millis(1500),
+        "asked after {within:?}"
+    );
+    assert_eq!(status(&dp, "/d").await, 200);
+    // Only once, however many deltas follow, and none of them goes live.
+    cp.send(
+        &delta(
+            16,
+            &abcd,
+            &table(up.port(), &["/a", "/b", "/c", "/d", "/e"]),
+        )
+        .encode(),
+    );
+    assert_eq!(cp.maybe_frame(Duration::from_millis(1500)), None);
+    assert_eq!(status(&dp, "/e").await, 404);
+    cp.send(&full(abc.clone(), 17));
+    until(&dp, "/d", 404, wait).await;
+    assert_eq!(status(&dp, "/c").await, 200);
 }

@@ -111,7 +111,16 @@ async fn link(
     }
     let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
     loop {
+        let check_due = deltas.check_due();
         tokio::select! {
+            _ = until(check_due) => {
+                if let Err((resync, found)) = deltas.check(loader).await {
+                    // The DP reports the hash of what it serves, so the whole config is applied when it comes.
+                    current = found;
+                    *held = None;
+                    ws.send(Message::Binary(resync.encode().into())).await?;
+                }
+            }
             _ = ping.tick() => {
                 let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
                 ws.send(Message::Ping(payload.into())).await?;
@@ -168,6 +177,14 @@ async fn link(
                 }
             }
         }
+    }
+}
+
+/// Sleeps until `at`; never wakes without one.
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

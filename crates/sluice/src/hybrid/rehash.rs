@@ -66,13 +66,20 @@ pub fn full(config: &Config) -> Hashed {
 /// DP's check of the whole config catches it ([`verify`]).
 pub fn touched(changes: &[Change]) -> Touch {
     let mut touch = Touch::default();
-    for c in changes {
-        touch.parts.mark(&c.kind);
-        if let (Some(i), Ok(id)) = (GROUPS.iter().position(|g| *g == c.kind), c.id.parse()) {
-            touch.ids[i].insert(id);
+    touch.add(changes);
+    touch
+}
+
+impl Touch {
+    /// Adds what `changes` touch: a run of deltas touches the union of what each touches.
+    pub fn add(&mut self, changes: &[Change]) {
+        for c in changes {
+            self.parts.mark(&c.kind);
+            if let (Some(i), Ok(id)) = (GROUPS.iter().position(|g| *g == c.kind), c.id.parse()) {
+                self.ids[i].insert(id);
+            }
         }
     }
-    touch
 }
 
 /// The parts of `config`, which differs from the config `previous` was computed for only in the

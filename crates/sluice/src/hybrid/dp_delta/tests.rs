@@ -1,4 +1,5 @@
 use super::*;
+use crate::hybrid::rehash;
 use crate::hybrid::testing::{live_paths, loader, parsed};
 use sluice_cluster::hash::config_hashes;
 use sluice_model::declarative;
@@ -48,7 +49,7 @@ async fn deltas_in_sequence_go_live_with_the_control_planes_hash() {
 }
 
 #[tokio::test]
-async fn a_gap_or_a_wrong_hash_asks_once_for_the_whole_config() {
+async fn a_gap_asks_once_for_the_whole_config() {
     let dir = tempfile::tempdir().unwrap();
     let loader = loader(dir.path(), &["/a"]);
     let mut sync = DeltaSync::default();
@@ -63,74 +64,98 @@ async fn a_gap_or_a_wrong_hash_asks_once_for_the_whole_config() {
     let next = delta(1, 2, &["/a"], &["/a", "/b"]);
     assert!(matches!(sync.apply(&loader, next).await, Outcome::Skipped));
     assert_eq!(live_paths(&loader), ["/a"]);
-
-    sync.full(Some(1), &loader);
-    let mut wrong = delta(1, 2, &["/a"], &["/a", "/b"]);
-    wrong.config_hash = "0123456789abcdef0123456789abcdef".into();
-    match sync.apply(&loader, wrong).await {
-        Outcome::AskFull(r) => assert!(r.reason.contains("hash mismatch"), "{}", r.reason),
-        _ => panic!("no full sync asked"),
-    }
-    // A config that differs from the control plane's never went live.
-    assert_eq!(live_paths(&loader), ["/a"]);
-}
-
-/// The parts `sync` holds for the live config of `loader` (waiting for them if they are being computed).
-async fn kept(sync: &mut DeltaSync, loader: &Loader) -> (LiveParts, Option<Hashed>) {
-    let live = loader.snapshot().load().config().clone();
-    let parts = sync.parts.take().unwrap().get().await.unwrap();
-    let of_live = LiveParts {
-        config: parts.config.clone(),
-        parts: parts.parts.clone(),
-    }
-    .of(&live);
-    (parts, of_live)
+    assert_eq!(sync.check_due(), None);
 }
 
 #[tokio::test]
-async fn the_live_configs_parts_are_kept_and_a_partial_miss_is_rehashed_whole() {
+async fn a_wrong_hash_is_found_by_the_check_which_asks_once_for_the_whole_config() {
     let dir = tempfile::tempdir().unwrap();
     let loader = loader(dir.path(), &["/a"]);
     let mut sync = DeltaSync::default();
-    // After a full config, the parts are computed in the background.
     sync.full(Some(1), &loader);
-    assert!(matches!(sync.parts, Some(Known::Hashing(_))));
-    let live = loader.snapshot().load().config().clone();
-    let (parts, of_live) = kept(&mut sync, &loader).await;
-    assert_eq!(of_live, Some(rehash::full(&live)));
-    sync.parts = Some(Known::Ready(parts));
+    let mut wrong = delta(1, 2, &["/a"], &["/a", "/b"]);
+    wrong.config_hash = "0123456789abcdef0123456789abcdef".into();
+    // The delta goes live on its version; the check finds that the result is not the CP's config.
+    assert!(matches!(
+        sync.apply(&loader, wrong).await,
+        Outcome::Applied(_)
+    ));
+    assert_eq!(live_paths(&loader), ["/a", "/b"]);
+    let (resync, found) = sync.check(&loader).await.unwrap_err();
+    assert!(resync.reason.contains("hash mismatch"), "{}", resync.reason);
+    assert_eq!(resync.version, Some(2));
+    // The DP reports the hash of what it serves (so the CP's whole config is not taken for the same).
+    let served = config_hashes(&declarative::export(&parsed(&["/a", "/b"]))).config;
+    assert_eq!(found, Some(served));
+    let next = delta(2, 3, &["/a", "/b"], &["/a", "/b", "/c"]);
+    assert!(matches!(sync.apply(&loader, next).await, Outcome::Skipped));
+    assert_eq!(sync.check_due(), None);
+}
+
+#[tokio::test]
+async fn one_check_covers_a_burst_and_checks_come_at_most_once_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let loader = loader(dir.path(), &["/a"]);
+    let mut sync = DeltaSync::default();
+    sync.full(Some(1), &loader);
+    // After a full config, the parts of the live config are computed in the background.
+    assert!(matches!(sync.check.base, Some(check::Base::Hashing(_))));
+    let before = tokio::time::Instant::now();
     let first = delta(1, 2, &["/a"], &["/a", "/b"]);
     assert!(matches!(
         sync.apply(&loader, first).await,
         Outcome::Applied(_)
     ));
-    let live = loader.snapshot().load().config().clone();
-    let (parts, of_live) = kept(&mut sync, &loader).await;
-    assert_eq!(of_live, Some(rehash::full(&live)));
-    // Parts of another config are not used for the live one.
-    let other = Arc::new(parsed(&["/x"]));
-    let foreign = LiveParts {
-        config: Arc::downgrade(&other),
-        parts: rehash::full(&other),
-    };
-    assert_eq!(foreign.of(&live), None);
-
-    // Parts that are wrong in a part the next delta does not touch (as after a change nobody named):
-    // the partial hash misses, the whole config's matches, and the delta goes live without a resync.
-    sync.parts = Some(Known::Ready(LiveParts {
-        config: parts.config,
-        parts: {
-            let mut stale = rehash::full(&live);
-            stale.parts.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
-            stale
-        },
-    }));
     let second = delta(2, 3, &["/a", "/b"], &["/a", "/b", "/c"]);
     assert!(matches!(
         sync.apply(&loader, second).await,
         Outcome::Applied(_)
     ));
-    assert_eq!(live_paths(&loader), ["/a", "/b", "/c"]);
+    let due = sync.check_due().expect("a check is due");
+    assert!(due >= before + check::QUIET, "{due:?}");
+    assert!(due < before + check::EVERY, "{due:?}");
+    assert_eq!(sync.check.deltas, 2);
+    sync.check(&loader).await.unwrap();
+    assert_eq!((sync.check_due(), sync.check.deltas), (None, 0));
+    // The parts kept are the live config's.
     let live = loader.snapshot().load().config().clone();
-    assert_eq!(kept(&mut sync, &loader).await.1, Some(rehash::full(&live)));
+    match &sync.check.base {
+        Some(check::Base::Ready(parts)) => assert_eq!(*parts, rehash::full(&live)),
+        _ => panic!("no parts kept"),
+    }
+    // The next delta's check waits a second from the last one.
+    let after = tokio::time::Instant::now();
+    let third = delta(3, 4, &["/a", "/b", "/c"], &["/a", "/c"]);
+    assert!(matches!(
+        sync.apply(&loader, third).await,
+        Outcome::Applied(_)
+    ));
+    assert!(sync.check_due().unwrap() >= after + check::EVERY - check::QUIET);
+    sync.check(&loader).await.unwrap();
+    assert_eq!(live_paths(&loader), ["/a", "/c"]);
+}
+
+#[tokio::test]
+async fn a_partial_miss_is_rehashed_whole_before_it_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let loader = loader(dir.path(), &["/a"]);
+    let mut sync = DeltaSync::default();
+    sync.full(Some(1), &loader);
+    // Parts that are wrong in a part the delta does not touch (as after a change nobody named): the
+    // partial hash misses, the whole config's matches, and no full sync is asked.
+    let live = loader.snapshot().load().config().clone();
+    let mut stale = rehash::full(&live);
+    stale.parts.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
+    sync.check.base = Some(check::Base::Ready(stale));
+    let first = delta(1, 2, &["/a"], &["/a", "/b"]);
+    assert!(matches!(
+        sync.apply(&loader, first).await,
+        Outcome::Applied(_)
+    ));
+    sync.check(&loader).await.unwrap();
+    let live = loader.snapshot().load().config().clone();
+    match &sync.check.base {
+        Some(check::Base::Ready(parts)) => assert_eq!(*parts, rehash::full(&live)),
+        _ => panic!("no parts kept"),
+    }
 }
