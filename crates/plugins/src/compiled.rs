@@ -2,6 +2,8 @@
 //! already resolved; for stream routes, the instances Kong's stream subsystem runs ([`streams`]).
 
 mod streams;
+#[cfg(test)]
+mod tests;
 
 use crate::chain::{ChainEntry, PluginChain, Slot};
 use crate::plugin::Plugin;
@@ -117,19 +119,20 @@ impl CompiledPlugins {
             .filter(|i| !i.protocols.is_empty())
             .partition(|i| i.plugin.metrics_flags().is_some());
         let index = ScopeIndex::new(&chained);
-        // (Nothing to look up per route when no instance chains: a large config without plugins.)
-        let routes = config
-            .routes
-            .iter()
-            .map(|r| match chained.is_empty() {
-                true => PluginChain::new(Vec::new()),
-                false => chain_for(index.candidates(Some(r)), Some(r)),
-            })
-            .collect();
+        // No instance chains (a large config without plugins): no per-route list at all, as every
+        // route's chain is then the global one, empty ([`Self::route_chain`]). A DB-mode node compiles
+        // this on each write, and drops the old snapshot's: 10,000 empty chains made and freed per write.
+        let routes = match chained.is_empty() {
+            true => Vec::new(),
+            false => (config.routes.iter())
+                .map(|r| chain_for(index.candidates(Some(r)), Some(r)))
+                .collect(),
+        };
         let global = chain_for(index.candidates(None), None);
         let metered_index = ScopeIndex::new(&metered);
+        // (Likewise no per-route flags when nothing is metered: [`Self::route_metrics`] answers None.)
         let route_metrics = match metered.is_empty() {
-            true => vec![None; config.routes.len()],
+            true => Vec::new(),
             false => config
                 .routes
                 .iter()
@@ -151,7 +154,8 @@ impl CompiledPlugins {
         self.streams.of(route_index)
     }
 
-    /// The chain of `config.routes[route_index]`; an empty chain for an unknown index.
+    /// The chain of `config.routes[route_index]`: the global chain for an index past the per-route list
+    /// (which is empty when no instance chains, the global chain then being empty too).
     pub fn route_chain(&self, route_index: usize) -> &PluginChain {
         self.routes.get(route_index).unwrap_or(&self.global)
     }
