@@ -2,8 +2,8 @@
 //! against the one the CP sent with the last delta. A delta goes live on its version alone (it follows
 //! the version held, as Kong's incremental sync trusts its versions); the hash is checked once per
 //! burst of deltas, off the apply: [`QUIET`] after the delta that finds no check scheduled, and no
-//! sooner than [`EVERY`] after the check before. A change every 100 ms on the 10,000-route config then costs one hash a second (MD5 over
-//! ~6 MB: ~5 ms of CPU) instead of one per change.
+//! sooner than [`EVERY`] after the check before. A change every 100 ms on the 10,000-route config then
+//! costs one hash a second (MD5 over up to ~6 MB: 5-10 ms of CPU) instead of one per change.
 //!
 //! The check rehashes only the parts the deltas since the last check touched ([`rehash::verify`],
 //! from the parts of the config checked last); a partial hash that differs is confirmed over the whole
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How long after a delta its check waits for the next one (one check covers a burst).
+/// How long after the delta that schedules it a check runs (the deltas that come meanwhile join it).
 pub const QUIET: Duration = Duration::from_millis(50);
 /// The least time between two checks while deltas keep coming: a config unlike the CP's serves at most
 /// about this long.

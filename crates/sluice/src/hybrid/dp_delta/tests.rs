@@ -17,12 +17,19 @@ fn delta(base: u64, version: u64, old: &[&str], new: &[&str]) -> Delta {
     }
 }
 
-#[tokio::test]
-async fn deltas_in_sequence_go_live_with_the_control_planes_hash() {
+/// A loader serving `paths` (its store in the returned directory) and the delta state of a link that got
+/// them as the whole config at version 1.
+fn following(paths: &[&str]) -> (tempfile::TempDir, Arc<Loader>, DeltaSync) {
     let dir = tempfile::tempdir().unwrap();
-    let loader = loader(dir.path(), &["/a", "/b"]);
+    let loader = loader(dir.path(), paths);
     let mut sync = DeltaSync::default();
     sync.full(Some(1), &loader);
+    (dir, loader, sync)
+}
+
+#[tokio::test]
+async fn deltas_in_sequence_go_live_with_the_control_planes_hash() {
+    let (_dir, loader, mut sync) = following(&["/a", "/b"]);
 
     let first = delta(1, 2, &["/a", "/b"], &["/a", "/b", "/c"]);
     let want = first.config_hash.clone();
@@ -50,10 +57,7 @@ async fn deltas_in_sequence_go_live_with_the_control_planes_hash() {
 
 #[tokio::test]
 async fn a_gap_asks_once_for_the_whole_config() {
-    let dir = tempfile::tempdir().unwrap();
-    let loader = loader(dir.path(), &["/a"]);
-    let mut sync = DeltaSync::default();
-    sync.full(Some(1), &loader);
+    let (_dir, loader, mut sync) = following(&["/a"]);
 
     let gap = delta(3, 4, &["/a"], &["/a", "/b"]);
     match sync.apply(&loader, gap).await {
@@ -69,10 +73,7 @@ async fn a_gap_asks_once_for_the_whole_config() {
 
 #[tokio::test]
 async fn a_wrong_hash_is_found_by_the_check_which_asks_once_for_the_whole_config() {
-    let dir = tempfile::tempdir().unwrap();
-    let loader = loader(dir.path(), &["/a"]);
-    let mut sync = DeltaSync::default();
-    sync.full(Some(1), &loader);
+    let (_dir, loader, mut sync) = following(&["/a"]);
     let mut wrong = delta(1, 2, &["/a"], &["/a", "/b"]);
     wrong.config_hash = "0123456789abcdef0123456789abcdef".into();
     // The delta goes live on its version; the check finds that the result is not the CP's config.
@@ -94,10 +95,7 @@ async fn a_wrong_hash_is_found_by_the_check_which_asks_once_for_the_whole_config
 
 #[tokio::test]
 async fn one_check_covers_a_burst_and_checks_come_at_most_once_a_second() {
-    let dir = tempfile::tempdir().unwrap();
-    let loader = loader(dir.path(), &["/a"]);
-    let mut sync = DeltaSync::default();
-    sync.full(Some(1), &loader);
+    let (_dir, loader, mut sync) = following(&["/a"]);
     // After a full config, the parts of the live config are computed in the background.
     assert!(matches!(sync.check.base, Some(check::Base::Hashing(_))));
     let before = tokio::time::Instant::now();
@@ -140,10 +138,7 @@ async fn one_check_covers_a_burst_and_checks_come_at_most_once_a_second() {
 
 #[tokio::test]
 async fn a_partial_miss_is_rehashed_whole_before_it_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let loader = loader(dir.path(), &["/a"]);
-    let mut sync = DeltaSync::default();
-    sync.full(Some(1), &loader);
+    let (_dir, loader, mut sync) = following(&["/a"]);
     // Parts that are wrong in a part the delta does not touch (as after a change nobody named): the
     // partial hash misses, the whole config's matches, and no full sync is asked.
     let live = loader.snapshot().load().config().clone();
