@@ -134,16 +134,20 @@ pub(super) fn cpu_per_change(a: &Running, b: &Running, args: &DbArgs) -> Result<
     let idle_rate = (cpu(b)? - idle_start) / IDLE.as_secs_f64();
     let n = args.cpu_changes;
     let mut reached = Vec::new();
-    let before = cpu(b)?;
+    let (before, a_before, pg_before) = (cpu(b)?, cpu(a)?, postgres_cpu());
     let started = Instant::now();
+    let mut round_trips = Vec::new();
     for k in 0..n {
         let i = k * args.routes / n;
         let extra = format!("/m{i}");
         let t0 = Instant::now();
         patch_route(admin(a)?, i, &extra)?;
+        round_trips.push(ms(t0.elapsed()));
         reached.push(ms(reach_b(b, &extra, t0)?));
     }
     let spent = cpu(b)? - before;
+    let writer_ms = (cpu(a)? - a_before) / n as f64 * 1e3;
+    let pg_ms = (postgres_cpu() - pg_before).max(0.0) / n as f64 * 1e3;
     let elapsed = started.elapsed().as_secs_f64();
     let per_change = spent / n as f64 * 1e3;
     let corrected = (spent - idle_rate * elapsed).max(0.0) / n as f64 * 1e3;
@@ -165,6 +169,14 @@ pub(super) fn cpu_per_change(a: &Running, b: &Running, args: &DbArgs) -> Result<
                 idle_rate * 1e3
             ),
             corrected,
+        ),
+        Row::info(
+            "… node A's CPU per write (the Admin write and its own apply), PostgreSQL's (every process on the machine), and A's write round trip",
+            format!(
+                "A {writer_ms:.1} ms, PostgreSQL {pg_ms:.1} ms; round trip {}",
+                spread_ms(&round_trips)
+            ),
+            writer_ms,
         ),
         Row::info(
             "… B's split of its last apply (`configuration loaded` line)",
