@@ -1,7 +1,7 @@
 //! Finding the entities a write names: the item and its parent by id or endpoint key, and foreign keys
 //! given by endpoint key.
 
-use super::{internal, Stored};
+use super::{internal, statement, Stored};
 use deadpool_postgres::Transaction;
 use serde_json::{Map, Value};
 use sluice_model::declarative::kinds::Kind;
@@ -77,16 +77,15 @@ pub(super) async fn find(
             )
         }
     };
+    let key = key_param.as_ref() as &(dyn ToSql + Sync);
     let rows = match scope {
         Some((field, parent)) => {
             sql.push_str(&format!(" AND \"{field}\" = $2 FOR UPDATE"));
-            tx.query(&sql, &[key_param.as_ref() as &(dyn ToSql + Sync), &parent])
-                .await
+            tx.query(&statement(tx, &sql).await?, &[key, &parent]).await
         }
         None => {
             sql.push_str(" FOR UPDATE");
-            tx.query(&sql, &[key_param.as_ref() as &(dyn ToSql + Sync)])
-                .await
+            tx.query(&statement(tx, &sql).await?, &[key]).await
         }
     }
     .map_err(internal)?;
