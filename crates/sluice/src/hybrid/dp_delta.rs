@@ -86,7 +86,7 @@ impl DeltaSync {
             Ok(Ok(spare)) => {
                 self.version = Some(version);
                 self.spare = Some(spare);
-                self.check.applied(&hash);
+                self.check.applied();
                 tracing::info!(version, changes = count,
                     ms = started.elapsed().as_secs_f64() * 1e3, %hash,
                     "delta from the control plane applied");

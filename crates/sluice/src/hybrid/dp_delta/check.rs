@@ -1,5 +1,5 @@
 //! The data plane's check that the config it built from deltas is the control plane's: its Kong hash
-//! against the one the CP sent with the last delta. A delta goes live on its version alone (it follows
+//! against the one the CP sent with the last delta (which the live config carries). A delta goes live on its version alone (it follows
 //! the version held, as Kong's incremental sync trusts its versions); the hash is checked once per
 //! burst of deltas, off the apply: [`QUIET`] after the delta that finds no check scheduled, and no
 //! sooner than [`EVERY`] after the check before. A change every 100 ms on the 10,000-route config then
@@ -13,7 +13,6 @@
 use crate::hybrid::rehash::{self, Hashed, Touch};
 use crate::loader::Loader;
 use sluice_cluster::delta::Change;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -37,9 +36,9 @@ pub(super) struct Check {
     pub(super) base: Option<Base>,
     /// What the deltas since the base touched.
     touch: Touch,
-    /// Deltas applied since the base, and the hash the CP sent with the last.
+    /// Deltas applied since the base (the CP's hash for the last one is the live config's own
+    /// `hash`: the DP sets it when it applies a delta).
     pub(super) deltas: usize,
-    expected: String,
     due: Option<Instant>,
     last: Option<Instant>,
 }
@@ -78,12 +77,11 @@ impl Check {
         self.touch.add(changes);
     }
 
-    /// The delta went live; the CP's hash for the result is `hash`. Schedules the check unless one is
-    /// due already: the deltas that come meanwhile do not move it, so a stream of deltas, however fast,
-    /// is checked about once every [`EVERY`].
-    pub fn applied(&mut self, hash: &str) {
+    /// The delta went live. Schedules the check unless one is due already: the deltas that come
+    /// meanwhile do not move it, so a stream of deltas, however fast, is checked about once every
+    /// [`EVERY`].
+    pub fn applied(&mut self) {
         self.deltas += 1;
-        hash.clone_into(&mut self.expected);
         let quiet = Instant::now() + QUIET;
         let due = self.last.map_or(quiet, |last| quiet.max(last + EVERY));
         self.due.get_or_insert(due);
@@ -94,10 +92,11 @@ impl Check {
         self.due
     }
 
-    /// Checks the live config of `loader` against the CP's hash for the last delta: Err when they
-    /// differ (confirmed over the whole config). Either way the next check starts from here.
+    /// Checks the live config of `loader` against the hash it carries, the CP's for the last delta:
+    /// Err when they differ (confirmed over the whole config). Either way the next check starts from
+    /// here.
     pub async fn run(&mut self, loader: &Loader) -> Result<(), Mismatch> {
-        let (deltas, expected) = (std::mem::take(&mut self.deltas), self.expected.clone());
+        let deltas = std::mem::take(&mut self.deltas);
         let touch = std::mem::take(&mut self.touch);
         let base = match self.base.take() {
             Some(Base::Ready(parts)) => Some(parts),
@@ -106,10 +105,10 @@ impl Check {
         };
         self.due = None;
         let live = loader.snapshot().load().config().clone();
+        let expected = live.hash().to_owned();
         let started = std::time::Instant::now();
-        let verified = tokio::task::spawn_blocking({
-            let (live, expected) = (Arc::clone(&live), expected.clone());
-            move || rehash::verify(&live, base.as_ref(), &touch, &expected)
+        let verified = tokio::task::spawn_blocking(move || {
+            rehash::verify(&live, base.as_ref(), &touch, live.hash())
         })
         .await;
         self.last = Some(Instant::now());
