@@ -28,6 +28,7 @@
 //! while the DP's RPS is measured).
 
 use crate::cases::{config, Case};
+use crate::db::measure::medians;
 use crate::db::report::{percentile, spread_ms};
 use crate::driver::Driver;
 use crate::loadgen::LoadSpec;
@@ -199,17 +200,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let loaded = loaded?;
     let (ratios, per_cpu) = (loaded.ratios(), loaded.per_cpu);
     let ratio = percentile(&ratios, 50.0);
-    let median_rps = |runs: &[crate::results::LoadResult]| {
-        percentile(&runs.iter().map(|r| r.rps).collect::<Vec<_>>(), 50.0)
-    };
-    let failed = |runs: &[crate::results::LoadResult]| {
-        let errors: u64 = runs.iter().map(|r| r.errors).sum();
-        let non_2xx: u64 = runs.iter().map(|r| r.non_2xx).sum();
-        (errors, non_2xx)
-    };
-    let ((errors, non_2xx), (steady_errors, steady_non_2xx)) =
-        (failed(&loaded.changing), failed(&loaded.steady));
-    let changing_secs: f64 = loaded.changing.iter().map(|r| r.duration_s).sum();
+    let (steady, changing) = (medians(&loaded.steady), medians(&loaded.changing));
     progress(format!("{} one-route changes, 3 data planes", args.changes));
     let more = [start_dp(&out.join("dp2"))?, start_dp(&out.join("dp3"))?];
     let three = changes::stream(
@@ -244,14 +235,18 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         ),
         format!("the DP applied {deltas} deltas and {fulls} whole configs (1: the first sync)"),
         format!(
-            "DP proxy RPS with a change every 100 ms ÷ steady, median of {} interleaved pairs: {ratio:.3} (each {}; medians {:.0} / {:.0} RPS; {} changes, one per {:.0} ms as they came, the CP at nice {}; failed requests: {errors} errors, {non_2xx} non-2xx; steady: {steady_errors} errors, {steady_non_2xx} non-2xx) — goal ≥ 0.97",
+            "DP proxy RPS with a change every 100 ms ÷ steady, median of {} interleaved pairs: {ratio:.3} (each {}; medians {:.0} / {:.0} RPS; {} changes, one per {:.0} ms as they came, the CP at nice {}; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
             ratios.len(),
             ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(", "),
-            median_rps(&loaded.changing),
-            median_rps(&loaded.steady),
+            changing.rps,
+            steady.rps,
             loaded.posted,
-            changing_secs * 1e3 / loaded.posted.max(1) as f64,
+            changing.duration_s * 1e3 / loaded.posted.max(1) as f64,
             args.cp_nice,
+            changing.errors,
+            changing.non_2xx,
+            steady.errors,
+            steady.non_2xx,
         ),
         format!("the DP's requests per CPU-second with a change every 100 ms ÷ steady (the RPS ratio when the DP's CPU is what limits it): {per_cpu:.3}"),
         cpu_line(&one, &three, store.has_database()),

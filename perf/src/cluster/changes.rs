@@ -113,38 +113,34 @@ pub fn load_while_changing(
     first: usize,
     reps: usize,
 ) -> Result<Loaded> {
-    let mut loaded = Loaded {
-        steady: vec![],
-        changing: vec![],
-        posted: 0,
-        per_cpu: 0.0,
-    };
+    let (mut steady, mut changing, mut posted) = (vec![], vec![], 0);
     let (mut steady_cpu, mut changing_cpu) = (0.0, 0.0);
     let every = Duration::from_millis(100);
     for rep in 1..=reps.max(1) {
         let c0 = cpu(dp.pid());
-        let steady = driver.run_load(dp, spec)?;
+        let still = driver.run_load(dp, spec)?;
         let c1 = cpu(dp.pid());
-        let next = first + loaded.posted;
-        let (changing, posted) =
+        let next = first + posted;
+        let (moving, sent) =
             load_while(driver, dp, spec, every, |k| writes.change(admin, next + k))?;
         steady_cpu += c1 - c0;
         changing_cpu += cpu(dp.pid()) - c1;
         crate::progress(format!(
             "rep {rep}: steady {:.0} RPS, with a change every 100 ms {:.0} RPS ({:.3})",
-            steady.rps,
-            changing.rps,
-            changing.rps / steady.rps.max(1.0)
+            still.rps,
+            moving.rps,
+            moving.rps / still.rps.max(1.0)
         ));
-        loaded.posted += posted.len();
-        loaded.steady.push(steady);
-        loaded.changing.push(changing);
+        posted += sent.len();
+        steady.push(still);
+        changing.push(moving);
     }
-    loaded.per_cpu = per_cpu_ratio(
-        (&loaded.steady, steady_cpu),
-        (&loaded.changing, changing_cpu),
-    );
-    Ok(loaded)
+    Ok(Loaded {
+        per_cpu: per_cpu_ratio((&steady, steady_cpu), (&changing, changing_cpu)),
+        steady,
+        changing,
+        posted,
+    })
 }
 
 /// The CP's CPU per change split into a fixed part and a part per DP, from streams with 1 and 3 DPs,

@@ -128,6 +128,25 @@ pub(super) fn propagation(
 }
 
 /// Figure 2: B's CPU per single-route change, the changes one at a time, no proxy load.
+/// One figure for several runs of the same load: the median RPS, p99 and max latency, the failures summed
+/// and the time added up (`sluice-perf db`'s and `cluster`'s interleaved pairs).
+pub(crate) fn medians(runs: &[LoadResult]) -> LoadResult {
+    let median =
+        |f: fn(&LoadResult) -> f64| percentile(&runs.iter().map(f).collect::<Vec<_>>(), 50.0);
+    LoadResult {
+        rps: median(|r| r.rps),
+        latency: crate::results::Latency {
+            p99: median(|r| r.latency.p99),
+            max: median(|r| r.latency.max),
+            ..Default::default()
+        },
+        errors: runs.iter().map(|r| r.errors).sum(),
+        non_2xx: runs.iter().map(|r| r.non_2xx).sum(),
+        duration_s: runs.iter().map(|r| r.duration_s).sum(),
+        ..Default::default()
+    }
+}
+
 pub(super) fn cpu_per_change(a: &Running, b: &Running, args: &DbArgs) -> Result<Vec<Row>> {
     let idle_start = cpu(b)?;
     std::thread::sleep(IDLE);
@@ -251,28 +270,7 @@ pub(super) fn load_with_writes(
     let pg_cores = pg_cpu / secs(&writings);
     let median = |xs: Vec<f64>| percentile(&xs, 50.0);
     let ratio = median(ratios.clone());
-    let steady = LoadResult {
-        rps: median(steadies.iter().map(|r| r.rps).collect()),
-        latency: crate::results::Latency {
-            p99: median(steadies.iter().map(|r| r.latency.p99).collect()),
-            max: median(steadies.iter().map(|r| r.latency.max).collect()),
-            ..Default::default()
-        },
-        errors: steadies.iter().map(|r| r.errors).sum(),
-        non_2xx: steadies.iter().map(|r| r.non_2xx).sum(),
-        ..Default::default()
-    };
-    let writing = LoadResult {
-        rps: median(writings.iter().map(|r| r.rps).collect()),
-        latency: crate::results::Latency {
-            p99: median(writings.iter().map(|r| r.latency.p99).collect()),
-            max: median(writings.iter().map(|r| r.latency.max).collect()),
-            ..Default::default()
-        },
-        errors: writings.iter().map(|r| r.errors).sum(),
-        non_2xx: writings.iter().map(|r| r.non_2xx).sum(),
-        ..Default::default()
-    };
+    let (steady, writing) = (medians(&steadies), medians(&writings));
     let per_cpu = per_cpu_ratio((&steadies, steady_cpu), (&writings, writing_cpu));
     let each: Vec<String> = ratios.iter().map(|r| format!("{r:.3}")).collect();
     let failed = writing.errors + writing.non_2xx;
