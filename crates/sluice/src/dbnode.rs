@@ -8,7 +8,7 @@
 //!   changed since the node's version (`read::since`), patches the live config with them (into the
 //!   config before it when no request holds that one any more: [`spare`]), and
 //!   publishes it through the [`Loader`] (compile, swap) on a blocking thread, off the
-//!   proxy workers; the changes reach the node's store in batches, every [`STORE_BATCH`]. A dropped connection is retried every second, and the catch-up read on reconnect means
+//!   proxy workers; the changes reach the node's store in batches, every [`STORE_BATCH`](crate::loader::STORE_BATCH). A dropped connection is retried every second, and the catch-up read on reconnect means
 //!   no change is missed. The notifications queued behind one are folded into one read that must reach
 //!   the newest of them (it is read again, briefly, until it does); with no notification for
 //!   [`POLL`] the node reads anyway, as a backstop.
@@ -37,9 +37,6 @@ use tokio::sync::watch;
 const APPLY_WAIT: Duration = Duration::from_secs(10);
 /// A change set larger than this is applied by reading everything again.
 const WHOLE_READ_ABOVE: usize = 1000;
-/// How long an applied change may wait to be written to the node's store, with the others of that
-/// time (one LMDB commit per batch, not per change: the database is the source of truth).
-const STORE_BATCH: Duration = Duration::from_millis(500);
 /// Pause between attempts to reach a database that is down.
 const RETRY: Duration = Duration::from_secs(1);
 /// A node notified of nothing for this long reads the changes anyway (a backstop: notifications are
@@ -71,7 +68,7 @@ pub struct DbNode {
 impl DbNode {
     pub fn new(settings: PgSettings, loader: Arc<Loader>) -> anyhow::Result<Arc<DbNode>> {
         let pool = sluice_db::connect(&settings).map_err(|e| anyhow::anyhow!("database: {e}"))?;
-        loader.defer_change_commits(STORE_BATCH);
+        loader.defer_change_commits(crate::loader::STORE_BATCH);
         Ok(Arc::new(DbNode {
             pool,
             settings,

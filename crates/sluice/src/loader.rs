@@ -22,6 +22,10 @@ mod deferred;
 mod retire;
 pub use commit::EntityChange;
 
+/// How long an applied change may wait to be written to a DB-mode node's or a data plane's store, with
+/// the others of that time ([`Loader::defer_change_commits`]: one LMDB commit per batch, not per change).
+pub const STORE_BATCH: Duration = Duration::from_millis(500);
+
 /// A config made from the live one by changing some entities ([`Loader::apply`]).
 #[derive(Clone, Copy)]
 pub struct Patch<'a> {
@@ -126,8 +130,8 @@ impl Loader {
     }
 
     /// From now on, the change sets [`Loader::apply`] makes live reach the store in batches, every
-    /// `interval`, one transaction each (DB mode: the database is the source of truth, and a commit per
-    /// change cost the serving node two `msync`s each). Whole configs are still committed before they
+    /// `interval`, one transaction each (DB mode and a hybrid data plane: the database or the control
+    /// plane is the source of truth, and a commit per change cost the serving node two `msync`s each). Whole configs are still committed before they
     /// go live. Call [`Loader::flush_store`] before the process exits.
     pub fn defer_change_commits(&self, interval: Duration) {
         self.deferred

@@ -15,6 +15,7 @@ mod control;
 mod db_import;
 mod dbnode;
 mod hybrid;
+mod idle;
 mod loader;
 mod logging;
 mod metrics;

@@ -1,6 +1,7 @@
 //! Sluice's deltas between Sluice nodes (issue 19, point 4), through the real binary on loopback:
 //! - a Sluice DP under a Sluice CP gets the whole config once, then each change as a delta of the changed
-//!   entities, applied incrementally and stored (it serves them after a restart without the CP);
+//!   entities, applied incrementally and stored (it serves them after a stop and a start without the
+//!   CP);
 //! - a DP that missed changes while it was down gets the whole config once, then deltas again;
 //! - a DB-less CP's config without timestamps (stamped at each load) changes only what changed;
 //! - a DP whose link broke names what it holds when it reconnects: it gets nothing when that is current,
@@ -84,8 +85,13 @@ async fn a_change_reaches_a_sluice_data_plane_as_a_delta_and_is_stored() {
     assert_eq!(sent.len(), 2, "{}", cp.log());
     assert!(sent.iter().all(|b| *b < 1000), "{sent:?}");
 
-    // Stored as it was applied: without the CP, a restarted DP serves the last delta's config.
+    // Deltas reach the store in batches, and a clean stop writes the last one: without the CP, the
+    // restarted DP serves the last delta's config.
     cp.kill();
+    dp.signal("TERM");
+    assert!(dp
+        .wait_exit(Duration::from_secs(10))
+        .is_some_and(|s| s.success()));
     dp.restart();
     until(&dp, "/c", 200, Duration::from_secs(5)).await;
     assert_eq!(status(&dp, "/b").await, 404);

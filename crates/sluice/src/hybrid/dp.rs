@@ -28,6 +28,9 @@ pub async fn run(
     node_id: uuid::Uuid,
     hostname: String,
 ) {
+    // The CP is the source of truth: deltas reach the store in batches. A DP restarted without its CP
+    // serves the store's config, which may lack the last batch's changes until the CP's full config comes.
+    loader.defer_change_commits(crate::loader::STORE_BATCH);
     let tls = match super::mtls::client_config_for(&settings) {
         Ok(tls) => tokio_rustls::TlsConnector::from(tls),
         Err(e) => {

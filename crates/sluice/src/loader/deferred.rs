@@ -1,11 +1,12 @@
-//! Change sets written to the store in batches (DB mode): an applied change goes live at once, and its
+//! Change sets written to the store in batches (DB mode, and a hybrid data plane's deltas): an applied change goes live at once, and its
 //! entities reach the LMDB store with the others of the last [`Deferred::interval`], in one transaction,
 //! instead of one commit (two `msync`s) per change on the node that serves them.
 //!
-//! The store is the node's copy for outages, not the source of truth: PostgreSQL is. It lags the live
-//! config by at most one interval (plus the write); a clean shutdown writes what is pending
-//! ([`Loader::flush_store`](super::Loader::flush_store)), a crash loses at most that interval, which the node reads
-//! again from the database at its next start (docs/db-mode.md, "The local store").
+//! The store is the node's copy for outages, not the source of truth: PostgreSQL (or the control plane)
+//! is. It lags the live config by at most one interval (plus the write); a clean shutdown writes what is
+//! pending ([`Loader::flush_store`](super::Loader::flush_store)), a crash loses at most that interval,
+//! which the node reads again from the database at its next start (docs/db-mode.md, "The local store"),
+//! or gets with the whole config its control plane sends a data plane that connects.
 //!
 //! Order is kept: every change set is queued while the caller holds the loader's `loading` lock, and a
 //! whole-config commit (which also holds it) writes the queue first, so the store never takes an older
