@@ -75,6 +75,9 @@ pub(crate) struct Ranking {
     pub candidates: Vec<(u32, Option<u32>)>,
     /// Each candidate's key without its index part (which changes with the positions).
     keys: Vec<(u128, u128)>,
+    /// No two routes share a key (their ids differ, as a config's do): a later build may then merge
+    /// into this ranking instead of sorting ([`Ranking::after`]).
+    distinct: bool,
 }
 
 impl Ranking {
@@ -92,15 +95,19 @@ impl Ranking {
 
     /// Ranks the candidates of `routes` after `previous`, the ranking of the router that `from`
     /// (each route's position there, when it is a route compiled there) refers to. A route kept from
-    /// there keeps its keys, so their order is kept (two candidates of different routes never tie, since
-    /// route ids are unique, and a route's paths keep their order); only the other routes' candidates
-    /// are sorted, then merged in. The [`Moves`] say where the earlier ranks went (None: ranked from
-    /// scratch).
+    /// there keeps its keys, so the kept candidates keep their order (two candidates of different routes
+    /// never tie, since route ids are unique, and a route's paths keep their order); only the other
+    /// routes' candidates are sorted, and each is put in at the place a binary search of the earlier keys
+    /// gives it, so the kept ones are copied, not compared. The [`Moves`] say where the earlier ranks went
+    /// (None: ranked from scratch, when two routes share an id).
     pub fn after(
         routes: &[Arc<CompiledRoute>],
         from: &[Option<u32>],
         previous: &Ranking,
     ) -> (Ranking, Option<Moves>) {
+        if !previous.distinct {
+            return (Ranking::of(routes), None);
+        }
         // Where each previous route is now (a route has at least one candidate, so there are no more
         // routes than candidates).
         let mut now_at = vec![u32::MAX; previous.keys.len()];
@@ -112,34 +119,44 @@ impl Ranking {
             }
         }
         fresh.sort_unstable();
-        let kept = (previous.candidates.iter().zip(&previous.keys).enumerate())
-            .filter(|(_, ((ri, _), _))| now_at[*ri as usize] != u32::MAX)
-            .map(|(rank, ((ri, pi), (priority, uuid)))| {
-                (rank, (*priority, *uuid, index(now_at[*ri as usize], *pi)))
-            });
-        // Merged straight into the ranking's two lists (no list of whole keys to split afterwards).
+        // The earlier rank each fresh candidate goes before; a tie with a kept candidate or with another
+        // fresh route is two routes with one id.
+        let kept_route = |rank: usize| now_at[previous.candidates[rank].0 as usize] != u32::MAX;
+        let mut before = Vec::with_capacity(fresh.len());
+        for (i, f) in fresh.iter().enumerate() {
+            let at = previous.keys.partition_point(|k| *k < (f.0, f.1));
+            let ties = (at..previous.keys.len())
+                .take_while(|r| previous.keys[*r] == (f.0, f.1))
+                .any(kept_route);
+            let ties_fresh = i > 0
+                && (fresh[i - 1].0, fresh[i - 1].1) == (f.0, f.1)
+                && fresh[i - 1].2 >> 32 != f.2 >> 32;
+            if ties || ties_fresh {
+                return (Ranking::of(routes), None);
+            }
+            before.push(at);
+        }
         let mut merged = Ranking::with_capacity(fresh.len() + previous.keys.len());
         let mut moves = Moves {
             kept: vec![u32::MAX; previous.keys.len()],
             fresh: Vec::with_capacity(fresh.len()),
         };
-        let mut fresh = fresh.into_iter().peekable();
-        let mut last: Option<RankKey> = None;
-        for (rank, k) in kept {
-            // Two routes with the same id (which a config does not have) tie, and their order is their
-            // index's, which may have changed: rank from scratch then.
-            if last.is_some_and(|l| (l.0, l.1) == (k.0, k.1) && l.2 > k.2) {
-                return (Ranking::of(routes), None);
-            }
-            last = Some(k);
-            while let Some(f) = fresh.next_if(|f| *f < k) {
+        let mut fresh = fresh.into_iter().zip(before).peekable();
+        for (rank, (&(ri, pi), &key)) in
+            (previous.candidates.iter().zip(&previous.keys)).enumerate()
+        {
+            while let Some((f, _)) = fresh.next_if(|(_, at)| *at == rank) {
                 moves.fresh.push(merged.next_rank());
                 merged.push(f);
             }
-            moves.kept[rank] = merged.next_rank();
-            merged.push(k);
+            let now = now_at[ri as usize];
+            if now != u32::MAX {
+                moves.kept[rank] = merged.next_rank();
+                merged.candidates.push((now, pi));
+                merged.keys.push(key);
+            }
         }
-        for f in fresh {
+        for (f, _) in fresh {
             moves.fresh.push(merged.next_rank());
             merged.push(f);
         }
@@ -150,6 +167,7 @@ impl Ranking {
         Ranking {
             candidates: Vec::with_capacity(n),
             keys: Vec::with_capacity(n),
+            distinct: true,
         }
     }
 
@@ -167,6 +185,9 @@ impl Ranking {
 
     fn from_sorted(keyed: Vec<RankKey>) -> Ranking {
         let mut ranking = Ranking::with_capacity(keyed.len());
+        // Candidates of one route may tie (paths of one group); of two routes, only when they share an id.
+        ranking.distinct = (keyed.windows(2))
+            .all(|w| (w[0].0, w[0].1) != (w[1].0, w[1].1) || w[0].2 >> 32 == w[1].2 >> 32);
         for key in keyed {
             ranking.push(key);
         }

@@ -488,17 +488,24 @@ fn a_ranking_kept_across_builds_is_the_fresh_ranking() {
         }
         let mut fresh_specs = Vec::new();
         let mut inputs = Vec::new();
+        let mut from = Vec::new();
         for (at, (old, mut s)) in kept.into_iter().enumerate() {
             s.id = at;
             inputs.push(match old {
                 Some(old) => RouteInput::Compiled(at, first.compiled(old).unwrap()),
                 None => RouteInput::Spec(s.clone()),
             });
+            from.push(old.map(|o| o as u32));
             fresh_specs.push(s);
         }
         let after = Router::build_from(inputs, Some(&first)).unwrap();
         let fresh = Router::build(fresh_specs).unwrap();
         assert_eq!(after.ranking.candidates, fresh.ranking.candidates);
+        // With unique ids the ranking was merged, not made from scratch.
+        if unique {
+            let (_, moves) = priority::Ranking::after(&after.routes, &from, &first.ranking);
+            assert!(moves.is_some(), "round {round}");
+        }
         assert_eq!(indexed(&after), indexed(&fresh), "round {round}");
     }
 }
