@@ -8,6 +8,7 @@
 //! the route id and the group's number), so it ranks and ties on its own. Creation time plays no part.
 
 use crate::matcher::{CompiledRoute, PathMatcher};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Kong's namespace for the ids of split routes.
@@ -98,7 +99,7 @@ impl Ranking {
     /// there keeps its keys, so the kept candidates keep their order (two candidates of different routes
     /// never tie, since route ids are unique, and a route's paths keep their order); only the other
     /// routes' candidates are sorted, and each is put in at the place a binary search of the earlier keys
-    /// gives it, so the kept ones are copied, not compared. The [`Moves`] say where the earlier ranks went
+    /// gives it, so the kept ones are copied in runs, not compared. The [`Moves`] say where the earlier ranks went
     /// (None: ranked from scratch, when two routes share an id).
     pub fn after(
         routes: &[Arc<CompiledRoute>],
@@ -141,24 +142,30 @@ impl Ranking {
             kept: vec![u32::MAX; previous.keys.len()],
             fresh: Vec::with_capacity(fresh.len()),
         };
-        let mut fresh = fresh.into_iter().zip(before).peekable();
-        for (rank, (&(ri, pi), &key)) in
-            (previous.candidates.iter().zip(&previous.keys)).enumerate()
-        {
-            while let Some((f, _)) = fresh.next_if(|(_, at)| *at == rank) {
+        // The earlier ranks whose route is gone: with the new candidates' places, they end the runs of
+        // kept candidates, and each run is copied whole.
+        let gone = (previous.candidates.iter().enumerate())
+            .filter(|(_, (ri, _))| now_at[*ri as usize] == u32::MAX)
+            .map(|(rank, _)| rank);
+        let (mut gone, mut fresh) = (gone.peekable(), fresh.into_iter().zip(before).peekable());
+        let mut run = 0;
+        loop {
+            let end = match (fresh.peek(), gone.peek()) {
+                (Some((_, at)), Some(g)) => (*at).min(*g),
+                (Some((_, at)), None) => *at,
+                (None, Some(g)) => *g,
+                (None, None) => previous.keys.len(),
+            };
+            merged.copy_run(previous, &now_at, run..end, &mut moves.kept);
+            run = end;
+            if let Some((f, _)) = fresh.next_if(|(_, at)| *at == end) {
                 moves.fresh.push(merged.next_rank());
                 merged.push(f);
+            } else if gone.next_if(|g| *g == end).is_some() {
+                run = end + 1;
+            } else {
+                break;
             }
-            let now = now_at[ri as usize];
-            if now != u32::MAX {
-                moves.kept[rank] = merged.next_rank();
-                merged.candidates.push((now, pi));
-                merged.keys.push(key);
-            }
-        }
-        for (f, _) in fresh {
-            moves.fresh.push(merged.next_rank());
-            merged.push(f);
         }
         (merged, Some(moves))
     }
@@ -174,6 +181,24 @@ impl Ranking {
     /// The rank the next candidate pushed takes.
     fn next_rank(&self) -> u32 {
         self.candidates.len() as u32
+    }
+
+    /// Appends the candidates of `previous` at the ranks `run`, whose routes are now at `now_at`, and
+    /// records their ranks here in `kept`.
+    fn copy_run(
+        &mut self,
+        previous: &Ranking,
+        now_at: &[u32],
+        run: Range<usize>,
+        kept: &mut [u32],
+    ) {
+        for (kept, rank) in kept[run.clone()].iter_mut().zip(self.next_rank()..) {
+            *kept = rank;
+        }
+        self.keys.extend_from_slice(&previous.keys[run.clone()]);
+        let moved = |&(ri, pi): &(u32, Option<u32>)| (now_at[ri as usize], pi);
+        self.candidates
+            .extend(previous.candidates[run].iter().map(moved));
     }
 
     /// Appends the candidate of `key`, ranked after the ones before.
