@@ -213,3 +213,45 @@ fn a_patched_compile_finds_a_changed_route_that_became_a_stream_route() {
     assert!(back.streams.routes.is_empty());
     assert_eq!(routed(&back, "/c"), Some(3));
 }
+
+/// Patched compiles one after another, each on the one before (as a node applies a stream of changes):
+/// routes changed in place, deleted and added, on paths several routes share. Each routes as a fresh
+/// compile of its config, so what the router keeps from build to build (its ranking, the prefix map's
+/// slots and shards) never points at a route it no longer means.
+#[test]
+fn patched_compiles_one_after_another_route_as_fresh_ones() {
+    let registry = Registry::builtin();
+    let mut routes: Vec<(u128, String)> =
+        (1..=30).map(|id| (id, format!("/p{}", id % 7))).collect();
+    let config = |routes: &[(u128, String)]| {
+        let routes: Vec<(u128, &str)> = routes.iter().map(|(id, p)| (*id, p.as_str())).collect();
+        routes_config(&routes)
+    };
+    let mut live = Snapshot::compile(config(&routes), &registry).unwrap();
+    for step in 0..24usize {
+        let mut told = RouteIds::default();
+        let at = step * 7 % routes.len();
+        routes[at].1 = format!("/n{step}");
+        told.insert(uuid::Uuid::from_u128(routes[at].0));
+        if step % 3 == 0 {
+            routes.remove((step * 5 + 1) % routes.len());
+        }
+        if step % 4 == 0 {
+            routes.push((100 + step as u128, format!("/p{}", step % 7)));
+            told.insert(uuid::Uuid::from_u128(100 + step as u128));
+        }
+        let next = Snapshot::compile_patched(config(&routes), &registry, &live, &told).unwrap();
+        let fresh = Snapshot::compile(config(&routes), &registry).unwrap();
+        let paths = (0..7)
+            .map(|i| format!("/p{i}"))
+            .chain((0..24).map(|i| format!("/n{i}/x")));
+        for path in paths {
+            assert_eq!(
+                routed(&next, &path),
+                routed(&fresh, &path),
+                "step {step}: {path}"
+            );
+        }
+        live = next;
+    }
+}
