@@ -3,14 +3,17 @@
 //!
 //! Each is declared once, from one literal, with how its HTTP/1.1 line starts: the fast path's writer
 //! appends Kong's headers as text (`crate::respond::KongHeaders::write`), and a copy per part of a line is
-//! most of what writing it costs.
+//! most of what writing it costs; the same goes for a log record's copy of them
+//! (`crate::respond::KongHeaders::log_members`).
 
 use http::HeaderName;
 
-/// A header name, and the start of its HTTP/1.1 field line (`name: `).
+/// A header name, the start of its HTTP/1.1 field line (`name: `), and its key in a log record's JSON
+/// object of response headers (`"name":`).
 pub struct Name {
     pub name: HeaderName,
     pub line: &'static str,
+    pub json: &'static str,
 }
 
 macro_rules! name {
@@ -18,6 +21,7 @@ macro_rules! name {
         Name {
             name: HeaderName::from_static($text),
             line: concat!($text, ": "),
+            json: concat!("\"", $text, "\":"),
         }
     };
 }

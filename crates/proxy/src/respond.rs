@@ -6,13 +6,14 @@
 //! the head before it is written (plugins, hyper's h2 server) they go into the header map
 //! ([`upstream_response`]); on the fast path and on routes whose plugins only log, over HTTP/1.1, the
 //! writer appends them as text ([`KongHeaders::write`]), which spares the map's hashed inserts and the
-//! request id's copy (a log record gets them as text too, [`KongHeaders::fields`]).
+//! request id's copy (a log record gets them as text too, [`KongHeaders::log_members`]).
 
 use crate::names::{self, Name};
 use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderName, HeaderValue, SERVER, VIA};
 use sluice_h1::ResponseFields;
+use sluice_plugins::logging::response_headers::Members;
 use sluice_plugins::{header_number, AddedHeaders};
 use sluice_upstream::forward;
 use std::time::{Duration, Instant};
@@ -169,11 +170,13 @@ impl KongHeaders {
         });
     }
 
-    /// Each field as name and value text, as [`KongHeaders::write`] writes them (for the log record's copy
-    /// of a head whose fields the server adds late); `has_server`: the head already has a `Server`.
-    pub fn fields(&self, has_server: bool, mut field: impl FnMut(&HeaderName, &str)) {
+    /// Appends the fields to a log record's copy of a head whose fields the server adds late, as
+    /// [`KongHeaders::write`] writes them; `has_server`: the head already has a `Server`. Their names are
+    /// constant keys and their values need no escaping: a copy each (~1.1k instructions per request
+    /// through the generic header writer, issue 24).
+    pub fn log_members(&self, members: &mut Members, has_server: bool) {
         self.each(has_server, |name, value| {
-            field(&name.name, value.text(&mut itoa::Buffer::new()));
+            members.plain(name.json, value.text(&mut itoa::Buffer::new()));
         });
     }
 

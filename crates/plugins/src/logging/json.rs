@@ -64,7 +64,7 @@ pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
 
 /// Printable ASCII other than `"` and `\\`: copied into a JSON string as is. Checks eight bytes at a
 /// time (the usual "has a zero byte" bit tricks), since every header value of every request goes through it.
-fn is_plain(s: &[u8]) -> bool {
+pub(crate) fn is_plain(s: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;

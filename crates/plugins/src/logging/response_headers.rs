@@ -4,8 +4,9 @@
 //! The log phase runs after the last byte, when the head is gone; keeping a copy of its `HeaderMap` until
 //! then (two allocations, a reference count per value, ~1k instructions with its drop) cost more than
 //! writing the JSON object the serializer needs at once. The bytes of the header lines, which
-//! `response.size` and statsd count, are added up on the way. Fields the server writes after the map's
-//! (Kong's headers on a route whose plugins only log) are added as text ([`ResponseHeaders::with_late`]).
+//! `response.size` and statsd count, are added up on the way. A head whose fields are not all in one map
+//! (Kong's headers that the server writes after the map's on a route whose plugins only log, the
+//! upstream's fields as received) is rendered member by member ([`ResponseHeaders::open`]).
 
 use super::json;
 use super::serialize::headers;
@@ -34,32 +35,13 @@ impl ResponseHeaders {
         ResponseHeaders { json, fields }
     }
 
-    /// Renders the head the client gets when the server writes `late` fields after those of `map` (the
-    /// fields Kong adds to a proxied response, left to the HTTP/1.1 writer): `map`'s fields but those
-    /// `replaced` names, then each field `late` gives as name and value. `late` gives at most `LATE`
-    /// fields, which have names of their own (no repeats, none of `map`'s that was kept).
-    pub fn with_late(
-        map: &HeaderMap,
-        replaced: impl Fn(&HeaderName) -> bool,
-        late: impl FnOnce(&mut dyn FnMut(&HeaderName, &str)),
-    ) -> ResponseHeaders {
-        const LATE: usize = 6;
-        let mut json = Vec::with_capacity(2 + (map.len() + LATE) * ROOM_PER_HEADER);
-        let mut fields = headers(&mut json, map, false, replaced);
-        // Reopen the object: its members go on after the map's (`{}` when it kept none).
-        json.pop();
-        let mut first = json.len() == 1;
-        late(&mut |name, value| {
-            let name = name.as_str();
-            json.extend_from_slice(if first { b"\"" } else { b",\"" });
-            first = false;
-            json.extend_from_slice(name.as_bytes());
-            json.extend_from_slice(b"\":");
-            json::string(&mut json, value);
-            fields += name.len() + 2 + value.len() + 2;
-        });
-        json.push(b'}');
-        ResponseHeaders { json, fields }
+    /// Starts rendering a head of about `fields` fields member by member: the head the client gets
+    /// when the server writes some fields itself after the map's (Kong's headers on a route whose plugins
+    /// only log), or whose upstream fields no map was made of.
+    pub fn open(fields: usize) -> Members {
+        let mut json = Vec::with_capacity(2 + fields * ROOM_PER_HEADER);
+        json.push(b'{');
+        Members { json, fields: 0 }
     }
 
     /// Appends the JSON object.
@@ -73,6 +55,67 @@ impl ResponseHeaders {
     /// The bytes of the header lines as HTTP/1.1 text (`name: value\r\n` each).
     pub(crate) fn fields_size(&self) -> usize {
         self.fields
+    }
+}
+
+/// A [`ResponseHeaders`] being rendered ([`ResponseHeaders::open`]): members are appended in the order
+/// the client gets the fields, and [`Members::close`] ends the object. A name must not come twice (the
+/// record shows a repeated name as one array, which only [`Members::map`] makes).
+pub struct Members {
+    json: Vec<u8>,
+    fields: usize,
+}
+
+impl Members {
+    /// `map`'s fields but those `replaced` names; first, before any other member.
+    pub fn map(&mut self, map: &HeaderMap, replaced: impl Fn(&HeaderName) -> bool) {
+        debug_assert_eq!(self.json, b"{", "the map's fields come first");
+        self.json.clear();
+        self.fields += headers(&mut self.json, map, false, replaced);
+        // Reopen the object: more members may follow.
+        self.json.pop();
+    }
+
+    /// A field as received: its name in any case (lower case in the record, as a header map holds it;
+    /// a name is a token, which needs no escaping) and its value's bytes.
+    pub fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.separator();
+        self.json.push(b'"');
+        self.json.extend(name.iter().map(u8::to_ascii_lowercase));
+        self.json.extend_from_slice(b"\":");
+        json::bytes(&mut self.json, value);
+        self.fields += name.len() + 2 + value.len() + 2;
+    }
+
+    /// A field whose name and value need no escaping, `key` being the name as a JSON key with its colon
+    /// (`"via":`, a constant): one copy for the name, no check of the value (Kong's own fields: numbers,
+    /// tokens, request ids).
+    pub fn plain(&mut self, key: &str, value: &str) {
+        debug_assert!(
+            key.starts_with('"') && key.ends_with("\":") && json::is_plain(value.as_bytes())
+        );
+        self.separator();
+        self.json.extend_from_slice(key.as_bytes());
+        self.json.push(b'"');
+        self.json.extend_from_slice(value.as_bytes());
+        self.json.push(b'"');
+        // `"name":` is as long as the line's `name: ` plus one; the line adds the value and CRLF.
+        self.fields += key.len() - 1 + value.len() + 2;
+    }
+
+    fn separator(&mut self) {
+        if self.json.len() > 1 {
+            self.json.push(b',');
+        }
+    }
+
+    /// The rendered headers.
+    pub fn close(mut self) -> ResponseHeaders {
+        self.json.push(b'}');
+        ResponseHeaders {
+            json: self.json,
+            fields: self.fields,
+        }
     }
 }
 
@@ -105,36 +148,48 @@ mod tests {
     }
 
     /// The head the client gets when the server writes some fields itself: the map's fields but the ones
-    /// those replace, then theirs, counted in the size; `{...}` also when the map kept nothing.
+    /// those replace, then fields as received and the server's, counted in the size; `{...}` also when
+    /// the map kept nothing.
     #[test]
-    fn late_fields_follow_the_maps_and_replace_theirs() {
+    fn members_follow_the_maps_and_replace_theirs() {
         let mut map = HeaderMap::new();
         map.insert("content-type", HeaderValue::from_static("text/plain"));
         map.append("x-kong-proxy-latency", HeaderValue::from_static("99"));
         map.append("x-kong-proxy-latency", HeaderValue::from_static("98"));
         map.insert("server", HeaderValue::from_static("up"));
-        let late = |field: &mut dyn FnMut(&http::HeaderName, &str)| {
-            field(&http::HeaderName::from_static("x-kong-proxy-latency"), "3");
-            field(&http::header::VIA, "1.1 sluice/0");
-        };
         let replaced = |name: &http::HeaderName| name == "x-kong-proxy-latency";
-        let rendered = ResponseHeaders::with_late(&map, replaced, late);
+        let late = |members: &mut Members| {
+            members.field(b"X-Up", b"a\"b");
+            members.plain("\"x-kong-proxy-latency\":", "3");
+            members.plain("\"via\":", "1.1 sluice/0");
+        };
+        let mut members = ResponseHeaders::open(map.len());
+        members.map(&map, replaced);
+        late(&mut members);
+        let rendered = members.close();
         let mut out = Vec::new();
         rendered.write(&mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"{"content-type":"text/plain","server":"up","x-kong-proxy-latency":"3","via":"1.1 sluice/0"}"#
+            r#"{"content-type":"text/plain","server":"up","x-up":"a\"b","x-kong-proxy-latency":"3","via":"1.1 sluice/0"}"#
         );
-        let lines = "content-type: text/plain\r\nserver: up\r\nx-kong-proxy-latency: 3\r\nvia: 1.1 sluice/0\r\n";
+        let lines = "content-type: text/plain\r\nserver: up\r\nX-Up: a\"b\r\nx-kong-proxy-latency: 3\r\nvia: 1.1 sluice/0\r\n";
         assert_eq!(rendered.fields_size(), lines.len());
 
         let mut only = HeaderMap::new();
         only.insert("x-kong-proxy-latency", HeaderValue::from_static("99"));
-        let mut out = Vec::new();
-        ResponseHeaders::with_late(&only, replaced, late).write(&mut out);
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            r#"{"x-kong-proxy-latency":"3","via":"1.1 sluice/0"}"#
-        );
+        for mut members in [ResponseHeaders::open(1), {
+            let mut m = ResponseHeaders::open(1);
+            m.map(&only, replaced);
+            m
+        }] {
+            late(&mut members);
+            let mut out = Vec::new();
+            members.close().write(&mut out);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                r#"{"x-up":"a\"b","x-kong-proxy-latency":"3","via":"1.1 sluice/0"}"#
+            );
+        }
     }
 }

@@ -115,12 +115,11 @@ impl LogFacts {
         late: &KongHeaders,
         started: Instant,
     ) -> LogFacts {
-        let has_server = head.headers.contains_key(http::header::SERVER);
-        let headers = ResponseHeaders::with_late(
-            &head.headers,
-            |name| late.replaces(name),
-            |field| late.fields(has_server, field),
-        );
+        // Kong's fields, at most six.
+        let mut members = ResponseHeaders::open(head.headers.len() + 6);
+        members.map(&head.headers, |name| late.replaces(name));
+        late.log_members(&mut members, head.headers.contains_key(http::header::SERVER));
+        let headers = members.close();
         LogFacts::rendered(head, headers, Source::Service, started)
     }
 
