@@ -268,10 +268,11 @@ impl Sending {
 pub enum Late {
     /// Nothing: the head is whole in its map (something reads it before it is written, or h2).
     No,
-    /// Kong's headers ([`Proxied::late`]).
-    Kong,
-    /// Kong's headers and the upstream's fields as received ([`Proxied::upstream`]): no header map is made
-    /// of them. For a head nothing reads before the HTTP/1.1 writer (the fast path).
+    /// Kong's headers ([`Proxied::late`]) and the upstream's fields as received ([`Proxied::upstream`]):
+    /// no header map is made of them. For a head nothing reads before the HTTP/1.1 writer but the log
+    /// record (the fast path, routes whose plugins only log). A head the gateway must change (an upstream
+    /// `Via` to join, a hashing cookie to add) still gets a map, Kong's headers left to the server unless
+    /// there is a `Via`.
     All,
 }
 
@@ -325,7 +326,7 @@ async fn send(
     let via = response.fields.has(FieldKind::Via);
     let (late, upstream) = match late {
         Late::All if !via && hashed.set_cookie.is_none() => (Some(kong), Some(response.fields)),
-        Late::All | Late::Kong if !via => {
+        Late::All if !via => {
             head.headers = response.fields.to_map();
             forward::strip_hop_by_hop(&mut head.headers);
             (Some(kong), None)

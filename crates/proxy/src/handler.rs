@@ -378,7 +378,7 @@ pub(crate) fn observe(
 /// The count of a finished request, when a prometheus instance applies to its series. `upstream`: the
 /// upstream's fields when the response's map does not hold them.
 #[inline]
-fn observe_finished(
+pub(crate) fn observe_finished(
     series: Series,
     snap: &Snapshot,
     resp: &Response<ProxyBody>,

@@ -15,6 +15,7 @@
 
 mod access_first;
 mod ctx;
+mod log_fields;
 mod log_only;
 mod logged;
 mod rewrite;

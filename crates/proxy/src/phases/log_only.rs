@@ -7,8 +7,8 @@
 //! context is built only then: the phases before it have no handler, so skipping them is what running
 //! them would do, and the general path's boxed steps, empty phase loops and moves of the context cost
 //! every log plugin thousands of instructions per request (issue 24). As on the fast path, Kong's
-//! response headers are left to the HTTP/1.1 writer ([`Step::Logged`]); the record's copy of the head
-//! gets them from the same facts.
+//! response headers and the upstream's fields are left to the HTTP/1.1 writer ([`Step::Logged`]); the
+//! record's copy of the head gets them from the same facts ([`super::log_fields`]).
 
 use super::logged::{Finish, LoggedBody};
 use super::new_ctx;
@@ -16,8 +16,8 @@ use super::streaming::{LogFacts, Upstream};
 use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Late, Routed, Sending};
-use crate::handler::{observe, Answer, Scope, Step};
-use crate::metrics::{request_length, Series};
+use crate::handler::{observe, observe_finished, Answer, Scope, Step};
+use crate::metrics::{request_length, Finished, Series};
 use crate::respond::LateHeaders;
 use http::{request, Response};
 use http_body_util::BodyExt;
@@ -108,19 +108,21 @@ pub(crate) fn start(
 
 /// Steps 5 to 7, then the log phase from the body's drop (or now, for the gateway's error).
 ///
-/// As on the fast path, Kong's headers are left to the server ([`Sending::send`]'s `late`): nothing reads
-/// the head before it is written but the log record, which renders them from the same facts
-/// ([`LogFacts::with_late`]), so the map is spared their hashed inserts (issue 24).
+/// As on the fast path, Kong's headers and the upstream's fields are left to the server
+/// ([`Sending::send`]'s `late`, [`Late::All`]): nothing reads the head before it is written but the log
+/// record, which renders them from the same facts ([`LogFacts::with_late`]), so no map is made of them and
+/// none is given Kong's hashed inserts (issue 24).
 async fn send(sending: Sending, mut kept: Box<Kept>) -> (Answer, Option<LateHeaders>) {
     let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
     let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
-    let proxied = match sending.send(snap, &x, x.started, Late::Kong).await {
+    let proxied = match sending.send(snap, &x, x.started, Late::All).await {
         Ok(p) => p,
         Err(e) => return (failed(e, kept), None),
     };
     let (route, bytes_in, timings) = (kept.route, kept.bytes_in, proxied.timings);
+    let upstream = proxied.upstream;
     let log = match &proxied.late {
-        Some(late) => LogFacts::with_late(&proxied.head, late, x.started),
+        Some(late) => LogFacts::with_late(&proxied.head, late, upstream.as_ref(), x.started),
         None => LogFacts::new(&proxied.head, Source::Service, x.started),
     };
     // The snapshot outlives `kept`, which the body takes, for the count below.
@@ -133,20 +135,18 @@ async fn send(sending: Sending, mut kept: Box<Kept>) -> (Answer, Option<LateHead
     });
     let body = LoggedBody::new(proxied.body, kept).boxed();
     let resp = Response::from_parts(proxied.head, body);
-    let series = Series(route);
-    let count = observe(
-        series,
-        &snap,
-        &resp,
-        Source::Service,
-        Some(&timings),
-        bytes_in,
+    let finished = Finished {
+        source: Source::Service,
         started,
-    );
+        timings: Some(&timings),
+        bytes_in,
+        consumer: None,
+    };
+    let count = observe_finished(Series(route), &snap, &resp, upstream.as_ref(), finished);
     let late = proxied.late.map(|kong| LateHeaders {
         kong,
         added: AddedHeaders::new(),
-        upstream: None,
+        upstream,
     });
     ((resp, count), late)
 }

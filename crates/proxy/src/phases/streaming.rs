@@ -7,6 +7,7 @@ use crate::upstream::Tries;
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
+use sluice_h1::ResponseFields;
 use sluice_metrics::Source;
 use sluice_plugins::logging::response_headers::ResponseHeaders;
 use sluice_plugins::{LogRecord, PluginChain, RequestCtx};
@@ -109,18 +110,27 @@ impl LogFacts {
     }
 
     /// The facts of an upstream's head whose Kong headers the server adds when it writes it (`late`, see
-    /// [`crate::exchange::Sending::send`]): the record shows the head as the client gets it.
+    /// [`crate::exchange::Sending::send`]), and its upstream fields too when they were left out of the
+    /// map (`upstream`): the record shows the head as the client gets it.
     pub fn with_late(
         head: &http::response::Parts,
         late: &KongHeaders,
+        upstream: Option<&ResponseFields>,
         started: Instant,
     ) -> LogFacts {
         // Kong's fields, at most six.
-        let mut members = ResponseHeaders::open(head.headers.len() + 6);
-        members.map(&head.headers, |name| late.replaces(name));
-        late.log_members(&mut members, head.headers.contains_key(http::header::SERVER));
-        let headers = members.close();
-        LogFacts::rendered(head, headers, Source::Service, started)
+        let room = head.headers.len() + upstream.map_or(0, ResponseFields::len) + 6;
+        let mut members = ResponseHeaders::open(room);
+        let has_server = match upstream {
+            // The head's map is empty then (what the server writes after the upstream's fields).
+            Some(fields) => super::log_fields::members(&mut members, fields, late),
+            None => {
+                members.map(&head.headers, |name| late.replaces(name));
+                head.headers.contains_key(http::header::SERVER)
+            }
+        };
+        late.log_members(&mut members, has_server);
+        LogFacts::rendered(head, members.close(), Source::Service, started)
     }
 
     fn rendered(
