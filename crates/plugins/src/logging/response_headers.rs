@@ -45,7 +45,7 @@ impl ResponseHeaders {
     }
 
     /// Appends the JSON object.
-    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+    pub fn write(&self, out: &mut Vec<u8>) {
         match self.json.is_empty() {
             true => out.extend_from_slice(b"{}"),
             false => out.extend_from_slice(&self.json),
@@ -53,7 +53,7 @@ impl ResponseHeaders {
     }
 
     /// The bytes of the header lines as HTTP/1.1 text (`name: value\r\n` each).
-    pub(crate) fn fields_size(&self) -> usize {
+    pub fn fields_size(&self) -> usize {
         self.fields
     }
 }
