@@ -77,9 +77,14 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
     assert_eq!(status(&dp, "/third").await, 404);
     assert_eq!(status(&dp, "/second").await, 200);
 
-    // The CP goes away: the DP keeps serving, and serves its stored config after a restart without it.
+    // The CP goes away: the DP keeps serving, and serves its stored config after a restart without it
+    // (stopped cleanly: the changes of the last 500 ms reach the store at the stop).
     cp.kill();
     assert_eq!(status(&dp, "/second").await, 200);
+    dp.signal("TERM");
+    assert!(dp
+        .wait_exit(Duration::from_secs(10))
+        .is_some_and(|s| s.success()));
     dp.restart();
     until(&dp, "/second", 200, Duration::from_secs(5)).await;
     assert!(
