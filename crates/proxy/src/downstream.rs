@@ -23,7 +23,7 @@ mod feed;
 mod handover;
 mod spare;
 mod stall;
-mod upstream_fields;
+pub(crate) mod upstream_fields;
 mod write;
 
 pub use body::ClientBody;

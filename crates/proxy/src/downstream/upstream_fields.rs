@@ -17,8 +17,9 @@ pub(super) struct Seen {
     pub server: bool,
 }
 
-/// Kinds of field that are never forwarded, or not always.
-const MAY_GO: [Kind; 5] = [
+/// Kinds of field that are never forwarded, or not always (the log record's copy of the fields,
+/// `phases::log_fields`, asks the same).
+pub(crate) const MAY_GO: [Kind; 5] = [
     Kind::TransferEncoding,
     Kind::Connection,
     Kind::Te,

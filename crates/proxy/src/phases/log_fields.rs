@@ -8,21 +8,12 @@
 //! came. A head without a field that may go and without a repeated name (nearly every head) is rendered
 //! straight from its bytes; any other is made into the map the map's way makes, and rendered from it.
 
+use crate::downstream::upstream_fields::MAY_GO;
 use crate::respond::KongHeaders;
 use http::header::SERVER;
 use sluice_h1::{FieldKind as Kind, ResponseFields};
 use sluice_plugins::logging::response_headers::Members;
 use sluice_upstream::forward;
-
-/// Kinds of field the map's way leaves out, or may: hop-by-hop ones, and the gateway's own names, which
-/// Kong's fields replace.
-const MAY_GO: [Kind; 5] = [
-    Kind::TransferEncoding,
-    Kind::Connection,
-    Kind::Te,
-    Kind::HopByHop,
-    Kind::Kong,
-];
 
 /// Heads with more fields are rendered through a map (telling repeated names apart compares each name with
 /// the ones before it).
