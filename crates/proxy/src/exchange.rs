@@ -327,8 +327,7 @@ async fn send(
     let (late, upstream) = match late {
         Late::All if !via && hashed.set_cookie.is_none() => (Some(kong), Some(response.fields)),
         Late::All if !via => {
-            head.headers = response.fields.to_map();
-            forward::strip_hop_by_hop(&mut head.headers);
+            head.headers = respond::forwarded_map(&response.fields);
             (Some(kong), None)
         }
         _ => {

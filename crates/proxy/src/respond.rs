@@ -246,9 +246,7 @@ impl LateHeaders {
     /// left out of it, go first (hop-by-hop fields out), before anything the map already holds.
     pub fn insert(self, headers: &mut HeaderMap) {
         if let Some(fields) = &self.upstream {
-            let mut map = fields.to_map();
-            forward::strip_hop_by_hop(&mut map);
-            let own = std::mem::replace(headers, map);
+            let own = std::mem::replace(headers, forwarded_map(fields));
             for (name, value) in &own {
                 headers.append(name, value.clone());
             }
@@ -256,6 +254,14 @@ impl LateHeaders {
         self.kong.insert(headers);
         self.added.apply(headers);
     }
+}
+
+/// The upstream's `fields` as a header map, hop-by-hop fields out: the map's way of the fields a client
+/// gets (before Kong's), for a head the HTTP/1.1 writer does not write from their bytes.
+pub fn forwarded_map(fields: &ResponseFields) -> HeaderMap {
+    let mut map = fields.to_map();
+    forward::strip_hop_by_hop(&mut map);
+    map
 }
 
 /// Decorates an upstream's response head in its map: hop-by-hop headers removed, then Kong's headers.

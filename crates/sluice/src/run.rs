@@ -159,7 +159,7 @@ pub fn start(args: StartArgs) -> Result<()> {
     let _ = control.proxy_stats.set(proxy.stats());
 
     let served = runtime.block_on(control_plane(control, settings));
-    // DB mode's store takes the changes applied since its last batch.
+    // A DB-mode node's or a data plane's store takes the changes applied since its last batch.
     loader.flush_store();
     served?;
     tracing::info!("draining in-flight requests");

@@ -9,11 +9,10 @@
 //! straight from its bytes; any other is made into the map the map's way makes, and rendered from it.
 
 use crate::downstream::upstream_fields::MAY_GO;
-use crate::respond::KongHeaders;
-use http::header::SERVER;
+use crate::respond::{forwarded_map, KongHeaders};
+use http::header::{HeaderMap, SERVER};
 use sluice_h1::{FieldKind as Kind, ResponseFields};
 use sluice_plugins::logging::response_headers::Members;
-use sluice_upstream::forward;
 
 /// Heads with more fields are rendered through a map (telling repeated names apart compares each name with
 /// the ones before it).
@@ -35,9 +34,12 @@ pub(super) fn members(out: &mut Members, fields: &ResponseFields, late: &KongHea
 
 /// The map's way: the fields as a map, hop-by-hop ones out, rendered but those `late` replaces.
 pub(super) fn by_map(out: &mut Members, fields: &ResponseFields, late: &KongHeaders) -> bool {
-    let mut map = fields.to_map();
-    forward::strip_hop_by_hop(&mut map);
-    out.map(&map, |name| late.replaces(name));
+    map_members(out, &forwarded_map(fields), late)
+}
+
+/// Renders `map`'s fields but those `late` replaces; whether they hold a `Server`.
+pub(super) fn map_members(out: &mut Members, map: &HeaderMap, late: &KongHeaders) -> bool {
+    out.map(map, |name| late.replaces(name));
     map.contains_key(SERVER)
 }
 

@@ -124,10 +124,7 @@ impl LogFacts {
         let has_server = match upstream {
             // The head's map is empty then (what the server writes after the upstream's fields).
             Some(fields) => super::log_fields::members(&mut members, fields, late),
-            None => {
-                members.map(&head.headers, |name| late.replaces(name));
-                head.headers.contains_key(http::header::SERVER)
-            }
+            None => super::log_fields::map_members(&mut members, &head.headers, late),
         };
         late.log_members(&mut members, has_server);
         LogFacts::rendered(head, members.close(), Source::Service, started)
