@@ -185,16 +185,13 @@ async fn control_plane(control: Arc<NodeControl>, settings: Settings) -> Result<
     }
     match settings.cluster.role {
         Role::ControlPlane => {
-            let serving = hybrid::cp::serve(
+            let serving = hybrid::cp::listen(
                 settings.cluster.clone(),
                 control.loader.clone(),
                 control.data_planes.clone(),
-            );
-            tokio::spawn(async move {
-                if let Err(e) = serving.await {
-                    tracing::error!(error = %format!("{e:#}"), "cluster_listen failed");
-                }
-            });
+            )
+            .await?;
+            tokio::spawn(serving);
         }
         Role::DataPlane => {
             tokio::spawn(hybrid::dp::run(

@@ -15,8 +15,8 @@ async fn a_data_plane_serves_what_its_control_plane_pushes_and_outlives_it() {
     let up = EchoUpstream::start();
     let dir = tempfile::tempdir().unwrap();
     let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
-    let port = free_port();
-    let mut cp = control_plane(port, &cert, &config(up.port(), &["/first"]));
+    let mut cp = control_plane(&cert, &config(up.port(), &["/first"]));
+    let port = cp.cluster_port();
     let mut dp = data_plane(port, &cert);
 
     // The first push arrives on connect.
@@ -101,8 +101,8 @@ async fn a_data_plane_with_another_certificate_is_refused() {
     let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
     let other_dir = tempfile::tempdir().unwrap();
     let other = cert_files(other_dir.path(), &self_signed(&["kong_clustering"]));
-    let port = free_port();
-    let cp = control_plane(port, &cert, &config(up.port(), &["/first"]));
+    let cp = control_plane(&cert, &config(up.port(), &["/first"]));
+    let port = cp.cluster_port();
     let stranger = data_plane(port, &other);
     let member = data_plane(port, &cert);
     until(&member, "/first", 200, Duration::from_secs(10)).await;
@@ -133,8 +133,8 @@ async fn pki_mode_verifies_both_sides_against_the_cluster_ca() {
         ("SLUICE_CLUSTER_CA_CERT", ca_file.as_str()),
         ("SLUICE_CLUSTER_SERVER_NAME", "cp.cluster.test"),
     ];
-    let port = free_port();
-    let _cp = control_plane_with(port, &cp_cert, &config(up.port(), &["/first"]), &pki);
+    let cp = control_plane_with(&cp_cert, &config(up.port(), &["/first"]), &pki);
+    let port = cp.cluster_port();
     let stranger = data_plane_with(port, &foreign, &pki);
     let member = data_plane_with(port, &dp_cert, &pki);
     until(&member, "/first", 200, Duration::from_secs(10)).await;
@@ -155,5 +155,54 @@ async fn pki_mode_verifies_both_sides_against_the_cluster_ca() {
         misnamed.log().contains("cluster link failed"),
         "{}",
         misnamed.log()
+    );
+}
+
+/// A control plane that cannot bind `cluster_listen` does not start (as Kong's does not): its data planes
+/// would otherwise talk TLS to whatever holds that port.
+#[test]
+fn a_control_plane_whose_cluster_port_is_taken_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = held.local_addr().unwrap().to_string();
+    std::fs::write(dir.path().join("kong.yml"), config(1, &["/a"])).unwrap();
+    let log_path = dir.path().join("cp.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args(["start", "--config"])
+        .arg(dir.path().join("kong.yml"))
+        .env("SLUICE_PREFIX", dir.path())
+        .env("SLUICE_ROLE", "control_plane")
+        .env("SLUICE_CLUSTER_LISTEN", &listen)
+        .env("SLUICE_CLUSTER_CERT", &cert.0)
+        .env("SLUICE_CLUSTER_CERT_KEY", &cert.1)
+        .env("SLUICE_PROXY_LISTEN", "127.0.0.1:0")
+        .env("SLUICE_ADMIN_LISTEN", "127.0.0.1:0")
+        .env("SLUICE_STATUS_LISTEN", "127.0.0.1:0")
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!(
+                "the control plane still runs: {}",
+                std::fs::read_to_string(&log_path).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!exit.success(), "{log}");
+    assert!(
+        log.contains(&format!("cluster_listen: cannot listen on {listen}")),
+        "{log}"
     );
 }

@@ -38,9 +38,9 @@ fn cluster(
     paths: &[&str],
 ) -> (Gateway, u16, (String, String)) {
     let cert = cert_files(dir, &self_signed(&["kong_clustering"]));
-    let port = free_port();
     let debug = [("SLUICE_LOG_LEVEL", "debug")];
-    let cp = control_plane_with(port, &cert, &config(up.port(), paths), &debug);
+    let cp = control_plane_with(&cert, &config(up.port(), paths), &debug);
+    let port = cp.cluster_port();
     (cp, port, cert)
 }
 
@@ -109,10 +109,9 @@ async fn a_config_without_timestamps_sends_only_what_changed() {
     };
     assert!(!unstamped(&["/a"]).contains("created_at"));
     let cert = cert_files(dir.path(), &self_signed(&["kong_clustering"]));
-    let port = free_port();
     let debug = [("SLUICE_LOG_LEVEL", "debug")];
-    let cp = control_plane_with(port, &cert, &unstamped(&["/a", "/b"]), &debug);
-    let dp = data_plane(port, &cert);
+    let cp = control_plane_with(&cert, &unstamped(&["/a", "/b"]), &debug);
+    let dp = data_plane(cp.cluster_port(), &cert);
     until(&dp, "/a", 200, Duration::from_secs(10)).await;
     // The next load's stamps are a second later than the first's.
     tokio::time::sleep(Duration::from_millis(1100)).await;

@@ -12,22 +12,25 @@ struct Ports {
     admin: u16,
     status: u16,
     proxy_tls: u16,
+    /// `cluster_listen`, which only a control plane binds.
+    cluster: u16,
 }
 
 impl Ports {
-    /// Four distinct free ports: all are bound at once before any is released, so the kernel can't hand the
+    /// Five distinct free ports: all are bound at once before any is released, so the kernel can't hand the
     /// same port out twice (picking one port at a time did, and a gateway then failed to listen on its status
     /// port).
     fn free() -> Ports {
-        let listeners: [TcpListener; 4] =
+        let listeners: [TcpListener; 5] =
             std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("free port"));
-        let [proxy, admin, status, proxy_tls] =
+        let [proxy, admin, status, proxy_tls, cluster] =
             listeners.map(|l| l.local_addr().expect("local addr").port());
         Ports {
             proxy,
             admin,
             status,
             proxy_tls,
+            cluster,
         }
     }
 }
@@ -200,6 +203,10 @@ impl Gateway {
                 "SLUICE_STATUS_LISTEN",
                 format!("{host}:{}", self.ports.status),
             )
+            .env(
+                "SLUICE_CLUSTER_LISTEN",
+                format!("{host}:{}", self.ports.cluster),
+            )
             .env("SLUICE_PREFIX", self.prefix.path())
             .env("SLUICE_WORKER_THREADS", self.workers.to_string())
             .env("SLUICE_LOG_LEVEL", "info")
@@ -248,6 +255,11 @@ impl Gateway {
     /// The `ssl http2` proxy listener.
     pub fn proxy_tls_port(&self) -> u16 {
         self.ports.proxy_tls
+    }
+
+    /// The `cluster_listen` port a control plane binds (unless the test's own settings name another).
+    pub fn cluster_port(&self) -> u16 {
+        self.ports.cluster
     }
 
     pub fn admin_port(&self) -> u16 {

@@ -44,18 +44,30 @@ pub struct DataPlane {
 /// The data planes by id.
 pub type DataPlanes = Arc<Mutex<HashMap<String, DataPlane>>>;
 
-/// Serves `cluster_listen` until the process ends.
-pub async fn serve(
+/// Binds `cluster_listen` and returns the loop that serves it until the process ends. A control plane
+/// that cannot bind (or has no usable certificate) must not start, as Kong's does not: its data planes
+/// would otherwise reach whatever else holds that port.
+pub async fn listen(
     settings: ClusterSettings,
     loader: Arc<Loader>,
     planes: DataPlanes,
-) -> Result<()> {
+) -> Result<impl std::future::Future<Output = ()>> {
     let tls = super::mtls::server_config(settings.identity()?, &settings.mtls)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("cluster_listen: cannot listen on {}", settings.listen))?;
     tracing::info!(addr = %settings.listen, "cluster listening (control plane)");
+    Ok(serve(settings, listener, acceptor, loader, planes))
+}
+
+async fn serve(
+    settings: ClusterSettings,
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    loader: Arc<Loader>,
+    planes: DataPlanes,
+) {
     let cp_plugins = Arc::new(super::plugin_infos(loader.registry()));
     let pushes = Arc::new(Pushes::default());
     tokio::spawn(super::warm::keep_full_frame_ready(

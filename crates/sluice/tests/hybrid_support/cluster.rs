@@ -62,21 +62,14 @@ pub async fn post_config(cp: &Gateway, yaml: String) {
     assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
 }
 
-pub fn control_plane(cluster_port: u16, cert: &(String, String), yaml: &str) -> Gateway {
-    control_plane_with(cluster_port, cert, yaml, &[])
+/// A control plane on its gateway's own `cluster_listen` port ([`Gateway::cluster_port`]), so that a port
+/// taken between its pick and the bind makes the start retry on fresh ports.
+pub fn control_plane(cert: &(String, String), yaml: &str) -> Gateway {
+    control_plane_with(cert, yaml, &[])
 }
 
-pub fn control_plane_with(
-    cluster_port: u16,
-    cert: &(String, String),
-    yaml: &str,
-    env: &[(&str, &str)],
-) -> Gateway {
-    let listen = format!("127.0.0.1:{cluster_port}");
-    let role = [
-        ("SLUICE_ROLE", "control_plane"),
-        ("SLUICE_CLUSTER_LISTEN", &listen),
-    ];
+pub fn control_plane_with(cert: &(String, String), yaml: &str, env: &[(&str, &str)]) -> Gateway {
+    let role = [("SLUICE_ROLE", "control_plane")];
     node(Gateway::builder(BIN).config_yaml(yaml), cert, &role, env)
 }
 
