@@ -116,8 +116,9 @@ async fn link(
     loop {
         let check_due = deltas.check_due();
         tokio::select! {
-            _ = until(check_due) => {
-                if let Err((resync, found)) = deltas.check(loader).await {
+            _ = until(check_due) => deltas.start_check(loader),
+            checked = deltas.checked() => {
+                if let Err((resync, found)) = checked {
                     // The DP reports the hash of what it serves, so the whole config is applied when it comes.
                     current = found;
                     *held = None;

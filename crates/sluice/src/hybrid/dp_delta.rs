@@ -6,7 +6,8 @@
 //!
 //! A delta goes live when it follows the version held, as Kong's incremental sync applies its deltas on
 //! their versions. That the result is the CP's config is checked once per burst of deltas, against the
-//! Kong hash the CP sent with the last ([`check`]: at most one hash a second while deltas keep coming).
+//! Kong hash the CP sent with the last ([`check`]: at most one hash a second while deltas keep coming,
+//! beside the link: deltas never wait for a check).
 //! A delta that does not follow the version held (a gap), whose entities cannot be read, or after which
 //! the check finds a hash unlike the CP's makes the DP ask for the whole config, once: the deltas that
 //! arrive until it comes are dropped. (A frame that is not even JSON ends the link, as any bad frame does;
@@ -97,15 +98,22 @@ impl DeltaSync {
         }
     }
 
-    /// When the hash check of the deltas applied is due (None: nothing to check).
+    /// When the hash check of the deltas applied is due (None: nothing to check, or a check is under
+    /// way).
     pub fn check_due(&self) -> Option<tokio::time::Instant> {
         self.check.due()
     }
 
-    /// Runs the due hash check: Err is the request for the whole config when the live config is not the
-    /// CP's, with the live config's own hash, which the DP reports from then on.
-    pub async fn check(&mut self, loader: &Loader) -> Result<(), (Resync, Option<String>)> {
-        match self.check.run(loader).await {
+    /// Starts the due hash check; it runs beside the link, and [`DeltaSync::checked`] gives its result.
+    pub fn start_check(&mut self, loader: &Loader) {
+        self.check.start(loader);
+    }
+
+    /// The result of the hash check under way, when it is done (never, when none is): Err is the
+    /// request for the whole config when the config it checked is not the CP's, with that config's
+    /// own hash, which the DP reports from then on.
+    pub async fn checked(&mut self) -> Result<(), (Resync, Option<String>)> {
+        match self.check.finished().await {
             Ok(()) => Ok(()),
             Err(Mismatch { found, reason }) => Err((self.ask(reason), found)),
         }

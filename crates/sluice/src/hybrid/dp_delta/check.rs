@@ -8,6 +8,9 @@
 //! The hashing runs on a thread at the idle policy ([`idle`]): a DP whose workers keep its CPU busy
 //! serves requests first and checks later (then a check can take seconds, and the next comes
 //! [`EVERY`] after it), so the check takes no CPU from requests. `ms` in its log line is wall time.
+//! Nothing on the link waits for it: a check runs as a task of its own ([`Check::start`]), and deltas
+//! keep going live while it runs (a starved check once held the link's loop, and with it every delta,
+//! for as long as other work kept the CPU busy).
 //!
 //! The check rehashes only the parts the deltas since the last check touched ([`rehash::verify`],
 //! from the parts of the config checked last); a partial hash that differs is confirmed over the whole
@@ -46,6 +49,8 @@ pub(super) struct Check {
     pub(super) deltas: usize,
     due: Option<Instant>,
     last: Option<Instant>,
+    /// The check under way, if any: it verifies the config that was live when it started.
+    running: Option<tokio::task::JoinHandle<Result<Hashed, Mismatch>>>,
 }
 
 /// A check that found the live config's hash unlike the CP's.
@@ -92,44 +97,72 @@ impl Check {
         self.due.get_or_insert(due);
     }
 
-    /// When the next check is due (None: nothing to check).
+    /// When the next check is due (None: nothing to check, or a check is under way).
     pub fn due(&self) -> Option<Instant> {
-        self.due
+        self.due.filter(|_| self.running.is_none())
     }
 
-    /// Checks the live config of `loader` against the hash it carries, the CP's for the last delta:
-    /// Err when they differ (confirmed over the whole config). Either way the next check starts from
-    /// here.
-    pub async fn run(&mut self, loader: &Loader) -> Result<(), Mismatch> {
+    /// Starts checking the live config of `loader` against the hash it carries, the CP's for the last
+    /// delta, as a task of its own; [`Check::finished`] gives its result. Deltas applied meanwhile are
+    /// checked by the next check, which starts from the parts this one computes.
+    pub fn start(&mut self, loader: &Loader) {
         let deltas = std::mem::take(&mut self.deltas);
         let touch = std::mem::take(&mut self.touch);
-        let base = match self.base.take() {
-            Some(Base::Ready(parts)) => Some(parts),
-            Some(Base::Hashing(hashing)) => hashing.await.ok().and_then(Result::ok),
-            None => None,
-        };
+        let base = self.base.take();
         self.due = None;
         let live = loader.snapshot().load().config().clone();
-        let expected = live.hash().to_owned();
-        let started = std::time::Instant::now();
-        let verified = idle::run("sluice-hash", move || {
-            rehash::verify(&live, base.as_ref(), &touch, live.hash())
-        })
-        .await;
-        self.last = Some(Instant::now());
-        let ms = started.elapsed().as_secs_f64() * 1e3;
-        match verified {
-            Ok(Ok((parts, how))) => {
-                tracing::info!(deltas, ms, rehashed = ?how, hash = %expected, "config hash checked");
+        self.running = Some(tokio::spawn(async move {
+            let base = match base {
+                Some(Base::Ready(parts)) => Some(parts),
+                Some(Base::Hashing(hashing)) => hashing.await.ok().and_then(Result::ok),
+                None => None,
+            };
+            let expected = live.hash().to_owned();
+            let started = std::time::Instant::now();
+            let verified = idle::run("sluice-hash", move || {
+                rehash::verify(&live, base.as_ref(), &touch, live.hash())
+            })
+            .await;
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            match verified {
+                Ok(Ok((parts, how))) => {
+                    tracing::info!(deltas, ms, rehashed = ?how, hash = %expected, "config hash checked");
+                    Ok(parts)
+                }
+                Ok(Err(found)) => Err(Mismatch {
+                    reason: format!(
+                        "hash mismatch: the {deltas} deltas before the check give {found}, the control plane has {expected}"
+                    ),
+                    found: Some(found),
+                }),
+                Err(e) => Err(Mismatch {
+                    reason: format!("checking the config hash failed: {e}"),
+                    found: None,
+                }),
+            }
+        }));
+    }
+
+    /// The result of the check under way, when it is done (never, when none is): Err when the config
+    /// it checked is not the CP's (confirmed over the whole config). Either way the next check starts
+    /// from here, and no sooner than [`EVERY`] after.
+    pub async fn finished(&mut self) -> Result<(), Mismatch> {
+        let Some(running) = self.running.as_mut() else {
+            return std::future::pending().await;
+        };
+        let result = running.await;
+        self.running = None;
+        let now = Instant::now();
+        self.last = Some(now);
+        if let Some(due) = &mut self.due {
+            *due = (*due).max(now + EVERY);
+        }
+        match result {
+            Ok(Ok(parts)) => {
                 self.base = Some(Base::Ready(parts));
                 Ok(())
             }
-            Ok(Err(found)) => Err(Mismatch {
-                reason: format!(
-                    "hash mismatch: the {deltas} deltas since the last check give {found}, the control plane has {expected}"
-                ),
-                found: Some(found),
-            }),
+            Ok(Err(mismatch)) => Err(mismatch),
             Err(e) => Err(Mismatch {
                 reason: format!("checking the config hash failed: {e}"),
                 found: None,

@@ -27,6 +27,12 @@ fn following(paths: &[&str]) -> (tempfile::TempDir, Arc<Loader>, DeltaSync) {
     (dir, loader, sync)
 }
 
+/// Starts the due check and waits for its result.
+async fn check_now(sync: &mut DeltaSync, loader: &Loader) -> Result<(), (Resync, Option<String>)> {
+    sync.start_check(loader);
+    sync.checked().await
+}
+
 #[tokio::test]
 async fn deltas_in_sequence_go_live_with_the_control_planes_hash() {
     let (_dir, loader, mut sync) = following(&["/a", "/b"]);
@@ -82,7 +88,7 @@ async fn a_wrong_hash_is_found_by_the_check_which_asks_once_for_the_whole_config
         Outcome::Applied(_)
     ));
     assert_eq!(live_paths(&loader), ["/a", "/b"]);
-    let (resync, found) = sync.check(&loader).await.unwrap_err();
+    let (resync, found) = check_now(&mut sync, &loader).await.unwrap_err();
     assert!(resync.reason.contains("hash mismatch"), "{}", resync.reason);
     assert_eq!(resync.version, Some(2));
     // The DP reports the hash of what it serves (so the CP's whole config is not taken for the same).
@@ -116,7 +122,7 @@ async fn one_check_covers_a_burst_and_checks_come_at_most_once_a_second() {
     assert!(due >= before + check::QUIET, "{due:?}");
     assert!(due < before + check::EVERY, "{due:?}");
     assert_eq!(sync.check.deltas, 2);
-    sync.check(&loader).await.unwrap();
+    check_now(&mut sync, &loader).await.unwrap();
     assert_eq!((sync.check_due(), sync.check.deltas), (None, 0));
     // The parts kept are the live config's.
     let live = loader.snapshot().load().config().clone();
@@ -132,7 +138,7 @@ async fn one_check_covers_a_burst_and_checks_come_at_most_once_a_second() {
         Outcome::Applied(_)
     ));
     assert!(sync.check_due().unwrap() >= after + check::EVERY - check::QUIET);
-    sync.check(&loader).await.unwrap();
+    check_now(&mut sync, &loader).await.unwrap();
     assert_eq!(live_paths(&loader), ["/a", "/c"]);
 }
 
@@ -150,10 +156,50 @@ async fn a_partial_miss_is_rehashed_whole_before_it_counts() {
         sync.apply(&loader, first).await,
         Outcome::Applied(_)
     ));
-    sync.check(&loader).await.unwrap();
+    check_now(&mut sync, &loader).await.unwrap();
     let live = loader.snapshot().load().config().clone();
     match &sync.check.base {
         Some(check::Base::Ready(parts)) => assert_eq!(*parts, rehash::full(&live)),
         _ => panic!("no parts kept"),
     }
+}
+
+#[tokio::test]
+async fn deltas_go_live_while_a_check_waits_for_the_cpu() {
+    let (_dir, loader, mut sync) = following(&["/a"]);
+    // A check that cannot finish yet: the parts it starts from are still being hashed, as on a DP
+    // whose CPU other work keeps busy (the hashing runs at the idle policy).
+    let (release, hold) = tokio::sync::oneshot::channel::<()>();
+    let live = loader.snapshot().load().config().clone();
+    sync.check.base = Some(check::Base::Hashing(tokio::spawn(async move {
+        let _ = hold.await;
+        Ok(rehash::full(&live))
+    })));
+    let first = delta(1, 2, &["/a"], &["/a", "/b"]);
+    assert!(matches!(
+        sync.apply(&loader, first).await,
+        Outcome::Applied(_)
+    ));
+    sync.start_check(&loader);
+    assert_eq!(sync.check_due(), None, "one check at a time");
+    // A delta that comes while the check waits goes live at once.
+    let second = delta(2, 3, &["/a", "/b"], &["/a", "/b", "/c"]);
+    let wait = std::time::Duration::from_secs(5);
+    let applied = tokio::time::timeout(wait, sync.apply(&loader, second))
+        .await
+        .expect("the delta waited for the check");
+    assert!(matches!(applied, Outcome::Applied(_)));
+    assert_eq!(live_paths(&loader), ["/a", "/b", "/c"]);
+    // Once it gets the CPU, the check verifies the config it started on (the first delta's); the
+    // second delta is the next check's, a second later.
+    release.send(()).unwrap();
+    let before = tokio::time::Instant::now();
+    tokio::time::timeout(wait, sync.checked())
+        .await
+        .expect("the check ended")
+        .unwrap();
+    assert_eq!(sync.check.deltas, 1);
+    assert!(sync.check_due().expect("the next check is due") >= before + check::EVERY);
+    check_now(&mut sync, &loader).await.unwrap();
+    assert_eq!(sync.check.deltas, 0);
 }
