@@ -19,6 +19,9 @@ use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// How often a DP is asked whether it routes a change yet.
+const PROBE_EVERY: Duration = Duration::from_millis(1);
+
 /// What a stream of changes measured.
 pub struct Streamed {
     /// CP commit → every DP routes the change, ms, per change.
@@ -28,6 +31,10 @@ pub struct Streamed {
     /// CPU per change, ms: the CP's, and the first DP's.
     pub cp_ms: f64,
     pub dp_ms: f64,
+    /// `dp_ms` less what this tool's probes for each change cost the first DP (a connection and a 404
+    /// each, every 1 ms until it routes the change), measured after the stream with as many probes.
+    pub dp_unprobed_ms: f64,
+    pub probes_per_change: f64,
     /// The CPU of every PostgreSQL process on the machine per change, ms (a CP's database; other users'
     /// work too).
     pub pg_ms: f64,
@@ -46,16 +53,17 @@ pub fn stream(
     let count = numbers.len().max(1) as f64;
     let (mut latencies, mut bytes) = (Vec::new(), Vec::new());
     let (cp_cpu, dp_cpu, pg_cpu) = (cpu(cp), cpu(dps[0].pid()), postgres_cpu());
+    let mut probes = 0;
     for n in numbers {
         let before = relay.to_dp.load(Ordering::Relaxed);
         let path = writes.change(admin, n)?;
         let committed = Instant::now();
-        for dp in dps {
-            http::until_routed(
+        for (k, dp) in dps.iter().enumerate() {
+            let routed = http::until_routed(
                 dp.proxy,
                 &path,
                 committed,
-                Duration::from_millis(1),
+                PROBE_EVERY,
                 Duration::from_secs(10),
             )
             .with_context(|| {
@@ -64,17 +72,24 @@ pub fn stream(
                     dp.log.display()
                 )
             })?;
+            if k == 0 {
+                probes += routed.probes;
+            }
         }
         latencies.push(committed.elapsed().as_secs_f64() * 1e3);
         // The DPs' pings after applying get their pongs: wait for them, so each change is counted whole.
         std::thread::sleep(Duration::from_millis(50));
         bytes.push((relay.to_dp.load(Ordering::Relaxed) - before) as f64);
     }
+    let (cp_ms, dp_spent) = ((cpu(cp) - cp_cpu) / count * 1e3, cpu(dps[0].pid()) - dp_cpu);
+    let probing = http::probes_cpu(dps[0].proxy, probes, PROBE_EVERY, || cpu(dps[0].pid()));
     Ok(Streamed {
         latencies,
         bytes,
-        cp_ms: (cpu(cp) - cp_cpu) / count * 1e3,
-        dp_ms: (cpu(dps[0].pid()) - dp_cpu) / count * 1e3,
+        cp_ms,
+        dp_ms: dp_spent / count * 1e3,
+        dp_unprobed_ms: (dp_spent - probing).max(0.0) / count * 1e3,
+        probes_per_change: probes as f64 / count,
         pg_ms: (postgres_cpu() - pg_cpu).max(0.0) / count * 1e3,
     })
 }

@@ -79,25 +79,50 @@ fn status_of(text: &str) -> Option<u16> {
     text.lines().next()?.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// What [`until_routed`] saw: the time since `since` until the route answered, and how many probes it
+/// sent.
+pub struct Routed {
+    pub took: Duration,
+    pub probes: usize,
+}
+
 /// Polls `GET path` on `addr` every `every` until it answers something other than 404 (and not
-/// nothing); the status and the time since `since`, or None after `limit`.
+/// nothing); None after `limit`.
 pub fn until_routed(
     addr: SocketAddr,
     path: &str,
     since: Instant,
     every: Duration,
     limit: Duration,
-) -> Option<(u16, Duration)> {
+) -> Option<Routed> {
+    let mut probes = 0;
     loop {
         let s = status(addr, path);
+        probes += 1;
         if s != 0 && s != 404 {
-            return Some((s, since.elapsed()));
+            return Some(Routed {
+                took: since.elapsed(),
+                probes,
+            });
         }
         if since.elapsed() > limit {
             return None;
         }
         std::thread::sleep(every);
     }
+}
+
+/// The CPU seconds (read by `cpu`) that `n` probes like [`until_routed`]'s, `every` apart, cost the node
+/// at `addr`: a connection and a 404 each, and a wake-up of its worker (which, one at a time, costs more
+/// than the request). A node's CPU per change measured while polling for the change counts them too;
+/// this is what to take out.
+pub fn probes_cpu(addr: SocketAddr, n: usize, every: Duration, cpu: impl Fn() -> f64) -> f64 {
+    let before = cpu();
+    for _ in 0..n {
+        status(addr, "/sluice-perf/probe/not-routed");
+        std::thread::sleep(every);
+    }
+    (cpu() - before).max(0.0)
 }
 
 #[cfg(test)]
