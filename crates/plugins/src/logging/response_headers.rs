@@ -81,7 +81,10 @@ impl Members {
     pub fn field(&mut self, name: &[u8], value: &[u8]) {
         self.separator();
         self.json.push(b'"');
-        self.json.extend(name.iter().map(u8::to_ascii_lowercase));
+        // Copied, then lowered in place: one copy, not a push per byte.
+        let start = self.json.len();
+        self.json.extend_from_slice(name);
+        self.json[start..].make_ascii_lowercase();
         self.json.extend_from_slice(b"\":");
         json::bytes(&mut self.json, value);
         self.fields += name.len() + 2 + value.len() + 2;

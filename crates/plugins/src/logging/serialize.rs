@@ -86,14 +86,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
         }
         o.push(b'}');
     }
-    if let Some(route) = ctx.route {
-        o.extend_from_slice(b",\"route\":");
-        entities.write_route(o, route);
-    }
-    if let Some(service) = ctx.service {
-        o.extend_from_slice(b",\"service\":");
-        entities.write_service(o, service);
-    }
+    entities.write_route_and_service(o, ctx.route, ctx.service);
     if let Some(consumer) = ctx.consumer {
         o.extend_from_slice(b",\"consumer\":");
         // Serializing a plain struct into a Vec cannot fail.
@@ -186,15 +179,17 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     out.extend_from_slice(b",\"url\":\"");
     out.extend_from_slice(ctx.scheme.as_bytes());
     out.extend_from_slice(b"://");
-    json::text(out, &sluice_router::bare_host(host));
+    host_text(out, host);
     out.push(b':');
     json::uint(out, ctx.server_port.into());
     json::text(out, uri);
     out.push(b'"');
     out.extend_from_slice(b",\"querystring\":");
     querystring(out, req.uri.query().unwrap_or_default());
-    out.extend_from_slice(b",\"method\":");
-    json::string(out, req.method.as_str());
+    // A method is a token (`http::Method` holds no other): nothing to escape.
+    out.extend_from_slice(b",\"method\":\"");
+    out.extend_from_slice(req.method.as_str().as_bytes());
+    out.push(b'"');
     out.extend_from_slice(b",\"headers\":");
     let fields = headers(out, &req.headers, true, |_| false);
     out.extend_from_slice(b",\"size\":");
@@ -233,11 +228,30 @@ fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
     out.push(b'}');
 }
 
-/// The request's `Host` (or, for an absolute-form target, its authority), port included.
+/// nginx's `$host` of `host` (without its port, lower case) as the inside of a JSON string. Most hosts are
+/// lower-case names or IPv4 addresses with a port, copied at once after one look at their bytes instead of
+/// [`sluice_router::bare_host`]'s passes and a second one for escapes.
+fn host_text(out: &mut Vec<u8>, host: &str) {
+    let b = host.as_bytes();
+    if b.iter()
+        .all(|&c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b':'))
+    {
+        // No brackets: the port is after the last colon, as `bare_host` finds it.
+        let end = b.iter().rposition(|&c| c == b':').unwrap_or(b.len());
+        out.extend_from_slice(&b[..end]);
+    } else {
+        json::text(out, &sluice_router::bare_host(host));
+    }
+}
+
+/// The request's `Host` (or, for an absolute-form target, its authority), port included. Clients send
+/// `Host` first, so the first field is looked at before the map's lookup (a hash and a probe).
 pub(crate) fn raw_host(req: &http::request::Parts) -> &str {
-    req.headers
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
+    let host = match req.headers.iter().next() {
+        Some((name, value)) if name == http::header::HOST => Some(value),
+        _ => req.headers.get(http::header::HOST),
+    };
+    host.and_then(|h| h.to_str().ok())
         .or_else(|| req.uri.authority().map(|a| a.as_str()))
         .unwrap_or_default()
 }
@@ -259,8 +273,16 @@ pub(super) fn tries<'a>(
         json::ip(out, t.addr.ip());
         out.extend_from_slice(b",\"port\":");
         json::uint(out, t.addr.port().into());
-        millis_and_nanos(out, b",\"balancer_start\":", since_epoch);
-        millis_and_nanos(out, b",\"balancer_latency\":", t.latency);
+        let start = (
+            &b",\"balancer_start\":"[..],
+            &b",\"balancer_start_ns\":"[..],
+        );
+        millis_and_nanos(out, start, since_epoch);
+        let latency = (
+            &b",\"balancer_latency\":"[..],
+            &b",\"balancer_latency_ns\":"[..],
+        );
+        millis_and_nanos(out, latency, t.latency);
         if let Some(code) = t.failed {
             out.extend_from_slice(b",\"state\":\"failed\",\"code\":");
             json::uint(out, code.into());
@@ -270,10 +292,11 @@ pub(super) fn tries<'a>(
     out.push(b']');
 }
 
-/// `<key>:<ms>,<key>_ns:<ns>` for `d` (`key` given with its leading comma and quotes, e.g.
-/// `,"balancer_start":`). The milliseconds are the nanoseconds' digits but the last six, so one
-/// number is formatted for both (two 19-digit `itoa`s per try otherwise).
-fn millis_and_nanos(out: &mut Vec<u8>, key: &[u8], d: Duration) {
+/// `<key>:<ms>,<key>_ns:<ns>` for `d` (`keys` given with their leading commas and quotes, e.g.
+/// `,"balancer_start":` and `,"balancer_start_ns":`). The milliseconds are the nanoseconds' digits but
+/// the last six, so one number is formatted for both (two 19-digit `itoa`s per try otherwise).
+fn millis_and_nanos(out: &mut Vec<u8>, (key, key_ns): (&[u8], &[u8]), d: Duration) {
+    debug_assert_eq!(key_ns, [&key[..key.len() - 2], b"_ns\":"].concat());
     let mut buffer = itoa::Buffer::new();
     let nanos = buffer.format(d.as_nanos() as u64).as_bytes();
     out.extend_from_slice(key);
@@ -281,9 +304,7 @@ fn millis_and_nanos(out: &mut Vec<u8>, key: &[u8], d: Duration) {
         Some(ms) if ms > 0 => out.extend_from_slice(&nanos[..ms]),
         _ => out.push(b'0'),
     }
-    // The key again, its closing `":` replaced by `_ns":`.
-    out.extend_from_slice(&key[..key.len() - 2]);
-    out.extend_from_slice(b"_ns\":");
+    out.extend_from_slice(key_ns);
     out.extend_from_slice(nanos);
 }
 

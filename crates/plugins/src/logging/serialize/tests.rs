@@ -228,13 +228,42 @@ fn millis_and_nanos_agree_with_as_millis_and_as_nanos() {
     ] {
         let d = Duration::from_nanos(nanos);
         let mut out = b"{\"a\":1".to_vec();
-        super::millis_and_nanos(&mut out, b",\"t\":", d);
+        super::millis_and_nanos(&mut out, (b",\"t\":", b",\"t_ns\":"), d);
         out.push(b'}');
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(
             v,
             json!({"a": 1, "t": d.as_millis() as u64, "t_ns": nanos}),
             "{nanos}"
+        );
+    }
+}
+
+/// The host of `url` taken at once (a lower-case name or IPv4 address, with or without a port) is what
+/// `bare_host` and the escaping writer make of it, for those and for the hosts it leaves to them.
+#[test]
+fn plain_hosts_are_written_as_bare_host_writes_them() {
+    for host in [
+        "127.0.0.1:8000",
+        "gw.test",
+        "gw.test:",
+        "a:b:c",
+        "my-host.example.com:443",
+        "",
+        "GW.Test:8000",
+        "[::1]:8000",
+        "[2001:db8::7]",
+        "we\"ird:1",
+        "caf\u{e9}.test:80",
+    ] {
+        let mut fast = Vec::new();
+        super::host_text(&mut fast, host);
+        let mut general = Vec::new();
+        json::text(&mut general, &sluice_router::bare_host(host));
+        assert_eq!(
+            String::from_utf8(fast).unwrap(),
+            String::from_utf8(general).unwrap(),
+            "{host}"
         );
     }
 }
