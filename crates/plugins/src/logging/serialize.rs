@@ -53,8 +53,9 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     o.extend_from_slice(b"{\"request\":");
     request(o, ctx, record);
     if let Some(uri) = &record.upstream_uri {
-        o.extend_from_slice(b",\"upstream_uri\":");
-        json::string(o, uri.as_str());
+        o.extend_from_slice(b",\"upstream_uri\":\"");
+        json::text(o, uri.as_str());
+        o.push(b'"');
     }
     o.extend_from_slice(b",\"upstream_status\":");
     match record.source {
@@ -170,21 +171,23 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
     let uri = request_uri(req);
     let host = raw_host(req);
-    out.extend_from_slice(b"{\"id\":");
-    json::string(out, ctx.request_id);
-    out.extend_from_slice(b",\"uri\":");
-    json::string(out, uri);
+    // The strings' quotes are in the fragments around them, and the target, written twice, is looked at
+    // once for escapes.
+    let plain_uri = json::is_plain(uri.as_bytes());
+    out.extend_from_slice(b"{\"id\":\"");
+    json::text(out, ctx.request_id);
+    out.extend_from_slice(b"\",\"uri\":\"");
+    json::text_checked(out, uri, plain_uri);
     // nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it: the scheme, separators and
     // port never need escaping, so only the host and the target are looked at.
-    out.extend_from_slice(b",\"url\":\"");
+    out.extend_from_slice(b"\",\"url\":\"");
     out.extend_from_slice(ctx.scheme.as_bytes());
     out.extend_from_slice(b"://");
     host_text(out, host);
     out.push(b':');
     json::uint(out, ctx.server_port.into());
-    json::text(out, uri);
-    out.push(b'"');
-    out.extend_from_slice(b",\"querystring\":");
+    json::text_checked(out, uri, plain_uri);
+    out.extend_from_slice(b"\",\"querystring\":");
     querystring(out, req.uri.query().unwrap_or_default());
     // A method is a token (`http::Method` holds no other): nothing to escape.
     out.extend_from_slice(b",\"method\":\"");
@@ -233,9 +236,7 @@ fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
 /// [`sluice_router::bare_host`]'s passes and a second one for escapes.
 fn host_text(out: &mut Vec<u8>, host: &str) {
     let b = host.as_bytes();
-    if b.iter()
-        .all(|&c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b':'))
-    {
+    if b.iter().all(|&c| HOST_PLAIN[usize::from(c)]) {
         // No brackets: the port is after the last colon, as `bare_host` finds it.
         let end = b.iter().rposition(|&c| c == b':').unwrap_or(b.len());
         out.extend_from_slice(&b[..end]);
@@ -243,6 +244,17 @@ fn host_text(out: &mut Vec<u8>, host: &str) {
         json::text(out, &sluice_router::bare_host(host));
     }
 }
+
+/// The bytes [`host_text`] copies as they are: lower-case letters, digits, `.`, `-` and the port's `:`.
+const HOST_PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        table[c] = matches!(c as u8, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b':');
+        c += 1;
+    }
+    table
+};
 
 /// The request's `Host` (or, for an absolute-form target, its authority), port included. Clients send
 /// `Host` first, so the first field is looked at before the map's lookup (a hash and a probe).
