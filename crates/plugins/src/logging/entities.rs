@@ -135,3 +135,6 @@ fn write<T: Serialize>(out: &mut Vec<u8>, cached: Option<&RawValue>, value: &T) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -54,6 +54,8 @@ pub fn text_checked(out: &mut Vec<u8>, s: &str, plain: bool) {
 }
 
 /// Appends raw header bytes as a JSON string (invalid UTF-8 replaced, as `String::from_utf8_lossy`).
+/// Inlined into the header loops that call it for every field.
+#[inline]
 pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
     if is_plain(b) {
         out.push(b'"');
@@ -77,6 +79,7 @@ fn bytes_escaped(out: &mut Vec<u8>, b: &[u8]) {
 
 /// Printable ASCII other than `"` and `\\`: copied into a JSON string as is. Checks eight bytes at a
 /// time (the usual "has a zero byte" bit tricks), since every header value of every request goes through it.
+#[inline]
 pub(crate) fn is_plain(s: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;

@@ -187,10 +187,16 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     out.push(b':');
     json::uint(out, ctx.server_port.into());
     json::text_checked(out, uri, plain_uri);
-    out.extend_from_slice(b"\",\"querystring\":");
-    querystring(out, req.uri.query().unwrap_or_default());
-    // A method is a token (`http::Method` holds no other): nothing to escape.
-    out.extend_from_slice(b",\"method\":\"");
+    // A method is a token (`http::Method` holds no other): nothing to escape. Most targets have no query:
+    // its empty object and the method's key are one fragment then.
+    match req.uri.query().filter(|q| !q.is_empty()) {
+        None => out.extend_from_slice(b"\",\"querystring\":{},\"method\":\""),
+        Some(query) => {
+            out.extend_from_slice(b"\",\"querystring\":");
+            querystring(out, query);
+            out.extend_from_slice(b",\"method\":\"");
+        }
+    }
     out.extend_from_slice(req.method.as_str().as_bytes());
     out.push(b'"');
     out.extend_from_slice(b",\"headers\":");

@@ -267,3 +267,34 @@ fn plain_hosts_are_written_as_bare_host_writes_them() {
         );
     }
 }
+
+/// A target without a query (or with an empty one) has the empty `querystring` object written with the
+/// method's key in one fragment: the same bytes as the general writer's, which a query with no usable
+/// argument also comes to.
+#[test]
+fn targets_without_a_query_write_what_the_query_writer_writes() {
+    let (_, compiled) = compile(CONFIG);
+    let member = |target: &str| {
+        let ctx = RequestCtx::detached(request("GET", target, &[]), compiled.credentials());
+        let out = String::from_utf8(serialize(
+            &ctx,
+            &record("kong", false),
+            &EntityJson::default(),
+        ))
+        .unwrap();
+        let start = out.find(",\"querystring\":").unwrap();
+        let end = out.find(",\"headers\":").unwrap();
+        out[start..end].to_string()
+    };
+    let mut general = b",\"querystring\":".to_vec();
+    super::querystring(&mut general, "");
+    general.extend_from_slice(b",\"method\":\"GET\"");
+    let general = String::from_utf8(general).unwrap();
+    for target in ["/p", "/p?", "/p?&&", "/p?=x"] {
+        assert_eq!(member(target), general, "{target}");
+    }
+    assert_eq!(
+        member("/p?a=1&b"),
+        r#","querystring":{"a":"1","b":true},"method":"GET""#
+    );
+}
