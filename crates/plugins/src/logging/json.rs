@@ -66,6 +66,21 @@ pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
+/// Ends a member's key (the caller wrote `"name`) and appends `value` as its JSON string ([`bytes`]): the
+/// key's end and the value's opening quote are one copy when the value needs no escaping (a header's
+/// member, for every field of a record).
+#[inline]
+pub fn key_end_and_bytes(out: &mut Vec<u8>, value: &[u8]) {
+    if is_plain(value) {
+        out.extend_from_slice(b"\":\"");
+        out.extend_from_slice(value);
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(b"\":");
+        bytes_escaped(out, value);
+    }
+}
+
 /// [`bytes`] of a value that needs escaping, out of line: the rare path's locals made every call of
 /// `bytes` save and restore registers.
 #[cold]

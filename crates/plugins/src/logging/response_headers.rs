@@ -85,8 +85,7 @@ impl Members {
         let start = self.json.len();
         self.json.extend_from_slice(name);
         self.json[start..].make_ascii_lowercase();
-        self.json.extend_from_slice(b"\":");
-        json::bytes(&mut self.json, value);
+        json::key_end_and_bytes(&mut self.json, value);
         self.fields += name.len() + 2 + value.len() + 2;
     }
 

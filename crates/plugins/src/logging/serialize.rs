@@ -401,11 +401,11 @@ pub(super) fn headers(
         name_len = text.len();
         fields += name_len + 2 + value.len() + 2;
         out.extend_from_slice(text.as_bytes());
-        out.extend_from_slice(b"\":");
-        first_value = out.len();
+        // After the key's closing `":`.
+        first_value = out.len() + 2;
         match secret {
-            true => out.extend_from_slice(b"\"REDACTED\""),
-            false => json::bytes(out, value.as_bytes()),
+            true => out.extend_from_slice(b"\":\"REDACTED\""),
+            false => json::key_end_and_bytes(out, value.as_bytes()),
         }
     }
     if array {
