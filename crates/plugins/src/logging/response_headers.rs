@@ -79,8 +79,10 @@ impl Members {
     /// A field as received: its name in any case (lower case in the record, as a header map holds it;
     /// a name is a token, which needs no escaping) and its value's bytes.
     pub fn field(&mut self, name: &[u8], value: &[u8]) {
-        self.separator();
-        self.json.push(b'"');
+        self.json.extend_from_slice(match self.json.len() {
+            1 => b"\"",
+            _ => b",\"",
+        });
         // Copied, then lowered in place: one copy, not a push per byte.
         let start = self.json.len();
         self.json.extend_from_slice(name);
@@ -106,12 +108,6 @@ impl Members {
         self.json.extend_from_slice(member.as_bytes());
         self.json.extend_from_slice(value.as_bytes());
         self.json.push(b'"');
-    }
-
-    fn separator(&mut self) {
-        if self.json.len() > 1 {
-            self.json.push(b',');
-        }
     }
 
     /// The rendered headers.

@@ -50,29 +50,29 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     let o = &mut out;
     // The wall clock at the request's start, read once for `started_at` and every try's start.
     let since_epoch = since_epoch(ctx.started_wall);
-    o.extend_from_slice(b"{\"request\":");
     request(o, ctx, record);
     if let Some(uri) = &record.upstream_uri {
         o.extend_from_slice(b",\"upstream_uri\":\"");
         json::text(o, uri.as_str());
         o.push(b'"');
     }
-    o.extend_from_slice(b",\"upstream_status\":");
+    // The status is formatted once, for `upstream_status` and `response.status`.
+    let mut status = itoa::Buffer::new();
+    let status = status.format(record.status).as_bytes();
     match record.source {
         "upstream" => {
-            o.push(b'"');
-            json::uint(o, record.status.into());
-            o.push(b'"');
+            o.extend_from_slice(b",\"upstream_status\":\"");
+            o.extend_from_slice(status);
+            o.extend_from_slice(b"\",\"response\":{\"status\":");
         }
-        _ => o.extend_from_slice(b"\"\""),
+        _ => o.extend_from_slice(b",\"upstream_status\":\"\",\"response\":{\"status\":"),
     }
-    o.extend_from_slice(b",\"response\":{\"status\":");
-    json::uint(o, record.status.into());
+    o.extend_from_slice(status);
     o.extend_from_slice(b",\"headers\":");
     record.response_headers.write(o);
     o.extend_from_slice(b",\"size\":");
     json::uint(o, response_size(record));
-    o.extend_from_slice(b"},\"latencies\":");
+    o.extend_from_slice(b"},\"latencies\":{\"kong\":");
     latencies(o, record);
     if !record.tries.is_empty() {
         o.extend_from_slice(b",\"tries\":");
@@ -167,6 +167,7 @@ pub(crate) fn response_size(record: &LogRecord) -> u64 {
     (status_line + fields + 2) as u64 + record.response_bytes
 }
 
+/// The record's start and its `request` member.
 fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
     let uri = request_uri(req);
@@ -174,7 +175,7 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     // The strings' quotes are in the fragments around them, and the target, written twice, is looked at
     // once for escapes.
     let plain_uri = json::is_plain(uri.as_bytes());
-    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(b"{\"request\":{\"id\":\"");
     json::text(out, ctx.request_id);
     out.extend_from_slice(b"\",\"uri\":\"");
     json::text_checked(out, uri, plain_uri);
@@ -219,8 +220,8 @@ pub(super) fn tls_fields(out: &mut Vec<u8>, tls: &sluice_tls::Negotiated) {
     out.extend_from_slice(b",\"client_verify\":\"NONE\"}");
 }
 
+/// `latencies` from its first value on (the caller wrote `"latencies":{"kong":`).
 fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
-    out.extend_from_slice(b"{\"kong\":");
     json::uint(out, record.kong_latency_ms);
     // -1 when the request was not proxied, as Kong.
     out.extend_from_slice(b",\"proxy\":");
