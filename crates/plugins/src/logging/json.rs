@@ -69,7 +69,7 @@ pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
 /// Ends a member's key (the caller wrote `"name`) and appends `value` as its JSON string ([`bytes`]): the
 /// key's end and the value's opening quote are one copy when the value needs no escaping (a header's
 /// member, for every field of a record).
-#[inline]
+#[inline(always)]
 pub fn key_end_and_bytes(out: &mut Vec<u8>, value: &[u8]) {
     if is_plain(value) {
         out.extend_from_slice(b"\":\"");
