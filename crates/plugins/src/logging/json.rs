@@ -57,13 +57,7 @@ pub fn text_checked(out: &mut Vec<u8>, s: &str, plain: bool) {
 /// Inlined into the header loops that call it for every field.
 #[inline]
 pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
-    if is_plain(b) {
-        out.push(b'"');
-        out.extend_from_slice(b);
-        out.push(b'"');
-    } else {
-        bytes_escaped(out, b);
-    }
+    bytes_after(out, b"\"", b);
 }
 
 /// Ends a member's key (the caller wrote `"name`) and appends `value` as its JSON string ([`bytes`]): the
@@ -71,12 +65,19 @@ pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
 /// member, for every field of a record).
 #[inline(always)]
 pub fn key_end_and_bytes(out: &mut Vec<u8>, value: &[u8]) {
+    bytes_after(out, b"\":\"", value);
+}
+
+/// Appends `open` (what comes before the value, ending with its opening quote) and `value` as [`bytes`]
+/// does.
+#[inline(always)]
+fn bytes_after(out: &mut Vec<u8>, open: &[u8], value: &[u8]) {
     if is_plain(value) {
-        out.extend_from_slice(b"\":\"");
+        out.extend_from_slice(open);
         out.extend_from_slice(value);
         out.push(b'"');
     } else {
-        out.extend_from_slice(b"\":");
+        out.extend_from_slice(&open[..open.len() - 1]);
         bytes_escaped(out, value);
     }
 }
