@@ -257,7 +257,7 @@ fn plain_hosts_are_written_as_bare_host_writes_them() {
         "caf\u{e9}.test:80",
     ] {
         let mut fast = Vec::new();
-        super::host_text(&mut fast, host);
+        super::host::host_text(&mut fast, host);
         let mut general = Vec::new();
         json::text(&mut general, &sluice_router::bare_host(host));
         assert_eq!(
