@@ -8,8 +8,9 @@
 
 use http::HeaderName;
 
-/// A header name, the start of its HTTP/1.1 field line (`name: `), and its key in a log record's JSON
-/// object of response headers (`"name":`).
+/// A header name, the start of its HTTP/1.1 field line (`name: `), and the start of its member in a log
+/// record's JSON object of response headers (`,"name":"`: the comma before it and the value's opening
+/// quote too, so that a member is three copies).
 pub struct Name {
     pub name: HeaderName,
     pub line: &'static str,
@@ -21,7 +22,7 @@ macro_rules! name {
         Name {
             name: HeaderName::from_static($text),
             line: concat!($text, ": "),
-            json: concat!("\"", $text, "\":"),
+            json: concat!(",\"", $text, "\":\""),
         }
     };
 }

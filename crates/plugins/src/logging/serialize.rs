@@ -16,12 +16,15 @@
 
 #[cfg(test)]
 mod golden;
+mod host;
 #[cfg(test)]
 mod tests;
 
 use super::entities::EntityJson;
 use super::json::{self, Object};
 use crate::ctx::{LogRecord, RequestCtx, TryRecord};
+use host::host_text;
+pub(crate) use host::raw_host;
 use http::HeaderMap;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -50,28 +53,29 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     let o = &mut out;
     // The wall clock at the request's start, read once for `started_at` and every try's start.
     let since_epoch = since_epoch(ctx.started_wall);
-    o.extend_from_slice(b"{\"request\":");
     request(o, ctx, record);
     if let Some(uri) = &record.upstream_uri {
-        o.extend_from_slice(b",\"upstream_uri\":");
-        json::string(o, uri.as_str());
+        o.extend_from_slice(b",\"upstream_uri\":\"");
+        json::text(o, uri.as_str());
+        o.push(b'"');
     }
-    o.extend_from_slice(b",\"upstream_status\":");
+    // The status is formatted once, for `upstream_status` and `response.status`.
+    let mut status = itoa::Buffer::new();
+    let status = status.format(record.status).as_bytes();
     match record.source {
         "upstream" => {
-            o.push(b'"');
-            json::uint(o, record.status.into());
-            o.push(b'"');
+            o.extend_from_slice(b",\"upstream_status\":\"");
+            o.extend_from_slice(status);
+            o.extend_from_slice(b"\",\"response\":{\"status\":");
         }
-        _ => o.extend_from_slice(b"\"\""),
+        _ => o.extend_from_slice(b",\"upstream_status\":\"\",\"response\":{\"status\":"),
     }
-    o.extend_from_slice(b",\"response\":{\"status\":");
-    json::uint(o, record.status.into());
+    o.extend_from_slice(status);
     o.extend_from_slice(b",\"headers\":");
     record.response_headers.write(o);
     o.extend_from_slice(b",\"size\":");
     json::uint(o, response_size(record));
-    o.extend_from_slice(b"},\"latencies\":");
+    o.extend_from_slice(b"},\"latencies\":{\"kong\":");
     latencies(o, record);
     if !record.tries.is_empty() {
         o.extend_from_slice(b",\"tries\":");
@@ -86,14 +90,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
         }
         o.push(b'}');
     }
-    if let Some(route) = ctx.route {
-        o.extend_from_slice(b",\"route\":");
-        entities.write_route(o, route);
-    }
-    if let Some(service) = ctx.service {
-        o.extend_from_slice(b",\"service\":");
-        entities.write_service(o, service);
-    }
+    entities.write_route_and_service(o, ctx.route, ctx.service);
     if let Some(consumer) = ctx.consumer {
         o.extend_from_slice(b",\"consumer\":");
         // Serializing a plain struct into a Vec cannot fail.
@@ -173,28 +170,39 @@ pub(crate) fn response_size(record: &LogRecord) -> u64 {
     (status_line + fields + 2) as u64 + record.response_bytes
 }
 
+/// The record's start and its `request` member.
 fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
     let uri = request_uri(req);
     let host = raw_host(req);
-    out.extend_from_slice(b"{\"id\":");
-    json::string(out, ctx.request_id);
-    out.extend_from_slice(b",\"uri\":");
-    json::string(out, uri);
+    // The strings' quotes are in the fragments around them, and the target, written twice, is looked at
+    // once for escapes.
+    let plain_uri = json::is_plain(uri.as_bytes());
+    out.extend_from_slice(b"{\"request\":{\"id\":\"");
+    json::text(out, ctx.request_id);
+    out.extend_from_slice(b"\",\"uri\":\"");
+    json::text_checked(out, uri, plain_uri);
     // nginx's `$scheme://$host:$server_port$request_uri`, as Kong builds it: the scheme, separators and
     // port never need escaping, so only the host and the target are looked at.
-    out.extend_from_slice(b",\"url\":\"");
+    out.extend_from_slice(b"\",\"url\":\"");
     out.extend_from_slice(ctx.scheme.as_bytes());
     out.extend_from_slice(b"://");
-    json::text(out, &sluice_router::bare_host(host));
+    host_text(out, host);
     out.push(b':');
     json::uint(out, ctx.server_port.into());
-    json::text(out, uri);
+    json::text_checked(out, uri, plain_uri);
+    // A method is a token (`http::Method` holds no other): nothing to escape. Most targets have no query:
+    // its empty object and the method's key are one fragment then.
+    match req.uri.query().filter(|q| !q.is_empty()) {
+        None => out.extend_from_slice(b"\",\"querystring\":{},\"method\":\""),
+        Some(query) => {
+            out.extend_from_slice(b"\",\"querystring\":");
+            querystring(out, query);
+            out.extend_from_slice(b",\"method\":\"");
+        }
+    }
+    out.extend_from_slice(req.method.as_str().as_bytes());
     out.push(b'"');
-    out.extend_from_slice(b",\"querystring\":");
-    querystring(out, req.uri.query().unwrap_or_default());
-    out.extend_from_slice(b",\"method\":");
-    json::string(out, req.method.as_str());
     out.extend_from_slice(b",\"headers\":");
     let fields = headers(out, &req.headers, true, |_| false);
     out.extend_from_slice(b",\"size\":");
@@ -215,8 +223,8 @@ pub(super) fn tls_fields(out: &mut Vec<u8>, tls: &sluice_tls::Negotiated) {
     out.extend_from_slice(b",\"client_verify\":\"NONE\"}");
 }
 
+/// `latencies` from its first value on (the caller wrote `"latencies":{"kong":`).
 fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
-    out.extend_from_slice(b"{\"kong\":");
     json::uint(out, record.kong_latency_ms);
     // -1 when the request was not proxied, as Kong.
     out.extend_from_slice(b",\"proxy\":");
@@ -231,15 +239,6 @@ fn latencies(out: &mut Vec<u8>, record: &LogRecord) {
     out.extend_from_slice(b",\"receive\":");
     json::uint(out, receive);
     out.push(b'}');
-}
-
-/// The request's `Host` (or, for an absolute-form target, its authority), port included.
-pub(crate) fn raw_host(req: &http::request::Parts) -> &str {
-    req.headers
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| req.uri.authority().map(|a| a.as_str()))
-        .unwrap_or_default()
 }
 
 /// `tries`, each try's start placed on the wall clock from `started` (when the request or session began,
@@ -259,8 +258,16 @@ pub(super) fn tries<'a>(
         json::ip(out, t.addr.ip());
         out.extend_from_slice(b",\"port\":");
         json::uint(out, t.addr.port().into());
-        millis_and_nanos(out, b",\"balancer_start\":", since_epoch);
-        millis_and_nanos(out, b",\"balancer_latency\":", t.latency);
+        let start = (
+            &b",\"balancer_start\":"[..],
+            &b",\"balancer_start_ns\":"[..],
+        );
+        millis_and_nanos(out, start, since_epoch);
+        let latency = (
+            &b",\"balancer_latency\":"[..],
+            &b",\"balancer_latency_ns\":"[..],
+        );
+        millis_and_nanos(out, latency, t.latency);
         if let Some(code) = t.failed {
             out.extend_from_slice(b",\"state\":\"failed\",\"code\":");
             json::uint(out, code.into());
@@ -270,10 +277,11 @@ pub(super) fn tries<'a>(
     out.push(b']');
 }
 
-/// `<key>:<ms>,<key>_ns:<ns>` for `d` (`key` given with its leading comma and quotes, e.g.
-/// `,"balancer_start":`). The milliseconds are the nanoseconds' digits but the last six, so one
-/// number is formatted for both (two 19-digit `itoa`s per try otherwise).
-fn millis_and_nanos(out: &mut Vec<u8>, key: &[u8], d: Duration) {
+/// `<key>:<ms>,<key>_ns:<ns>` for `d` (`keys` given with their leading commas and quotes, e.g.
+/// `,"balancer_start":` and `,"balancer_start_ns":`). The milliseconds are the nanoseconds' digits but
+/// the last six, so one number is formatted for both (two 19-digit `itoa`s per try otherwise).
+fn millis_and_nanos(out: &mut Vec<u8>, (key, key_ns): (&[u8], &[u8]), d: Duration) {
+    debug_assert_eq!(key_ns, [&key[..key.len() - 2], b"_ns\":"].concat());
     let mut buffer = itoa::Buffer::new();
     let nanos = buffer.format(d.as_nanos() as u64).as_bytes();
     out.extend_from_slice(key);
@@ -281,9 +289,7 @@ fn millis_and_nanos(out: &mut Vec<u8>, key: &[u8], d: Duration) {
         Some(ms) if ms > 0 => out.extend_from_slice(&nanos[..ms]),
         _ => out.push(b'0'),
     }
-    // The key again, its closing `":` replaced by `_ns":`.
-    out.extend_from_slice(&key[..key.len() - 2]);
-    out.extend_from_slice(b"_ns\":");
+    out.extend_from_slice(key_ns);
     out.extend_from_slice(nanos);
 }
 
@@ -362,11 +368,11 @@ pub(super) fn headers(
         name_len = text.len();
         fields += name_len + 2 + value.len() + 2;
         out.extend_from_slice(text.as_bytes());
-        out.extend_from_slice(b"\":");
-        first_value = out.len();
+        // After the key's closing `":`.
+        first_value = out.len() + 2;
         match secret {
-            true => out.extend_from_slice(b"\"REDACTED\""),
-            false => json::bytes(out, value.as_bytes()),
+            true => out.extend_from_slice(b"\":\"REDACTED\""),
+            false => json::key_end_and_bytes(out, value.as_bytes()),
         }
     }
     if array {

@@ -228,7 +228,7 @@ fn millis_and_nanos_agree_with_as_millis_and_as_nanos() {
     ] {
         let d = Duration::from_nanos(nanos);
         let mut out = b"{\"a\":1".to_vec();
-        super::millis_and_nanos(&mut out, b",\"t\":", d);
+        super::millis_and_nanos(&mut out, (b",\"t\":", b",\"t_ns\":"), d);
         out.push(b'}');
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(
@@ -237,4 +237,64 @@ fn millis_and_nanos_agree_with_as_millis_and_as_nanos() {
             "{nanos}"
         );
     }
+}
+
+/// The host of `url` taken at once (a lower-case name or IPv4 address, with or without a port) is what
+/// `bare_host` and the escaping writer make of it, for those and for the hosts it leaves to them.
+#[test]
+fn plain_hosts_are_written_as_bare_host_writes_them() {
+    for host in [
+        "127.0.0.1:8000",
+        "gw.test",
+        "gw.test:",
+        "a:b:c",
+        "my-host.example.com:443",
+        "",
+        "GW.Test:8000",
+        "[::1]:8000",
+        "[2001:db8::7]",
+        "we\"ird:1",
+        "caf\u{e9}.test:80",
+    ] {
+        let mut fast = Vec::new();
+        super::host::host_text(&mut fast, host);
+        let mut general = Vec::new();
+        json::text(&mut general, &sluice_router::bare_host(host));
+        assert_eq!(
+            String::from_utf8(fast).unwrap(),
+            String::from_utf8(general).unwrap(),
+            "{host}"
+        );
+    }
+}
+
+/// A target without a query (or with an empty one) has the empty `querystring` object written with the
+/// method's key in one fragment: the same bytes as the general writer's, which a query with no usable
+/// argument also comes to.
+#[test]
+fn targets_without_a_query_write_what_the_query_writer_writes() {
+    let (_, compiled) = compile(CONFIG);
+    let member = |target: &str| {
+        let ctx = RequestCtx::detached(request("GET", target, &[]), compiled.credentials());
+        let out = String::from_utf8(serialize(
+            &ctx,
+            &record("kong", false),
+            &EntityJson::default(),
+        ))
+        .unwrap();
+        let start = out.find(",\"querystring\":").unwrap();
+        let end = out.find(",\"headers\":").unwrap();
+        out[start..end].to_string()
+    };
+    let mut general = b",\"querystring\":".to_vec();
+    super::querystring(&mut general, "");
+    general.extend_from_slice(b",\"method\":\"GET\"");
+    let general = String::from_utf8(general).unwrap();
+    for target in ["/p", "/p?", "/p?&&", "/p?=x"] {
+        assert_eq!(member(target), general, "{target}");
+    }
+    assert_eq!(
+        member("/p?a=1&b"),
+        r#","querystring":{"a":"1","b":true},"method":"GET""#
+    );
 }
