@@ -55,6 +55,23 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((stat_field(&stat, 14)? + stat_field(&stat, 15)?) as f64 / TICKS_PER_SEC)
 }
 
+/// User + system CPU seconds of the threads of process `pid` whose name starts with `prefix` (a
+/// gateway's `sluice-worker-N`: what its proxy workers spent, apart from its other threads). Threads
+/// that have ended are not counted: take the rest as the process's total less these.
+pub fn threads_cpu_seconds(pid: u32, prefix: &str) -> Option<f64> {
+    let mut total = 0.0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let name = stat.split_once('(').and_then(|(_, r)| r.rsplit_once(')'));
+        if name.is_some_and(|(name, _)| name.starts_with(prefix)) {
+            total += (stat_field(&stat, 14)? + stat_field(&stat, 15)?) as f64 / TICKS_PER_SEC;
+        }
+    }
+    Some(total)
+}
+
 /// Minor page faults of one process (field 10): pages the kernel mapped in without I/O. A gateway
 /// whose allocator hands pages back and takes them again between requests shows it here first.
 pub fn minor_faults(pid: u32) -> Option<u64> {

@@ -8,7 +8,7 @@
 use super::cp::Writes;
 use super::{cpu, Relay};
 use crate::db::http;
-use crate::db::measure::{load_while, per_cpu_ratio, postgres_cpu};
+use crate::db::measure::{load_while, per_cpu_ratio, postgres_cpu, workers_cpu};
 use crate::driver::{local::Local, Driver};
 use crate::loadgen::LoadSpec;
 use crate::results::LoadResult;
@@ -31,9 +31,10 @@ pub struct Streamed {
     /// CPU per change, ms: the CP's, and the first DP's.
     pub cp_ms: f64,
     pub dp_ms: f64,
-    /// `dp_ms` less what this tool's probes for each change cost the first DP (a connection and a 404
-    /// each, every 1 ms until it routes the change), measured after the stream with as many probes.
-    pub dp_unprobed_ms: f64,
+    /// `dp_ms` less its proxy workers' CPU: the apply (the delta read, patch, compile, store) and the
+    /// hash check. The workers' part is mostly this tool's probes, a connection each every 1 ms until
+    /// the DP routes the change (`probes_per_change`), and on a VM each one wakes an idle CPU.
+    pub dp_off_workers_ms: f64,
     pub probes_per_change: f64,
     /// The CPU of every PostgreSQL process on the machine per change, ms (a CP's database; other users'
     /// work too).
@@ -53,7 +54,7 @@ pub fn stream(
     let count = numbers.len().max(1) as f64;
     let (mut latencies, mut bytes) = (Vec::new(), Vec::new());
     let (cp_cpu, dp_cpu, pg_cpu) = (cpu(cp), cpu(dps[0].pid()), postgres_cpu());
-    let mut probes = 0;
+    let (dp_workers, mut probes) = (workers_cpu(dps[0].pid()), 0);
     for n in numbers {
         let before = relay.to_dp.load(Ordering::Relaxed);
         let path = writes.change(admin, n)?;
@@ -81,18 +82,19 @@ pub fn stream(
         std::thread::sleep(Duration::from_millis(50));
         bytes.push((relay.to_dp.load(Ordering::Relaxed) - before) as f64);
     }
-    let (cp_ms, dp_spent) = ((cpu(cp) - cp_cpu) / count * 1e3, cpu(dps[0].pid()) - dp_cpu);
-    let probing = http::probes_cpu(dps[0].proxy, probes, PROBE_EVERY, || cpu(dps[0].pid()));
+    let dp_spent = cpu(dps[0].pid()) - dp_cpu;
+    let dp_workers = workers_cpu(dps[0].pid()) - dp_workers;
     Ok(Streamed {
         latencies,
         bytes,
-        cp_ms,
+        cp_ms: (cpu(cp) - cp_cpu) / count * 1e3,
         dp_ms: dp_spent / count * 1e3,
-        dp_unprobed_ms: (dp_spent - probing).max(0.0) / count * 1e3,
+        dp_off_workers_ms: (dp_spent - dp_workers).max(0.0) / count * 1e3,
         probes_per_change: probes as f64 / count,
         pg_ms: (postgres_cpu() - pg_cpu).max(0.0) / count * 1e3,
     })
 }
+
 
 /// The DP's proxy load, steady and then with a change made on the CP every 100 ms (changes numbered
 /// from `first`), in `reps` interleaved pairs so that drift on a shared machine hits both sides.

@@ -112,19 +112,6 @@ pub fn until_routed(
     }
 }
 
-/// The CPU seconds (read by `cpu`) that `n` probes like [`until_routed`]'s, `every` apart, cost the node
-/// at `addr`: a connection and a 404 each, and a wake-up of its worker (which, one at a time, costs more
-/// than the request). A node's CPU per change measured while polling for the change counts them too;
-/// this is what to take out.
-pub fn probes_cpu(addr: SocketAddr, n: usize, every: Duration, cpu: impl Fn() -> f64) -> f64 {
-    let before = cpu();
-    for _ in 0..n {
-        status(addr, "/sluice-perf/probe/not-routed");
-        std::thread::sleep(every);
-    }
-    (cpu() - before).max(0.0)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
