@@ -54,7 +54,6 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             Some(Limit {
                 period: *p,
                 limit: limit as u64,
-                limit_value: HeaderValue::from(limit as u64),
                 limit_h: HeaderName::from_static(limit_h),
                 remaining_h: HeaderName::from_static(remaining_h),
             })
@@ -100,12 +99,12 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     }))
 }
 
-/// One configured period, with its response headers ready (names and the limit's value are the same for
-/// every request).
+/// One configured period, with its response headers' names ready. The limit goes into them as a number
+/// (written as text with the head): no value shared by every worker's requests, whose reference count
+/// each clone and drop would write.
 struct Limit {
     period: Period,
     limit: u64,
-    limit_value: HeaderValue,
     limit_h: HeaderName,
     remaining_h: HeaderName,
 }
@@ -515,13 +514,13 @@ impl Rules {
                 tightest = Some((remaining, reset, l));
             }
             if !self.config.hide_client_headers {
-                headers.set(l.limit_h.clone(), l.limit_value.clone());
+                headers.set_number(l.limit_h.clone(), l.limit);
                 headers.set_number(l.remaining_h.clone(), remaining);
             }
         }
         // The schema requires at least one period, so `tightest` is always set.
         if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
-            headers.set(RATELIMIT_LIMIT, l.limit_value.clone());
+            headers.set_number(RATELIMIT_LIMIT, l.limit);
             headers.set_number(RATELIMIT_REMAINING, remaining);
             headers.set_number(RATELIMIT_RESET, reset);
         }
