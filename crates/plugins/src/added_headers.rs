@@ -6,6 +6,9 @@
 //! A map would hash every name twice (into it, then into the response's) and allocate its table per request.
 //! A number (a counter's remaining count, a reset time) stays a number until it is written: the HTTP/1.1
 //! writer formats it into the head's text, and only a head in a map gets a `HeaderValue` made of it.
+//! The list knows the lengths of the names it holds ([`Lengths`]): a name of a length none has is
+//! known to be absent without a look at the entries, which is what most lookups are (each upstream
+//! field and each of Kong's headers asks whether a plugin replaced it; each insert, whether it replaces).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -15,7 +18,36 @@ const FIRST_ROOM: usize = 8;
 /// Headers for the response. The values of one name are kept together, so that putting them on the
 /// response moves each once.
 #[derive(Debug, Default, Clone)]
-pub struct AddedHeaders(Vec<Added>);
+pub struct AddedHeaders {
+    list: Vec<Added>,
+    lengths: Lengths,
+}
+
+/// The lengths of the names in a list, as bits (length modulo 64): a name whose bit is clear is not in
+/// it. Kept on each insert, made again after a removal.
+#[derive(Debug, Default, Clone, Copy)]
+struct Lengths(u64);
+
+impl Lengths {
+    fn bit(len: usize) -> u64 {
+        1 << (len % 64)
+    }
+
+    fn add(&mut self, name: &HeaderName) {
+        self.0 |= Lengths::bit(name.as_str().len());
+    }
+
+    /// Whether a name `len` bytes long may be in the list.
+    fn may_hold(self, len: usize) -> bool {
+        self.0 & Lengths::bit(len) != 0
+    }
+
+    fn of(list: &[Added]) -> Lengths {
+        let mut lengths = Lengths::default();
+        list.iter().for_each(|a| lengths.add(&a.name));
+        lengths
+    }
+}
 
 #[derive(Debug, Clone)]
 struct Added {
@@ -44,11 +76,11 @@ impl Value {
 
 impl AddedHeaders {
     pub fn new() -> AddedHeaders {
-        AddedHeaders(Vec::new())
+        AddedHeaders::default()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.list.is_empty()
     }
 
     /// Sets `name` to `value`, replacing what was added under that name before.
@@ -63,14 +95,15 @@ impl AddedHeaders {
 
     fn insert_value(&mut self, name: HeaderName, value: Value) {
         // Usually a new name: a look, not a `retain` that moves every entry.
-        if self.0.iter().any(|a| a.name == name) {
+        if self.contains(&name) {
             self.remove(&name);
         }
-        if self.0.capacity() == 0 {
+        if self.list.capacity() == 0 {
             // Room for what a plugin usually adds (rate-limiting: five), in one allocation.
-            self.0.reserve_exact(FIRST_ROOM);
+            self.list.reserve_exact(FIRST_ROOM);
         }
-        self.0.push(Added {
+        self.lengths.add(&name);
+        self.list.push(Added {
             name,
             value,
             further: false,
@@ -79,8 +112,12 @@ impl AddedHeaders {
 
     /// Adds `value` under `name`, beside what was added under it before.
     pub fn append(&mut self, name: HeaderName, value: HeaderValue) {
-        match self.0.iter().rposition(|a| a.name == name) {
-            Some(last) => self.0.insert(
+        let found = match self.contains(&name) {
+            true => self.list.iter().rposition(|a| a.name == name),
+            false => None,
+        };
+        match found {
+            Some(last) => self.list.insert(
                 last + 1,
                 Added {
                     name,
@@ -94,18 +131,22 @@ impl AddedHeaders {
 
     /// Takes back what was added under `name`.
     pub fn remove(&mut self, name: &HeaderName) {
-        self.0.retain(|a| a.name != name);
+        self.list.retain(|a| a.name != name);
+        self.lengths = Lengths::of(&self.list);
     }
 
     /// The first value added under `name`.
     pub fn get(&self, name: &str) -> Option<HeaderValue> {
-        let found = self.0.iter().find(|a| a.name == name)?;
+        if !self.lengths.may_hold(name.len()) {
+            return None;
+        }
+        let found = self.list.iter().find(|a| a.name == name)?;
         Some(found.value.clone().into_header())
     }
 
     /// Adds another list's headers: each of its names replaces what was added under it before.
     pub fn extend(&mut self, other: AddedHeaders) {
-        for added in other.0 {
+        for added in other.list {
             match added.further {
                 true => self.append(added.name, added.value.into_header()),
                 false => self.insert_value(added.name, added.value),
@@ -115,23 +156,23 @@ impl AddedHeaders {
 
     /// Whether a header was added under `name`.
     pub fn contains(&self, name: &HeaderName) -> bool {
-        self.0.iter().any(|a| a.name == *name)
+        self.lengths.may_hold(name.as_str().len()) && self.list.iter().any(|a| a.name == *name)
     }
 
-    /// Whether some name added is one `f` picks (one pass, for a writer that would otherwise ask
-    /// [`AddedHeaders::contains`] of each of its own names).
-    pub fn any_name(&self, f: impl Fn(&HeaderName) -> bool) -> bool {
-        self.0.iter().any(|a| f(&a.name))
+    /// [`AddedHeaders::contains`] for a name as received (any case).
+    pub fn contains_name(&self, name: &[u8]) -> bool {
+        self.lengths.may_hold(name.len())
+            && (self.list.iter()).any(|a| a.name.as_str().as_bytes().eq_ignore_ascii_case(name))
     }
 
     /// Writes them as HTTP/1.1 field lines, for a head written without a map (the writer leaves out the
     /// response's own fields of these names, as [`AddedHeaders::apply`] replaces them).
     pub fn write_lines(&self, out: &mut Vec<u8>) {
         let mut number = itoa::Buffer::new();
-        for added in &self.0 {
+        for added in &self.list {
             let value = match &added.value {
                 Value::Header(v) => v.as_bytes(),
-                Value::Number(n) => number.format(*n).as_bytes(),
+                Value::Number(n) => crate::header_numbers::number_text(*n, &mut number),
             };
             let name = added.name.as_str().as_bytes();
             out.reserve(name.len() + value.len() + 4);
@@ -144,8 +185,8 @@ impl AddedHeaders {
 
     /// Puts them on a response head: each name replaces the response's own values.
     pub fn apply(self, headers: &mut HeaderMap) {
-        headers.reserve(self.0.len());
-        for added in self.0 {
+        headers.reserve(self.list.len());
+        for added in self.list {
             let value = added.value.into_header();
             if added.further {
                 headers.append(added.name, value);
@@ -228,6 +269,33 @@ mod tests {
         added.apply(&mut head);
         assert_eq!(head["x-big"], "999999937");
         assert_eq!(head["x-small"], "7");
+    }
+
+    #[test]
+    fn lookups_find_what_the_list_holds_after_every_change() {
+        let mut added = AddedHeaders::new();
+        let (a, b) = (
+            HeaderName::from_static("x-aa"),
+            HeaderName::from_static("x-bb"),
+        );
+        let c = HeaderName::from_static("x-c");
+        assert!(!added.contains(&a) && !added.contains_name(b"X-AA"));
+        added.insert_number(a.clone(), 1);
+        added.append(b.clone(), value("2"));
+        added.insert(c.clone(), value("3"));
+        assert!(added.contains(&a) && added.contains(&b) && added.contains(&c));
+        assert!(added.contains_name(b"X-Bb") && !added.contains_name(b"x-ab"));
+        assert_eq!(added.get("X-AA"), Some(value("1")));
+        added.remove(&a);
+        assert!(!added.contains(&a) && added.get("x-aa").is_none() && added.contains(&b));
+        added.remove(&b);
+        assert!(!added.contains_name(b"x-bb") && added.contains(&c));
+        added.append(a.clone(), value("4"));
+        added.append(a.clone(), value("5"));
+        let mut head = HeaderMap::new();
+        added.apply(&mut head);
+        let all: Vec<_> = head.get_all("x-aa").iter().cloned().collect();
+        assert_eq!(all, [value("4"), value("5")]);
     }
 
     #[test]
