@@ -206,7 +206,9 @@ impl Conn {
                 && !upgraded
                 && feeder.as_ref().is_none_or(|f| f.state() != Fed::Broken),
         };
-        let mut out = Vec::with_capacity(512);
+        // Room for a head with a plugin's headers (rate-limiting's five) and a small body: growing it
+        // copies what is written so far.
+        let mut out = Vec::with_capacity(1024);
         let hint = http_body::Body::size_hint(&body);
         let kong = response.late.as_ref();
         let (framing, mut keep) = write::head(&mut out, &parts, kong, &hint, facts);
