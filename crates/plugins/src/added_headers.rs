@@ -93,6 +93,28 @@ impl AddedHeaders {
         self.insert_value(name, Value::Number(n));
     }
 
+    /// Sets each name of `fields` to its number, as [`AddedHeaders::insert_number`] does one after the
+    /// other; the names are distinct. Onto an empty list (usually: one plugin adds headers) no name is
+    /// looked for and the room is made once (rate-limiting's five headers).
+    pub fn insert_numbers(&mut self, fields: &[(&HeaderName, u64)]) {
+        if !self.list.is_empty() {
+            for (name, n) in fields {
+                self.insert_number((*name).clone(), *n);
+            }
+            return;
+        }
+        debug_assert!((1..fields.len()).all(|i| fields[..i].iter().all(|(a, _)| *a != fields[i].0)));
+        self.list.reserve_exact(fields.len().max(FIRST_ROOM));
+        for (name, n) in fields {
+            self.lengths.add(name);
+            self.list.push(Added {
+                name: (*name).clone(),
+                value: Value::Number(*n),
+                further: false,
+            });
+        }
+    }
+
     fn insert_value(&mut self, name: HeaderName, value: Value) {
         // Usually a new name: a look, not a `retain` that moves every entry.
         if self.contains(&name) {
@@ -226,91 +248,4 @@ impl SetHeader for HeaderMap {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn value(v: &'static str) -> HeaderValue {
-        HeaderValue::from_static(v)
-    }
-
-    #[test]
-    fn insert_replaces_append_adds_and_apply_replaces_the_responses_own() {
-        let mut added = AddedHeaders::new();
-        let (a, b) = (
-            HeaderName::from_static("x-a"),
-            HeaderName::from_static("x-b"),
-        );
-        added.insert(a.clone(), value("1"));
-        added.insert(a.clone(), value("2"));
-        added.append(b.clone(), value("3"));
-        added.append(b.clone(), value("4"));
-        assert_eq!(added.get("x-a"), Some(value("2")));
-        let mut head = HeaderMap::new();
-        head.insert(a.clone(), value("upstream"));
-        head.insert(b.clone(), value("upstream"));
-        head.insert("x-c", value("kept"));
-        added.apply(&mut head);
-        let all = |n: &str| head.get_all(n).iter().cloned().collect::<Vec<_>>();
-        assert_eq!(all("x-a"), [value("2")]);
-        assert_eq!(all("x-b"), [value("3"), value("4")]);
-        assert_eq!(all("x-c"), [value("kept")]);
-    }
-
-    #[test]
-    fn a_number_is_written_as_text_and_put_in_a_map_alike() {
-        let mut added = AddedHeaders::new();
-        added.insert_number(HeaderName::from_static("x-big"), 999_999_937);
-        added.insert_number(HeaderName::from_static("x-small"), 7);
-        let mut lines = Vec::new();
-        added.write_lines(&mut lines);
-        assert_eq!(lines, b"x-big: 999999937\r\nx-small: 7\r\n");
-        assert_eq!(added.get("x-big"), Some(value("999999937")));
-        let mut head = HeaderMap::new();
-        added.apply(&mut head);
-        assert_eq!(head["x-big"], "999999937");
-        assert_eq!(head["x-small"], "7");
-    }
-
-    #[test]
-    fn lookups_find_what_the_list_holds_after_every_change() {
-        let mut added = AddedHeaders::new();
-        let (a, b) = (
-            HeaderName::from_static("x-aa"),
-            HeaderName::from_static("x-bb"),
-        );
-        let c = HeaderName::from_static("x-c");
-        assert!(!added.contains(&a) && !added.contains_name(b"X-AA"));
-        added.insert_number(a.clone(), 1);
-        added.append(b.clone(), value("2"));
-        added.insert(c.clone(), value("3"));
-        assert!(added.contains(&a) && added.contains(&b) && added.contains(&c));
-        assert!(added.contains_name(b"X-Bb") && !added.contains_name(b"x-ab"));
-        assert_eq!(added.get("X-AA"), Some(value("1")));
-        added.remove(&a);
-        assert!(!added.contains(&a) && added.get("x-aa").is_none() && added.contains(&b));
-        added.remove(&b);
-        assert!(!added.contains_name(b"x-bb") && added.contains(&c));
-        added.append(a.clone(), value("4"));
-        added.append(a.clone(), value("5"));
-        let mut head = HeaderMap::new();
-        added.apply(&mut head);
-        let all: Vec<_> = head.get_all("x-aa").iter().cloned().collect();
-        assert_eq!(all, [value("4"), value("5")]);
-    }
-
-    #[test]
-    fn a_list_extends_by_name_with_every_value() {
-        let mut added = AddedHeaders::new();
-        added.insert(HeaderName::from_static("x-a"), value("old"));
-        added.insert(HeaderName::from_static("x-b"), value("kept"));
-        let mut more = AddedHeaders::new();
-        more.insert(HeaderName::from_static("x-a"), value("new"));
-        more.append(HeaderName::from_static("x-a"), value("newer"));
-        added.extend(more);
-        let mut head = HeaderMap::new();
-        added.apply(&mut head);
-        let all: Vec<_> = head.get_all("x-a").iter().cloned().collect();
-        assert_eq!(all, [value("new"), value("newer")]);
-        assert_eq!(head.get("x-b"), Some(&value("kept")));
-    }
-}
+mod tests;
