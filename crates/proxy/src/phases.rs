@@ -174,20 +174,13 @@ pub fn prepare(
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
-    let mut id_text = uuid::Uuid::encode_buffer();
-    let consumer = consumer_text(ctx, &mut id_text);
+    let consumer = ctx.consumer.map(|c| &c.id);
     let sending = Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x)?;
     let uri = chain
         .has_log()
         .then(|| http::uri::PathAndQuery::try_from(sending.target()).ok())
         .flatten();
     Ok((sending, uri))
-}
-
-/// The request's consumer id as text for the balancer's hash, in `buf` on the stack: formatted per
-/// request, never allocated.
-pub(crate) fn consumer_text<'b>(ctx: &RequestCtx<'_>, buf: &'b mut [u8; 45]) -> Option<&'b str> {
-    ctx.consumer.map(|c| &*c.id.hyphenated().encode_lower(buf))
 }
 
 /// `header_filter`: the response head (the upstream's, a plugin's answer or the gateway's error, made by

@@ -1,5 +1,5 @@
 //! The real binary balancing over real upstreams with each of Kong's algorithms: weighted round-robin,
-//! consistent hashing (header and cookie; stability when a target is removed), least-connections, latency.
+//! consistent hashing (header, consumer and cookie; stability when a target is removed), least-connections, latency.
 
 mod support;
 
@@ -75,6 +75,43 @@ async fn consistent_hashing_is_sticky_spread_and_stable_when_a_target_goes() {
         }
     }
     eprintln!("consistent hashing: {moved} of 200 keys remapped after removing 1 of 4 targets");
+}
+
+/// `hash_on: consumer` hashes the id key-auth found (formatted only for a hashing balancer): each
+/// consumer sticks to one target, and the consumers spread over them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hashing_on_the_consumer_sticks_each_to_one_target() {
+    let ups: Vec<EchoUpstream> = (0..4)
+        .map(|i| EchoUpstream::named(&format!("k{i}")))
+        .collect();
+    let ports: Vec<u16> = ups.iter().map(EchoUpstream::port).collect();
+    let mut yaml = config(&[upstream_yaml(
+        "k",
+        "algorithm: consistent-hashing\n  hash_on: consumer",
+        &ports,
+    )]);
+    yaml.push_str("plugins:\n- {name: key-auth}\nconsumers:\n");
+    for c in 0..40 {
+        yaml.push_str(&format!(
+            "- {{username: c{c}, keyauth_credentials: [{{key: key-{c}}}]}}\n"
+        ));
+    }
+    let gw = gateway(&yaml);
+    let mut seen = HashMap::new();
+    for c in 0..40 {
+        let key = format!("key-{c}");
+        let (status, first) = hit(&gw, "/k", &[("apikey", &key)]).await;
+        assert_eq!(status, 200);
+        for _ in 0..2 {
+            assert_eq!(
+                hit(&gw, "/k", &[("apikey", &key)]).await.1,
+                first,
+                "c{c} moved"
+            );
+        }
+        *seen.entry(first).or_insert(0) += 1;
+    }
+    assert!(seen.len() >= 3, "40 consumers over 4 targets: {seen:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,9 +10,7 @@
 //! `header_filter`, as [`super::steps`] does), since only that path caps the body.
 
 use super::logged::Detached;
-use super::{
-    access, consumer_slot, consumer_text, header_filter, new_ctx, send, whole, Outcome, RouteSteps,
-};
+use super::{access, consumer_slot, header_filter, new_ctx, send, whole, Outcome, RouteSteps};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::error::ProxyError;
@@ -140,8 +138,7 @@ fn fast(
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Result<(Sending, Option<Box<Added>>), ProxyError> {
-    let mut id_text = uuid::Uuid::encode_buffer();
-    let consumer = consumer_text(ctx, &mut id_text);
+    let consumer = ctx.consumer.map(|c| &c.id);
     let sending = Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x)?;
     sluice_h1::recycle_headers(std::mem::take(&mut ctx.request.headers));
     let consumer = route.meter.and_then(|m| consumer_slot(ctx, m, snap));
