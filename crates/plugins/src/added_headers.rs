@@ -6,6 +6,9 @@
 //! A map would hash every name twice (into it, then into the response's) and allocate its table per request.
 //! A number (a counter's remaining count, a reset time) stays a number until it is written: the HTTP/1.1
 //! writer formats it into the head's text, and only a head in a map gets a `HeaderValue` made of it.
+//! The list knows the lengths of the names it holds ([`Lengths`]): a name of a length none has is
+//! known to be absent without a look at the entries, which is what most lookups are (each upstream
+//! field and each of Kong's headers asks whether a plugin replaced it; each insert, whether it replaces).
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -15,7 +18,36 @@ const FIRST_ROOM: usize = 8;
 /// Headers for the response. The values of one name are kept together, so that putting them on the
 /// response moves each once.
 #[derive(Debug, Default, Clone)]
-pub struct AddedHeaders(Vec<Added>);
+pub struct AddedHeaders {
+    list: Vec<Added>,
+    lengths: Lengths,
+}
+
+/// The lengths of the names in a list, as bits (length modulo 64): a name whose bit is clear is not in
+/// it. Kept on each insert, made again after a removal.
+#[derive(Debug, Default, Clone, Copy)]
+struct Lengths(u64);
+
+impl Lengths {
+    fn bit(len: usize) -> u64 {
+        1 << (len % 64)
+    }
+
+    fn add(&mut self, name: &HeaderName) {
+        self.0 |= Lengths::bit(name.as_str().len());
+    }
+
+    /// Whether a name `len` bytes long may be in the list.
+    fn may_hold(self, len: usize) -> bool {
+        self.0 & Lengths::bit(len) != 0
+    }
+
+    fn of(list: &[Added]) -> Lengths {
+        let mut lengths = Lengths::default();
+        list.iter().for_each(|a| lengths.add(&a.name));
+        lengths
+    }
+}
 
 #[derive(Debug, Clone)]
 struct Added {
@@ -44,11 +76,11 @@ impl Value {
 
 impl AddedHeaders {
     pub fn new() -> AddedHeaders {
-        AddedHeaders(Vec::new())
+        AddedHeaders::default()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.list.is_empty()
     }
 
     /// Sets `name` to `value`, replacing what was added under that name before.
@@ -61,16 +93,39 @@ impl AddedHeaders {
         self.insert_value(name, Value::Number(n));
     }
 
+    /// Sets each name of `fields` to its number, as [`AddedHeaders::insert_number`] does one after the
+    /// other; the names are distinct. Onto an empty list (usually: one plugin adds headers) no name is
+    /// looked for and the room is made once (rate-limiting's five headers).
+    pub fn insert_numbers(&mut self, fields: &[(&HeaderName, u64)]) {
+        if !self.list.is_empty() {
+            for (name, n) in fields {
+                self.insert_number((*name).clone(), *n);
+            }
+            return;
+        }
+        debug_assert!((1..fields.len()).all(|i| fields[..i].iter().all(|(a, _)| *a != fields[i].0)));
+        self.list.reserve_exact(fields.len().max(FIRST_ROOM));
+        for (name, n) in fields {
+            self.lengths.add(name);
+            self.list.push(Added {
+                name: (*name).clone(),
+                value: Value::Number(*n),
+                further: false,
+            });
+        }
+    }
+
     fn insert_value(&mut self, name: HeaderName, value: Value) {
         // Usually a new name: a look, not a `retain` that moves every entry.
-        if self.0.iter().any(|a| a.name == name) {
+        if self.contains(&name) {
             self.remove(&name);
         }
-        if self.0.capacity() == 0 {
+        if self.list.capacity() == 0 {
             // Room for what a plugin usually adds (rate-limiting: five), in one allocation.
-            self.0.reserve_exact(FIRST_ROOM);
+            self.list.reserve_exact(FIRST_ROOM);
         }
-        self.0.push(Added {
+        self.lengths.add(&name);
+        self.list.push(Added {
             name,
             value,
             further: false,
@@ -79,8 +134,12 @@ impl AddedHeaders {
 
     /// Adds `value` under `name`, beside what was added under it before.
     pub fn append(&mut self, name: HeaderName, value: HeaderValue) {
-        match self.0.iter().rposition(|a| a.name == name) {
-            Some(last) => self.0.insert(
+        let found = match self.contains(&name) {
+            true => self.list.iter().rposition(|a| a.name == name),
+            false => None,
+        };
+        match found {
+            Some(last) => self.list.insert(
                 last + 1,
                 Added {
                     name,
@@ -94,18 +153,22 @@ impl AddedHeaders {
 
     /// Takes back what was added under `name`.
     pub fn remove(&mut self, name: &HeaderName) {
-        self.0.retain(|a| a.name != name);
+        self.list.retain(|a| a.name != name);
+        self.lengths = Lengths::of(&self.list);
     }
 
     /// The first value added under `name`.
     pub fn get(&self, name: &str) -> Option<HeaderValue> {
-        let found = self.0.iter().find(|a| a.name == name)?;
+        if !self.lengths.may_hold(name.len()) {
+            return None;
+        }
+        let found = self.list.iter().find(|a| a.name == name)?;
         Some(found.value.clone().into_header())
     }
 
     /// Adds another list's headers: each of its names replaces what was added under it before.
     pub fn extend(&mut self, other: AddedHeaders) {
-        for added in other.0 {
+        for added in other.list {
             match added.further {
                 true => self.append(added.name, added.value.into_header()),
                 false => self.insert_value(added.name, added.value),
@@ -115,23 +178,23 @@ impl AddedHeaders {
 
     /// Whether a header was added under `name`.
     pub fn contains(&self, name: &HeaderName) -> bool {
-        self.0.iter().any(|a| a.name == *name)
+        self.lengths.may_hold(name.as_str().len()) && self.list.iter().any(|a| a.name == *name)
     }
 
-    /// Whether some name added is one `f` picks (one pass, for a writer that would otherwise ask
-    /// [`AddedHeaders::contains`] of each of its own names).
-    pub fn any_name(&self, f: impl Fn(&HeaderName) -> bool) -> bool {
-        self.0.iter().any(|a| f(&a.name))
+    /// [`AddedHeaders::contains`] for a name as received (any case).
+    pub fn contains_name(&self, name: &[u8]) -> bool {
+        self.lengths.may_hold(name.len())
+            && (self.list.iter()).any(|a| a.name.as_str().as_bytes().eq_ignore_ascii_case(name))
     }
 
     /// Writes them as HTTP/1.1 field lines, for a head written without a map (the writer leaves out the
     /// response's own fields of these names, as [`AddedHeaders::apply`] replaces them).
     pub fn write_lines(&self, out: &mut Vec<u8>) {
         let mut number = itoa::Buffer::new();
-        for added in &self.0 {
+        for added in &self.list {
             let value = match &added.value {
                 Value::Header(v) => v.as_bytes(),
-                Value::Number(n) => number.format(*n).as_bytes(),
+                Value::Number(n) => crate::header_numbers::number_text(*n, &mut number),
             };
             let name = added.name.as_str().as_bytes();
             out.reserve(name.len() + value.len() + 4);
@@ -144,8 +207,8 @@ impl AddedHeaders {
 
     /// Puts them on a response head: each name replaces the response's own values.
     pub fn apply(self, headers: &mut HeaderMap) {
-        headers.reserve(self.0.len());
-        for added in self.0 {
+        headers.reserve(self.list.len());
+        for added in self.list {
             let value = added.value.into_header();
             if added.further {
                 headers.append(added.name, value);
@@ -185,64 +248,4 @@ impl SetHeader for HeaderMap {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn value(v: &'static str) -> HeaderValue {
-        HeaderValue::from_static(v)
-    }
-
-    #[test]
-    fn insert_replaces_append_adds_and_apply_replaces_the_responses_own() {
-        let mut added = AddedHeaders::new();
-        let (a, b) = (
-            HeaderName::from_static("x-a"),
-            HeaderName::from_static("x-b"),
-        );
-        added.insert(a.clone(), value("1"));
-        added.insert(a.clone(), value("2"));
-        added.append(b.clone(), value("3"));
-        added.append(b.clone(), value("4"));
-        assert_eq!(added.get("x-a"), Some(value("2")));
-        let mut head = HeaderMap::new();
-        head.insert(a.clone(), value("upstream"));
-        head.insert(b.clone(), value("upstream"));
-        head.insert("x-c", value("kept"));
-        added.apply(&mut head);
-        let all = |n: &str| head.get_all(n).iter().cloned().collect::<Vec<_>>();
-        assert_eq!(all("x-a"), [value("2")]);
-        assert_eq!(all("x-b"), [value("3"), value("4")]);
-        assert_eq!(all("x-c"), [value("kept")]);
-    }
-
-    #[test]
-    fn a_number_is_written_as_text_and_put_in_a_map_alike() {
-        let mut added = AddedHeaders::new();
-        added.insert_number(HeaderName::from_static("x-big"), 999_999_937);
-        added.insert_number(HeaderName::from_static("x-small"), 7);
-        let mut lines = Vec::new();
-        added.write_lines(&mut lines);
-        assert_eq!(lines, b"x-big: 999999937\r\nx-small: 7\r\n");
-        assert_eq!(added.get("x-big"), Some(value("999999937")));
-        let mut head = HeaderMap::new();
-        added.apply(&mut head);
-        assert_eq!(head["x-big"], "999999937");
-        assert_eq!(head["x-small"], "7");
-    }
-
-    #[test]
-    fn a_list_extends_by_name_with_every_value() {
-        let mut added = AddedHeaders::new();
-        added.insert(HeaderName::from_static("x-a"), value("old"));
-        added.insert(HeaderName::from_static("x-b"), value("kept"));
-        let mut more = AddedHeaders::new();
-        more.insert(HeaderName::from_static("x-a"), value("new"));
-        more.append(HeaderName::from_static("x-a"), value("newer"));
-        added.extend(more);
-        let mut head = HeaderMap::new();
-        added.apply(&mut head);
-        let all: Vec<_> = head.get_all("x-a").iter().cloned().collect();
-        assert_eq!(all, [value("new"), value("newer")]);
-        assert_eq!(head.get("x-b"), Some(&value("kept")));
-    }
-}
+mod tests;

@@ -208,7 +208,7 @@ impl Sending {
         parts: &request::Parts,
         body: ProxyBody,
         routed: Routed,
-        consumer: Option<&str>,
+        consumer: Option<&uuid::Uuid>,
         captures: Option<&sluice_router::Captures>,
         snap: &Snapshot,
         x: &Exchange<'_>,
@@ -439,9 +439,15 @@ pub(crate) fn hash_request(
     svc: &ServiceInfo,
     parts: &request::Parts,
     routed: &Routed,
-    consumer: Option<&str>,
+    consumer: Option<&uuid::Uuid>,
     captures: Option<&sluice_router::Captures>,
 ) -> Hashed {
+    if !svc.balancer.hashes() {
+        return Hashed::default();
+    }
+    // The consumer id as text on the stack: formatted only for a balancer that hashes, never allocated.
+    let mut id_text = uuid::Uuid::encode_buffer();
+    let consumer = consumer.map(|id| &*id.hyphenated().encode_lower(&mut id_text));
     svc.balancer.hash(&PickInput {
         client_ip: Some(routed.client_ip),
         headers: Some(&parts.headers),

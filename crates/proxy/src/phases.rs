@@ -174,11 +174,7 @@ pub fn prepare(
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
-    // The consumer id as text on the stack: formatted per request, never allocated.
-    let mut id_text = uuid::Uuid::encode_buffer();
-    let consumer = ctx
-        .consumer
-        .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
+    let consumer = ctx.consumer.map(|c| &c.id);
     let sending = Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x)?;
     let uri = chain
         .has_log()

@@ -13,6 +13,7 @@ use crate::settings::HeaderSettings;
 use crate::PRODUCT;
 use http::header::{HeaderMap, HeaderName, HeaderValue, SERVER, VIA};
 use sluice_h1::ResponseFields;
+use sluice_plugins::header_numbers::number_text;
 use sluice_plugins::logging::response_headers::Members;
 use sluice_plugins::{header_number, AddedHeaders};
 use sluice_upstream::forward;
@@ -146,12 +147,6 @@ impl KongHeaders {
             || (on.upstream_status && is(&names::X_KONG_UPSTREAM_STATUS))
     }
 
-    /// Whether `name` may be one of these fields' (all of them are `Via`, `Server` or `x-kong-*`).
-    #[inline]
-    pub fn may_name(name: &HeaderName) -> bool {
-        *name == VIA || *name == SERVER || name.as_str().starts_with("x-kong-")
-    }
-
     /// Appends the fields as HTTP/1.1 text, but those `skip` names; `has_server`: the head already has a
     /// `Server`.
     pub fn write(&self, out: &mut Vec<u8>, has_server: bool, skip: impl Fn(&HeaderName) -> bool) {
@@ -163,9 +158,12 @@ impl KongHeaders {
                 return out.extend_from_slice(line.as_bytes());
             }
             let mut number = itoa::Buffer::new();
-            let value = value.text(&mut number);
+            let value = match value {
+                Value::Number(n) => number_text(n, &mut number),
+                value => value.text(&mut number).as_bytes(),
+            };
             out.extend_from_slice(name.line.as_bytes());
-            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(value);
             out.extend_from_slice(b"\r\n");
         });
     }
@@ -222,22 +220,16 @@ impl LateHeaders {
     /// [`LateHeaders::replaces`] for a name as received (any case).
     #[inline]
     pub fn replaces_name(&self, name: &[u8]) -> bool {
-        self.kong.replaces_name(name)
-            || (!self.added.is_empty()
-                && self
-                    .added
-                    .any_name(|n| n.as_str().as_bytes().eq_ignore_ascii_case(name)))
+        self.kong.replaces_name(name) || self.added.contains_name(name)
     }
 
-    /// Appends them as HTTP/1.1 text; `has_server`: the head already has a `Server`. Kong's fields are
-    /// compared with the plugins' names only when one of those could be Kong's (rate-limiting's five
-    /// never are): one look at each added name instead of a scan of them per Kong field.
+    /// Appends them as HTTP/1.1 text; `has_server`: the head already has a `Server`. A Kong field a plugin
+    /// replaced is left out (most are known absent from their length alone: [`AddedHeaders::contains`]);
+    /// without plugins' headers, nothing is asked per field.
     pub fn write(&self, out: &mut Vec<u8>, has_server: bool) {
-        match self.added.any_name(KongHeaders::may_name) {
-            false => self.kong.write(out, has_server, |_| false),
-            true => self
-                .kong
-                .write(out, has_server, |name| self.added.contains(name)),
+        match self.added.is_empty() {
+            true => self.kong.write(out, has_server, |_| false),
+            false => (self.kong).write(out, has_server, |name| self.added.contains(name)),
         }
         self.added.write_lines(out);
     }

@@ -1,9 +1,9 @@
 //! The real binary balancing over real upstreams with each of Kong's algorithms: weighted round-robin,
-//! consistent hashing (header and cookie; stability when a target is removed), least-connections, latency.
+//! consistent hashing (header, consumer and cookie; stability when a target is removed), least-connections, latency.
 
 mod support;
 
-use sluice_testkit::{EchoUpstream, FlakyUpstream, Mode};
+use sluice_testkit::{EchoUpstream, FlakyUpstream, Gateway, Mode};
 use std::collections::HashMap;
 use std::time::Duration;
 use support::{gateway, hit, reload};
@@ -34,26 +34,34 @@ fn config(upstreams: &[String]) -> String {
     yaml
 }
 
+/// `n` echo upstreams named `<prefix>0`, `<prefix>1`, ... (kept alive by the caller), and their ports.
+fn echo_upstreams(prefix: &str, n: usize) -> (Vec<EchoUpstream>, Vec<u16>) {
+    let ups: Vec<EchoUpstream> = (0..n)
+        .map(|i| EchoUpstream::named(&format!("{prefix}{i}")))
+        .collect();
+    let ports = ups.iter().map(EchoUpstream::port).collect();
+    (ups, ports)
+}
+
+/// The target a request with `header` is proxied to, the same for three requests in a row.
+async fn sticky_target(gw: &Gateway, path: &str, header: (&str, &str)) -> String {
+    let (status, first) = hit(gw, path, &[header]).await;
+    assert_eq!(status, 200);
+    for _ in 0..2 {
+        assert_eq!(hit(gw, path, &[header]).await.1, first, "{header:?} moved");
+    }
+    first
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_hashing_is_sticky_spread_and_stable_when_a_target_goes() {
-    let ups: Vec<EchoUpstream> = (0..4)
-        .map(|i| EchoUpstream::named(&format!("t{i}")))
-        .collect();
-    let ports: Vec<u16> = ups.iter().map(EchoUpstream::port).collect();
+    let (_ups, ports) = echo_upstreams("t", 4);
     let hashing = "algorithm: consistent-hashing\n  hash_on: header\n  hash_on_header: x-user";
     let gw = gateway(&config(&[upstream_yaml("h", hashing, &ports)]));
     let mut before = HashMap::new();
     for user in 0..200 {
         let u = format!("user-{user}");
-        let (status, first) = hit(&gw, "/h", &[("x-user", &u)]).await;
-        assert_eq!(status, 200);
-        for _ in 0..2 {
-            assert_eq!(
-                hit(&gw, "/h", &[("x-user", &u)]).await.1,
-                first,
-                "{u} moved"
-            );
-        }
+        let first = sticky_target(&gw, "/h", ("x-user", &u)).await;
         before.insert(u, first);
     }
     // Spread: each of 4 equal targets gets a fair share of 200 keys (expected 50).
@@ -77,12 +85,34 @@ async fn consistent_hashing_is_sticky_spread_and_stable_when_a_target_goes() {
     eprintln!("consistent hashing: {moved} of 200 keys remapped after removing 1 of 4 targets");
 }
 
+/// `hash_on: consumer` hashes the id key-auth found (formatted only for a hashing balancer): each
+/// consumer sticks to one target, and the consumers spread over them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hashing_on_the_consumer_sticks_each_to_one_target() {
+    let (_ups, ports) = echo_upstreams("k", 4);
+    let mut yaml = config(&[upstream_yaml(
+        "k",
+        "algorithm: consistent-hashing\n  hash_on: consumer",
+        &ports,
+    )]);
+    yaml.push_str("plugins:\n- {name: key-auth}\nconsumers:\n");
+    for c in 0..40 {
+        yaml.push_str(&format!(
+            "- {{username: c{c}, keyauth_credentials: [{{key: key-{c}}}]}}\n"
+        ));
+    }
+    let gw = gateway(&yaml);
+    let mut seen = HashMap::new();
+    for c in 0..40 {
+        let first = sticky_target(&gw, "/k", ("apikey", &format!("key-{c}"))).await;
+        *seen.entry(first).or_insert(0) += 1;
+    }
+    assert!(seen.len() >= 3, "40 consumers over 4 targets: {seen:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hashing_on_a_cookie_sets_it_once_and_then_sticks() {
-    let ups: Vec<EchoUpstream> = (0..3)
-        .map(|i| EchoUpstream::named(&format!("c{i}")))
-        .collect();
-    let ports: Vec<u16> = ups.iter().map(EchoUpstream::port).collect();
+    let (_ups, ports) = echo_upstreams("c", 3);
     let extra = "algorithm: consistent-hashing\n  hash_on: cookie\n  hash_on_cookie: sticky\n  hash_on_cookie_path: /c";
     let gw = gateway(&config(&[upstream_yaml("c", extra, &ports)]));
     let mut seen = HashMap::new();

@@ -135,6 +135,11 @@ impl Balancer {
         }
     }
 
+    /// Whether a pick hashes the request (consistent hashing): only then is a [`PickInput`] read.
+    pub fn hashes(&self) -> bool {
+        matches!(self.algorithm, Algorithm::Hashing(..))
+    }
+
     /// The balancer of a service without an upstream: its own host, always healthy.
     pub fn single(peer: Peer) -> Balancer {
         let name = format!("{}:{}", peer.host, peer.port);

@@ -45,7 +45,7 @@ pub fn identify<'s>(
     credential: Option<CredentialRef>,
 ) {
     let credential = credential.map(|c| (c, id_value(&c.id)));
-    mark(ctx, consumer, credential);
+    mark(ctx, consumer, None, credential);
 }
 
 /// As [`identify`], for a credential Kong names upstream (`X-Credential-Identifier`) by another field than
@@ -57,29 +57,38 @@ pub fn identify_as<'s>(
     identifier: &str,
 ) {
     let value = HeaderValue::from_str(identifier).unwrap_or_else(|_| id_value(&credential.id));
-    mark(ctx, consumer, Some((credential, value)));
+    mark(ctx, consumer, None, Some((credential, value)));
 }
 
-/// As [`identify_as`], with the identifier's header value made when the snapshot was built
-/// ([`crate::credentials::Identified`]).
+/// As [`identify_as`], for a consumer of the snapshot found with its headers
+/// ([`crate::credentials::Credentials::consumer_with_headers`]), with the identifier's header value made
+/// when the snapshot was built ([`crate::credentials::Identified`]).
 pub fn identify_known<'s>(
     ctx: &mut RequestCtx<'s>,
-    consumer: &'s Consumer,
+    (consumer, headers): (&'s Consumer, &'s ConsumerHeaders),
     credential: CredentialRef,
     identifier: &HeaderValue,
 ) {
-    mark(ctx, consumer, Some((credential, identifier.clone())));
+    mark(
+        ctx,
+        consumer,
+        Some(headers),
+        Some((credential, identifier.clone())),
+    );
 }
 
 /// Sets the consumer and credential, and Kong's upstream headers: the consumer's (made with the
-/// snapshot, [`ConsumerHeaders`]) and `X-Credential-Identifier`, or `X-Anonymous-Consumer`.
+/// snapshot, [`ConsumerHeaders`]: `headers`, or looked up) and `X-Credential-Identifier`, or
+/// `X-Anonymous-Consumer`.
 fn mark<'s>(
     ctx: &mut RequestCtx<'s>,
     consumer: &'s Consumer,
+    headers: Option<&'s ConsumerHeaders>,
     credential: Option<(CredentialRef, HeaderValue)>,
 ) {
     let made;
-    let consumer_headers = match ctx.credentials.consumer_headers(&consumer.id) {
+    let known = headers.or_else(|| ctx.credentials.consumer_headers(&consumer.id));
+    let consumer_headers = match known {
         Some(h) => h,
         None => {
             made = ConsumerHeaders::of(consumer);

@@ -1,7 +1,7 @@
 //! `basic-auth` (priority 1100): `Authorization: Basic` username and password identify the consumer.
 
 use super::auth;
-use crate::credentials::{Credentials, Identified};
+use crate::credentials::{ConsumerHeaders, Credentials, Identified};
 use crate::ctx::{CredentialRef, RequestCtx};
 use crate::plugin::{Flow, Plugin, Registered};
 use crate::registry::{typed_config, BuildCtx, Builtin};
@@ -100,13 +100,16 @@ fn credentials(headers: &http::HeaderMap) -> Option<(http::HeaderName, &str, &st
 fn verify<'s>(
     store: &'s Credentials,
     encoded: &str,
-) -> Option<(&'s Identified<BasicAuthCredential>, &'s Consumer)> {
+) -> Option<(
+    &'s Identified<BasicAuthCredential>,
+    (&'s Consumer, &'s ConsumerHeaders),
+)> {
     let decoded = Decoded::of(encoded)?;
     let (user, pass) = decoded.split()?;
     let found = store.basic(user)?;
     let (consumer, headers) = store.consumer_with_headers(&found.credential.consumer.id)?;
     let stored = found.credential.password.as_bytes();
-    same_hash(&hash(pass, headers.id.as_bytes()), stored).then_some((found, consumer))
+    same_hash(&hash(pass, headers.id.as_bytes()), stored).then_some((found, (consumer, headers)))
 }
 
 /// Kong's stored form, `sha1(password .. consumer_id)` as lower-case hex, built on the stack (this runs on
@@ -156,7 +159,7 @@ impl BasicAuth {
         // The same header value verifies the same way on one snapshot: the hash is done once per value.
         let known = match store.basic_verified(value.as_bytes()) {
             Some(found) => store
-                .consumer(&found.credential.consumer.id)
+                .consumer_with_headers(&found.credential.consumer.id)
                 .map(|consumer| (found, consumer)),
             None => verify(store, encoded).inspect(|(found, _)| {
                 store.remember_basic(value.as_bytes(), &found.credential.username)

@@ -190,7 +190,7 @@ impl KeyAuth {
         };
         let credentials = ctx.credentials;
         let known = credentials.key(&key).and_then(|cred| {
-            let consumer = credentials.consumer(&cred.credential.consumer.id)?;
+            let consumer = credentials.consumer_with_headers(&cred.credential.consumer.id)?;
             Some((cred, consumer))
         });
         drop(key);

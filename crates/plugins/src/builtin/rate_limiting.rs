@@ -18,7 +18,7 @@ pub(crate) mod config;
 pub(crate) mod redis;
 pub(crate) mod window;
 
-use crate::added_headers::SetHeader;
+use crate::added_headers::AddedHeaders;
 use crate::counters::{ClusterCounters, Counted, Scope, Window};
 use crate::ctx::RequestCtx;
 use crate::plugin::{Flow, Plugin, Registered};
@@ -54,7 +54,6 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
             Some(Limit {
                 period: *p,
                 limit: limit as u64,
-                limit_value: HeaderValue::from(limit as u64),
                 limit_h: HeaderName::from_static(limit_h),
                 remaining_h: HeaderName::from_static(remaining_h),
             })
@@ -100,12 +99,12 @@ fn build(ctx: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Pl
     }))
 }
 
-/// One configured period, with its response headers ready (names and the limit's value are the same for
-/// every request).
+/// One configured period, with its response headers' names ready. The limit goes into them as a number
+/// (written as text with the head): no value shared by every worker's requests, whose reference count
+/// each clone and drop would write.
 struct Limit {
     period: Period,
     limit: u64,
-    limit_value: HeaderValue,
     limit_h: HeaderName,
     remaining_h: HeaderName,
 }
@@ -123,9 +122,12 @@ fn header_names(period: Period) -> (&'static str, &'static str) {
     }
 }
 
-const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
-const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
-const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
+static RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+static RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+static RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
+
+/// The most headers a response gets: two per period, and the three `RateLimit-*`.
+const MOST_HEADERS: usize = 2 * PERIODS.len() + 3;
 
 /// Where `policy: redis` and `policy: cluster` count: counters every node shares.
 #[derive(Clone)]
@@ -295,7 +297,8 @@ impl PluginScope {
 
 impl RateLimiting {
     /// Per configured period (the first `limits.len()`): the hash of (instance, identifier, period) and
-    /// the window's start and end.
+    /// the window's start and end. Inlined: its array is built in its caller's frame, not copied there.
+    #[inline]
     fn slots(&self, ctx: &RequestCtx<'_>, now: u64) -> [(u64, u64, u64); PERIODS.len()] {
         let mut base = counter_keys().build_hasher();
         self.plugin_id.hash(&mut base);
@@ -490,17 +493,19 @@ impl Rules {
         }
     }
 
-    /// The response headers for the counts after this request, in `headers`, and the refusal when a
-    /// window is over its limit. `counts[i]` belongs to `self.limits[i]`.
+    /// The response headers for the counts after this request, in `headers` (set together, in Kong's
+    /// order), and the refusal when a window is over its limit. `counts[i]` belongs to `self.limits[i]`.
     fn verdict(
         &self,
         counts: &[u64],
         exceeded: bool,
         now: u64,
-        headers: &mut impl SetHeader,
+        headers: &mut AddedHeaders,
     ) -> Option<PluginResponse> {
         // (remaining, reset seconds, the period's limit) of the most restrictive period, for RateLimit-*.
         let mut tightest: Option<(u64, u64, &Limit)> = None;
+        let mut fields = [(&RATELIMIT_LIMIT, 0); MOST_HEADERS];
+        let mut n = 0;
         for (l, count) in self.limits.iter().zip(counts) {
             // `count` includes this request. A refused one is not counted, and Kong takes it off only the
             // period that stopped it (whose remaining is 0 either way): every period shows what it had.
@@ -515,16 +520,21 @@ impl Rules {
                 tightest = Some((remaining, reset, l));
             }
             if !self.config.hide_client_headers {
-                headers.set(l.limit_h.clone(), l.limit_value.clone());
-                headers.set_number(l.remaining_h.clone(), remaining);
+                fields[n..n + 2]
+                    .copy_from_slice(&[(&l.limit_h, l.limit), (&l.remaining_h, remaining)]);
+                n += 2;
             }
         }
         // The schema requires at least one period, so `tightest` is always set.
         if let Some((remaining, reset, l)) = tightest.filter(|_| !self.config.hide_client_headers) {
-            headers.set(RATELIMIT_LIMIT, l.limit_value.clone());
-            headers.set_number(RATELIMIT_REMAINING, remaining);
-            headers.set_number(RATELIMIT_RESET, reset);
+            fields[n..n + 3].copy_from_slice(&[
+                (&RATELIMIT_LIMIT, l.limit),
+                (&RATELIMIT_REMAINING, remaining),
+                (&RATELIMIT_RESET, reset),
+            ]);
+            n += 3;
         }
+        headers.insert_numbers(&fields[..n]);
         let reset = tightest.map_or(1, |(_, reset, _)| reset);
         exceeded.then(|| {
             let mut resp = PluginResponse::message(self.status, &self.config.error_message);

@@ -206,9 +206,15 @@ impl Conn {
                 && !upgraded
                 && feeder.as_ref().is_none_or(|f| f.state() != Fed::Broken),
         };
-        let mut out = Vec::with_capacity(512);
-        let hint = http_body::Body::size_hint(&body);
+        // Room for the head and a small body; more for plugins' headers written late (rate-limiting's
+        // five): growing it copies what is written so far.
         let kong = response.late.as_ref();
+        let room = match kong.is_some_and(|late| !late.added.is_empty()) {
+            true => 1024,
+            false => 512,
+        };
+        let mut out = Vec::with_capacity(room);
+        let hint = http_body::Body::size_hint(&body);
         let (framing, mut keep) = write::head(&mut out, &parts, kong, &hint, facts);
         // The head is on its way: its map serves the next head parsed on this worker.
         sluice_h1::recycle_headers(parts.headers);

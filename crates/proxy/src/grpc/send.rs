@@ -61,10 +61,7 @@ pub async fn send(
         .service
         .and_then(|s| snap.services.get(s))
         .ok_or(ProxyError::NoService)?;
-    let mut id_text = uuid::Uuid::encode_buffer();
-    let consumer = ctx
-        .consumer
-        .map(|c| &*c.id.hyphenated().encode_lower(&mut id_text));
+    let consumer = ctx.consumer.map(|c| &c.id);
     let hashed = exchange::hash_request(svc, &ctx.request, &routed, consumer, ctx.captures).value;
     let headers = upstream_headers(&ctx.request.headers, routed, x);
     let target = ctx.request.uri.path_and_query().cloned();

@@ -10,9 +10,7 @@
 //! `header_filter`, as [`super::steps`] does), since only that path caps the body.
 
 use super::logged::Detached;
-use super::{
-    access, consumer_slot, header_filter, new_ctx, prepare, send, whole, Outcome, RouteSteps,
-};
+use super::{access, consumer_slot, header_filter, new_ctx, send, whole, Outcome, RouteSteps};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::error::ProxyError;
@@ -128,6 +126,10 @@ async fn resumed(
 }
 
 /// The upstream request written from the plugins' edited head, and what they leave for the response.
+/// The head's map then serves the next head parsed on this worker, as on the fast path (the context
+/// goes no further). Always inlined, as [`Sending::prepare`] is: out of line, the upstream request would
+/// be copied out of each call (no `uri` is made: an access-only chain has no log phase).
+#[inline(always)]
 fn fast(
     ctx: &mut RequestCtx<'_>,
     route: &RouteSteps<'_>,
@@ -136,7 +138,9 @@ fn fast(
     snap: &Snapshot,
     x: &Exchange<'_>,
 ) -> Result<(Sending, Option<Box<Added>>), ProxyError> {
-    let (sending, _) = prepare(ctx, route.chain, body, routed, snap, x)?;
+    let consumer = ctx.consumer.map(|c| &c.id);
+    let sending = Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x)?;
+    sluice_h1::recycle_headers(std::mem::take(&mut ctx.request.headers));
     let consumer = route.meter.and_then(|m| consumer_slot(ctx, m, snap));
     let added = Added::boxed(std::mem::take(&mut ctx.response_headers), consumer);
     Ok((sending, added))
