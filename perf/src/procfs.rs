@@ -60,7 +60,10 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 /// that have ended are not counted: take the rest as the process's total less these.
 pub fn threads_cpu_seconds(pid: u32, prefix: &str) -> Option<f64> {
     let mut total = 0.0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue;
         };

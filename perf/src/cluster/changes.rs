@@ -95,7 +95,6 @@ pub fn stream(
     })
 }
 
-
 /// The DP's proxy load, steady and then with a change made on the CP every 100 ms (changes numbered
 /// from `first`), in `reps` interleaved pairs so that drift on a shared machine hits both sides.
 pub struct Loaded {
