@@ -86,6 +86,11 @@ pub struct ClusterArgs {
     /// DP's RPS falls with the load side's; see `sluice-perf db`'s docs).
     #[arg(long, default_value_t = 19)]
     pub cp_nice: i32,
+    /// Steady halves without the decoy: by default a second CP (its own store, no DP, the same nice)
+    /// takes the same writes during each steady half, so that both halves' load generator shares its
+    /// CPUs with the same CP and database work and the RPS ratio measures the DP alone.
+    #[arg(long)]
+    pub no_decoy: bool,
     /// Where configs, node logs and the report (`cluster.md`) go.
     #[arg(long, default_value = "target/sluice-perf/cluster")]
     pub out: PathBuf,
@@ -103,6 +108,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     std::fs::write(&config_path, doc.to_string())?;
     let load_cpus = &args.cpus.load_cpus;
     // Declared before the nodes, so dropped after them: the database outlives its CP.
+    let decoy_doc = (!args.no_decoy).then(|| doc.clone());
     let mut store = Store::new(
         args.cp_database,
         doc,
@@ -184,19 +190,55 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         upstream: None,
     };
     let first = 2 * args.changes;
+    // Declared after `store`, so dropped before it (each puts PostgreSQL's CPUs back as it found them).
+    let mut decoy = match decoy_doc {
+        Some(doc) => {
+            progress("starting the decoy control plane (its own store, no data plane)");
+            let mut decoy_store = Store::new(
+                args.cp_database,
+                doc,
+                &case,
+                &config_path,
+                &bin,
+                &args.pg,
+                load_cpus,
+            )?;
+            let mut env = common("control_plane");
+            env.push((
+                "SLUICE_CLUSTER_LISTEN".into(),
+                free_addr("127.0.0.1")?.to_string(),
+            ));
+            env.extend(decoy_store.env.iter().cloned());
+            let dir = out.join("decoy");
+            let launched = launch(&load_prefix, &upstream, &dir)?;
+            let node = process::start_sluice_with_env(
+                &bin,
+                decoy_store.config.as_deref(),
+                &launched,
+                "info",
+                &env,
+            )?;
+            let admin = node.admin.context("the decoy has an admin address")?;
+            crate::db::pin::set_nice_all(node.pid(), args.cp_nice);
+            decoy_store.renice(args.cp_nice);
+            Some((decoy_store, node, admin))
+        }
+        None => None,
+    };
     crate::db::pin::set_nice_all(cp.pid(), args.cp_nice);
     store.renice(args.cp_nice);
     let loaded = changes::load_while_changing(
         &mut driver,
         &dp,
         &spec,
-        &mut store.writes,
-        admin,
+        (&mut store.writes, admin),
+        decoy.as_mut().map(|(s, _, admin)| (&mut s.writes, *admin)),
         first,
         args.reps,
     );
     crate::db::pin::set_nice_all(cp.pid(), 0);
     store.renice(0);
+    drop(decoy);
     let loaded = loaded?;
     let (ratios, per_cpu) = (loaded.ratios(), loaded.per_cpu);
     let ratio = percentile(&ratios, 50.0);
@@ -235,7 +277,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         ),
         format!("the DP applied {deltas} deltas and {fulls} whole configs (1: the first sync)"),
         format!(
-            "DP proxy RPS with a change every 100 ms ÷ steady, median of {} interleaved pairs: {ratio:.3} (each {}; medians {:.0} / {:.0} RPS; {} changes, one per {:.0} ms as they came, the CP at nice {}; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
+            "DP proxy RPS with a change every 100 ms ÷ steady, median of {} interleaved pairs: {ratio:.3} (each {}; medians {:.0} / {:.0} RPS; {} changes, one per {:.0} ms as they came, the CP at nice {}; {}; failed requests: {} errors, {} non-2xx; steady: {} errors, {} non-2xx) — goal ≥ 0.97",
             ratios.len(),
             ratios.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(", "),
             changing.rps,
@@ -243,6 +285,11 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
             loaded.posted,
             changing.duration_s * 1e3 / loaded.posted.max(1) as f64,
             args.cp_nice,
+            if args.no_decoy {
+                "the steady halves without CP writes"
+            } else {
+                "the steady halves with the same writes to a decoy CP that no DP follows"
+            },
             changing.errors,
             changing.non_2xx,
             steady.errors,

@@ -119,13 +119,15 @@ impl Loaded {
     }
 }
 
-/// Runs `reps` pairs (see [`Loaded`]).
+/// Runs `reps` pairs (see [`Loaded`]): the changing halves make changes through `writes` on the CP at
+/// its admin address; the steady halves make the same through `decoy`, when given (a CP the DP does not
+/// follow), so that both halves share the machine with the same CP work.
 pub fn load_while_changing(
     driver: &mut Local,
     dp: &Running,
     spec: &LoadSpec,
-    writes: &mut Writes,
-    admin: SocketAddr,
+    (writes, admin): (&mut Writes, SocketAddr),
+    mut decoy: Option<(&mut Writes, SocketAddr)>,
     first: usize,
     reps: usize,
 ) -> Result<Loaded> {
@@ -134,9 +136,14 @@ pub fn load_while_changing(
     let every = Duration::from_millis(100);
     for rep in 1..=reps.max(1) {
         let c0 = cpu(dp.pid());
-        let still = driver.run_load(dp, spec)?;
-        let c1 = cpu(dp.pid());
         let next = first + posted;
+        let still = match decoy.as_mut() {
+            Some((decoy, at)) => {
+                load_while(driver, dp, spec, every, |k| decoy.change(*at, next + k))?.0
+            }
+            None => driver.run_load(dp, spec)?,
+        };
+        let c1 = cpu(dp.pid());
         let (moving, sent) =
             load_while(driver, dp, spec, every, |k| writes.change(admin, next + k))?;
         steady_cpu += c1 - c0;
