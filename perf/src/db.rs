@@ -87,6 +87,11 @@ pub struct DbArgs {
     /// took their share from the load side and B's RPS fell with it).
     #[arg(long, default_value_t = 19)]
     pub others_nice: i32,
+    /// Steady runs without the decoy: by default a third node on a database of its own (the same config,
+    /// where node A runs) takes the same writes during each steady run, so that both runs' load generator
+    /// shares its CPUs with the same writer and database work and the RPS ratio measures node B alone.
+    #[arg(long)]
+    pub no_decoy: bool,
     /// The PostgreSQL server.
     #[command(flatten)]
     pub pg: pg::Server,
@@ -149,8 +154,28 @@ pub fn run(args: &DbArgs) -> Result<String> {
         args.cpu_changes
     ));
     rows.extend(cpu_per_change(&a, &b, args)?);
+    let decoy = match args.no_decoy {
+        true => None,
+        false => {
+            let (db, _) = imported(server, &bin, "decoy", &case, &config)?;
+            progress("starting the decoy writer (its own database; node B does not follow it)");
+            let node = start_node(&bin, &db, &writer_prefix(args), &out.join("decoy"), 1)?;
+            notes.push("steady runs: the same writes on a decoy node with a database of its own, which node B does not follow (`--no-decoy`: no writes)".into());
+            Some((node, db))
+        }
+    };
     progress("3/4 and 4/4 proxy load on B, steady then with writes on A");
-    rows.extend(load_with_writes(&mut driver, &a, &b, &case, &out, args)?);
+    let decoy_node = decoy.as_ref().map(|(node, _)| node);
+    rows.extend(load_with_writes(
+        &mut driver,
+        &a,
+        &b,
+        decoy_node,
+        &case,
+        &out,
+        args,
+    )?);
+    drop(decoy);
     drop((a, b));
     drop(db);
 
@@ -195,38 +220,54 @@ fn start_nodes(
     dir: &Path,
     args: &DbArgs,
 ) -> Result<(Running, Running)> {
-    let writer_cpus = args.writer_cpus.clone().unwrap_or_default();
-    let writer_workers = procfs::parse_cpu_list(&writer_cpus).map_or(1, |s| s.len());
-    let nice = args.others_nice.to_string();
-    let writer_prefix: Vec<String> = ["nice", "-n", &nice, "taskset", "-c", &writer_cpus]
-        .map(String::from)
-        .into();
-    let gateway_prefix = driver.gateway_prefix();
-    let mut nodes = Vec::new();
-    for (name, prefix, workers) in [
-        ("node-a", &writer_prefix, writer_workers),
-        ("node-b", &gateway_prefix, driver.workers()),
-    ] {
-        let dir = dir.join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        let launch = Launch {
-            prefix,
-            proxy: free_addr("127.0.0.1")?,
-            upstream: "",
-            workers,
-            dir: &dir,
-            tls: None,
-        };
-        nodes.push(process::start_sluice_with_env(
-            bin,
-            None,
-            &launch,
-            "info",
-            &db.env(),
-        )?);
-    }
-    let b = nodes.pop().context("node B")?;
-    let a = nodes.pop().context("node A")?;
+    let writer_workers = args
+        .writer_cpus
+        .as_deref()
+        .and_then(procfs::parse_cpu_list)
+        .map_or(1, |s| s.len());
+    let a = start_node(
+        bin,
+        db,
+        &writer_prefix(args),
+        &dir.join("node-a"),
+        writer_workers,
+    )?;
+    let b = start_node(
+        bin,
+        db,
+        &driver.gateway_prefix(),
+        &dir.join("node-b"),
+        driver.workers(),
+    )?;
     driver.check_gateway_pinning(b.pid(), "node B");
     Ok((a, b))
+}
+
+/// What a writer node runs under: `--others-nice` on `--writer-cpus`.
+fn writer_prefix(args: &DbArgs) -> Vec<String> {
+    let writer_cpus = args.writer_cpus.clone().unwrap_or_default();
+    let nice = args.others_nice.to_string();
+    ["nice", "-n", &nice, "taskset", "-c", &writer_cpus]
+        .map(String::from)
+        .into()
+}
+
+/// One node on `db` under `prefix`, with `workers` proxy workers and its files in `dir` (emptied first).
+fn start_node(
+    bin: &Path,
+    db: &pg::Database,
+    prefix: &[String],
+    dir: &Path,
+    workers: usize,
+) -> Result<Running> {
+    let _ = std::fs::remove_dir_all(dir);
+    let launch = Launch {
+        prefix,
+        proxy: free_addr("127.0.0.1")?,
+        upstream: "",
+        workers,
+        dir,
+        tls: None,
+    };
+    process::start_sluice_with_env(bin, None, &launch, "info", &db.env())
 }

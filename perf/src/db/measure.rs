@@ -236,6 +236,7 @@ pub(super) fn load_with_writes(
     driver: &mut Local,
     a: &Running,
     b: &Running,
+    decoy: Option<&Running>,
     case: &Case,
     out: &Path,
     args: &DbArgs,
@@ -264,7 +265,11 @@ pub(super) fn load_with_writes(
     let (mut steady_cpu, mut writing_cpu, mut writer_cpu, mut pg_cpu) = (0.0, 0.0, 0.0, 0.0);
     for rep in 1..=args.reps.max(1) {
         let c0 = cpu(b)?;
-        let steady = driver.run_load(b, &spec)?;
+        // With a decoy, the steady run's writes go where B does not look (see `DbArgs::no_decoy`).
+        let steady = match decoy {
+            Some(decoy) => load_while_writing(driver, decoy, b, &spec, args)?.0,
+            None => driver.run_load(b, &spec)?,
+        };
         steady_cpu += cpu(b)? - c0;
         let (c0, a0, pg0) = (cpu(b)?, cpu(a)?, postgres_cpu());
         let (writing, w) = load_while_writing(driver, a, b, &spec, args)?;
