@@ -35,7 +35,7 @@ use crate::loadgen::LoadSpec;
 use crate::procfs;
 use crate::progress;
 use crate::target;
-use crate::target::process::{self, free_addr, Launch};
+use crate::target::process::{self, free_addr, Launch, Running};
 use anyhow::{ensure, Context, Result};
 use cp::{CpDatabase, Store};
 use serde_json::Value;
@@ -107,17 +107,20 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let config_path = out.join("cluster-config.json");
     std::fs::write(&config_path, doc.to_string())?;
     let load_cpus = &args.cpus.load_cpus;
-    // Declared before the nodes, so dropped after them: the database outlives its CP.
     let decoy_doc = (!args.no_decoy).then(|| doc.clone());
-    let mut store = Store::new(
-        args.cp_database,
-        doc,
-        &case,
-        &config_path,
-        &bin,
-        &args.pg,
-        load_cpus,
-    )?;
+    let new_store = |doc| {
+        Store::new(
+            args.cp_database,
+            doc,
+            &case,
+            &config_path,
+            &bin,
+            &args.pg,
+            load_cpus,
+        )
+    };
+    // Declared before the nodes, so dropped after them: the database outlives its CP.
+    let mut store = new_store(doc)?;
     let (cert, key) = cluster_cert(&out)?;
     let cluster = free_addr("127.0.0.1")?;
     let common = |role: &str| {
@@ -130,17 +133,25 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let prefix = driver.gateway_prefix();
     let (cp_dir, dp_dir) = (out.join("cp"), out.join("dp"));
 
-    progress(format!("starting the control plane with {case}"));
-    let mut cp_env = common("control_plane");
-    cp_env.push(("SLUICE_CLUSTER_LISTEN".into(), cluster.to_string()));
-    cp_env.extend(store.env.iter().cloned());
-    // The CP stands for another host: on the load CPUs, so that validating each posted document is not
-    // charged to the DP's throughput (its CPU per change is reported).
+    // A CP stands for another host: on the load CPUs, so that validating each posted document is not
+    // charged to the DP's throughput (its CPU per change is reported). Its node and admin address.
     let load_prefix = ["taskset", "-c", load_cpus].map(String::from);
-    let cp_launch = launch(&load_prefix, &upstream, &cp_dir)?;
-    let cp =
-        process::start_sluice_with_env(&bin, store.config.as_deref(), &cp_launch, "info", &cp_env)?;
-    let admin = cp.admin.context("the control plane has an admin address")?;
+    let start_cp = |store: &Store,
+                    dir: &Path,
+                    listen: SocketAddr|
+     -> Result<(Running, SocketAddr)> {
+        let mut env = common("control_plane");
+        env.push(("SLUICE_CLUSTER_LISTEN".into(), listen.to_string()));
+        env.extend(store.env.iter().cloned());
+        let launched = launch(&load_prefix, &upstream, dir)?;
+        let cp =
+            process::start_sluice_with_env(&bin, store.config.as_deref(), &launched, "info", &env)?;
+        let admin = cp.admin.context("a control plane has an admin address")?;
+        Ok((cp, admin))
+    };
+
+    progress(format!("starting the control plane with {case}"));
+    let (cp, admin) = start_cp(&store, &cp_dir, cluster)?;
 
     let relay = Relay::start(cluster)?;
     // A fresh DP joins a CP that has been serving its config for a moment (a CP makes the whole frame
@@ -194,39 +205,22 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     let mut decoy = match decoy_doc {
         Some(doc) => {
             progress("starting the decoy control plane (its own store, no data plane)");
-            let mut decoy_store = Store::new(
-                args.cp_database,
-                doc,
-                &case,
-                &config_path,
-                &bin,
-                &args.pg,
-                load_cpus,
-            )?;
-            let mut env = common("control_plane");
-            env.push((
-                "SLUICE_CLUSTER_LISTEN".into(),
-                free_addr("127.0.0.1")?.to_string(),
-            ));
-            env.extend(decoy_store.env.iter().cloned());
-            let dir = out.join("decoy");
-            let launched = launch(&load_prefix, &upstream, &dir)?;
-            let node = process::start_sluice_with_env(
-                &bin,
-                decoy_store.config.as_deref(),
-                &launched,
-                "info",
-                &env,
-            )?;
-            let admin = node.admin.context("the decoy has an admin address")?;
-            crate::db::pin::set_nice_all(node.pid(), args.cp_nice);
-            decoy_store.renice(args.cp_nice);
+            let decoy_store = new_store(doc)?;
+            let (node, admin) =
+                start_cp(&decoy_store, &out.join("decoy"), free_addr("127.0.0.1")?)?;
             Some((decoy_store, node, admin))
         }
         None => None,
     };
-    crate::db::pin::set_nice_all(cp.pid(), args.cp_nice);
-    store.renice(args.cp_nice);
+    let renice_cps = |store: &mut Store, decoy: &mut Option<(Store, Running, SocketAddr)>, nice| {
+        crate::db::pin::set_nice_all(cp.pid(), nice);
+        store.renice(nice);
+        if let Some((decoy_store, node, _)) = decoy {
+            crate::db::pin::set_nice_all(node.pid(), nice);
+            decoy_store.renice(nice);
+        }
+    };
+    renice_cps(&mut store, &mut decoy, args.cp_nice);
     let loaded = changes::load_while_changing(
         &mut driver,
         &dp,
@@ -236,8 +230,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         first,
         args.reps,
     );
-    crate::db::pin::set_nice_all(cp.pid(), 0);
-    store.renice(0);
+    renice_cps(&mut store, &mut decoy, 0);
     drop(decoy);
     let loaded = loaded?;
     let (ratios, per_cpu) = (loaded.ratios(), loaded.per_cpu);
