@@ -134,11 +134,11 @@ impl AddedHeaders {
 
     /// Adds `value` under `name`, beside what was added under it before.
     pub fn append(&mut self, name: HeaderName, value: HeaderValue) {
-        let found = match self.contains(&name) {
-            true => self.list.iter().rposition(|a| a.name == name),
-            false => None,
-        };
-        match found {
+        let may_hold = self.lengths.may_hold(name.as_str().len());
+        match may_hold
+            .then(|| self.list.iter().rposition(|a| a.name == name))
+            .flatten()
+        {
             Some(last) => self.list.insert(
                 last + 1,
                 Added {
@@ -223,21 +223,11 @@ impl AddedHeaders {
 pub trait SetHeader {
     /// Sets `name` to `value`, replacing its values before.
     fn set(&mut self, name: HeaderName, value: HeaderValue);
-
-    /// Sets `name` to the number `n`.
-    fn set_number(&mut self, name: HeaderName, n: u64) {
-        self.set(name, crate::header_number(n));
-    }
 }
 
 impl SetHeader for AddedHeaders {
     fn set(&mut self, name: HeaderName, value: HeaderValue) {
         self.insert(name, value);
-    }
-
-    /// Kept a number until the head is written.
-    fn set_number(&mut self, name: HeaderName, n: u64) {
-        self.insert_number(name, n);
     }
 }
 
