@@ -220,7 +220,7 @@ impl Router {
             let Some(prefix) = input.path.get(..len) else {
                 continue;
             };
-            let Some(ranks) = self.index.prefixes.get(prefix) else {
+            let Some(ranks) = self.index.prefixes.get(&index::PrefixKey::of(prefix)) else {
                 continue;
             };
             for &rank in ranks.as_slice() {
