@@ -12,14 +12,14 @@
 //! misses each way on every change of a 10,000-route config, a fifth of a data plane's apply. A copy is
 //! now one pass over the table itself.
 
-use crate::matcher::{CompiledRoute, PathMatcher};
+use crate::matcher::PathMatcher;
 use crate::priority::Moves;
+use crate::routes::Routes;
 use crate::BuildError;
 use rustc_hash::FxBuildHasher;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::Arc;
 
 /// A plain prefix as the prefix map keys it: its length and its FxHash. Two prefixes of one length may
 /// share a key (a collision): their candidates then share the entry, and each candidate's own path match
@@ -79,7 +79,7 @@ pub(crate) fn collide(on: bool) {
 
 /// What [`Indexes`] are built from: the routes and their candidates in rank order.
 pub(crate) struct Ranked<'a> {
-    pub routes: &'a [Arc<CompiledRoute>],
+    pub routes: &'a Routes,
     pub candidates: &'a [(u32, Option<u32>)],
 }
 
@@ -87,7 +87,7 @@ impl Ranked<'_> {
     /// The path of the candidate at `rank` (None: a route without paths).
     fn path(&self, rank: u32) -> Option<&PathMatcher> {
         let (route, path) = self.candidates[rank as usize];
-        path.map(|p| &self.routes[route as usize].paths[p as usize])
+        path.map(|p| &self.routes.get(route as usize).paths[p as usize])
     }
 }
 

@@ -24,6 +24,7 @@ mod index;
 mod matcher;
 mod path;
 mod priority;
+mod routes;
 pub mod stream;
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ pub use host::bare_host;
 use index::Indexes;
 pub use matcher::RequestParts;
 use matcher::{CompiledRoute, Input};
+use routes::{Routes, Slot};
 
 /// One route as the router sees it, built from the model by the proxy.
 #[derive(Debug, Clone, Default)]
@@ -55,19 +57,20 @@ pub struct RouteSpec {
     pub uuid: u128,
 }
 
-/// A route compiled by a [`Router`], to be reused by a later one ([`Router::build_from`]) when the
-/// caller's route did not change: the route, and its position in the router it came from (which lets a
-/// build after that router keep its ranking instead of sorting every route again).
-#[derive(Clone)]
+/// A route compiled by a [`Router`], to be reused by the next one ([`Router::build_from`] after that
+/// router) when the caller's route did not change: its position in the router it came from, which lets
+/// the build keep its ranking instead of sorting every route again, and share the route without taking a
+/// count on it.
+#[derive(Clone, Copy)]
 pub struct Compiled {
-    route: Arc<CompiledRoute>,
     position: u32,
 }
 
-/// One route for [`Router::build_from`]: to compile, or compiled by an earlier router.
+/// One route for [`Router::build_from`]: to compile, or compiled by the earlier router.
 pub enum RouteInput {
     Spec(RouteSpec),
-    /// The caller's index (as [`RouteSpec::id`]) and the route compiled earlier from an equal spec.
+    /// The caller's index (as [`RouteSpec::id`]) and the route the earlier router compiled from an
+    /// equal spec.
     Compiled(usize, Compiled),
 }
 
@@ -106,7 +109,7 @@ pub struct Match {
 
 /// The compiled, immutable router of one config snapshot.
 pub struct Router {
-    routes: Vec<Arc<CompiledRoute>>,
+    routes: Routes,
     /// The caller's index of each route (as given; ascending when the caller gave them so).
     ids: Vec<usize>,
     /// (route index, path index or None) in rank order: index = rank.
@@ -121,33 +124,38 @@ impl Router {
         Router::build_from(specs.into_iter().map(RouteInput::Spec).collect(), None)
     }
 
-    /// Builds a router from routes to compile and routes compiled earlier (by `previous` or another
-    /// router); only the former are compiled. The regex set of `previous` is reused when the regex paths
+    /// Builds a router from routes to compile and routes `previous` compiled; only the former are
+    /// compiled. The regex set of `previous` is reused when the regex paths
     /// are the same. Every invalid regex is reported.
     pub fn build_from(
         inputs: Vec<RouteInput>,
         previous: Option<&Router>,
     ) -> Result<Router, Vec<BuildError>> {
         let mut errors = Vec::new();
-        let mut routes = Vec::with_capacity(inputs.len());
+        let mut slots = Vec::with_capacity(inputs.len());
         let mut ids = Vec::with_capacity(inputs.len());
         // Each route's position in `previous`, when it was compiled there.
         let mut from = Vec::with_capacity(inputs.len());
         for input in inputs {
             match input {
                 RouteInput::Compiled(id, compiled) => {
-                    let came_from_previous = previous.is_some_and(|p| {
-                        p.routes
-                            .get(compiled.position as usize)
-                            .is_some_and(|r| Arc::ptr_eq(r, &compiled.route))
-                    });
-                    from.push(came_from_previous.then_some(compiled.position));
-                    routes.push(compiled.route);
+                    let kept =
+                        previous.is_some_and(|p| (compiled.position as usize) < p.routes.len());
+                    if !kept {
+                        errors.push(BuildError {
+                            route: id,
+                            message: "a compiled route that the earlier router does not have"
+                                .into(),
+                        });
+                        continue;
+                    }
+                    from.push(Some(compiled.position));
+                    slots.push(Slot::Kept(compiled.position));
                     ids.push(id);
                 }
                 RouteInput::Spec(spec) => match CompiledRoute::compile(&spec) {
                     Ok(r) => {
-                        routes.push(Arc::new(r));
+                        slots.push(Slot::New(Arc::new(r)));
                         ids.push(spec.id);
                         from.push(None);
                     }
@@ -161,6 +169,7 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
+        let routes = Routes::build(slots, previous.map(|p| &p.routes));
         let (ranking, moves) = match previous {
             Some(p) => priority::Ranking::after(&routes, &from, &p.ranking),
             None => (priority::Ranking::of(&routes), None),
@@ -191,7 +200,6 @@ impl Router {
             _ => self.ids.binary_search(&id).ok()?,
         };
         Some(Compiled {
-            route: self.routes[at].clone(),
             position: at as u32,
         })
     }
@@ -201,7 +209,7 @@ impl Router {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
+        self.routes.len() == 0
     }
 
     /// The best route for the request, by Kong's priority rules.
@@ -259,7 +267,7 @@ impl Router {
     #[inline]
     fn try_candidate(&self, rank: u32, input: &Input<'_>) -> Option<Match> {
         let (route_index, path_index) = self.ranking.candidates[rank as usize];
-        let route = &self.routes[route_index as usize];
+        let route = self.routes.get(route_index as usize);
         if !route.matches_non_path(input) {
             return None;
         }

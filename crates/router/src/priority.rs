@@ -8,8 +8,8 @@
 //! the route id and the group's number), so it ranks and ties on its own. Creation time plays no part.
 
 use crate::matcher::{CompiledRoute, PathMatcher};
+use crate::routes::Routes;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Kong's namespace for the ids of split routes.
 const SPLIT_NAMESPACE: uuid::Uuid = uuid::uuid!("7f145bf9-0dce-4f91-98eb-debbce4b9f6b");
@@ -83,7 +83,7 @@ pub(crate) struct Ranking {
 
 impl Ranking {
     /// Ranks every candidate of `routes`.
-    pub fn of(routes: &[Arc<CompiledRoute>]) -> Ranking {
+    pub fn of(routes: &Routes) -> Ranking {
         let (mut keyed, mut groups) = (Vec::with_capacity(routes.len()), Vec::new());
         for (ri, route) in routes.iter().enumerate() {
             keys_of(route, ri, &mut groups, &mut keyed);
@@ -102,7 +102,7 @@ impl Ranking {
     /// gives it, so the kept ones are copied in runs, not compared. The [`Moves`] say where the earlier ranks went
     /// (None: ranked from scratch, when two routes share an id).
     pub fn after(
-        routes: &[Arc<CompiledRoute>],
+        routes: &Routes,
         from: &[Option<u32>],
         previous: &Ranking,
     ) -> (Ranking, Option<Moves>) {

@@ -338,7 +338,12 @@ fn reference(
     };
     let decoded = path::decode(path).unwrap();
     let input = matcher::Input::new(&req, &decoded);
-    let ranking = priority::Ranking::of(routes);
+    let held = routes
+        .iter()
+        .cloned()
+        .map(crate::routes::Slot::New)
+        .collect();
+    let ranking = priority::Ranking::of(&crate::routes::Routes::build(held, None));
     ranking.candidates.into_iter().find_map(|(ri, pi)| {
         let r = &routes[ri as usize];
         let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
