@@ -139,7 +139,20 @@ impl Snapshot {
         previous: &Snapshot,
         changed_routes: &RouteIds,
     ) -> Result<Snapshot, CompileError> {
-        let reuse = reuse::Reuse::new(&config, Some(previous), Some(changed_routes));
+        Snapshot::compile_patched_at(config, registry, previous, changed_routes, None)
+    }
+
+    /// [`Snapshot::compile_patched`] where, with `replaced`, the patch replaced the named routes at
+    /// these indexes (ascending) and added or removed none: every other index holds the live route of
+    /// that index, which is then taken without reading either route.
+    pub fn compile_patched_at(
+        config: Arc<Config>,
+        registry: &Registry,
+        previous: &Snapshot,
+        changed_routes: &RouteIds,
+        replaced: Option<&[usize]>,
+    ) -> Result<Snapshot, CompileError> {
+        let reuse = reuse::Reuse::new(&config, Some(previous), Some((changed_routes, replaced)));
         Snapshot::compile_reusing(config, registry, Some(previous), reuse)
     }
 

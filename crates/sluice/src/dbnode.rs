@@ -153,9 +153,9 @@ impl DbNode {
                 // mode): it, patched with the changes, is the next one (built on the spare when it can).
                 let live = self.loader.snapshot().load().config().clone();
                 let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take();
-                let mut config = spare::next(spare, &live, after, &changes)?;
+                let (mut config, in_place) = spare::next(spare, &live, after, &changes)?;
                 config.hash = hash(version);
-                let patch = Some((live.clone(), changes));
+                let patch = Some((live.clone(), changes, in_place));
                 let changes = self.publish(version, config, patch).await?;
                 *self.spare.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some(Spare::new(live, changes, version));
@@ -170,17 +170,19 @@ impl DbNode {
         &self,
         version: u64,
         config: Config,
-        changes: Option<(Arc<Config>, Vec<EntityChange>)>,
+        changes: Option<(Arc<Config>, Vec<EntityChange>, spare::InPlace)>,
     ) -> anyhow::Result<Vec<EntityChange>> {
         let loader = self.loader.clone();
         let changes = tokio::task::spawn_blocking(move || {
-            let patch = changes
-                .as_ref()
-                .map(|(base, changes)| Patch { base, changes });
+            let patch = changes.as_ref().map(|(base, changes, in_place)| Patch {
+                base,
+                changes,
+                routes_in_place: in_place.as_deref(),
+            });
             let applied = loader
                 .apply(config, patch)
                 .map_err(|e| anyhow::anyhow!("{e}"));
-            applied.map(|_| changes.map(|(_, c)| c).unwrap_or_default())
+            applied.map(|_| changes.map(|(_, c, _)| c).unwrap_or_default())
         })
         .await??;
         self.applied.send_replace(version);

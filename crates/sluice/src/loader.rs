@@ -33,6 +33,10 @@ pub struct Patch<'a> {
     pub base: &'a Arc<Config>,
     /// The entities it changed (written to the store as they are).
     pub changes: &'a [EntityChange],
+    /// The indexes of the routes it replaced, when it replaced every changed route where it was and
+    /// added or removed none (`dbnode::spare::InPlace`): the compile then takes every other route as
+    /// the live one of its index without reading it.
+    pub routes_in_place: Option<&'a [usize]>,
 }
 
 impl Patch<'_> {
@@ -238,7 +242,7 @@ impl Loader {
                         .collect(),
                     false => RouteIds::default(),
                 };
-                let patched = copied_routes.then_some((&live, &changed));
+                let patched = copied_routes.then_some((&live, &changed, None));
                 self.go_live(config, started, patched, |store, config, hash| {
                     commit_over(store, config, &live, copies, hash)
                 })?
@@ -279,7 +283,7 @@ impl Loader {
             }
             Some(patch) => {
                 let changed_routes = patch.changed_routes();
-                let patched = Some((patch.base, &changed_routes));
+                let patched = Some((patch.base, &changed_routes, patch.routes_in_place));
                 let deferred = self.deferred.get();
                 self.go_live(
                     config,
@@ -312,7 +316,7 @@ impl Loader {
         &self,
         config: Config,
         started: Instant,
-        patched: Option<(&Arc<Config>, &RouteIds)>,
+        patched: Option<(&Arc<Config>, &RouteIds, Option<&[usize]>)>,
         commit: impl FnOnce(&Store, &Config, &str) -> Result<EntityJson, LoadError>,
     ) -> Result<(Arc<Config>, EntityJson), LoadError> {
         let hash = config.hash().to_string();
@@ -322,8 +326,14 @@ impl Loader {
         // snapshot is the one this config replaces).
         let live = self.live.load_full();
         let snapshot = match patched {
-            Some((base, changed)) if Arc::ptr_eq(base, live.config()) => {
-                Snapshot::compile_patched(config.clone(), &self.registry, &live, changed)
+            Some((base, changed, in_place)) if Arc::ptr_eq(base, live.config()) => {
+                Snapshot::compile_patched_at(
+                    config.clone(),
+                    &self.registry,
+                    &live,
+                    changed,
+                    in_place,
+                )
             }
             _ => Snapshot::compile_after(config.clone(), &self.registry, Some(&live)),
         }

@@ -39,18 +39,24 @@ macro_rules! typed_lists {
         }
 
         /// Replaces the entity of `kind` that has the id of `body` (JSON as committed; it keeps its
-        /// position), or appends it. DB mode patches its config with each changed entity this way.
-        pub fn upsert(config: &mut Config, kind: Kind, body: &[u8]) -> serde_json::Result<()> {
-            match kind {
+        /// position, which is returned), or appends it (None). DB mode patches its config with each
+        /// changed entity this way.
+        pub fn upsert(config: &mut Config, kind: Kind, body: &[u8]) -> serde_json::Result<Option<usize>> {
+            Ok(match kind {
                 $(Kind::$variant => {
                     let entity = Source::Json(body).parse::<crate::$ty>()?;
                     match config.$key.iter().position(|e| e.id == entity.id) {
-                        Some(i) => config.$key[i] = entity,
-                        None => config.$key.push(entity),
+                        Some(i) => {
+                            config.$key[i] = entity;
+                            Some(i)
+                        }
+                        None => {
+                            config.$key.push(entity);
+                            None
+                        }
                     }
                 })*
-            }
-            Ok(())
+            })
         }
 
         /// Removes the entity of `kind` with `id`; false when there was none.

@@ -24,6 +24,8 @@ pub(super) struct Reuse<'p> {
     previous: Option<&'p Snapshot>,
     /// The next config is the live one patched, and these are the routes the patch changed.
     changed: Option<&'p RouteIds>,
+    /// The patch replaced routes at these indexes only (ascending) and added or removed none.
+    replaced: Option<&'p [usize]>,
     /// The live config's route index by id, built on the first lookup that needs it.
     by_id: Option<HashMap<Uuid, usize>>,
     /// The next config's services equal the live config's, in the same order: whatever a route's
@@ -49,11 +51,13 @@ impl<'p> Reuse<'p> {
     pub fn new(
         config: &Config,
         previous: Option<&'p Snapshot>,
-        changed: Option<&'p RouteIds>,
+        changed: Option<(&'p RouteIds, Option<&'p [usize]>)>,
     ) -> Reuse<'p> {
+        let same_count = previous.is_some_and(|p| p.config.routes.len() == config.routes.len());
         Reuse {
             previous,
-            changed,
+            changed: changed.map(|(ids, _)| ids),
+            replaced: changed.and_then(|(_, at)| at).filter(|_| same_count),
             by_id: None,
             same_services: previous.is_some_and(|p| p.config.services == config.services),
         }
@@ -64,6 +68,16 @@ impl<'p> Reuse<'p> {
         let Some(previous) = self.previous else {
             return Twin::None;
         };
+        // Not one of the routes the patch replaced: the live route of this index, unread.
+        if self
+            .replaced
+            .is_some_and(|at| at.binary_search(&index).is_err())
+        {
+            return match self.same_services {
+                false => Twin::Route(index),
+                true => Twin::Whole(index),
+            };
+        }
         let live = &previous.config.routes;
         let at = match live.get(index) {
             Some(r) if r.id == route.id => index,

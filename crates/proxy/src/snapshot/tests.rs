@@ -255,3 +255,49 @@ fn patched_compiles_one_after_another_route_as_fresh_ones() {
         live = next;
     }
 }
+
+/// Patched compiles told where the patch replaced routes in place (`compile_patched_at`, as a node
+/// does after patching its spare config) route as fresh ones: the routes at other indexes are taken
+/// unread, the replaced ones compiled again; a step that adds or removes a route gives no indexes.
+#[test]
+fn patched_compiles_told_the_replaced_indexes_route_as_fresh_ones() {
+    let registry = Registry::builtin();
+    let mut routes: Vec<(u128, String)> =
+        (1..=30).map(|id| (id, format!("/p{}", id % 7))).collect();
+    let config = |routes: &[(u128, String)]| {
+        let routes: Vec<(u128, &str)> = routes.iter().map(|(id, p)| (*id, p.as_str())).collect();
+        routes_config(&routes)
+    };
+    let mut live = Snapshot::compile(config(&routes), &registry).unwrap();
+    for step in 0..24usize {
+        let at = step * 7 % routes.len();
+        routes[at].1 = format!("/n{step}");
+        let mut told: RouteIds = [uuid::Uuid::from_u128(routes[at].0)].into_iter().collect();
+        let mut replaced = Some(vec![at]);
+        if step % 5 == 4 {
+            routes.push((100 + step as u128, format!("/p{}", step % 7)));
+            told.insert(uuid::Uuid::from_u128(100 + step as u128));
+            replaced = None;
+        }
+        let next = Snapshot::compile_patched_at(
+            config(&routes),
+            &registry,
+            &live,
+            &told,
+            replaced.as_deref(),
+        )
+        .unwrap();
+        let fresh = Snapshot::compile(config(&routes), &registry).unwrap();
+        let paths = (0..7)
+            .map(|i| format!("/p{i}"))
+            .chain((0..24).map(|i| format!("/n{i}/x")));
+        for path in paths {
+            assert_eq!(
+                routed(&next, &path),
+                routed(&fresh, &path),
+                "step {step}: {path}"
+            );
+        }
+        live = next;
+    }
+}

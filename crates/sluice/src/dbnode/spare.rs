@@ -7,6 +7,7 @@
 //! as before.
 
 use crate::loader::EntityChange;
+use sluice_model::declarative::kinds::Kind;
 use sluice_model::{declarative, Config};
 use std::sync::Arc;
 
@@ -31,13 +32,14 @@ impl Spare {
 }
 
 /// The config at the next version: the live one (`live`, at version `applied`) with `changes`, built
-/// from `spare` when it leads to `applied` and nothing else holds it, else from a copy of `live`.
+/// from `spare` when it leads to `applied` and nothing else holds it, else from a copy of `live`; with
+/// where its routes are ([`InPlace`]).
 pub(crate) fn next(
     spare: Option<Spare>,
     live: &Arc<Config>,
     applied: u64,
     changes: &[EntityChange],
-) -> anyhow::Result<Config> {
+) -> anyhow::Result<(Config, InPlace)> {
     let reusable = spare
         .filter(|s| s.leads_to == applied)
         .and_then(|s| Some((Arc::try_unwrap(s.config).ok()?, s.changes)));
@@ -48,21 +50,39 @@ pub(crate) fn next(
         }
         None => Config::clone(live),
     };
-    patch(&mut config, changes)?;
+    // The config is `live`'s equal here (the spare patched with what made `live`, in the same order).
+    let in_place = patch(&mut config, changes)?;
     declarative::attach_snis(&mut config);
-    Ok(config)
+    Ok((config, in_place))
 }
 
-/// Upserts or removes each changed entity.
-fn patch(config: &mut Config, changes: &[EntityChange]) -> anyhow::Result<()> {
+/// The indexes of the routes a patch replaced, ascending, when it replaced every changed route where
+/// it was and added or removed none: every other route is then the base config's route of its index
+/// (which the snapshot compile takes without reading it). None when routes were added or removed.
+pub(crate) type InPlace = Option<Vec<usize>>;
+
+/// Upserts or removes each changed entity; where the routes are afterwards.
+fn patch(config: &mut Config, changes: &[EntityChange]) -> anyhow::Result<InPlace> {
+    let mut in_place = Some(Vec::new());
     for c in changes {
-        match &c.body {
+        let at = match &c.body {
             Some(body) => declarative::upsert_entity(config, c.kind, body)
                 .map_err(|e| anyhow::anyhow!("unreadable {} {}: {e}", c.kind.singular(), c.id))?,
             None => {
                 declarative::remove_entity(config, c.kind, c.id);
+                None
+            }
+        };
+        if c.kind == Kind::Route {
+            match (at, &mut in_place) {
+                (Some(at), Some(replaced)) => replaced.push(at),
+                _ => in_place = None,
             }
         }
     }
-    Ok(())
+    if let Some(replaced) = &mut in_place {
+        replaced.sort_unstable();
+        replaced.dedup();
+    }
+    Ok(in_place)
 }

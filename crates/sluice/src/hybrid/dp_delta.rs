@@ -143,7 +143,8 @@ fn patch_and_apply(
     hash: String,
 ) -> Result<Spare, String> {
     let live = loader.snapshot().load().config().clone();
-    let mut config = spare::next(spare, &live, held, &changes).map_err(|e| format!("{e:#}"))?;
+    let (mut config, in_place) =
+        spare::next(spare, &live, held, &changes).map_err(|e| format!("{e:#}"))?;
     config.hash = hash;
     loader
         .apply(
@@ -151,6 +152,7 @@ fn patch_and_apply(
             Some(Patch {
                 base: &live,
                 changes: &changes,
+                routes_in_place: in_place.as_deref(),
             }),
         )
         .map_err(|e| e.to_string())?;

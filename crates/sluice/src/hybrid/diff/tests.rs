@@ -21,7 +21,7 @@ fn patched(old: &Config, changes: &[Change]) -> Config {
         match &c.op {
             Op::Upsert { entity } => {
                 declarative::upsert_entity(&mut config, kind, &serde_json::to_vec(entity).unwrap())
-                    .unwrap()
+                    .unwrap();
             }
             Op::Delete => {
                 assert!(declarative::remove_entity(

@@ -56,7 +56,7 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
             .into_iter()
             .map(|c| dp_delta::entity_change(c).unwrap())
             .collect();
-        let patched = spare::next(None, &Arc::new(old), 0, &changes).unwrap();
+        let (patched, _) = spare::next(None, &Arc::new(old), 0, &changes).unwrap();
         let (parts, how) = verify(&patched, Some(&dp_parts), &touched, &want.config).unwrap();
         assert_eq!(
             (&parts, how),

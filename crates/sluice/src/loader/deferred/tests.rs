@@ -62,11 +62,12 @@ fn burst(loader: &Loader, n: usize) {
 fn apply(loader: &Loader, hash: &str, made: impl FnOnce(&Config) -> Vec<EntityChange>) {
     let live = loader.snapshot().load().config().clone();
     let changes = made(&live);
-    let mut config = spare::next(None, &live, 0, &changes).unwrap();
+    let (mut config, in_place) = spare::next(None, &live, 0, &changes).unwrap();
     config.hash = hash.to_string();
     let patch = Patch {
         base: &live,
         changes: &changes,
+        routes_in_place: in_place.as_deref(),
     };
     loader.apply(config, Some(patch)).unwrap();
 }
