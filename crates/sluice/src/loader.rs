@@ -39,6 +39,10 @@ pub struct Patch<'a> {
     pub routes_in_place: Option<&'a [usize]>,
 }
 
+/// What [`Loader::go_live`] is told of a patched config: the config it was made from, the routes it
+/// changed, and where it replaced them when it added or removed none ([`Patch::routes_in_place`]).
+type Patched<'a> = (&'a Arc<Config>, &'a RouteIds, Option<&'a [usize]>);
+
 impl Patch<'_> {
     fn changed_routes(&self) -> RouteIds {
         let routes = self.changes.iter().filter(|c| c.kind == Kind::Route);
@@ -316,7 +320,7 @@ impl Loader {
         &self,
         config: Config,
         started: Instant,
-        patched: Option<(&Arc<Config>, &RouteIds, Option<&[usize]>)>,
+        patched: Option<Patched<'_>>,
         commit: impl FnOnce(&Store, &Config, &str) -> Result<EntityJson, LoadError>,
     ) -> Result<(Arc<Config>, EntityJson), LoadError> {
         let hash = config.hash().to_string();
