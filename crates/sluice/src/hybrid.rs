@@ -65,6 +65,21 @@ pub struct ClusterSettings {
     pub purge_delay: u64,
 }
 
+/// How much a cluster link's WebSocket reads at once. tungstenite zeroes that much of its buffer before
+/// every read (its default is 128 KiB); a TLS record holds at most 16 KiB, so a read never gets more, and
+/// a delta or a ping is a few hundred bytes.
+const WS_READ_AT_ONCE: usize = 16 * 1024;
+
+/// The WebSocket settings of a cluster link, on both ends: frames and messages up to `max_payload`.
+pub(crate) fn ws_config(
+    max_payload: usize,
+) -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(max_payload))
+        .max_frame_size(Some(max_payload))
+        .read_buffer_size(WS_READ_AT_ONCE)
+}
+
 /// The setting names this module reads.
 pub const SETTINGS: &[&str] = &[
     "role",

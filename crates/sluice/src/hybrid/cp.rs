@@ -147,9 +147,7 @@ impl Link {
             outlet = Some(Outlet::parse(req.uri().query().unwrap_or_default()).map_err(refuse)?);
             Ok(resp)
         };
-        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-            .max_message_size(Some(self.max_payload))
-            .max_frame_size(Some(self.max_payload));
+        let config = super::ws_config(self.max_payload);
         let mut ws = tokio::time::timeout(
             timeout,
             tokio_tungstenite::accept_hdr_async_with_config(tls, check, Some(config)),

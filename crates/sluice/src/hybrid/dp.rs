@@ -88,9 +88,7 @@ async fn link(
         .context("TLS handshake timed out")?
         .context("TLS handshake with the control plane")?;
     let url = format!("wss://{address}{}", outlet.path());
-    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-        .max_message_size(Some(settings.max_payload))
-        .max_frame_size(Some(settings.max_payload));
+    let config = super::ws_config(settings.max_payload);
     let (mut ws, _) = tokio::time::timeout(
         timeout,
         tokio_tungstenite::client_async_with_config(url, stream, Some(config)),
