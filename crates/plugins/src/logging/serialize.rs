@@ -14,6 +14,7 @@
 //! `request.size`/`response.size` count the head as HTTP/1.1 text plus the body bytes, like nginx's
 //! `request_length`/`bytes_sent`.
 
+mod epoch;
 #[cfg(test)]
 mod golden;
 mod host;
@@ -98,8 +99,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     }
     o.extend_from_slice(b",\"client_ip\":");
     json::ip(o, ctx.client_ip);
-    o.extend_from_slice(b",\"started_at\":");
-    json::uint(o, since_epoch.as_millis() as u64);
+    epoch::started_at(o, since_epoch);
     o.extend_from_slice(WORKSPACE_FIELDS);
     o.extend_from_slice(match record.source {
         "upstream" => b",\"source\":\"upstream\"}",
@@ -258,11 +258,7 @@ pub(super) fn tries<'a>(
         json::ip(out, t.addr.ip());
         out.extend_from_slice(b",\"port\":");
         json::uint(out, t.addr.port().into());
-        let start = (
-            &b",\"balancer_start\":"[..],
-            &b",\"balancer_start_ns\":"[..],
-        );
-        millis_and_nanos(out, start, since_epoch);
+        epoch::balancer_start(out, since_epoch);
         let latency = (
             &b",\"balancer_latency\":"[..],
             &b",\"balancer_latency_ns\":"[..],
