@@ -24,8 +24,8 @@ mod tests;
 use super::entities::EntityJson;
 use super::json::{self, Object};
 use crate::ctx::{LogRecord, RequestCtx, TryRecord};
-use host::host_text;
 pub(crate) use host::raw_host;
+use host::request_host_text;
 use http::HeaderMap;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -174,7 +174,6 @@ pub(crate) fn response_size(record: &LogRecord) -> u64 {
 fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
     let uri = request_uri(req);
-    let host = raw_host(req);
     // The strings' quotes are in the fragments around them, and the target, written twice, is looked at
     // once for escapes.
     let plain_uri = json::is_plain(uri.as_bytes());
@@ -187,7 +186,7 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     out.extend_from_slice(b"\",\"url\":\"");
     out.extend_from_slice(ctx.scheme.as_bytes());
     out.extend_from_slice(b"://");
-    host_text(out, host);
+    request_host_text(out, req);
     out.push(b':');
     json::uint(out, ctx.server_port.into());
     json::text_checked(out, uri, plain_uri);
