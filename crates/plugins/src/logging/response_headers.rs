@@ -86,7 +86,7 @@ impl Members {
         // Copied, then lowered in place: one copy, not a push per byte.
         let start = self.json.len();
         self.json.extend_from_slice(name);
-        self.json[start..].make_ascii_lowercase();
+        lower_ascii(&mut self.json[start..]);
         json::key_end_and_bytes(&mut self.json, value);
         self.fields += name.len() + 2 + value.len() + 2;
     }
@@ -120,10 +120,60 @@ impl Members {
     }
 }
 
+/// What `make_ascii_lowercase` does, eight bytes at a time: it goes byte by byte, ~5 instructions a
+/// byte of every upstream field name of every record. A name shorter than eight bytes is lowered byte by
+/// byte; a longer one by words, the last one overlapping the one before it (lowering twice is lowering).
+fn lower_ascii(b: &mut [u8]) {
+    if b.len() < 8 {
+        return b.make_ascii_lowercase();
+    }
+    let last = b.len() - 8;
+    let mut at = 0;
+    loop {
+        let word: &mut [u8; 8] = (&mut b[at..at + 8]).try_into().expect("eight bytes");
+        *word = lower_word(u64::from_le_bytes(*word)).to_le_bytes();
+        if at == last {
+            return;
+        }
+        at = (at + 8).min(last);
+    }
+}
+
+/// The ASCII capitals of the eight bytes of `w` lowered.
+const fn lower_word(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES * 0x80;
+    // Each byte without its high bit, so that adding to it carries into no other byte; then its high bit
+    // is set from 'A' on, and from past 'Z' on. A capital has the first and not the second, and no high
+    // bit of its own.
+    let low = w & !HIGH;
+    let from_a = low + ONES * (0x80 - b'A' as u64);
+    let past_z = low + ONES * (0x80 - b'Z' as u64 - 1);
+    let capital = (from_a ^ past_z) & !w & HIGH;
+    w | (capital >> 2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::HeaderValue;
+
+    /// Every byte value at every place of names of every length lowers as `make_ascii_lowercase` does.
+    #[test]
+    fn lowers_as_make_ascii_lowercase() {
+        for len in 0..=24 {
+            for byte in 0..=255u8 {
+                for at in 0..len {
+                    let mut name: Vec<u8> = (0..len).map(|i| b"Xy-Z@[`{"[i % 8]).collect();
+                    name[at] = byte;
+                    let mut expected = name.clone();
+                    expected.make_ascii_lowercase();
+                    lower_ascii(&mut name);
+                    assert_eq!(name, expected, "{len} {byte} {at}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn renders_what_the_serializer_wrote_from_the_map() {

@@ -14,6 +14,7 @@
 //! `request.size`/`response.size` count the head as HTTP/1.1 text plus the body bytes, like nginx's
 //! `request_length`/`bytes_sent`.
 
+mod epoch;
 #[cfg(test)]
 mod golden;
 mod host;
@@ -23,8 +24,8 @@ mod tests;
 use super::entities::EntityJson;
 use super::json::{self, Object};
 use crate::ctx::{LogRecord, RequestCtx, TryRecord};
-use host::host_text;
 pub(crate) use host::raw_host;
+use host::request_host_text;
 use http::HeaderMap;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -98,8 +99,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     }
     o.extend_from_slice(b",\"client_ip\":");
     json::ip(o, ctx.client_ip);
-    o.extend_from_slice(b",\"started_at\":");
-    json::uint(o, since_epoch.as_millis() as u64);
+    epoch::started_at(o, since_epoch);
     o.extend_from_slice(WORKSPACE_FIELDS);
     o.extend_from_slice(match record.source {
         "upstream" => b",\"source\":\"upstream\"}",
@@ -174,7 +174,6 @@ pub(crate) fn response_size(record: &LogRecord) -> u64 {
 fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     let req = &ctx.request;
     let uri = request_uri(req);
-    let host = raw_host(req);
     // The strings' quotes are in the fragments around them, and the target, written twice, is looked at
     // once for escapes.
     let plain_uri = json::is_plain(uri.as_bytes());
@@ -187,7 +186,7 @@ fn request(out: &mut Vec<u8>, ctx: &RequestCtx<'_>, record: &LogRecord) {
     out.extend_from_slice(b"\",\"url\":\"");
     out.extend_from_slice(ctx.scheme.as_bytes());
     out.extend_from_slice(b"://");
-    host_text(out, host);
+    request_host_text(out, req);
     out.push(b':');
     json::uint(out, ctx.server_port.into());
     json::text_checked(out, uri, plain_uri);
@@ -258,11 +257,7 @@ pub(super) fn tries<'a>(
         json::ip(out, t.addr.ip());
         out.extend_from_slice(b",\"port\":");
         json::uint(out, t.addr.port().into());
-        let start = (
-            &b",\"balancer_start\":"[..],
-            &b",\"balancer_start_ns\":"[..],
-        );
-        millis_and_nanos(out, start, since_epoch);
+        epoch::balancer_start(out, since_epoch);
         let latency = (
             &b",\"balancer_latency\":"[..],
             &b",\"balancer_latency_ns\":"[..],

@@ -100,13 +100,16 @@ pub struct LogFacts {
     /// Kong's name for who made the response (`upstream`, `plugin`, `gateway`).
     source: &'static str,
     started: Instant,
-    /// Time until the response head was ready.
-    head_latency: Duration,
+    /// Time until the response head was ready, Kong's `latencies.kong` of a response the upstream did
+    /// not make (None for an upstream's head rendered by [`LogFacts::with_late`]: its record always has
+    /// the upstream's timings, which say it, so the clock is not read for it).
+    head_latency: Option<Duration>,
 }
 
 impl LogFacts {
     pub fn new(head: &http::response::Parts, source: Source, started: Instant) -> LogFacts {
-        LogFacts::rendered(head, ResponseHeaders::of(&head.headers), source, started)
+        let headers = ResponseHeaders::of(&head.headers);
+        LogFacts::rendered(head, headers, source, started, Some(started.elapsed()))
     }
 
     /// The facts of an upstream's head whose Kong headers the server adds when it writes it (`late`, see
@@ -127,7 +130,7 @@ impl LogFacts {
             None => super::log_fields::map_members(&mut members, &head.headers, late),
         };
         late.log_members(&mut members, has_server);
-        LogFacts::rendered(head, members.close(), Source::Service, started)
+        LogFacts::rendered(head, members.close(), Source::Service, started, None)
     }
 
     fn rendered(
@@ -135,6 +138,7 @@ impl LogFacts {
         headers: ResponseHeaders,
         source: Source,
         started: Instant,
+        head_latency: Option<Duration>,
     ) -> LogFacts {
         LogFacts {
             status: head.status.as_u16(),
@@ -145,7 +149,7 @@ impl LogFacts {
                 Source::Error => "gateway",
             },
             started,
-            head_latency: started.elapsed(),
+            head_latency,
         }
     }
 
@@ -188,7 +192,9 @@ impl LogFacts {
             response_headers: self.headers,
             request_bytes,
             response_bytes,
-            kong_latency_ms: timings.map_or(self.head_latency, |t| t.proxy).as_millis() as u64,
+            kong_latency_ms: (timings.map(|t| t.proxy).or(self.head_latency))
+                .unwrap_or_default()
+                .as_millis() as u64,
             upstream_latency_ms: timings.map(|t| t.upstream.as_millis() as u64),
             request_latency_ms: self.started.elapsed().as_millis() as u64,
             source: self.source,

@@ -265,6 +265,23 @@ fn plain_hosts_are_written_as_bare_host_writes_them() {
             String::from_utf8(general).unwrap(),
             "{host}"
         );
+        // From the request: its `Host` field, first or not, or an absolute-form target's authority.
+        let authority = match host.is_empty() || host.contains(['"', '\u{e9}']) {
+            true => "http://fallback.test:81/x",
+            false => "/x",
+        };
+        for first in [true, false] {
+            let mut req = http::Request::get(authority);
+            if !first {
+                req = req.header("x-before", "1");
+            }
+            let (parts, ()) = req.header("host", host).body(()).unwrap().into_parts();
+            let mut from_request = Vec::new();
+            super::host::request_host_text(&mut from_request, &parts);
+            let mut expected = Vec::new();
+            super::host::host_text(&mut expected, super::raw_host(&parts));
+            assert_eq!(from_request, expected, "{host} {first}");
+        }
     }
 }
 
