@@ -98,9 +98,12 @@ async fn changes_reach_data_planes_on_other_hosts_through_partitions_loss_and_ou
     assert!(dropped > 0, "no packet was dropped");
     eprintln!("{dropped} packets dropped on dp2");
 
-    // The CP goes down: the DPs keep serving, and dp1 restarted meanwhile serves its store.
+    // The CP goes down: the DPs keep serving, and dp1 restarted meanwhile serves its store. A DP writes
+    // its deltas to its store in batches (every 500 ms, `loader::STORE_BATCH`), and the restart is a
+    // SIGKILL: it waits out one batch, or it may lose /d3 as a crash may (docs/hybrid.md).
     cp.kill();
     everywhere(&dps, "/d3", 200, Duration::ZERO).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
     dps[0].restart();
     until(&dps[0], "/d3", 200, Duration::from_secs(5)).await;
     let log = plain_log(&dps[0]);
