@@ -134,8 +134,6 @@ impl Router {
         let mut errors = Vec::new();
         let mut slots = Vec::with_capacity(inputs.len());
         let mut ids = Vec::with_capacity(inputs.len());
-        // Each route's position in `previous`, when it was compiled there.
-        let mut from = Vec::with_capacity(inputs.len());
         for input in inputs {
             match input {
                 RouteInput::Compiled(id, compiled) => {
@@ -149,7 +147,6 @@ impl Router {
                         });
                         continue;
                     }
-                    from.push(Some(compiled.position));
                     slots.push(Slot::Kept(compiled.position));
                     ids.push(id);
                 }
@@ -157,7 +154,6 @@ impl Router {
                     Ok(r) => {
                         slots.push(Slot::New(Arc::new(r)));
                         ids.push(spec.id);
-                        from.push(None);
                     }
                     Err(e) => errors.extend(e.into_iter().map(|message| BuildError {
                         route: spec.id,
@@ -169,7 +165,9 @@ impl Router {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let routes = Routes::build(slots, previous.map(|p| &p.routes));
+        let routes = Routes::build(&slots, previous.map(|p| &p.routes));
+        // Each route's position in `previous`, when it was compiled there.
+        let from: Vec<Option<u32>> = slots.iter().map(Slot::kept).collect();
         let (ranking, moves) = match previous {
             Some(p) => priority::Ranking::after(&routes, &from, &p.ranking),
             None => (priority::Ranking::of(&routes), None),

@@ -25,36 +25,46 @@ pub(crate) enum Slot {
     New(Arc<CompiledRoute>),
 }
 
+impl Slot {
+    /// The position in the earlier router of a kept route.
+    pub fn kept(&self) -> Option<u32> {
+        match self {
+            Slot::Kept(at) => Some(*at),
+            Slot::New(_) => None,
+        }
+    }
+}
+
 impl Routes {
     /// The routes of `slots`, in order; a `Kept` slot names a position of `previous`, which the caller
     /// checked exists. Every chunk of kept routes at their own positions is `previous`'s.
-    pub fn build(slots: Vec<Slot>, previous: Option<&Routes>) -> Routes {
-        let len = slots.len();
-        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK));
-        let mut slots = slots.into_iter();
-        for c in 0..len.div_ceil(CHUNK) {
-            let start = c * CHUNK;
-            let part: Vec<Slot> = slots.by_ref().take(CHUNK).collect();
-            let shared = previous.and_then(|p| p.chunks.get(c)).filter(|chunk| {
-                chunk.len() == part.len()
-                    && (part.iter().enumerate())
-                        .all(|(i, s)| matches!(s, Slot::Kept(p) if *p as usize == start + i))
-            });
-            let chunk = match shared {
-                Some(chunk) => chunk.clone(),
-                None => (part.into_iter())
-                    .map(|s| match s {
-                        Slot::Kept(p) => previous.map_or_else(
-                            || unreachable!("a kept route without the router it was kept from"),
-                            |prev| prev.get(p as usize).clone(),
-                        ),
-                        Slot::New(route) => route,
-                    })
-                    .collect(),
-            };
-            chunks.push(chunk);
+    pub fn build(slots: &[Slot], previous: Option<&Routes>) -> Routes {
+        let chunks = (slots.chunks(CHUNK).enumerate())
+            .map(|(c, part)| {
+                let start = c * CHUNK;
+                let kept_in_place = (part.iter().enumerate())
+                    .all(|(i, s)| s.kept().is_some_and(|p| p as usize == start + i));
+                let shared = previous
+                    .and_then(|p| p.chunks.get(c))
+                    .filter(|chunk| kept_in_place && chunk.len() == part.len());
+                match shared {
+                    Some(chunk) => chunk.clone(),
+                    None => (part.iter())
+                        .map(|s| match (s, previous) {
+                            (Slot::Kept(p), Some(prev)) => prev.get(*p as usize).clone(),
+                            (Slot::Kept(_), None) => {
+                                unreachable!("a kept route without the router it was kept from")
+                            }
+                            (Slot::New(route), _) => route.clone(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Routes {
+            chunks,
+            len: slots.len(),
         }
-        Routes { chunks, len }
     }
 
     #[inline]
@@ -89,15 +99,18 @@ mod tests {
     /// with a changed route, and every chunk after a removal, is made again with the right routes.
     #[test]
     fn kept_chunks_are_shared_and_the_others_made_again() {
-        let first = Routes::build((0..200).map(|n| Slot::New(route(n))).collect(), None);
+        let first = Routes::build(
+            &(0..200).map(|n| Slot::New(route(n))).collect::<Vec<_>>(),
+            None,
+        );
         let replaced = route(1000);
-        let slots = (0..200u32)
+        let slots: Vec<Slot> = (0..200u32)
             .map(|p| match p {
                 70 => Slot::New(replaced.clone()),
                 p => Slot::Kept(p),
             })
             .collect();
-        let second = Routes::build(slots, Some(&first));
+        let second = Routes::build(&slots, Some(&first));
         assert_eq!(second.len(), 200);
         for c in [0, 2, 3] {
             assert!(
@@ -111,8 +124,8 @@ mod tests {
             assert!(Arc::ptr_eq(second.get(p), first.get(p)), "route {p}");
         }
         // Route 10 removed: every later route moves down one place.
-        let slots = (0..200u32).filter(|p| *p != 10).map(Slot::Kept).collect();
-        let third = Routes::build(slots, Some(&second));
+        let slots: Vec<Slot> = (0..200u32).filter(|p| *p != 10).map(Slot::Kept).collect();
+        let third = Routes::build(&slots, Some(&second));
         assert_eq!(third.len(), 199);
         assert!(!Arc::ptr_eq(&second.chunks[0], &third.chunks[0]));
         for p in 0..199 {

@@ -338,12 +338,12 @@ fn reference(
     };
     let decoded = path::decode(path).unwrap();
     let input = matcher::Input::new(&req, &decoded);
-    let held = routes
+    let held: Vec<_> = routes
         .iter()
         .cloned()
         .map(crate::routes::Slot::New)
         .collect();
-    let ranking = priority::Ranking::of(&crate::routes::Routes::build(held, None));
+    let ranking = priority::Ranking::of(&crate::routes::Routes::build(&held, None));
     ranking.candidates.into_iter().find_map(|(ri, pi)| {
         let r = &routes[ri as usize];
         let path_ok = pi.is_none_or(|p| r.paths[p as usize].matches(path).is_some());
