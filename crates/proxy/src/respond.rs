@@ -63,15 +63,15 @@ enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
-    /// The value as text (a number formatted into `number`).
-    fn text<'b>(&self, number: &'b mut itoa::Buffer) -> &'b str
+    /// The value's bytes (a number from the small numbers' table, or formatted into `number`).
+    fn bytes<'b>(&self, number: &'b mut itoa::Buffer) -> &'b [u8]
     where
         'a: 'b,
     {
         match *self {
-            Value::Number(n) => number.format(n),
-            Value::Static(token, _) => token,
-            Value::Text(s) => s,
+            Value::Number(n) => number_text(n, number),
+            Value::Static(token, _) => token.as_bytes(),
+            Value::Text(s) => s.as_bytes(),
         }
     }
 }
@@ -157,13 +157,8 @@ impl KongHeaders {
             if let Value::Static(_, line) = value {
                 return out.extend_from_slice(line.as_bytes());
             }
-            let mut number = itoa::Buffer::new();
-            let value = match value {
-                Value::Number(n) => number_text(n, &mut number),
-                value => value.text(&mut number).as_bytes(),
-            };
             out.extend_from_slice(name.line.as_bytes());
-            out.extend_from_slice(value);
+            out.extend_from_slice(value.bytes(&mut itoa::Buffer::new()));
             out.extend_from_slice(b"\r\n");
         });
     }
@@ -174,7 +169,7 @@ impl KongHeaders {
     /// through the generic header writer, issue 24).
     pub fn log_members(&self, members: &mut Members, has_server: bool) {
         self.each(has_server, |name, value| {
-            members.plain(name.json, value.text(&mut itoa::Buffer::new()));
+            members.plain(name.json, value.bytes(&mut itoa::Buffer::new()));
         });
     }
 

@@ -94,10 +94,8 @@ impl Members {
     /// A field whose name and value need no escaping, `key` being the start of its member: a comma, the
     /// name as a JSON key with its colon and the value's opening quote (`,"via":"`, a constant). Three
     /// copies, no check of the value (Kong's own fields: numbers, tokens, request ids).
-    pub fn plain(&mut self, key: &str, value: &str) {
-        debug_assert!(
-            key.starts_with(",\"") && key.ends_with("\":\"") && json::is_plain(value.as_bytes())
-        );
+    pub fn plain(&mut self, key: &str, value: &[u8]) {
+        debug_assert!(key.starts_with(",\"") && key.ends_with("\":\"") && json::is_plain(value));
         // `,"name":"` is as long as the line's `name: ` plus one; the line adds the value and CRLF.
         self.fields += key.len() - 1 + value.len();
         // The first member has no comma before it.
@@ -106,7 +104,7 @@ impl Members {
             _ => key,
         };
         self.json.extend_from_slice(member.as_bytes());
-        self.json.extend_from_slice(value.as_bytes());
+        self.json.extend_from_slice(value);
         self.json.push(b'"');
     }
 
@@ -211,8 +209,8 @@ mod tests {
         let replaced = |name: &http::HeaderName| name == "x-kong-proxy-latency";
         let late = |members: &mut Members| {
             members.field(b"X-Up", b"a\"b");
-            members.plain(",\"x-kong-proxy-latency\":\"", "3");
-            members.plain(",\"via\":\"", "1.1 sluice/0");
+            members.plain(",\"x-kong-proxy-latency\":\"", b"3");
+            members.plain(",\"via\":\"", b"1.1 sluice/0");
         };
         let mut members = ResponseHeaders::open(map.len());
         members.map(&map, replaced);
@@ -245,8 +243,8 @@ mod tests {
 
         // Kong's field first: no comma before it.
         let mut members = ResponseHeaders::open(2);
-        members.plain(",\"via\":\"", "1.1 sluice/0");
-        members.plain(",\"x-kong-proxy-latency\":\"", "3");
+        members.plain(",\"via\":\"", b"1.1 sluice/0");
+        members.plain(",\"x-kong-proxy-latency\":\"", b"3");
         let rendered = members.close();
         let mut out = Vec::new();
         rendered.write(&mut out);
