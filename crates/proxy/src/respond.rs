@@ -64,6 +64,7 @@ enum Value<'a> {
 
 impl<'a> Value<'a> {
     /// The value's bytes (a number from the small numbers' table, or formatted into `number`).
+    #[inline(always)]
     fn bytes<'b>(&self, number: &'b mut itoa::Buffer) -> &'b [u8]
     where
         'a: 'b,
