@@ -185,9 +185,9 @@ impl Snapshot {
                 _ if !routable(r) => None,
                 Twin::Route(at) => match reused.compiled(at) {
                     Some(c) => Some(RouteInput::Compiled(i, c)),
-                    None => Some(RouteInput::Spec(route_spec(i, r))),
+                    None => Some(RouteInput::Spec(Box::new(route_spec(i, r)))),
                 },
-                Twin::None => Some(RouteInput::Spec(route_spec(i, r))),
+                Twin::None => Some(RouteInput::Spec(Box::new(route_spec(i, r)))),
             };
             inputs.extend(input);
         }

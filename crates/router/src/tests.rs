@@ -439,7 +439,7 @@ fn a_router_reusing_compiled_routes_matches_as_a_fresh_one() {
     let inputs = vec![
         RouteInput::Compiled(0, first.compiled(1).unwrap()),
         RouteInput::Compiled(1, first.compiled(2).unwrap()),
-        RouteInput::Spec(paths(2, &["/c"])),
+        RouteInput::Spec(Box::new(paths(2, &["/c"]))),
     ];
     let next = Router::build_from(inputs, Some(&first)).unwrap();
     let fresh = Router::build(vec![
@@ -512,7 +512,7 @@ fn a_ranking_kept_across_builds_is_the_fresh_ranking() {
             s.id = at;
             inputs.push(match old {
                 Some(old) => RouteInput::Compiled(at, first.compiled(old).unwrap()),
-                None => RouteInput::Spec(s.clone()),
+                None => RouteInput::Spec(Box::new(s.clone())),
             });
             from.push(old.map(|o| o as u32));
             fresh_specs.push(s);
