@@ -15,6 +15,7 @@
 
 mod batch;
 pub(crate) mod config;
+mod last_keyed;
 pub(crate) mod redis;
 pub(crate) mod window;
 
@@ -168,6 +169,16 @@ impl RedisKeys<'_> {
     fn get(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.text[start..self.ends[i]]
+    }
+
+    /// Each configured window's (key, limit, time to live in seconds), the first `rules.limits.len()`.
+    fn windows(&self, rules: &Rules, now: u64) -> [(&[u8], u64, u64); PERIODS.len()] {
+        let mut windows = [(&b""[..], 0, 0); PERIODS.len()];
+        for (i, (w, l)) in windows.iter_mut().zip(&rules.limits).enumerate() {
+            let (start, end) = window::bounds(l.period, now);
+            *w = (self.get(i), l.limit, window::kept_for(end - start));
+        }
+        windows
     }
 }
 
@@ -408,12 +419,17 @@ impl RateLimiting {
     ) -> Flow {
         let rules = self.rules.clone();
         let (ask, learn) = match shared {
+            Shared::Redis(target) if learn.is_none() => {
+                let write_id = |out: &mut Vec<u8>| self.identifier(ctx).write_to(out);
+                let keyed = last_keyed::keyed(&rules, now, write_id, || {
+                    self.with_redis_keys(ctx, now, |keys| {
+                        redis::Keyed::new(&keys.windows(&rules, now)[..rules.limits.len()])
+                    })
+                });
+                (Ask::Redis(target, keyed), None)
+            }
             Shared::Redis(target) => self.with_redis_keys(ctx, now, |keys| {
-                let mut windows = [(&b""[..], 0, 0); PERIODS.len()];
-                for (i, (w, l)) in windows.iter_mut().zip(&rules.limits).enumerate() {
-                    let (start, end) = window::bounds(l.period, now);
-                    *w = (keys.get(i), l.limit, window::kept_for(end - start));
-                }
+                let windows = keys.windows(&rules, now);
                 let windows = &windows[..rules.limits.len()];
                 let learn = learn.map(|(batch, slots)| {
                     let known: Vec<Known> = (windows.iter().zip(&rules.limits))
