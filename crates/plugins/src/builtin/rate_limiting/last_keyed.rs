@@ -45,3 +45,46 @@ pub(super) fn keyed(
         keyed
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Arc<Rules> {
+        Arc::new(Rules {
+            limit_by: super::super::config::LimitBy::Ip,
+            config: serde_json::from_value(serde_json::json!({
+                "limit_by": "ip", "hide_client_headers": false, "error_code": 429,
+                "error_message": "API rate limit exceeded", "policy": "redis",
+                "fault_tolerant": true, "sync_rate": -1,
+            }))
+            .unwrap(),
+            limits: Vec::new(),
+            status: http::StatusCode::TOO_MANY_REQUESTS,
+        })
+    }
+
+    /// The arguments `keyed` gives, and whether it made them.
+    fn ask(rules: &Arc<Rules>, now: u64, id: &[u8]) -> (Keyed, bool) {
+        let mut made = false;
+        let make = || {
+            made = true;
+            Keyed::new(&[(id, now, 1)])
+        };
+        let keyed = keyed(rules, now, |out| out.extend_from_slice(id), make);
+        (keyed, made)
+    }
+
+    #[test]
+    fn kept_only_for_the_same_instance_identifier_and_second() {
+        let (a, b) = (rules(), rules());
+        assert!(ask(&a, 10, b"1.2.3.4").1);
+        let (kept, made) = ask(&a, 10, b"1.2.3.4");
+        assert!(!made);
+        assert_eq!(kept, Keyed::new(&[(b"1.2.3.4", 10, 1)]));
+        assert!(ask(&a, 11, b"1.2.3.4").1, "a new second");
+        assert!(ask(&a, 11, b"1.2.3.5").1, "another identifier");
+        assert!(ask(&b, 11, b"1.2.3.5").1, "another instance");
+        assert!(!ask(&b, 11, b"1.2.3.5").1);
+    }
+}
