@@ -17,6 +17,7 @@ use crate::downstream::ClientBody;
 use crate::error::{error_parts, Negotiation, ProxyError};
 use crate::exchange::{Late, Routed, Sending};
 use crate::handler::{observe, observe_finished, Answer, Scope, Step};
+use crate::in_place;
 use crate::metrics::{request_length, Finished, Series};
 use crate::respond::LateHeaders;
 use http::{request, Response};
@@ -87,21 +88,25 @@ pub(crate) fn start(
     let client_ip = routed.client_ip;
     let body = body.map_err(box_err).boxed();
     let sent = Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x);
-    let kept = Box::new(Kept {
-        negotiation,
-        request: parts,
-        captures,
-        client_ip,
-        route,
-        bytes_in,
-        scope: scope.clone(),
-        log: None,
-        upstream: None,
-    });
+    // Both made in their boxes (`in_place`): `Box::new`/`Box::pin` would build them on the stack and copy
+    // them, the future's whole size (its unused states included).
+    let kept = Box::write(
+        Box::new_uninit(),
+        Kept {
+            negotiation,
+            request: parts,
+            captures,
+            client_ip,
+            route,
+            bytes_in,
+            scope: scope.clone(),
+            log: None,
+            upstream: None,
+        },
+    );
     match sent {
-        // `send` itself is the boxed future (not a wrapper around it): its state is built, moved and
-        // boxed once.
-        Ok(sending) => Step::Logged(Box::pin(send(sending, kept))),
+        // `send` itself is the boxed future (not a wrapper around it): its state is built once, in its box.
+        Ok(sending) => Step::Logged(in_place::boxed(|| send(sending, kept))),
         Err(e) => Step::Done(failed(e, kept)),
     }
 }
