@@ -50,9 +50,7 @@ fn record() -> LogRecord {
             failed: None,
         }]
         .into(),
-        upstream_uri: Some(http::uri::PathAndQuery::from_static(
-            "/items?page=2&sort=name",
-        )),
+        upstream_uri: Some(String::from("/items?page=2&sort=name")),
         source: "upstream",
     }
 }

@@ -39,7 +39,7 @@ fn record() -> LogRecord {
             failed: None,
         }]
         .into(),
-        upstream_uri: Some(http::uri::PathAndQuery::from_static("/items")),
+        upstream_uri: Some("/items".into()),
         source: "upstream",
     }
 }

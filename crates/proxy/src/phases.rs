@@ -65,7 +65,7 @@ enum Payload {
 #[allow(clippy::large_enum_variant)]
 pub enum Outcome {
     Plugin(PluginResponse),
-    Upstream(Proxied, Option<http::uri::PathAndQuery>),
+    Upstream(Proxied, Option<String>),
     Failed(ProxyError),
 }
 
@@ -173,13 +173,10 @@ pub fn prepare(
     routed: Routed,
     snap: &Snapshot,
     x: &Exchange<'_>,
-) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
+) -> Result<(Sending, Option<String>), ProxyError> {
     let consumer = ctx.consumer.map(|c| &c.id);
     let sending = Sending::prepare(&ctx.request, body, routed, consumer, ctx.captures, snap, x)?;
-    let uri = chain
-        .has_log()
-        .then(|| http::uri::PathAndQuery::try_from(sending.target()).ok())
-        .flatten();
+    let uri = chain.has_log().then(|| sending.target().to_owned());
     Ok((sending, uri))
 }
 

@@ -195,7 +195,7 @@ fn prepare(
     snap: &Snapshot,
     x: &Exchange<'_>,
     h2: bool,
-) -> Result<(Sending, Option<http::uri::PathAndQuery>), ProxyError> {
+) -> Result<(Sending, Option<String>), ProxyError> {
     if h2 {
         h2::as_http1_handshake(&mut ctx.request);
     }
@@ -272,7 +272,7 @@ struct Tunnel<'a> {
     chain: &'a PluginChain,
     series: Series,
     bytes_in: u64,
-    uri: Option<http::uri::PathAndQuery>,
+    uri: Option<String>,
 }
 
 impl Tunnel<'_> {

@@ -57,7 +57,7 @@ pub fn serialize(ctx: &RequestCtx<'_>, record: &LogRecord, entities: &EntityJson
     request(o, ctx, record);
     if let Some(uri) = &record.upstream_uri {
         o.extend_from_slice(b",\"upstream_uri\":\"");
-        json::text(o, uri.as_str());
+        json::text(o, uri);
         o.push(b'"');
     }
     // The status is formatted once, for `upstream_status` and `response.status`.

@@ -85,7 +85,12 @@ impl Call<'_> {
         // The pump drops the body, and with it the call's hold on its target and connection, at its end.
         let bytes = phases::pump(body, tx, chain, &mut self.ctx, filtering).await;
         if chain.has_log() {
-            let uri = self.ctx.request.uri.path_and_query().cloned();
+            let uri = self
+                .ctx
+                .request
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str().to_owned());
             let upstream = Upstream {
                 timings,
                 tries,

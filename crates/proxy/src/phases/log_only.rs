@@ -119,7 +119,7 @@ pub(crate) fn start(
 /// none is given Kong's hashed inserts (issue 24).
 async fn send(sending: Sending, mut kept: Box<Kept>) -> (Answer, Option<LateHeaders>) {
     let (snap, x) = (&*kept.scope.snap, kept.scope.exchange());
-    let uri = http::uri::PathAndQuery::try_from(sending.target()).ok();
+    let uri = Some(sending.target().to_owned());
     let proxied = match sending.send(snap, &x, x.started, Late::All).await {
         Ok(p) => p,
         Err(e) => return (failed(e, kept), None),

@@ -89,7 +89,7 @@ pub struct Upstream {
     pub timings: Timings,
     pub tries: Tries,
     /// Path and query as sent upstream (kept only for chains that log).
-    pub uri: Option<http::uri::PathAndQuery>,
+    pub uri: Option<String>,
 }
 
 /// What the log record needs from the response head, taken before the head is handed to hyper.

@@ -51,7 +51,7 @@ fn record(source: &'static str, upstream: bool) -> LogRecord {
             false => Vec::new(),
         }
         .into(),
-        upstream_uri: upstream.then(|| http::uri::PathAndQuery::from_static("/base/x?a=1")),
+        upstream_uri: upstream.then(|| "/base/x?a=1".into()),
         source,
     }
 }
