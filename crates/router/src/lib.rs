@@ -124,7 +124,10 @@ impl Router {
     /// Compiles the routes; every invalid regex is reported.
     pub fn build(specs: Vec<RouteSpec>) -> Result<Router, Vec<BuildError>> {
         Router::build_from(
-            specs.into_iter().map(|s| RouteInput::Spec(Box::new(s))).collect(),
+            specs
+                .into_iter()
+                .map(|s| RouteInput::Spec(Box::new(s)))
+                .collect(),
             None,
         )
     }
