@@ -98,14 +98,19 @@ async fn changes_reach_data_planes_on_other_hosts_through_partitions_loss_and_ou
     assert!(dropped > 0, "no packet was dropped");
     eprintln!("{dropped} packets dropped on dp2");
 
-    // The CP goes down: the DPs keep serving, and dp1 restarted meanwhile serves its store. A DP writes
-    // its deltas to its store in batches (every 500 ms, `loader::STORE_BATCH`), and the restart is a
-    // SIGKILL: it waits out one batch, or it may lose /d3 as a crash may (docs/hybrid.md).
+    // The CP goes down right after a change: the DPs keep serving, and dp1 restarted meanwhile serves its
+    // store. A DP writes its deltas to its store in batches (every 500 ms, `loader::STORE_BATCH`), and at
+    // once when its link to the CP ends: the SIGKILL restart comes after the link's end is logged, well
+    // within the batch of /d4's delta, so /d4 is there only if the link's end wrote it.
+    paths.push("/d4");
+    post_config(&cp, site.yaml(&paths)).await;
+    everywhere(&dps, "/d4", 200, Duration::from_secs(20)).await;
+    let ended = links_ended(&dps[0]);
     cp.kill();
-    everywhere(&dps, "/d3", 200, Duration::ZERO).await;
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    until_link_ended(&dps[0], ended, Duration::from_secs(10)).await;
     dps[0].restart();
-    until(&dps[0], "/d3", 200, Duration::from_secs(5)).await;
+    until(&dps[0], "/d4", 200, Duration::from_secs(5)).await;
+    assert_eq!(status(&dps[0], "/d3").await, 200);
     let log = plain_log(&dps[0]);
     assert!(
         log.contains("configuration restored from the store"),
@@ -125,7 +130,9 @@ async fn changes_reach_data_planes_on_other_hosts_through_partitions_loss_and_ou
             "{log}"
         );
     }
-    assert_eq!(status(&dps[0], "/d3").await, 404);
+    for path in ["/d3", "/d4"] {
+        assert_eq!(status(&dps[0], path).await, 404);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

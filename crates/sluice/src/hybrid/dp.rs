@@ -47,7 +47,13 @@ pub async fn run(
     // changed since (or nothing).
     let mut held = None;
     loop {
-        match link(&settings, &tls, &outlet, &loader, &mut held).await {
+        let ended = link(&settings, &tls, &outlet, &loader, &mut held).await;
+        // Without the CP, the store is the only other copy of what this DP serves (a restart serves it
+        // until the CP is back): it takes the deltas still queued for it now, not at the next batch, and
+        // before the line below says the link is gone.
+        let flushing = loader.clone();
+        let _ = tokio::task::spawn_blocking(move || flushing.flush_store()).await;
+        match ended {
             Ok(()) => tracing::warn!("control plane closed the cluster link"),
             Err(e) if e.is::<Oversized>() => {
                 tracing::error!(error = %e, "cluster link closed: a frame over cluster_max_payload");

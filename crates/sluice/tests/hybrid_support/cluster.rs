@@ -131,6 +131,35 @@ pub async fn until(gw: &Gateway, path: &str, want: u16, within: Duration) -> Dur
     }
 }
 
+/// The lines a data plane logs when its link to the CP ends (after it has written its store's queue).
+pub const LINK_ENDED: [&str; 3] = [
+    "control plane closed the cluster link",
+    "cluster link failed",
+    "cluster link closed",
+];
+
+/// How many times `gw`'s link to its CP has ended so far ([`LINK_ENDED`]).
+pub fn links_ended(gw: &Gateway) -> usize {
+    let log = plain_log(gw);
+    LINK_ENDED
+        .iter()
+        .map(|line| log.matches(line).count())
+        .sum()
+}
+
+/// Waits until `gw`'s link to its CP has ended more than `before` times.
+pub async fn until_link_ended(gw: &Gateway, before: usize, within: Duration) {
+    let started = Instant::now();
+    while links_ended(gw) <= before {
+        assert!(
+            started.elapsed() < within,
+            "the link did not end within {within:?}:\n{}",
+            gw.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A node's log without its colours (the ANSI escapes tracing writes around field names).
 pub fn plain_log(gw: &Gateway) -> String {
     let log = gw.log();
