@@ -171,14 +171,20 @@ impl RedisKeys<'_> {
         &self.text[start..self.ends[i]]
     }
 
-    /// Each configured window's (key, limit, time to live in seconds), the first `rules.limits.len()`.
-    fn windows(&self, rules: &Rules, now: u64) -> [(&[u8], u64, u64); PERIODS.len()] {
+    /// `f` of each configured window's (key, limit, time to live in seconds), as [`redis::Keyed`] takes
+    /// them.
+    fn with_windows<T>(
+        &self,
+        rules: &Rules,
+        now: u64,
+        f: impl FnOnce(&[(&[u8], u64, u64)]) -> T,
+    ) -> T {
         let mut windows = [(&b""[..], 0, 0); PERIODS.len()];
         for (i, (w, l)) in windows.iter_mut().zip(&rules.limits).enumerate() {
             let (start, end) = window::bounds(l.period, now);
             *w = (self.get(i), l.limit, window::kept_for(end - start));
         }
-        windows
+        f(&windows[..rules.limits.len()])
     }
 }
 
@@ -423,25 +429,25 @@ impl RateLimiting {
                 let write_id = |out: &mut Vec<u8>| self.identifier(ctx).write_to(out);
                 let keyed = last_keyed::keyed(&rules, now, write_id, || {
                     self.with_redis_keys(ctx, now, |keys| {
-                        redis::Keyed::new(&keys.windows(&rules, now)[..rules.limits.len()])
+                        keys.with_windows(&rules, now, redis::Keyed::new)
                     })
                 });
                 (Ask::Redis(target, keyed), None)
             }
             Shared::Redis(target) => self.with_redis_keys(ctx, now, |keys| {
-                let windows = keys.windows(&rules, now);
-                let windows = &windows[..rules.limits.len()];
-                let learn = learn.map(|(batch, slots)| {
-                    let known: Vec<Known> = (windows.iter().zip(&rules.limits))
-                        .map(|((key, _, ttl_secs), l)| Known {
-                            key: String::from_utf8_lossy(key).into_owned(),
-                            ttl_secs: *ttl_secs,
-                            end: window::bounds(l.period, now).1,
-                        })
-                        .collect();
-                    (batch, slots, known)
-                });
-                (Ask::Redis(target, redis::Keyed::new(windows)), learn)
+                keys.with_windows(&rules, now, |windows| {
+                    let learn = learn.map(|(batch, slots)| {
+                        let known: Vec<Known> = (windows.iter().zip(&rules.limits))
+                            .map(|((key, _, ttl_secs), l)| Known {
+                                key: String::from_utf8_lossy(key).into_owned(),
+                                ttl_secs: *ttl_secs,
+                                end: window::bounds(l.period, now).1,
+                            })
+                            .collect();
+                        (batch, slots, known)
+                    });
+                    (Ask::Redis(target, redis::Keyed::new(windows)), learn)
+                })
             }),
             Shared::Cluster(counters) => {
                 let scope = Scope {
