@@ -88,8 +88,10 @@ pub(crate) fn start(
     let client_ip = routed.client_ip;
     let body = body.map_err(box_err).boxed();
     let sent = Sending::prepare(&parts, body, routed, None, captures.as_ref(), snap, &x);
-    // Both made in their boxes (`in_place`): `Box::new`/`Box::pin` would build them on the stack and copy
-    // them, the future's whole size (its unused states included).
+    // Both made in their boxes: `Box::new`/`Box::pin` would build them on the stack and copy them, the
+    // future's whole size (its unused states included). `Kept` is written into its box here rather than
+    // through a closure (`in_place::boxed`'s shape): a closure takes its fields by move first, one more
+    // copy of each (+135 instructions per request, measured).
     let kept = Box::write(
         Box::new_uninit(),
         Kept {
