@@ -9,7 +9,8 @@
 //!    ([`SluiceFull`]); a Kong CP never does, so a Sluice DP under a Kong CP knows to expect full pushes;
 //! 3. after that, the CP sends each change as a gzipped binary `sluice_delta` frame ([`Delta`]): the
 //!    version it applies on (`base_version`), the version it produces, the changed entities in order, and
-//!    the config hash after it (which the DP then pings with, as after a full push);
+//!    the config hash after it (which the DP then pings with, as after a full push), and Sluice's digest
+//!    of that config, which the DP checks its own against ([`crate::digest`]);
 //! 4. a DP applies a delta only on its exact base version ([`check`]); on a gap it sends one binary
 //!    `sluice_resync` frame ([`Resync`]) and the CP answers with a full `reconfigure`. A Kong DP never
 //!    offers the capability, so it keeps Kong's full pushes;
@@ -97,6 +98,10 @@ pub struct Delta {
     /// The config hash after the delta (Kong's algorithm over the whole new config), and its group hashes.
     pub config_hash: String,
     pub hashes: ConfigHashes,
+    /// Sluice's digest of the config after the delta ([`crate::digest`]), which a DP checks at a cost of
+    /// what the delta names; absent from a CP that predates it (the DP then checks Kong's hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     pub changes: Vec<Change>,
 }
 

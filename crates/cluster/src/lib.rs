@@ -7,6 +7,7 @@
 
 pub mod compat;
 pub mod delta;
+pub mod digest;
 pub mod frames;
 pub mod gzip;
 pub mod hash;

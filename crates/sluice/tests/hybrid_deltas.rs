@@ -84,6 +84,17 @@ async fn a_change_reaches_a_sluice_data_plane_as_a_delta_and_is_stored() {
     let sent = delta_bytes(&cp);
     assert_eq!(sent.len(), 2, "{}", cp.log());
     assert!(sent.iter().all(|b| *b < 1000), "{sent:?}");
+    // The DP checks what it built against the CP's digest, rehashing only what the deltas named.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !plain_log(&dp).contains("rehashed=Partial against=\"digest\"") {
+        assert!(std::time::Instant::now() < deadline, "{}", dp.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !plain_log(&dp).contains("asking the control plane"),
+        "{}",
+        dp.log()
+    );
 
     // Deltas reach the store in batches, and a clean stop writes the last one: without the CP, the
     // restarted DP serves the last delta's config.
@@ -273,6 +284,8 @@ fn delta(base: u64, old: &Value, new: &Value) -> Delta {
         version: base + 1,
         config_hash: hashes.config.clone(),
         hashes,
+        // As a CP from before Sluice's digest: the DP checks Kong's hash.
+        digest: None,
         changes,
     }
 }

@@ -12,6 +12,7 @@ fn delta(base: u64, version: u64) -> Delta {
         version,
         config_hash: "c".repeat(32),
         hashes: ConfigHashes::empty(),
+        digest: None,
         changes: vec![
             Change {
                 kind: "routes".into(),

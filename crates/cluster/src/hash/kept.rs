@@ -19,6 +19,8 @@ use serde_json::Value;
 pub struct Serialized {
     bytes: Box<[u8]>,
     checks: Box<[u32]>,
+    /// Sluice's digest of the bytes ([`crate::digest::item`]), made once with them.
+    digest: u128,
 }
 
 impl Serialized {
@@ -30,9 +32,15 @@ impl Serialized {
         };
         s.write(value);
         Serialized {
+            digest: crate::digest::item(&s.buf),
             bytes: s.buf.into(),
             checks: s.checks.unwrap_or_default().into(),
         }
+    }
+
+    /// Sluice's digest of the bytes, for a group's [`crate::digest::GroupSum`].
+    pub fn digest(&self) -> u128 {
+        self.digest
     }
 
     /// The heap memory it holds, in bytes.

@@ -6,8 +6,8 @@
 //!
 //! A delta goes live when it follows the version held, as Kong's incremental sync applies its deltas on
 //! their versions. That the result is the CP's config is checked once per burst of deltas, against the
-//! Kong hash the CP sent with the last ([`check`]: at most one hash a second while deltas keep coming,
-//! beside the link: deltas never wait for a check).
+//! digest (or, from an older CP, the Kong hash) the CP sent with the last ([`check`]: at most one a
+//! second while deltas keep coming, beside the link: deltas never wait for a check).
 //! A delta that does not follow the version held (a gap), whose entities cannot be read, or after which
 //! the check finds a hash unlike the CP's makes the DP ask for the whole config, once: the deltas that
 //! arrive until it comes are dropped. (A frame that is not even JSON ends the link, as any bad frame does;
@@ -33,6 +33,8 @@ pub(super) struct DeltaSync {
     spare: Option<Spare>,
     /// The hash check of the deltas applied.
     check: Check,
+    /// The CP's digest of the config the last delta made (None: it sent none), what the check compares.
+    digest: Option<String>,
     /// A full sync was asked for and has not come yet.
     asked: bool,
 }
@@ -71,6 +73,7 @@ impl DeltaSync {
             _ => return Outcome::Skipped,
         };
         let (version, hash, started) = (delta.version, delta.config_hash, Instant::now());
+        let digest = delta.digest;
         let count = delta.changes.len();
         self.check.touch(&delta.changes);
         let entities = match delta.changes.into_iter().map(entity_change).collect() {
@@ -87,6 +90,7 @@ impl DeltaSync {
             Ok(Ok(spare)) => {
                 self.version = Some(version);
                 self.spare = Some(spare);
+                self.digest = digest;
                 self.check.applied();
                 tracing::info!(version, changes = count,
                     ms = started.elapsed().as_secs_f64() * 1e3, %hash,
@@ -106,7 +110,7 @@ impl DeltaSync {
 
     /// Starts the due hash check; it runs beside the link, and [`DeltaSync::checked`] gives its result.
     pub fn start_check(&mut self, loader: &Loader) {
-        self.check.start(loader);
+        self.check.start(loader, self.digest.clone());
     }
 
     /// The result of the hash check under way, when it is done (never, when none is): Err is the

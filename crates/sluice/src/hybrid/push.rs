@@ -110,7 +110,7 @@ impl Pushes {
             Some((p, changes)) => rehash::partial(&config, &p.parts, &rehash::touched(changes)),
             None => rehash::full(&config),
         };
-        let hashes = parts.parts.hashes();
+        let hashes = parts.parts().hashes();
         let version = previous
             .as_ref()
             .map_or_else(first_version, |p| p.version + 1);
@@ -130,6 +130,7 @@ impl Pushes {
                 version,
                 config_hash: push.hashes.config.clone(),
                 hashes: push.hashes.clone(),
+                digest: Some(push.parts.digest()),
                 changes,
             };
             Kept {

@@ -1,9 +1,11 @@
-//! The data plane's check that the config it built from deltas is the control plane's: its Kong hash
-//! against the one the CP sent with the last delta (which the live config carries). A delta goes live on its version alone (it follows
+//! The data plane's check that the config it built from deltas is the control plane's: its digest
+//! against the one the CP sent with the last delta (`sluice_cluster::digest`), or its Kong hash against
+//! the one the live config carries when the CP sent no digest. A delta goes live on its version alone (it follows
 //! the version held, as Kong's incremental sync trusts its versions); the hash is checked once per
 //! burst of deltas, off the apply: [`QUIET`] after the delta that finds no check scheduled, and no
 //! sooner than [`EVERY`] after the check before. A change every 100 ms on the 10,000-route config then
-//! costs one hash a second (MD5 over up to ~6 MB: 5-10 ms of CPU) instead of one per change.
+//! costs one check a second instead of one per change: a pass over the kept entities with the digest,
+//! MD5 over up to ~6 MB (5-10 ms of CPU) with Kong's hash.
 //!
 //! The hashing runs on a thread at the idle policy ([`idle`]): a DP whose workers keep its CPU busy
 //! serves requests first and checks later (then a check can take seconds, and the next comes
@@ -102,10 +104,10 @@ impl Check {
         self.due.filter(|_| self.running.is_none())
     }
 
-    /// Starts checking the live config of `loader` against the hash it carries, the CP's for the last
-    /// delta, as a task of its own; [`Check::finished`] gives its result. Deltas applied meanwhile are
+    /// Starts checking the live config of `loader` against `digest`, the CP's for the last delta, or
+    /// without one against the hash the config carries (the CP's too), as a task of its own; [`Check::finished`] gives its result. Deltas applied meanwhile are
     /// checked by the next check, which starts from the parts this one computes.
-    pub fn start(&mut self, loader: &Loader) {
+    pub fn start(&mut self, loader: &Loader, digest: Option<String>) {
         let deltas = std::mem::take(&mut self.deltas);
         let touch = std::mem::take(&mut self.touch);
         let base = self.base.take();
@@ -119,14 +121,19 @@ impl Check {
             };
             let expected = live.hash().to_owned();
             let started = std::time::Instant::now();
+            let against = if digest.is_some() {
+                "digest"
+            } else {
+                "kong hash"
+            };
             let verified = idle::run("sluice-hash", move || {
-                rehash::verify(&live, base.as_ref(), &touch, live.hash())
+                rehash::verify(&live, base.as_ref(), &touch, live.hash(), digest.as_deref())
             })
             .await;
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match verified {
                 Ok(Ok((parts, how))) => {
-                    tracing::info!(deltas, ms, rehashed = ?how, hash = %expected, "config hash checked");
+                    tracing::info!(deltas, ms, rehashed = ?how, against, hash = %expected, "config hash checked");
                     Ok(parts)
                 }
                 Ok(Err(found)) => Err(Mismatch {

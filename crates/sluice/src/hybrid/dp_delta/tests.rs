@@ -4,7 +4,7 @@ use crate::hybrid::testing::{live_paths, loader, parsed};
 use sluice_cluster::hash::config_hashes;
 use sluice_model::declarative;
 
-/// The delta a CP sends from `old` (version `base`) to `new` (`version`).
+/// The delta a CP sends from `old` (version `base`) to `new` (`version`), with its digest.
 fn delta(base: u64, version: u64, old: &[&str], new: &[&str]) -> Delta {
     let new = parsed(new);
     let hashes = config_hashes(&declarative::export(&new));
@@ -13,6 +13,7 @@ fn delta(base: u64, version: u64, old: &[&str], new: &[&str]) -> Delta {
         version,
         config_hash: hashes.config.clone(),
         hashes,
+        digest: Some(rehash::full(&new).digest()),
         changes: crate::hybrid::diff::diff(&parsed(old), &new).unwrap(),
     }
 }
@@ -79,9 +80,17 @@ async fn a_gap_asks_once_for_the_whole_config() {
 
 #[tokio::test]
 async fn a_wrong_hash_is_found_by_the_check_which_asks_once_for_the_whole_config() {
+    // From a CP that sends its digest, and from one that predates it (Kong's hash alone).
+    for digest in [Some("0123456789abcdef0123456789abcdef".to_owned()), None] {
+        wrong_config_asks_for_the_whole(digest).await;
+    }
+}
+
+async fn wrong_config_asks_for_the_whole(digest: Option<String>) {
     let (_dir, loader, mut sync) = following(&["/a"]);
     let mut wrong = delta(1, 2, &["/a"], &["/a", "/b"]);
     wrong.config_hash = "0123456789abcdef0123456789abcdef".into();
+    wrong.digest = digest;
     // The delta goes live on its version; the check finds that the result is not the CP's config.
     assert!(matches!(
         sync.apply(&loader, wrong).await,
@@ -149,7 +158,7 @@ async fn a_partial_miss_is_rehashed_whole_before_it_counts() {
     // partial hash misses, the whole config's matches, and no full sync is asked.
     let live = loader.snapshot().load().config().clone();
     let mut stale = rehash::full(&live);
-    stale.parts.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
+    stale.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
     sync.check.base = Some(check::Base::Ready(stale));
     let first = delta(1, 2, &["/a"], &["/a", "/b"]);
     assert!(matches!(

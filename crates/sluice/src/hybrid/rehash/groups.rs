@@ -3,11 +3,15 @@
 //! config serializes only the entities a delta names and feeds the others' kept bytes to MD5
 //! (`sluice_cluster::hash::Marked`, which folds at Kong's points and resumes from the MD5 state kept
 //! before the first entity that changed). Made for every config a CP pushes and a DP runs with deltas.
+//!
+//! Each group also sums its entities' digests (`sluice_cluster::digest`): a DP that checks a CP's digest
+//! builds its groups without Kong's hash (`marks: false`), so a check feeds no MD5.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
+use sluice_cluster::digest::GroupSum;
 use sluice_cluster::hash::{Marked, Serialized, EMPTY_CONFIG_HASH};
 use sluice_model::Config;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -17,17 +21,32 @@ use uuid::Uuid;
 pub struct Kept {
     ids: Vec<Uuid>,
     items: Vec<Arc<Serialized>>,
-    /// The group's array hash, with the states the next config's resumes from.
-    marked: Marked,
+    /// The group's array hash, with the states the next config's resumes from (None: not made, the
+    /// group was built for its digest only).
+    marked: Option<Marked>,
+    /// The sum of the entities' digests.
+    sum: GroupSum,
 }
 
 impl Kept {
     /// Kong's hash of the group: zeros when it has no entities (the export then has no entry for it).
+    /// A group built for its digest alone hashes all of its entities here (not on any hot path: a DP
+    /// that checks digests never asks).
     pub fn hash(&self) -> String {
         if self.items.is_empty() {
             return EMPTY_CONFIG_HASH.to_owned();
         }
-        self.marked.hash().to_owned()
+        match &self.marked {
+            Some(marked) => marked.hash().to_owned(),
+            None => Marked::of(self.items.iter().map(|i| &**i), None)
+                .hash()
+                .to_owned(),
+        }
+    }
+
+    /// Sluice's digest of the group.
+    pub fn sum(&self) -> GroupSum {
+        self.sum
     }
 
     /// The heap memory the kept bytes take (the ids and pointers included).
@@ -39,22 +58,29 @@ impl Kept {
             .iter()
             .map(|i| i.heap_size() + std::mem::size_of::<Serialized>() + arc_header)
             .sum();
-        each + self.items.len() * per_entity + self.marked.heap_size()
+        let marks = self.marked.as_ref().map_or(0, Marked::heap_size);
+        each + self.items.len() * per_entity + marks
     }
 }
 
 /// The kept groups of `config`, in `sluice_cluster::hash::GROUPS` order. With `before` (the groups of
 /// the config before) group `i` is rebuilt only when `rebuild(i)`, reusing the bytes of every entity
-/// whose id is not in `changed[i]`; otherwise it is shared as it was.
+/// whose id is not in `changed[i]`; otherwise it is shared as it was. With `marks` false a rebuilt group
+/// gets its digest but not Kong's hash.
 pub fn of(
     config: &Config,
     before: Option<&[Arc<Kept>; 5]>,
     rebuild: impl Fn(usize) -> bool,
-    changed: &[HashSet<Uuid>; 5],
+    changed: &[FxHashSet<Uuid>; 5],
+    marks: bool,
 ) -> [Arc<Kept>; 5] {
     let group = |i: usize| match before {
         Some(before) if !rebuild(i) => Err(before[i].clone()),
-        before => Ok((before.map(|b| &*b[i]), &changed[i])),
+        before => Ok(Rebuild {
+            before: before.map(|b| &*b[i]),
+            changed: &changed[i],
+            marks,
+        }),
     };
     [
         list(&config.routes, |e| e.id, group(0)),
@@ -65,25 +91,37 @@ pub fn of(
     ]
 }
 
-/// The kept form of one group's list: Err is the unchanged group; Ok the group before (if any) and the
-/// ids that changed.
+/// How a group is rebuilt: from the group before (if any), with the ids that changed, and with Kong's
+/// hash made or not.
+struct Rebuild<'a> {
+    before: Option<&'a Kept>,
+    changed: &'a FxHashSet<Uuid>,
+    marks: bool,
+}
+
+/// The kept form of one group's list: Err is the unchanged group.
 fn list<T: Serialize>(
     entities: &[T],
     id: impl Fn(&T) -> Uuid,
-    group: Result<(Option<&Kept>, &HashSet<Uuid>), Arc<Kept>>,
+    group: Result<Rebuild<'_>, Arc<Kept>>,
 ) -> Arc<Kept> {
-    let (before, changed) = match group {
+    let Rebuild {
+        before,
+        changed,
+        marks,
+    } = match group {
         Err(unchanged) => return unchanged,
         Ok(group) => group,
     };
     let empty = Kept::default();
     let before = before.unwrap_or(&empty);
     // Usually an entity keeps its index; the id map is built only when one does not (a delete).
-    let mut index: Option<HashMap<Uuid, usize>> = None;
+    let mut index: Option<FxHashMap<Uuid, usize>> = None;
     let mut kept = Kept {
         ids: Vec::with_capacity(entities.len()),
         items: Vec::with_capacity(entities.len()),
-        marked: Marked::default(),
+        marked: None,
+        sum: GroupSum::default(),
     };
     // The leading entities that are the group before's at the same index: the hash resumes after them.
     let mut same = 0;
@@ -117,10 +155,14 @@ fn list<T: Serialize>(
                 &serde_json::to_value(entity).unwrap_or(serde_json::Value::Null),
             )),
         };
+        kept.sum.add(item.digest());
         kept.ids.push(key);
         kept.items.push(item);
     }
-    let items = kept.items.iter().map(|i| &**i);
-    kept.marked = Marked::of(items, Some((&before.marked, same)));
+    if marks {
+        let items = kept.items.iter().map(|i| &**i);
+        let previous = before.marked.as_ref().map(|m| (m, same));
+        kept.marked = Some(Marked::of(items, previous));
+    }
     Arc::new(kept)
 }

@@ -1,7 +1,8 @@
 //! Rehashing only the touched parts gives exactly the full computation's hashes, on both sides of a delta:
 //! the CP's (the new config) and the DP's (the old config patched with the delta's changes), each carrying
 //! its parts from change to change. Over randomized changes, with deletes, cascades and emptied kinds; and
-//! a partial hash that misses is confirmed over the whole config.
+//! a partial hash that misses is confirmed over the whole config. A DP that checks the CP's digest instead
+//! of Kong's hash reaches the same verdicts.
 
 mod timing;
 mod world;
@@ -30,7 +31,8 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
     let mut old = parse(world.doc());
     let mut cp_parts = full(&old);
     let mut dp_parts = cp_parts.clone();
-    assert_eq!(cp_parts.parts.hashes(), whole(&old));
+    let mut dp_digest = cp_parts.clone();
+    assert_eq!(cp_parts.parts().hashes(), whole(&old));
     // How often each case came up: some part left untouched, a delete, a whole group emptied.
     let (mut some_untouched, mut deletes, mut emptied) = (0, 0, 0);
     for round in 0..150 {
@@ -47,7 +49,7 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
         // CP: the new config.
         cp_parts = partial(&new, &cp_parts, &touched);
         assert_eq!(
-            cp_parts.parts.hashes(),
+            cp_parts.parts().hashes(),
             want,
             "round {round}: CP, {touched:?}"
         );
@@ -57,7 +59,7 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
             .map(|c| dp_delta::entity_change(c).unwrap())
             .collect();
         let (patched, _) = spare::next(None, &Arc::new(old), 0, &changes).unwrap();
-        let (parts, how) = verify(&patched, Some(&dp_parts), &touched, &want.config).unwrap();
+        let (parts, how) = verify(&patched, Some(&dp_parts), &touched, &want.config, None).unwrap();
         assert_eq!(
             (&parts, how),
             (&cp_parts, Rehashed::Partial),
@@ -65,6 +67,16 @@ fn partial_rehash_equals_the_full_one_over_random_changes() {
         );
         assert_eq!(parts, full(&patched));
         dp_parts = parts;
+        // DP checking the CP's digest: the same verdict, the same digest, and Kong's parts when asked.
+        let digest = cp_parts.digest();
+        let (parts, how) = verify(&patched, Some(&dp_digest), &touched, "", Some(&digest)).unwrap();
+        assert_eq!(
+            (parts.digest(), how),
+            (digest, Rehashed::Partial),
+            "round {round}: DP, digest"
+        );
+        assert_eq!(parts.parts(), cp_parts.parts(), "round {round}: DP, digest");
+        dp_digest = parts;
         some_untouched += usize::from(!touched.parts.is_empty() && touched.parts != Touched::ALL);
         old = new;
     }
@@ -92,30 +104,33 @@ fn a_partial_miss_is_confirmed_over_the_whole_config() {
     // Parts that missed a change in the rest (a kind the change list did not name): the partial hash
     // misses, the whole config's is right.
     let mut stale = full(&config);
-    stale.parts.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
-    assert_eq!(
-        verify(&config, Some(&stale), &routes, &hash),
-        Ok((full(&config), Rehashed::FullAfterMiss))
-    );
-    assert_eq!(
-        verify(&config, None, &routes, &hash),
-        Ok((full(&config), Rehashed::Full))
-    );
+    stale.rest = sluice_cluster::EMPTY_CONFIG_HASH.into();
+    let digest = full(&config).digest();
+    for with in [None, Some(digest.as_str())] {
+        assert_eq!(
+            verify(&config, Some(&stale), &routes, &hash, with),
+            Ok((full(&config), Rehashed::FullAfterMiss))
+        );
+        assert_eq!(
+            verify(&config, None, &routes, &hash, with),
+            Ok((full(&config), Rehashed::Full))
+        );
+    }
     // A route that changed but was not named keeps its stale kept bytes: the partial hash misses too.
     let mut unnamed = config.clone();
     unnamed.routes[0].tags = Some(vec!["unnamed".into()]);
-    assert_eq!(
-        verify(
-            &unnamed,
-            Some(&full(&config)),
-            &routes,
-            &whole(&unnamed).config
-        ),
-        Ok((full(&unnamed), Rehashed::FullAfterMiss))
-    );
-    // A real difference: Err carries the hash the config has.
-    assert_eq!(
-        verify(&config, Some(&full(&config)), &routes, "0123"),
-        Err(hash)
-    );
+    let (unnamed_hash, unnamed_digest) = (whole(&unnamed).config, full(&unnamed).digest());
+    for with in [None, Some(unnamed_digest.as_str())] {
+        assert_eq!(
+            verify(&unnamed, Some(&full(&config)), &routes, &unnamed_hash, with),
+            Ok((full(&unnamed), Rehashed::FullAfterMiss))
+        );
+    }
+    // A real difference: Err carries the hash the config has, whichever was compared first.
+    for with in [None, Some("0123")] {
+        assert_eq!(
+            verify(&config, Some(&full(&config)), &routes, "0123", with),
+            Err(hash.clone())
+        );
+    }
 }

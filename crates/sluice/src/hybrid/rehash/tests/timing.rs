@@ -65,7 +65,7 @@ fn times_the_hash_step() {
         }]);
         let mut after = parts.clone();
         let ms = median_ms(runs, || after = partial(&config, &parts, &touch));
-        assert_eq!(after.parts.hashes(), whole(&config));
+        assert_eq!(after.parts().hashes(), whole(&config));
         parts = after;
         println!(
             "one {kind} change, partial rehash (after): {ms:.1} ms ({:.1}x)",
