@@ -17,6 +17,7 @@ pub mod cp;
 mod diff;
 pub mod dp;
 mod dp_delta;
+mod dp_ping;
 pub mod mtls;
 mod oversize;
 mod push;

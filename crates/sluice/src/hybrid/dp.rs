@@ -1,11 +1,13 @@
 //! The data plane's side of the cluster link: connect to `cluster_control_plane` (mutual TLS, WebSocket at
 //! `/v1/outlet`), send `basic_info` (offering Sluice's deltas: a Kong CP ignores the offer), apply every
-//! config the CP pushes and every delta a Sluice CP sends ([`super::dp_delta`]), ping every 30 s with the
-//! running config's hash, and reconnect with jittered backoff after any failure. While the CP is away the DP serves
+//! config the CP pushes and every delta a Sluice CP sends ([`super::dp_delta`]), ping every 30 s and after
+//! a change with the running config's hash (after deltas at most once a second, [`super::dp_ping`]), and
+//! reconnect with jittered backoff after any failure. While the CP is away the DP serves
 //! its last config; a restarted DP serves the one in its store. A frame over `cluster_max_payload`
 //! (compressed or inflated) is an error in the log, and the close frame tells the CP why ([`super::oversize`]).
 
 use super::dp_delta::{DeltaSync, Outcome};
+use super::dp_ping::Pings;
 use super::oversize::{self, Oversized};
 use super::ClusterSettings;
 use crate::loader::{Loaded, Loader};
@@ -117,6 +119,7 @@ async fn link(
         deltas.full(Some(h.version), loader);
     }
     let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
+    let mut pings = Pings::new();
     loop {
         let check_due = deltas.check_due();
         tokio::select! {
@@ -130,9 +133,9 @@ async fn link(
                 }
             }
             _ = ping.tick() => {
-                let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
-                ws.send(Message::Ping(payload.into())).await?;
+                send_ping(&mut ws, &current, &mut pings).await?;
             }
+            _ = until(pings.due()) => send_ping(&mut ws, &current, &mut pings).await?,
             frame = tokio::time::timeout(Duration::from_secs(PING_WAIT_SECS), ws.next()) => {
                 let data = match frame.context("no frame from the control plane for 45 s")? {
                     Some(Ok(Message::Binary(data))) => data,
@@ -163,8 +166,7 @@ async fn link(
                         deltas.full(version, loader);
                         *held = version.zip(current.clone()).map(|(version, hash)| Held { version, hash });
                         // Kong's DP pings right after applying, so the CP sees the new hash.
-                        let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
-                        ws.send(Message::Ping(payload.into())).await?;
+                        send_ping(&mut ws, &current, &mut pings).await?;
                     }
                     CpMessage::Delta(delta) => {
                         if deltas.version.is_none() {
@@ -174,8 +176,9 @@ async fn link(
                             Outcome::Applied(hash) => {
                                 *held = deltas.version.map(|version| Held { version, hash: hash.clone() });
                                 current = Some(hash);
-                                let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
-                                ws.send(Message::Ping(payload.into())).await?;
+                                if pings.after_delta() {
+                                    send_ping(&mut ws, &current, &mut pings).await?;
+                                }
                             }
                             Outcome::Skipped => {}
                             Outcome::AskFull(resync) => ws.send(Message::Binary(resync.encode().into())).await?,
@@ -186,6 +189,17 @@ async fn link(
             }
         }
     }
+}
+
+/// Pings the CP with the hash of the running config.
+async fn send_ping<S>(ws: &mut S, current: &Option<String>, pings: &mut Pings) -> Result<()>
+where
+    S: futures_util::Sink<Message, Error = WsError> + Unpin,
+{
+    let payload = ping_payload(current.as_deref()).as_bytes().to_vec();
+    ws.send(Message::Ping(payload.into())).await?;
+    pings.sent();
+    Ok(())
 }
 
 /// Sleeps until `at`; never wakes without one.
