@@ -83,16 +83,23 @@ impl CpMessage {
     /// Inflates (at most `max_payload` bytes) and reads a frame as Kong's DP does. For `reconfigure`:
     /// `config_table` must be an object; when `config_hash` is missing the DP computes both the hash and
     /// the group hashes itself; group hashes missing from `hashes` are zeros.
+    ///
+    /// The frame's `type` is read first, skipping the rest: a delta (ten a second while changes stream
+    /// in) is then read straight into a [`Delta`], not into a JSON tree first.
     pub fn decode(frame: &[u8], max_payload: usize) -> Result<CpMessage, FrameError> {
         let json = gzip::inflate(frame, max_payload)?;
-        let mut value: Value = serde_json::from_slice(&json).map_err(|err| FrameError::Json {
+        let invalid = |err| FrameError::Json {
             what: "control plane",
             err,
-        })?;
-        let ty = type_name(value.get("type"));
+        };
+        let tag: Tag = serde_json::from_slice(&json).map_err(invalid)?;
+        let ty = type_name(tag.ty.as_ref());
         match ty.as_str() {
-            "reconfigure" => decode_reconfigure(&mut value).map(CpMessage::Reconfigure),
-            DELTA_TYPE => serde_json::from_value(value)
+            "reconfigure" => {
+                let mut value: Value = serde_json::from_slice(&json).map_err(invalid)?;
+                decode_reconfigure(&mut value).map(CpMessage::Reconfigure)
+            }
+            DELTA_TYPE => serde_json::from_slice(&json)
                 .map(CpMessage::Delta)
                 .map_err(|err| FrameError::Json {
                     what: DELTA_TYPE,
@@ -101,6 +108,13 @@ impl CpMessage {
             _ => Ok(CpMessage::Other(ty)),
         }
     }
+}
+
+/// A frame's `type`, whatever JSON it is (Kong's DP logs a non-string type as it reads it).
+#[derive(Deserialize)]
+struct Tag {
+    #[serde(rename = "type", default)]
+    ty: Option<Value>,
 }
 
 fn decode_reconfigure(value: &mut Value) -> Result<Reconfigure, FrameError> {
