@@ -26,9 +26,11 @@ impl ProxyServer {
     /// Binds every listen address once per worker (`SO_REUSEPORT`, the kernel spreads the connections) and
     /// starts the workers. A port of 0 is resolved by the first bind and reused by the other workers, so
     /// tests can ask for an ephemeral port. `ssl` addresses need `settings.default_certificate`.
+    /// `published`, when the config source has one, changes each time it makes a new snapshot live.
     pub fn start(
         settings: ProxySettings,
         snapshot: SharedSnapshot,
+        published: Option<watch::Receiver<u64>>,
     ) -> std::io::Result<ProxyServer> {
         let mut addrs: Vec<ListenAddr> = settings.listen.clone();
         let mut acceptors = Vec::with_capacity(addrs.len());
@@ -86,7 +88,7 @@ impl ProxyServer {
             counters: counters.clone(),
         });
         let (stop, _) = watch::channel(None);
-        crate::checker::start(shared.snapshot.clone(), stop.subscribe())?;
+        crate::checker::start(shared.snapshot.clone(), stop.subscribe(), published)?;
         let mut handles = Vec::new();
         for (i, (listeners, streams)) in per_worker.into_iter().enumerate() {
             let (shared, stop_rx) = (shared.clone(), stop.subscribe());

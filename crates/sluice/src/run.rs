@@ -138,7 +138,7 @@ pub fn start(args: StartArgs) -> Result<()> {
         },
         ..ProxySettings::default()
     };
-    let proxy = ProxyServer::start(proxy_settings, loader.snapshot())
+    let proxy = ProxyServer::start(proxy_settings, loader.snapshot(), Some(loader.subscribe()))
         .context("starting the proxy listeners")?;
     for listen in proxy.local_addrs() {
         tracing::info!(addr = %listen.addr, ssl = listen.ssl, http2 = listen.http2, "proxy listening");

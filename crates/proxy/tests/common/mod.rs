@@ -35,7 +35,7 @@ impl Proxy {
         settings.listen = parse_listen("127.0.0.1:0").unwrap();
         let snapshot: SharedSnapshot =
             Arc::new(arc_swap::ArcSwap::from_pointee(compile(yaml, &registry)));
-        let server = ProxyServer::start(settings, snapshot.clone()).expect("proxy starts");
+        let server = ProxyServer::start(settings, snapshot.clone(), None).expect("proxy starts");
         let addr = server.local_addrs()[0].addr;
         Proxy {
             server: Some(server),
