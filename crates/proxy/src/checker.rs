@@ -173,12 +173,21 @@ mod tests {
 
     #[test]
     fn a_replaced_snapshot_is_not_held_between_checks() {
+        // Polling, and woken by the config source.
+        for notified in [false, true] {
+            replaced_snapshot_is_not_held(notified);
+        }
+    }
+
+    fn replaced_snapshot_is_not_held(notified: bool) {
         let shared: SharedSnapshot = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
         let (stop, watching) = watch::channel(None);
-        start(shared.clone(), watching).unwrap();
+        let (published, subscribed) = watch::channel(0);
+        start(shared.clone(), watching, notified.then_some(subscribed)).unwrap();
         // Let the thread look at the first snapshot, then replace it.
         std::thread::sleep(Duration::from_millis(150));
         let old = Arc::downgrade(&shared.swap(Arc::new(Snapshot::empty())));
+        published.send_modify(|n| *n += 1);
         // The thread waits 100 ms between looks: a snapshot kept across the wait outlives this.
         let deadline = Instant::now() + Duration::from_millis(10);
         while old.strong_count() > 0 && Instant::now() < deadline {
