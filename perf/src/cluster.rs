@@ -86,9 +86,12 @@ pub struct ClusterArgs {
     /// DP's RPS falls with the load side's; see `sluice-perf db`'s docs).
     #[arg(long, default_value_t = 19)]
     pub cp_nice: i32,
-    /// Steady halves without the decoy: by default a second CP (its own store, no DP, the same nice)
-    /// takes the same writes during each steady half, so that both halves' load generator shares its
-    /// CPUs with the same CP and database work and the RPS ratio measures the DP alone.
+    /// Steady halves without the decoy: by default a second CP (its own store, the same nice) takes the
+    /// same writes during each steady half, so that both halves' load generator shares its CPUs with the
+    /// same CP and database work and the RPS ratio measures the DP alone. Each CP is then followed by a
+    /// mirror DP on the load CPUs at the CPs' nice: a CP's push work (export, diff, rehash, gzip per
+    /// change) is done only for a connected DP, so a decoy no DP followed took ~2-4% of the load CPU where
+    /// the real CP took 10-20%, and the load generator lost that CPU in the changing halves alone.
     #[arg(long)]
     pub no_decoy: bool,
     /// Where configs, node logs and the report (`cluster.md`) go.
@@ -204,20 +207,37 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     // Declared after `store`, so dropped before it (each puts PostgreSQL's CPUs back as it found them).
     let mut decoy = match decoy_doc {
         Some(doc) => {
-            progress("starting the decoy control plane (its own store, no data plane)");
+            progress(
+                "starting the decoy control plane (its own store) and a mirror DP for each CP",
+            );
             let decoy_store = new_store(doc)?;
-            let (node, admin) =
-                start_cp(&decoy_store, &out.join("decoy"), free_addr("127.0.0.1")?)?;
-            Some((decoy_store, node, admin))
+            let decoy_cluster = free_addr("127.0.0.1")?;
+            let (node, admin) = start_cp(&decoy_store, &out.join("decoy"), decoy_cluster)?;
+            let mirror = |dir: &str, cp: SocketAddr| -> Result<Running> {
+                let mut env = common("data_plane");
+                env.push(("SLUICE_CLUSTER_CONTROL_PLANE".into(), cp.to_string()));
+                let dir = out.join(dir);
+                let launched = launch(&load_prefix, &upstream, &dir)?;
+                process::start_sluice_with_env(&bin, None, &launched, "info", &env)
+            };
+            let mirrors = [
+                mirror("mirror-cp", cluster)?,
+                mirror("mirror-decoy", decoy_cluster)?,
+            ];
+            Some((decoy_store, node, admin, mirrors))
         }
         None => None,
     };
-    let renice_cps = |store: &mut Store, decoy: &mut Option<(Store, Running, SocketAddr)>, nice| {
+    type Decoy = Option<(Store, Running, SocketAddr, [Running; 2])>;
+    let renice_cps = |store: &mut Store, decoy: &mut Decoy, nice| {
         crate::db::pin::set_nice_all(cp.pid(), nice);
         store.renice(nice);
-        if let Some((decoy_store, node, _)) = decoy {
+        if let Some((decoy_store, node, _, mirrors)) = decoy {
             crate::db::pin::set_nice_all(node.pid(), nice);
             decoy_store.renice(nice);
+            for m in mirrors.iter() {
+                crate::db::pin::set_nice_all(m.pid(), nice);
+            }
         }
     };
     renice_cps(&mut store, &mut decoy, args.cp_nice);
@@ -226,7 +246,9 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
         &dp,
         &spec,
         (&mut store.writes, admin),
-        decoy.as_mut().map(|(s, _, admin)| (&mut s.writes, *admin)),
+        decoy
+            .as_mut()
+            .map(|(s, _, admin, _)| (&mut s.writes, *admin)),
         first,
         args.reps,
     );
@@ -281,7 +303,7 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
             if args.no_decoy {
                 "the steady halves without CP writes"
             } else {
-                "the steady halves with the same writes to a decoy CP that no DP follows"
+                "the steady halves with the same writes to a decoy CP, each CP followed by a mirror DP on the load CPUs at the CP's nice"
             },
             changing.errors,
             changing.non_2xx,
