@@ -39,8 +39,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use store::MemoryStore;
 
-const X_CACHE_STATUS: HeaderName = HeaderName::from_static("x-cache-status");
-const X_CACHE_KEY: HeaderName = HeaderName::from_static("x-cache-key");
+use store::{X_CACHE_KEY, X_CACHE_STATUS};
 const KONG_DEBUG: HeaderName = HeaderName::from_static("kong-debug");
 
 pub fn builtin() -> Builtin {
@@ -177,6 +176,17 @@ impl ProxyCache {
             return self.mark(ctx, key, entry.hex.clone(), "Refresh");
         }
         let debug = ctx.request.headers.contains_key(KONG_DEBUG);
+        if debug || (self.shown.age && self.shown.status && self.shown.key) {
+            let mut headers = entry.hit_headers.clone();
+            if let Some(slot) = headers.get_mut(AGE) {
+                *slot = HeaderValue::from(age);
+            }
+            return Flow::Respond(PluginResponse {
+                status: entry.status,
+                headers,
+                body: entry.body.clone(),
+            });
+        }
         let mut headers = entry.headers.clone();
         Self::tag(
             &mut headers,

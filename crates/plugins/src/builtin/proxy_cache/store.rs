@@ -11,6 +11,7 @@
 //! as a second-chance approximation of the shared dictionary's LRU, entries not read since the last sweep.
 
 use bytes::Bytes;
+use http::header::{HeaderName, AGE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use rustc_hash::FxHasher;
 use std::collections::HashMap;
@@ -34,6 +35,10 @@ pub struct Entry {
     pub hex: HeaderValue,
     pub status: StatusCode,
     pub headers: HeaderMap,
+    /// The head of a hit that shows every cache header (the default): `headers`, then `Age` (a
+    /// placeholder, set per hit), `X-Cache-Status: Hit` and `X-Cache-Key`, so a hit clones one map and
+    /// replaces one value instead of inserting three (and growing the map).
+    pub hit_headers: HeaderMap,
     pub body: Bytes,
     /// When it was stored, in seconds since the epoch (Kong's `ngx.time()`).
     pub timestamp: u64,
@@ -61,11 +66,19 @@ impl Entry {
             .iter()
             .map(|(n, v)| n.as_str().len() + v.len() + 32)
             .sum();
+        let mut hit_headers = HeaderMap::with_capacity(headers.len() + 3);
+        for (name, value) in &headers {
+            hit_headers.append(name.clone(), value.clone());
+        }
+        hit_headers.insert(AGE, HeaderValue::from_static("0"));
+        hit_headers.insert(X_CACHE_STATUS, HeaderValue::from_static("Hit"));
+        hit_headers.insert(X_CACHE_KEY, hex.clone());
         Entry {
+            size: body.len() + head + OVERHEAD,
             hex,
             status,
-            size: body.len() + head + OVERHEAD,
             headers,
+            hit_headers,
             body,
             timestamp: now_ms / 1000,
             ttl,
@@ -74,6 +87,9 @@ impl Entry {
         }
     }
 }
+
+pub(super) const X_CACHE_STATUS: HeaderName = HeaderName::from_static("x-cache-status");
+pub(super) const X_CACHE_KEY: HeaderName = HeaderName::from_static("x-cache-key");
 
 type Shard = HashMap<Box<str>, Arc<Entry>, BuildHasherDefault<FxHasher>>;
 
