@@ -2,11 +2,10 @@
 //! the upstream header values Kong sets for them ([`ConsumerHeaders`], [`Identified`]) made here once
 //! rather than formatted per authenticated request.
 
+use crate::builtin::hmac_auth::HmacCredential;
 use crate::builtin::jwt::JwtCredential;
 use http::HeaderValue;
-use sluice_model::{
-    BasicAuthCredential, Config, Consumer, HmacAuthCredential, KeyAuthCredential, OAuth2Credential,
-};
+use sluice_model::{BasicAuthCredential, Config, Consumer, KeyAuthCredential, OAuth2Credential};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -73,7 +72,8 @@ pub struct Credentials {
     basic_list: Vec<Identified<BasicAuthCredential>>,
     /// The `Authorization` values basic-auth verified on this snapshot.
     basic_verified: verified::Verified,
-    hmac: HashMap<String, HmacAuthCredential>,
+    /// hmac-auth's credentials by username, each with its secret's HMAC keys (made on first use).
+    hmac: HashMap<String, HmacCredential>,
     groups: ById<Vec<String>>,
     /// jwt credentials by `key`, each with its public key parsed (or HMAC keys derived) once, here.
     jwt: HashMap<String, JwtCredential>,
@@ -114,7 +114,7 @@ impl Credentials {
             c.basic_list.push(basic);
         }
         for h in &config.hmacauth_credentials {
-            c.hmac.insert(h.username.clone(), h.clone());
+            c.hmac.insert(h.username.clone(), HmacCredential::new(h));
         }
         for j in &config.jwt_secrets {
             c.jwt.insert(j.key.clone(), JwtCredential::new(j));
@@ -190,7 +190,7 @@ impl Credentials {
     }
 
     /// The hmac-auth credential of this username.
-    pub fn hmac(&self, username: &str) -> Option<&HmacAuthCredential> {
+    pub fn hmac(&self, username: &str) -> Option<&HmacCredential> {
         self.hmac.get(username)
     }
 

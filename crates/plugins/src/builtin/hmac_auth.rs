@@ -4,6 +4,7 @@
 //! signing string, [`signature::signing_string`]), and `Date` or `X-Date` must be within `clock_skew`.
 //! With `validate_request_body` the proxy buffers the body and its `Digest` must match.
 
+mod keys;
 mod signature;
 #[cfg(test)]
 mod tests;
@@ -15,6 +16,7 @@ use crate::registry::{typed_config, BuildCtx, Builtin};
 use crate::response::PluginResponse;
 use http::header::{AUTHORIZATION, PROXY_AUTHORIZATION};
 use http::{HeaderName, StatusCode};
+pub use keys::HmacCredential;
 use serde::Deserialize;
 use signature::{Algorithm, Params, ALGORITHMS};
 use sluice_model::schema::{Field, Schema};
@@ -176,13 +178,14 @@ impl HmacAuth {
             return Err(NOT_VALID);
         };
         let credentials = ctx.credentials;
-        let cred = std::str::from_utf8(params.username)
+        let keyed = std::str::from_utf8(params.username)
             .ok()
             .and_then(|u| credentials.hmac(u))
             .ok_or(NOT_VALID)?;
         let data = signature::signing_string(&params, &ctx.request);
-        let signed = signature::decode_signature(params.signature)
-            .is_some_and(|sig| algorithm.verify(cred.secret.as_bytes(), &data, &sig));
+        let mut decoded = [0; signature::LONGEST_SIGNATURE];
+        let signed = signature::decode_signature(params.signature, &mut decoded)
+            .is_some_and(|sig| keyed.verify(algorithm, &data, sig));
         let body = ctx.body.as_deref().unwrap_or_default();
         if !signed
             || (self.validate_request_body
@@ -190,6 +193,7 @@ impl HmacAuth {
         {
             return Err(NOT_SAME);
         }
+        let cred = &keyed.credential;
         let consumer = credentials.consumer(&cred.consumer.id).ok_or(NOT_VALID)?;
         Ok((consumer, cred))
     }

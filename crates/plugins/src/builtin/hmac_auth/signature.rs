@@ -4,8 +4,7 @@
 //! signature, the `Date`/`X-Date` clock skew and the body's `Digest`.
 
 use base64::Engine;
-use hmac::{Hmac, Mac};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use sha2::Digest;
 
 /// The parameters of one `Authorization` or `Proxy-Authorization` value.
@@ -109,32 +108,43 @@ impl Algorithm {
         })
     }
 
-    /// Whether `signature` (decoded) is the HMAC of `data` with `secret`, compared in constant time.
-    pub fn verify(self, secret: &[u8], data: &[u8], signature: &[u8]) -> bool {
-        fn check<M: Mac + hmac::digest::KeyInit>(secret: &[u8], data: &[u8], sig: &[u8]) -> bool {
-            let Ok(mut mac) = <M as Mac>::new_from_slice(secret) else {
-                return false;
-            };
-            mac.update(data);
-            mac.verify_slice(sig).is_ok()
-        }
-        match self {
-            Algorithm::Sha1 => check::<Hmac<sha1::Sha1>>(secret, data, signature),
-            Algorithm::Sha256 => check::<Hmac<sha2::Sha256>>(secret, data, signature),
-            Algorithm::Sha384 => check::<Hmac<sha2::Sha384>>(secret, data, signature),
-            Algorithm::Sha512 => check::<Hmac<sha2::Sha512>>(secret, data, signature),
-        }
+    /// How many there are: [`Algorithm::index`] is below it.
+    pub const COUNT: usize = 4;
+
+    /// A place in a table of one entry per algorithm.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// `secret` keyed for this algorithm (ring's HMAC: SHA-1 is Kong's, kept for compatibility).
+    pub fn key(self, secret: &[u8]) -> ring::hmac::Key {
+        use ring::hmac;
+        let algorithm = match self {
+            Algorithm::Sha1 => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
+            Algorithm::Sha256 => hmac::HMAC_SHA256,
+            Algorithm::Sha384 => hmac::HMAC_SHA384,
+            Algorithm::Sha512 => hmac::HMAC_SHA512,
+        };
+        hmac::Key::new(algorithm, secret)
     }
 }
 
-/// The base64 signature as sent (padding optional, as nginx decodes it); None when it is not base64.
-pub fn decode_signature(signature: &[u8]) -> Option<Vec<u8>> {
+/// Room for any signature that can match (SHA-512's 64 bytes) and for what base64 reserves beyond it.
+pub const LONGEST_SIGNATURE: usize = 128;
+
+/// The base64 signature as sent (padding optional, as nginx decodes it), decoded into `out`; None when it
+/// is not base64, or too long to be any algorithm's (either way it cannot match).
+pub fn decode_signature<'o>(
+    signature: &[u8],
+    out: &'o mut [u8; LONGEST_SIGNATURE],
+) -> Option<&'o [u8]> {
     const LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         base64::engine::GeneralPurposeConfig::new()
             .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
     );
-    LENIENT.decode(signature).ok()
+    let len = LENIENT.decode_slice(signature, out).ok()?;
+    Some(&out[..len])
 }
 
 /// The first value of a request header by a name as the client wrote it (any case), as Kong reads it.
@@ -205,7 +215,7 @@ fn version(v: http::Version) -> &'static str {
 /// Whether the request's `X-Date`, else its `Date`, is a valid HTTP date within `skew` seconds of `now`
 /// (seconds since the epoch).
 pub fn date_within(headers: &HeaderMap, skew: f64, now: u64) -> bool {
-    let within = |name: &str| {
+    let within = |name: &HeaderName| {
         let Some(text) = headers.get(name).and_then(|v| v.to_str().ok()) else {
             return false;
         };
@@ -217,7 +227,8 @@ pub fn date_within(headers: &HeaderMap, skew: f64, now: u64) -> bool {
             .map_or(0, |d| d.as_secs());
         (now.abs_diff(at) as f64) <= skew
     };
-    within("x-date") || within("date")
+    const X_DATE: HeaderName = HeaderName::from_static("x-date");
+    within(&X_DATE) || within(&http::header::DATE)
 }
 
 /// `validate_request_body`: the `Digest` header is `SHA-256=` and the base64 SHA-256 of the body; without
