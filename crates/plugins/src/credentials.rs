@@ -4,6 +4,7 @@
 
 use crate::builtin::hmac_auth::HmacCredential;
 use crate::builtin::jwt::JwtCredential;
+use crate::owner_id::OwnerId;
 use http::HeaderValue;
 use sluice_model::{BasicAuthCredential, Config, Consumer, KeyAuthCredential, OAuth2Credential};
 use std::collections::HashMap;
@@ -60,6 +61,9 @@ pub struct Identified<C> {
 /// Lookups built once per snapshot.
 #[derive(Default)]
 pub struct Credentials {
+    /// This snapshot's, never another's: what per-worker state derived from these credentials is kept
+    /// under (jwt's verified tokens).
+    id: OwnerId,
     consumers: Vec<Consumer>,
     /// Parallel to `consumers`.
     consumer_headers: Vec<ConsumerHeaders>,
@@ -130,6 +134,11 @@ impl Credentials {
                 .push(a.group.clone());
         }
         c
+    }
+
+    /// This snapshot's id.
+    pub fn id(&self) -> OwnerId {
+        self.id
     }
 
     pub fn consumer(&self, id: &Uuid) -> Option<&Consumer> {

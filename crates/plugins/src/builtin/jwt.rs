@@ -5,6 +5,7 @@
 mod find;
 mod keys;
 mod token;
+mod verified;
 
 use super::auth;
 use crate::ctx::{CredentialRef, RequestCtx};
@@ -18,7 +19,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use sluice_model::schema::{Field, FieldError, Schema};
 use std::sync::Arc;
-use token::Claim;
+use token::{Claim, Times};
+use verified::VerifiedTokens;
 
 #[derive(Debug, Deserialize)]
 struct Config {
@@ -105,6 +107,7 @@ fn build(_: &BuildCtx<'_>, entity: &sluice_model::Plugin) -> Result<Arc<dyn Plug
         config,
         header_names,
         www_authenticate: [base, with_error],
+        verified: VerifiedTokens::default(),
     }))
 }
 
@@ -114,6 +117,8 @@ struct Jwt {
     header_names: Vec<http::HeaderName>,
     /// Kong's two `WWW-Authenticate` values: without a token, and for a bad one.
     www_authenticate: [String; 2],
+    /// The tokens this plugin verified, per worker and snapshot.
+    verified: VerifiedTokens,
 }
 
 /// Seconds since the epoch, whole, as nginx's clock.
@@ -178,9 +183,58 @@ impl Jwt {
             Tokens::One(Found::Flag) => return Err(bad("Unrecognizable token")),
             Tokens::One(Found::Text(text)) => text,
         };
-        let claim = &c.key_claim_name;
+        let (cred, times) = self.verified_token(ctx, &text)?;
+        let now = now();
+        let which = c.claims_to_verify.as_deref().unwrap_or(&[]);
+        let errors = token::verify_claims(times, which, now);
+        if !errors.is_empty() {
+            return Err(Denied::Claims(errors));
+        }
+        let max = c.maximum_expiration;
+        if max > 0.0 && !token::within_maximum(times, max, now) {
+            let exceeded = ("exp", "exceeds maximum allowed expiration");
+            return Err(Denied::Claims(vec![exceeded]));
+        }
+        match ctx.credentials.consumer(&cred.secret.consumer.id) {
+            Some(consumer) => Ok((cred, consumer)),
+            None => Err(Denied::NoConsumer(format!(
+                "Could not find consumer for '{}={}'",
+                c.key_claim_name, cred.secret.key
+            ))),
+        }
+    }
+
+    /// The credential `text` verifies as, with its time claims: kept from an earlier request of this
+    /// worker on this snapshot ([`VerifiedTokens`]), else decoded and checked ([`Jwt::verify_token`]).
+    fn verified_token<'s>(
+        &self,
+        ctx: &RequestCtx<'s>,
+        text: &str,
+    ) -> Result<(&'s JwtCredential, Times), Denied> {
+        let credentials = ctx.credentials;
+        let kept = self.verified.get(credentials.id(), text, |key, times| {
+            credentials.jwt(key).map(|cred| (cred, times))
+        });
+        if let Some(kept) = kept {
+            return Ok(kept);
+        }
+        let (cred, times) = self.verify_token(ctx, text)?;
+        let key = &cred.secret.key;
+        self.verified.insert(credentials.id(), text, key, times);
+        Ok((cred, times))
+    }
+
+    /// Kong's checks of the token itself, in its order: its form, its key claim, the credential that key
+    /// names, the algorithm and the signature.
+    fn verify_token<'s>(
+        &self,
+        ctx: &RequestCtx<'s>,
+        text: &str,
+    ) -> Result<(&'s JwtCredential, Times), Denied> {
+        let bad = |message: &str| Denied::Token(message.to_string());
+        let claim = &self.config.key_claim_name;
         let jwt =
-            token::decode(&text, claim).map_err(|e| Denied::Token(format!("Bad token; {e}")))?;
+            token::decode(text, claim).map_err(|e| Denied::Token(format!("Bad token; {e}")))?;
         let key = match &jwt.key {
             None => return Err(Denied::Token(format!("No mandatory '{claim}' in claims"))),
             Some(Value::String(s)) if s.is_empty() => {
@@ -195,29 +249,16 @@ impl Jwt {
         if jwt.alg != cred.alg {
             return Err(bad("Invalid algorithm"));
         }
-        match cred.verify(jwt.signed.as_bytes(), &jwt.signature, c.secret_is_base64) {
+        match cred.verify(
+            jwt.signed.as_bytes(),
+            &jwt.signature,
+            self.config.secret_is_base64,
+        ) {
             Ok(()) => {}
             Err(Rejected::NoKey) => return Err(bad("Invalid key/secret")),
             Err(Rejected::Signature) => return Err(bad("Invalid signature")),
         }
-        let now = now();
-        let which = c.claims_to_verify.as_deref().unwrap_or(&[]);
-        let errors = token::verify_claims(&jwt, which, now);
-        if !errors.is_empty() {
-            return Err(Denied::Claims(errors));
-        }
-        let max = c.maximum_expiration;
-        if max > 0.0 && !token::within_maximum(&jwt, max, now) {
-            let exceeded = ("exp", "exceeds maximum allowed expiration");
-            return Err(Denied::Claims(vec![exceeded]));
-        }
-        match ctx.credentials.consumer(&cred.secret.consumer.id) {
-            Some(consumer) => Ok((cred, consumer)),
-            None => Err(Denied::NoConsumer(format!(
-                "Could not find consumer for '{claim}={}'",
-                cred.secret.key
-            ))),
-        }
+        Ok((cred, jwt.times))
     }
 
     fn access(&self, ctx: &mut RequestCtx<'_>) -> Flow {

@@ -4,30 +4,31 @@
 
 use http::HeaderMap;
 use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
 
-/// One value found.
+/// One value found (borrowed from the request when it is there as Kong reads it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
-    Text(String),
+pub enum Found<'r> {
+    Text(Cow<'r, str>),
     /// A query argument without `=` (`?jwt`): Kong reads it as `true`, an "Unrecognizable token".
     Flag,
 }
 
 /// What the request holds.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Tokens {
+pub enum Tokens<'r> {
     None,
-    One(Found),
+    One(Found<'r>),
     Many,
 }
 
 /// Gathers distinct values; a request holds few, so a vector is the set.
 #[derive(Default)]
-struct Set(Vec<Found>);
+struct Set<'r>(Vec<Found<'r>>);
 
-impl Set {
-    fn add(&mut self, found: Found) {
-        if found != Found::Text(String::new()) && !self.0.contains(&found) {
+impl<'r> Set<'r> {
+    fn add(&mut self, found: Found<'r>) {
+        if found != Found::Text(Cow::Borrowed("")) && !self.0.contains(&found) {
             self.0.push(found);
         }
     }
@@ -58,13 +59,13 @@ pub fn bearer(value: &[u8]) -> Option<&[u8]> {
 }
 
 /// The tokens in a request.
-pub fn tokens(
+pub fn tokens<'r>(
     query: Option<&str>,
-    headers: &HeaderMap,
+    headers: &'r HeaderMap,
     uri_params: &[String],
     cookies: &[String],
     header_names: &[http::HeaderName],
-) -> Tokens {
+) -> Tokens<'r> {
     let mut set = Set::default();
     if let Some(query) = query.filter(|_| !uri_params.is_empty()) {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -73,18 +74,18 @@ pub fn tokens(
                 None => (pair, None),
             };
             if uri_params.iter().any(|p| *p == decode(name)) {
-                set.add(value.map_or(Found::Flag, |v| Found::Text(decode(v))));
+                set.add(value.map_or(Found::Flag, |v| Found::Text(decode(v).into())));
             }
         }
     }
     for name in cookies {
         if let Some(v) = super::super::auth::cookie(headers, name) {
-            set.add(Found::Text(v.to_string()));
+            set.add(Found::Text(v.into()));
         }
     }
     for name in header_names {
         if let Some(token) = headers.get(name).and_then(|v| bearer(v.as_bytes())) {
-            set.add(Found::Text(String::from_utf8_lossy(token).into_owned()));
+            set.add(Found::Text(String::from_utf8_lossy(token)));
         }
     }
     match set.0.len() {

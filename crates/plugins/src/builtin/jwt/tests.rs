@@ -177,10 +177,10 @@ fn registered_claims_and_maximum_expiration() {
     let hs = || serde_json::json!({"alg": "HS256"});
     let both = [Claim::Exp, Claim::Nbf];
     let t = token(hs(), serde_json::json!({"exp": 101, "nbf": 100}));
-    assert!(verify_claims(&t, &both, 100.0).is_empty());
+    assert!(verify_claims(t.times, &both, 100.0).is_empty());
     assert_eq!(
         verify_claims(
-            &token(hs(), serde_json::json!({"exp": 100, "nbf": 101})),
+            token(hs(), serde_json::json!({"exp": 100, "nbf": 101})).times,
             &both,
             100.0
         ),
@@ -188,24 +188,24 @@ fn registered_claims_and_maximum_expiration() {
     );
     assert_eq!(
         verify_claims(
-            &token(hs(), serde_json::json!({"exp": "200"})),
+            token(hs(), serde_json::json!({"exp": "200"})).times,
             &[Claim::Exp],
             100.0
         ),
         [("exp", "must be a number")]
     );
     assert!(within_maximum(
-        &token(hs(), serde_json::json!({"exp": 160})),
+        token(hs(), serde_json::json!({"exp": 160})).times,
         60.0,
         100.0
     ));
     assert!(!within_maximum(
-        &token(hs(), serde_json::json!({"exp": 161})),
+        token(hs(), serde_json::json!({"exp": 161})).times,
         60.0,
         100.0
     ));
     assert!(!within_maximum(
-        &token(hs(), serde_json::json!({})),
+        token(hs(), serde_json::json!({})).times,
         60.0,
         100.0
     ));

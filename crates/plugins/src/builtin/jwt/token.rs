@@ -56,9 +56,15 @@ pub struct Token<'t> {
     /// The key claim: from the claims, else from the token's header (Kong's `claims[k] or header[k]`);
     /// `null` and `false` count as absent.
     pub key: Option<Value>,
-    pub exp: Option<Value>,
-    pub nbf: Option<Value>,
+    pub times: Times,
     pub signature: Vec<u8>,
+}
+
+/// The registered time claims as numbers (None: absent, or not a number).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Times {
+    pub exp: Option<f64>,
+    pub nbf: Option<f64>,
 }
 
 /// Kong's reasons a token is unreadable, shown after "Bad token; ".
@@ -131,8 +137,10 @@ pub fn decode<'t>(text: &'t str, key_claim: &str) -> Result<Token<'t>, &'static 
         signed: &text[..h64.len() + 1 + c64.len()],
         alg,
         key,
-        exp,
-        nbf,
+        times: Times {
+            exp: exp.as_ref().and_then(Value::as_f64),
+            nbf: nbf.as_ref().and_then(Value::as_f64),
+        },
         signature,
     })
 }
@@ -205,18 +213,14 @@ impl Claim {
 
 /// Kong's checks of the token's claims at `now` (whole seconds): each failing claim with its message, in
 /// order.
-pub fn verify_claims(
-    token: &Token<'_>,
-    which: &[Claim],
-    now: f64,
-) -> Vec<(&'static str, &'static str)> {
+pub fn verify_claims(times: Times, which: &[Claim], now: f64) -> Vec<(&'static str, &'static str)> {
     let mut errors = Vec::new();
     for claim in which {
         let value = match claim {
-            Claim::Exp => &token.exp,
-            Claim::Nbf => &token.nbf,
+            Claim::Exp => times.exp,
+            Claim::Nbf => times.nbf,
         };
-        let message = match (claim, value.as_ref().and_then(Value::as_f64)) {
+        let message = match (claim, value) {
             (_, None) => "must be a number",
             (Claim::Exp, Some(exp)) if exp <= now => "token expired",
             (Claim::Nbf, Some(nbf)) if nbf > now => "token not valid yet",
@@ -228,10 +232,6 @@ pub fn verify_claims(
 }
 
 /// Kong's `maximum_expiration`: `exp` must be present and at most `max` seconds ahead.
-pub fn within_maximum(token: &Token<'_>, max: f64, now: f64) -> bool {
-    token
-        .exp
-        .as_ref()
-        .and_then(Value::as_f64)
-        .is_some_and(|exp| exp - now <= max)
+pub fn within_maximum(times: Times, max: f64, now: f64) -> bool {
+    times.exp.is_some_and(|exp| exp - now <= max)
 }
