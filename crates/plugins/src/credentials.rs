@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 mod verified;
+pub(crate) use verified::PerWorker;
 
 /// FxHash for tables keyed by config ids: a client's lookup cannot lengthen their chains (only the config
 /// fills them), and std's SipHash of a UUID costs ~150 instructions of every authenticated request.

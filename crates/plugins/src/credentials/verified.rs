@@ -19,6 +19,51 @@ const MOST: usize = 4096;
 /// Header values longer than this are never kept (a few KB of table at most per entry).
 const LONGEST: usize = 1024;
 
+/// A worker's table of verified values, keyed by their exact bytes with a hash seeded per worker, for one
+/// owner at a time (a snapshot's credentials, or a plugin on a snapshot): asked for another owner's
+/// entries, it has none, and storing for another owner starts it over. Bounded: past `most` entries it
+/// starts over, and keys longer than `longest` are never kept. Shared by basic-auth's table (here) and
+/// jwt's (`builtin::jwt::verified`); each keeps one in a `thread_local`, so no lock is on the request path.
+pub(crate) struct PerWorker<O, V> {
+    owner: O,
+    values: HashMap<Box<[u8]>, V, foldhash::quality::RandomState>,
+}
+
+impl<O: Copy + PartialEq, V> PerWorker<O, V> {
+    /// The value `key` was kept with for `owner`, in the worker's table `slot`.
+    pub fn get<'a>(slot: &'a Option<Self>, owner: O, key: &[u8]) -> Option<&'a V> {
+        match slot {
+            Some(table) if table.owner == owner => table.values.get(key),
+            _ => None,
+        }
+    }
+
+    /// Keeps `value` under `key` for `owner` in the worker's table `slot` (made on first use).
+    pub fn insert(slot: &mut Option<Self>, owner: O, key: &[u8], value: V, limits: (usize, usize)) {
+        let (most, longest) = limits;
+        if key.len() > longest {
+            return;
+        }
+        let table = slot.get_or_insert_with(|| PerWorker {
+            owner,
+            values: HashMap::default(),
+        });
+        if table.owner != owner || table.values.len() >= most {
+            table.values.clear();
+            table.owner = owner;
+        }
+        table.values.insert(key.into(), value);
+    }
+
+    /// How many values the table keeps for `owner`.
+    #[cfg(test)]
+    pub fn len(slot: &Option<Self>, owner: O) -> usize {
+        slot.as_ref()
+            .filter(|t| t.owner == owner)
+            .map_or(0, |t| t.values.len())
+    }
+}
+
 /// One snapshot's table of verified header values. The entries live in each worker thread's own map
 /// ([`KEPT`]), not behind a lock the workers share: every authenticated request reads it. Each table has
 /// an id of its own, never reused, and a worker's map holds the entries of one table at a time, so a
@@ -28,52 +73,28 @@ pub struct Verified {
     id: OwnerId,
 }
 
-/// A worker's verified values: the table they belong to, and each value with its credential's index.
-struct Kept {
-    table: OwnerId,
-    values: HashMap<Box<[u8]>, usize, foldhash::quality::RandomState>,
-}
-
 thread_local! {
-    /// Made on a worker's first verified value (a `const` initializer: no lazy-init check per access).
-    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+    /// Each value with its credential's index; made on a worker's first verified value (a `const`
+    /// initializer: no lazy-init check per access).
+    static KEPT: RefCell<Option<PerWorker<OwnerId, usize>>> = const { RefCell::new(None) };
 }
 
 impl Verified {
     /// The credential `value` verified as, when it did on this snapshot (on this worker).
     pub fn get(&self, value: &[u8]) -> Option<usize> {
-        KEPT.with_borrow(|kept| match kept {
-            Some(kept) if kept.table == self.id => kept.values.get(value).copied(),
-            _ => None,
-        })
+        KEPT.with_borrow(|kept| PerWorker::get(kept, self.id, value).copied())
     }
 
     /// Remembers that `value` verified as credential `index`. A worker's map that held another
     /// snapshot's values (a reload, or requests of two snapshots in turn) starts over.
     pub fn insert(&self, value: &[u8], index: usize) {
-        if value.len() > LONGEST {
-            return;
-        }
-        KEPT.with_borrow_mut(|kept| {
-            let kept = kept.get_or_insert_with(|| Kept {
-                table: self.id,
-                values: HashMap::default(),
-            });
-            if kept.table != self.id || kept.values.len() >= MOST {
-                kept.values.clear();
-                kept.table = self.id;
-            }
-            kept.values.insert(value.into(), index);
-        })
+        KEPT.with_borrow_mut(|kept| PerWorker::insert(kept, self.id, value, index, (MOST, LONGEST)))
     }
 
     /// How many values this worker keeps for this table.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        KEPT.with_borrow(|kept| match kept {
-            Some(kept) if kept.table == self.id => kept.values.len(),
-            _ => 0,
-        })
+        KEPT.with_borrow(|kept| PerWorker::len(kept, self.id))
     }
 }
 

@@ -12,9 +12,9 @@
 //! a hash seeded per worker. Each worker keeps its own entries: no lock on the request path.
 
 use super::token::Times;
+use crate::credentials::PerWorker;
 use crate::owner_id::OwnerId;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// Entries kept at most (per worker); the table is emptied when a token past it verifies.
 const MOST: usize = 4096;
@@ -34,15 +34,10 @@ struct Entry {
     times: Times,
 }
 
-/// A worker's verified tokens: the plugin and the credentials snapshot they belong to.
-struct Kept {
-    owner: (OwnerId, OwnerId),
-    tokens: HashMap<Box<[u8]>, Entry, foldhash::quality::RandomState>,
-}
-
 thread_local! {
-    /// Made on a worker's first verified token (a `const` initializer: no lazy-init check per access).
-    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+    /// A worker's verified tokens, for one plugin and credentials snapshot at a time; made on the first
+    /// (a `const` initializer: no lazy-init check per access).
+    static KEPT: RefCell<Option<PerWorker<(OwnerId, OwnerId), Entry>>> = const { RefCell::new(None) };
 }
 
 impl VerifiedTokens {
@@ -54,36 +49,26 @@ impl VerifiedTokens {
         token: &str,
         found: impl FnOnce(&str, Times) -> Option<T>,
     ) -> Option<T> {
-        KEPT.with_borrow(|kept| match kept {
-            Some(kept) if kept.owner == (self.id, credentials) => {
-                let entry = kept.tokens.get(token.as_bytes())?;
-                found(&entry.key, entry.times)
-            }
-            _ => None,
+        KEPT.with_borrow(|kept| {
+            let entry = PerWorker::get(kept, (self.id, credentials), token.as_bytes())?;
+            found(&entry.key, entry.times)
         })
     }
 
     /// Remembers that `token` verified on the snapshot `credentials` as the credential of `key`. A worker's
     /// map that held another plugin's or snapshot's tokens starts over.
     pub fn insert(&self, credentials: OwnerId, token: &str, key: &str, times: Times) {
+        // Checked before the key is copied into its entry.
         if token.len() > LONGEST {
             return;
         }
+        let entry = Entry {
+            key: key.into(),
+            times,
+        };
         let owner = (self.id, credentials);
         KEPT.with_borrow_mut(|kept| {
-            let kept = kept.get_or_insert_with(|| Kept {
-                owner,
-                tokens: HashMap::default(),
-            });
-            if kept.owner != owner || kept.tokens.len() >= MOST {
-                kept.tokens.clear();
-                kept.owner = owner;
-            }
-            let entry = Entry {
-                key: key.into(),
-                times,
-            };
-            kept.tokens.insert(token.as_bytes().into(), entry);
+            PerWorker::insert(kept, owner, token.as_bytes(), entry, (MOST, LONGEST))
         })
     }
 }
