@@ -119,7 +119,7 @@ async fn link(
         deltas.full(Some(h.version), loader);
     }
     let mut ping = tokio::time::interval(Duration::from_secs(PING_INTERVAL_SECS));
-    let mut pings = Pings::new();
+    let mut pings = Pings::default();
     loop {
         let check_due = deltas.check_due();
         tokio::select! {

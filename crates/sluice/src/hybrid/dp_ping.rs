@@ -12,29 +12,25 @@ use tokio::time::Instant;
 pub const AFTER_DELTA: Duration = Duration::from_secs(1);
 
 /// The pings of one link.
+#[derive(Default)]
 pub struct Pings {
-    last: Instant,
+    /// None: no ping yet on this link.
+    last: Option<Instant>,
     soon: Option<Instant>,
 }
 
 impl Pings {
-    /// A link whose first ping is yet to come.
-    pub fn new() -> Pings {
-        Pings {
-            last: Instant::now() - AFTER_DELTA,
-            soon: None,
-        }
-    }
-
     /// A ping went out now (any ping: it reports the hash the DP runs).
     pub fn sent(&mut self) {
-        self.last = Instant::now();
+        self.last = Some(Instant::now());
         self.soon = None;
     }
 
     /// A delta went live: true when the DP pings now; otherwise a ping is due at [`Pings::due`].
     pub fn after_delta(&mut self) -> bool {
-        let next = self.last + AFTER_DELTA;
+        let Some(next) = self.last.map(|last| last + AFTER_DELTA) else {
+            return true;
+        };
         if Instant::now() >= next {
             return true;
         }
@@ -54,7 +50,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_single_delta_pings_at_once_and_a_stream_once_a_second() {
-        let mut pings = Pings::new();
+        let mut pings = Pings::default();
         assert!(pings.after_delta(), "the first delta pings at once");
         pings.sent();
         let first = Instant::now();
