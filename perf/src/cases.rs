@@ -153,6 +153,11 @@ impl CaseKind {
         }
     }
 
+    /// Whether the case counts on the local Redis ([`config::REDIS`]).
+    pub fn uses_redis(self) -> bool {
+        matches!(self, CaseKind::RlRedis | CaseKind::RlRedisSync)
+    }
+
     /// What the load speaks.
     pub fn protocol(self) -> Protocol {
         match self {

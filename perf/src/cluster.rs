@@ -230,13 +230,13 @@ pub fn run(args: &ClusterArgs) -> Result<String> {
     };
     type Decoy = Option<(Store, Running, SocketAddr, [Running; 2])>;
     let renice_cps = |store: &mut Store, decoy: &mut Decoy, nice| {
-        crate::db::pin::set_nice_all(cp.pid(), nice);
+        crate::pin::set_nice_all(cp.pid(), nice);
         store.renice(nice);
         if let Some((decoy_store, node, _, mirrors)) = decoy {
-            crate::db::pin::set_nice_all(node.pid(), nice);
+            crate::pin::set_nice_all(node.pid(), nice);
             decoy_store.renice(nice);
             for m in mirrors.iter() {
-                crate::db::pin::set_nice_all(m.pid(), nice);
+                crate::pin::set_nice_all(m.pid(), nice);
             }
         }
     };

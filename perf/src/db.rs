@@ -26,11 +26,11 @@
 pub(crate) mod http;
 pub(crate) mod measure;
 pub(crate) mod pg;
-pub(crate) mod pin;
 pub(crate) mod report;
 
 use crate::cases::{Case, CaseKind};
 use crate::driver::{local::Local, Driver};
+use crate::pin::{Pinned, POSTGRES};
 use crate::procfs;
 use crate::target;
 use crate::target::process::{self, free_addr, Launch, Running};
@@ -117,7 +117,7 @@ pub fn run(args: &DbArgs) -> Result<String> {
     }
     let args = &args;
     let _pinned = match pinned_pg {
-        Some(cpus) => pin::Pinned::to(&args.pg.host, cpus, args.others_nice)?,
+        Some(cpus) => Pinned::to(&POSTGRES, &args.pg.host, cpus, args.others_nice)?,
         None => None,
     };
     let (out, bin) = target::sluice_in(&args.out, &args.target, "db")?;

@@ -18,6 +18,7 @@ pub mod driver;
 pub mod flamegraph;
 pub mod interrupt;
 pub mod loadgen;
+pub mod pin;
 pub mod procfs;
 pub mod reload;
 pub mod report;

@@ -9,6 +9,7 @@ pub use args::{parse_duration, Cpus, RunArgs};
 
 use crate::cases::{config, Case, Protocol};
 use crate::driver::{Driver, Usage};
+use crate::pin::{Pinned, REDIS};
 use crate::results::{combine, LoadResult, Meta, Results, Sample};
 use crate::target::process::Running;
 use crate::target::{self, Resolved, Target};
@@ -42,6 +43,7 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
     }
     progress(format!("results in {}", out.display()));
     let upstream = driver.start_upstream(args.body_size)?;
+    let redis = pin_redis(args, &plan.cases)?;
     let mut samples = Vec::new();
     for case in &plan.cases {
         samples.extend(run_case(
@@ -54,6 +56,7 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
         )?);
     }
     let mut notes = driver.notes();
+    notes.extend(redis.as_ref().map(|(_, note)| note.clone()));
     if cfg!(debug_assertions) {
         notes.push("sluice-perf is a debug build: its upstream is slow; build it with --release for real numbers".into());
     }
@@ -73,6 +76,29 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
     };
     report::write(&out, &results)?;
     Ok((results, out))
+}
+
+/// Moves the local Redis onto `--redis-cpus` (default the load CPUs) when a case counts on it, for
+/// the length of the run (see [`crate::pin`]); the guard and the report's note.
+fn pin_redis(args: &RunArgs, cases: &[Case]) -> Result<Option<(Option<Pinned>, String)>> {
+    if !cases.iter().any(|c| c.kind.uses_redis()) {
+        return Ok(None);
+    }
+    let cpus = args.redis_cpus.as_deref().unwrap_or(&args.cpus.load_cpus);
+    let (host, port, _) = config::REDIS;
+    if cpus == "off" {
+        let note = format!("Redis {host}:{port} left on the CPUs it had (`--redis-cpus off`)");
+        return Ok(Some((None, note)));
+    }
+    crate::procfs::parse_cpu_list(cpus).with_context(|| format!("bad CPU list `{cpus}`"))?;
+    let pinned = Pinned::to(&REDIS, host, cpus, 0)?;
+    let note = match pinned {
+        Some(_) => format!(
+            "Redis {host}:{port} moved to CPUs {cpus} for the run (it stands for another host)"
+        ),
+        None => format!("Redis {host}:{port}: no local redis-server process to move"),
+    };
+    Ok(Some((pinned, note)))
 }
 
 /// The report's load mode: which generators ran the cases, closed loop or at a constant rate.

@@ -4,7 +4,8 @@
 //! each change is one Admin write, `PATCH /routes/rN`, which the CP commits and then follows.
 
 use crate::cases::Case;
-use crate::db::{self, measure, pg, pin::Pinned};
+use crate::db::{self, measure, pg};
+use crate::pin::{Pinned, POSTGRES};
 use anyhow::{ensure, Result};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -102,7 +103,7 @@ impl Store {
                 database: None,
             });
         }
-        let pinned = Pinned::to(&server.host, load_cpus, 0)?;
+        let pinned = Pinned::to(&POSTGRES, &server.host, load_cpus, 0)?;
         let (database, import_s) = db::imported(server, bin, "cluster", case, config)?;
         Ok(Store {
             config: None,

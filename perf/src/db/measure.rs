@@ -42,7 +42,7 @@ pub(crate) fn workers_cpu(pid: u32) -> f64 {
 /// CPU seconds of every PostgreSQL server process on this machine: where the database's share of the
 /// CPUs went (backends that ended meanwhile are not counted).
 pub(crate) fn postgres_cpu() -> f64 {
-    super::pin::server_pids()
+    crate::pin::server_pids(&crate::pin::POSTGRES)
         .into_iter()
         .filter_map(procfs::cpu_seconds)
         .sum()

@@ -91,6 +91,10 @@ pub struct RunArgs {
     /// Build cache for `git:` targets (default `~/.cache/sluice-perf`).
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// CPUs the local Redis moves to while a case that counts on it runs (`rl-redis`, `rl-redis-sync`):
+    /// default the load CPUs, as Redis stands for another host; `off` leaves it where it is.
+    #[arg(long)]
+    pub redis_cpus: Option<String>,
 }
 
 /// Parses `10s`, `500ms`, `2m` or a bare number of seconds.

@@ -1,32 +1,54 @@
-//! Keeping a local PostgreSQL server off the measured node's CPUs, and behind the load generator, for the
-//! length of a `sluice-perf db` run.
+//! Keeping a local server the gateway talks to (PostgreSQL, Redis) off the measured gateway's CPUs for the
+//! length of a run.
 //!
-//! The figures are about node B's own throughput. In a deployment the database (like node A) is another
-//! host; on one machine an unpinned server runs wherever the scheduler puts it, often on node B's CPU, so a
-//! write's SQL work (the transaction, the trigger, `NOTIFY`, B's reads) was charged to B's throughput.
-//! [`Pinned::to`] moves every `postgres` process, the postmaster included (so the backends it forks later
-//! inherit it), onto the load CPUs with `taskset`, and lowers their priority (`renice`, inherited the same
-//! way): on the load CPUs it would otherwise take its share from the load generator and the upstream,
-//! and node B, waiting for them, would serve less for a reason that is not its own (see `super`). Both
-//! are put back (the postmaster's CPUs, nice 0) when the guard drops or the run is interrupted. Its CPU is
-//! still measured and reported.
+//! The figures are about one gateway's own throughput. In a deployment the database or Redis is another
+//! host; on one machine an unpinned server runs wherever the scheduler puts it, often on the gateway's CPU,
+//! so its work for the gateway (a write's SQL, the trigger, `NOTIFY`; a rate limit's script on Redis) was
+//! charged to the gateway's throughput. [`Pinned::to`] moves every process of the server, the parent
+//! included (so the children it forks later inherit it), onto the load CPUs with `taskset`, and may
+//! lower their priority (`renice`, inherited the same way): `sluice-perf db` does for PostgreSQL, which
+//! on the load CPUs would otherwise take its share from the load generator and the upstream, so that the
+//! node, waiting for them, would serve less for a reason that is not its own. Redis is left at nice 0:
+//! it answers on the request path of the `rl-redis` cases. Both are put back (the parent's CPUs, nice 0)
+//! when the guard drops or the run is interrupted. Their CPU is still measured where a command reports it.
 
 use crate::procfs;
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use std::process::Command;
 
+/// A kind of server, known by its processes' name.
+pub struct Server {
+    /// The processes' `comm`.
+    pub comm: &'static str,
+    /// The name in progress lines.
+    pub name: &'static str,
+}
+
+/// PostgreSQL: a postmaster and the backends it forks.
+pub const POSTGRES: Server = Server {
+    comm: "postgres",
+    name: "PostgreSQL",
+};
+
+/// Redis: one `redis-server` process (its threads move with it).
+pub const REDIS: Server = Server {
+    comm: "redis-server",
+    name: "Redis",
+};
+
 /// The server's processes moved to other CPUs (and reniced) until this drops (or the run is interrupted).
 pub struct Pinned {
-    /// The CPUs the postmaster had before (restored on every server process at the end).
+    server: &'static Server,
+    /// The CPUs the parent process had before (restored on every server process at the end).
     before: String,
     /// Whether the processes were reniced (put back to nice 0 at the end).
     reniced: bool,
     _held: crate::interrupt::Held,
 }
 
-/// The pids of this machine's PostgreSQL server processes (`comm` = `postgres`).
-pub fn server_pids() -> Vec<u32> {
+/// The pids of this machine's processes of `server` (by `comm`).
+pub fn server_pids(server: &Server) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -35,7 +57,7 @@ pub fn server_pids() -> Vec<u32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "postgres")
+                .is_ok_and(|c| c.trim() == server.comm)
         })
         .collect()
 }
@@ -72,16 +94,22 @@ fn set_nice(pid: u32, nice: i32) -> bool {
 }
 
 impl Pinned {
-    /// Moves the server running on `host` onto `cpus` at nice `nice` (0: left as it is), when it runs on
-    /// this machine; None when it does not (a remote server is already off node B's CPUs) or has no
+    /// Moves `server` running on `host` onto `cpus` at nice `nice` (0: left as it is), when it runs on
+    /// this machine; None when it does not (a remote server is already off the gateway's CPUs) or has no
     /// process here.
-    pub fn to(host: &str, cpus: &str, nice: i32) -> Result<Option<Pinned>> {
+    pub fn to(
+        server: &'static Server,
+        host: &str,
+        cpus: &str,
+        nice: i32,
+    ) -> Result<Option<Pinned>> {
         if !matches!(host, "127.0.0.1" | "localhost" | "::1") {
             return Ok(None);
         }
-        let pids = server_pids();
-        // The postmaster is the server process whose parent is not one.
-        let Some(&postmaster) = pids.iter().find(|&&p| {
+        let name = server.name;
+        let pids = server_pids(server);
+        // The parent (PostgreSQL's postmaster) is the server process whose parent is not one.
+        let Some(&parent) = pids.iter().find(|&&p| {
             let parent = std::fs::read_to_string(format!("/proc/{p}/stat"))
                 .ok()
                 .and_then(|s| procfs::stat_field(&s, 4));
@@ -89,27 +117,30 @@ impl Pinned {
         }) else {
             return Ok(None);
         };
-        let before = procfs::cpus_allowed(postmaster).context("reading the postmaster's CPUs")?;
-        if !set_cpus(postmaster, cpus) {
-            bail!("could not move the PostgreSQL postmaster (pid {postmaster}) to CPUs {cpus} with taskset");
+        let before =
+            procfs::cpus_allowed(parent).with_context(|| format!("reading {name}'s CPUs"))?;
+        if !set_cpus(parent, cpus) {
+            bail!("could not move {name} (pid {parent}) to CPUs {cpus} with taskset");
         }
         let moved = pids.iter().filter(|&&p| set_cpus(p, cpus)).count();
         let reniced = nice != 0;
         if reniced && !pids.iter().all(|&p| set_nice(p, nice)) {
             progress(format!(
-                "warning: not every PostgreSQL process took nice {nice}"
+                "warning: not every {name} process took nice {nice}"
             ));
         }
         progress(format!(
-            "PostgreSQL ({moved} processes) moved from CPUs {before} to {cpus}, nice {nice}, for the run"
+            "{name} ({moved} processes) moved from CPUs {before} to {cpus}, nice {nice}, for the run"
         ));
         // On Ctrl-C, the same restore as `drop` (nice 0 too: `renice` may lower it later), from the
         // interrupt handler.
         let restore = format!(
-            "for p in $(pgrep -x postgres); do taskset -a -p -c {before} $p; renice --priority 0 -p $p; done"
+            "for p in $(pgrep -x {}); do taskset -a -p -c {before} $p; renice --priority 0 -p $p; done",
+            server.comm
         );
         let argv = ["sh", "-c", &restore].map(String::from);
         Ok(Some(Pinned {
+            server,
             before,
             reniced,
             _held: crate::interrupt::hold_command(&argv),
@@ -122,13 +153,14 @@ impl Pinned {
     /// for a part of the run: `sluice-perf cluster` lowers a control plane's database with the control
     /// plane while the data plane's RPS is measured. Put back to 0 when the guard drops.
     pub fn renice(&mut self, nice: i32) {
-        let refused = server_pids()
+        let refused = server_pids(self.server)
             .into_iter()
             .filter(|&p| !set_nice(p, nice))
             .count();
         if refused > 0 {
             progress(format!(
-                "warning: {refused} PostgreSQL processes did not take nice {nice}"
+                "warning: {refused} {} processes did not take nice {nice}",
+                self.server.name
             ));
         }
         self.reniced |= nice != 0;
@@ -137,12 +169,12 @@ impl Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        for pid in server_pids() {
+        for pid in server_pids(self.server) {
             set_cpus(pid, &self.before);
             if self.reniced {
                 set_nice(pid, 0);
             }
         }
-        progress(format!("PostgreSQL back on CPUs {}", self.before));
+        progress(format!("{} back on CPUs {}", self.server.name, self.before));
     }
 }
