@@ -80,7 +80,14 @@ impl Reply {
 /// and every byte of that future is moved per request.
 /// With `$late`, the fast path leaves Kong's headers to the server (the answer's second part).
 macro_rules! finish {
-    ($step:expr, $scope:expr, $late:expr) => {
+    ($step:expr, $scope:expr, $late:expr) => {{
+        // An access-only chain whose handler had to wait ends in the step it would have made: its send
+        // runs here, in this future, so that the box holds only the wait. Replaced in place (`$step` is a
+        // place): binding it anew would copy every request's step.
+        if let Step::Resumed(run) = &mut $step {
+            let next = run.as_mut().await;
+            $step = next;
+        }
         match $step {
             Step::Done(answer) => (answer, None),
             // The fast path's 5. balance and send and 6. Kong's response headers (added while sending).
@@ -108,8 +115,9 @@ macro_rules! finish {
                 });
                 (answer, None)
             }
+            Step::Resumed(_) => unreachable!("a resumed access ends in another kind of step"),
         }
-    };
+    }};
 }
 
 /// The request driver: one request, top to bottom, in Kong's order.
@@ -144,7 +152,7 @@ pub fn handle(
     };
     // 1. Check the head (nginx's rules, strict.rs).
     let (mut parts, body) = req.into_parts();
-    let step = match strict::check(&mut parts) {
+    let mut step = match strict::check(&mut parts) {
         Err(malformed) => {
             let x = scope.exchange();
             let resp = error_response(malformed.into(), &Negotiation::of(&parts), &x);
@@ -262,15 +270,19 @@ pub(crate) enum Step {
         Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
         Option<Negotiation>,
     ),
-    /// A route whose plugins only log (`phases/log_only.rs`), or an access-only chain whose handler had to
-    /// wait (`phases/access_first.rs`, e.g. rate-limiting's Redis call): boxed like `Plugins`, and like
-    /// `Fast` it may leave Kong's headers and the plugins' to the server (the answer's second part).
+    /// A route whose plugins only log (`phases/log_only.rs`), or an access-only chain's request that a
+    /// plugin's body limit sends the general way: boxed like `Plugins`, and like `Fast` it may leave Kong's
+    /// headers and the plugins' to the server (the answer's second part).
     Logged(Pin<Box<dyn Future<Output = (Answer, Option<LateHeaders>)> + Send>>),
+    /// An access-only chain whose handler had to wait (`phases/access_first.rs`, e.g. rate-limiting's
+    /// Redis call): the boxed wait ends in the step the request would have taken without it (`Fast` or
+    /// `Done`; never `Resumed` again), which the driver then finishes.
+    Resumed(Pin<Box<dyn Future<Output = Step> + Send>>),
 }
 
 impl Step {
     /// The rest of the request, to its answer (for the boxed rewrite path; the driver inlines it).
-    pub(crate) async fn run(self, scope: &Scope) -> Answer {
+    pub(crate) async fn run(mut self, scope: &Scope) -> Answer {
         finish!(self, scope, false).0
     }
 }

@@ -126,6 +126,50 @@ async fn headers_as_kong_sends_them() {
     clean(6379, route).await;
 }
 
+/// A chunked body with `x-tenant: b` through the gateway (`Connection: close`); the response's text.
+fn post_chunked(port: u16, len: usize) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = "POST /limited HTTP/1.1\r\nHost: x\r\nx-tenant: b\r\nConnection: close\r\n\
+                Transfer-Encoding: chunked\r\n\r\n";
+    let body = format!("{len:x}\r\n{}\r\n0\r\n\r\n", "a".repeat(len));
+    s.write_all(format!("{head}{body}").as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// A body limit set by a plugin before the Redis count waits (request-size-limiting on a chunked body,
+/// counted while it streams) still caps the body after the wait: 413 past it, the upstream's answer with
+/// the limit's headers within it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_limit_holds_after_the_redis_count() {
+    let up = EchoUpstream::start();
+    let route = uuid::Uuid::new_v4();
+    let size = "    - {name: request-size-limiting, config: {allowed_payload_size: 100, size_unit: bytes}}\n";
+    let gw = Gateway::builder(BIN)
+        .config_yaml(&config(up.port(), route, 6379, size))
+        .start();
+    let port = gw.proxy_port();
+    let over = tokio::task::spawn_blocking(move || post_chunked(port, 200))
+        .await
+        .unwrap();
+    assert!(over.starts_with("HTTP/1.1 413"), "{over}");
+    assert!(over.contains("Request size limit exceeded"), "{over}");
+    let within = tokio::task::spawn_blocking(move || post_chunked(port, 50))
+        .await
+        .unwrap();
+    assert!(within.starts_with("HTTP/1.1 200"), "{within}");
+    assert!(
+        within
+            .to_ascii_lowercase()
+            .contains("x-ratelimit-remaining-hour: 98"),
+        "{within}"
+    );
+    clean(6379, route).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_follows_fault_tolerant_and_the_node_reconnects() {
     let port = private_redis::free_port();

@@ -5,8 +5,8 @@
 //! wait, and nothing is boxed.
 //!
 //! A handler whose work must wait (a limit counted in Redis, an LDAP bind) detaches the context from the
-//! snapshot and finishes `access` in a boxed future ([`resumed`]), which then takes the fast path's send
-//! all the same. A body limit a plugin set sends the request the general way (`send` and
+//! snapshot and finishes `access` in a boxed future ([`resumed`]) that ends in the fast path's step all the
+//! same; the driver runs that send in its own future, so the box holds the wait only. A body limit a plugin set sends the request the general way (`send` and
 //! `header_filter`, as [`super::steps`] does), since only that path caps the body.
 
 use super::logged::Detached;
@@ -16,8 +16,8 @@ use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending};
 use crate::handler::{Answer, Fast, Scope, Step};
+use crate::in_place;
 use crate::metrics::request_length;
-use crate::respond::LateHeaders;
 use crate::snapshot::Snapshot;
 use http_body_util::BodyExt;
 use sluice_plugins::{AccessNow, AddedHeaders, RequestCtx};
@@ -74,10 +74,14 @@ pub(crate) fn start(
         }
         AccessNow::Respond(resp) => Outcome::Plugin(resp),
         now => {
-            let ctx = Box::new(Detached::new(ctx, route.index));
+            // Both made in their boxes (`Box::new`/`Box::pin` would build them on the stack and copy
+            // them, the future's whole size), as `log_only` does.
+            let ctx = Box::write(Box::new_uninit(), Detached::new(ctx, route.index));
             routed.found.captures = route.captures.take();
-            let rest = resumed(ctx, now, body, routed, negotiation, bytes_in, scope.clone());
-            return Step::Logged(Box::pin(rest));
+            let scope = scope.clone();
+            let rest =
+                in_place::boxed(|| resumed(ctx, now, body, routed, negotiation, bytes_in, scope));
+            return Step::Resumed(rest);
         }
     };
     Step::Done(answered(
@@ -90,11 +94,12 @@ pub(crate) fn start(
     ))
 }
 
-/// The rest of `access` after a handler had to wait, then the fast path's send with what the plugins left
-/// (the context is dropped before the upstream wait), Kong's headers and the plugins' left to the server
-/// to write as text, as on the fast path. A plugin's answer, or a body limit a plugin set, goes
-/// through `send` and `header_filter` as in [`super::steps`]: an access-only chain has no handler there, only
-/// the headers its plugins added.
+/// The rest of `access` after a handler had to wait, and then the step [`start`] would have made had
+/// it not waited: the fast path's send with what the plugins left (the context is dropped here), which
+/// the driver runs in its own future, not in this box; or the answer. A plugin's answer goes through
+/// `header_filter` as in [`super::steps`] (an access-only chain has no handler there, only the headers
+/// its plugins added). A body limit a plugin set sends the request the general way (`send` and
+/// `header_filter`), boxed apart: rare, and its state would make this box as large as the fast send's.
 async fn resumed(
     ctx: Box<Detached>,
     now: AccessNow,
@@ -103,7 +108,7 @@ async fn resumed(
     negotiation: Negotiation,
     bytes_in: u64,
     scope: Scope,
-) -> (Answer, Option<LateHeaders>) {
+) -> Step {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let route = RouteSteps::of(&mut routed, snap);
     let mut ctx = ctx.attach(snap, x.request_id, route.captures.as_ref());
@@ -111,18 +116,22 @@ async fn resumed(
         Ok(body) if ctx.body_limit.is_none() => {
             match fast(&mut ctx, &route, body, routed, snap, &x) {
                 Ok((sending, added)) => {
-                    drop(ctx);
-                    let fast = Fast::new(sending, negotiation, bytes_in, added);
-                    return fast.send(&scope, true).await;
+                    return Step::Fast(Fast::new(sending, negotiation, bytes_in, added))
                 }
                 Err(e) => Outcome::Failed(e),
             }
         }
-        Ok(body) => send(&ctx, route.chain, body, routed, snap, &x).await,
+        Ok(body) => Box::pin(send(&ctx, route.chain, body, routed, snap, &x)).await,
         Err(answered) => answered,
     };
-    let answer = answered(ctx, &route, outcome, &negotiation, bytes_in, &scope);
-    (answer, None)
+    Step::Done(answered(
+        ctx,
+        &route,
+        outcome,
+        &negotiation,
+        bytes_in,
+        &scope,
+    ))
 }
 
 /// The upstream request written from the plugins' edited head, and what they leave for the response.
