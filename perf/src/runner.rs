@@ -1,5 +1,5 @@
-//! The `run` loop: start the upstream and the targets, warm up, measure every (case, target,
-//! connections) in interleaved repetitions (A, B, A, B, ...), and write the results.
+//! The `run` loop: start the upstream and every case's targets, warm up, measure every (case, target,
+//! connections) in interleaved repetitions (cases and targets in turn: A, B, A, B, ...), and write the results.
 
 mod args;
 #[cfg(test)]
@@ -44,9 +44,12 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
     progress(format!("results in {}", out.display()));
     let upstream = driver.start_upstream(args.body_size)?;
     let redis = pin_redis(args, &plan.cases)?;
-    let mut samples = Vec::new();
+    // Every case's targets start first, then each repetition measures every case in turn: a ratio between
+    // cases (rl-redis ÷ rate-limiting) is as interleaved as one between targets, so a drift of the machine
+    // over the run does not land on one case. An idle gateway waits on its sockets and costs nothing.
+    let mut started = Vec::new();
     for case in &plan.cases {
-        samples.extend(run_case(
+        started.push(start_case(
             args,
             &mut driver,
             &resolved,
@@ -55,6 +58,13 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
             &out,
         )?);
     }
+    let mut samples = Vec::new();
+    for rep in 1..=args.reps {
+        for (case, running) in plan.cases.iter().zip(&started) {
+            samples.extend(measure(args, &mut driver, case, running, rep, &out)?);
+        }
+    }
+    drop(started);
     let mut notes = driver.notes();
     notes.extend(redis.as_ref().map(|(_, note)| note.clone()));
     if cfg!(debug_assertions) {
@@ -130,14 +140,15 @@ pub struct Plan {
     pub started_unix: u64,
 }
 
-fn run_case(
+/// Starts (and warms up) the targets that run `case`, each with its label.
+fn start_case(
     args: &RunArgs,
     driver: &mut dyn Driver,
     resolved: &[Resolved],
     case: &Case,
     upstream: &str,
     out: &Path,
-) -> Result<Vec<Sample>> {
+) -> Result<Vec<(String, Running)>> {
     let config_path = write_config(case, upstream, &out.join("configs"))?;
     let mut running: Vec<(String, Running)> = Vec::new();
     let all_labels = labels(resolved.iter().map(|r| &r.target));
@@ -171,29 +182,39 @@ fn run_case(
         }
         running.push((label, started));
     }
+    Ok(running)
+}
+
+/// Repetition `rep` of `case` on each of its running targets, at each connection count.
+fn measure(
+    args: &RunArgs,
+    driver: &mut dyn Driver,
+    case: &Case,
+    running: &[(String, Running)],
+    rep: u32,
+    out: &Path,
+) -> Result<Vec<Sample>> {
     let mut samples = Vec::new();
-    for rep in 1..=args.reps {
-        for &connections in &args.connections {
-            for (label, target) in &running {
-                let spec = args.load_spec(case, connections, args.duration, out);
-                let before = driver.usage(target);
-                let load = driver
-                    .run_load(target, &spec)
-                    .with_context(|| format!("[{case}] {label} c={connections}"))?;
-                let after = driver.usage(target);
-                let sample = sample(case, label, connections, rep, load, before, after);
-                progress(format!(
-                    "[{case}] rep {rep}/{} c={connections} {label}: {:.0} rps, p99 {:.2} ms, {} µs CPU/req, {} faults/req, {} errors, {} non-2xx",
-                    args.reps,
-                    sample.load.rps,
-                    sample.load.latency.p99,
-                    sample.cpu_us_per_req.map_or("?".into(), |c| format!("{c:.1}")),
-                    sample.faults_per_req.map_or("?".into(), |f| format!("{f:.3}")),
-                    sample.load.errors,
-                    sample.load.non_2xx,
-                ));
-                samples.push(sample);
-            }
+    for &connections in &args.connections {
+        for (label, target) in running {
+            let spec = args.load_spec(case, connections, args.duration, out);
+            let before = driver.usage(target);
+            let load = driver
+                .run_load(target, &spec)
+                .with_context(|| format!("[{case}] {label} c={connections}"))?;
+            let after = driver.usage(target);
+            let sample = sample(case, label, connections, rep, load, before, after);
+            progress(format!(
+                "[{case}] rep {rep}/{} c={connections} {label}: {:.0} rps, p99 {:.2} ms, {} µs CPU/req, {} faults/req, {} errors, {} non-2xx",
+                args.reps,
+                sample.load.rps,
+                sample.load.latency.p99,
+                sample.cpu_us_per_req.map_or("?".into(), |c| format!("{c:.1}")),
+                sample.faults_per_req.map_or("?".into(), |f| format!("{f:.3}")),
+                sample.load.errors,
+                sample.load.non_2xx,
+            ));
+            samples.push(sample);
         }
     }
     Ok(samples)
