@@ -21,6 +21,7 @@ pub mod queue;
 pub mod rendered;
 pub mod response_headers;
 pub mod runtime;
+pub mod sendmmsg;
 pub mod serialize;
 pub mod session;
 pub mod severity;

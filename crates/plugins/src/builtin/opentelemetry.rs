@@ -25,7 +25,6 @@ use crate::tracing::context::{new_span_id, new_trace_id, sample, TraceContext};
 use crate::tracing::export::{Exporter, Timeouts};
 use crate::tracing::propagation::{self, Propagation, PropagationConfig};
 use crate::tracing::trace_header::{register, TraceHeader};
-use prost::Message;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sluice_model::declarative::schemas::typedefs;
@@ -257,13 +256,14 @@ impl Otel {
         let Some(traced) = ctx.plugin_data.get::<Traced>().filter(|t| t.sampled) else {
             return;
         };
-        for span in spans::spans(ctx, record, traced) {
-            if self.queue.is_full() {
-                self.queue.refuse();
-                continue;
-            }
-            self.queue.push(span.encode_to_vec().into());
+        if self.queue.is_full() {
+            // Nothing written for a queue that would refuse it; each span is counted as refused.
+            (0..=record.tries.len()).for_each(|_| self.queue.refuse());
+            return;
         }
+        spans::spans(ctx, record, traced, |span| {
+            self.queue.push(span);
+        });
     }
 }
 

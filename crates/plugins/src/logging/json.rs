@@ -152,15 +152,9 @@ pub fn ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
     }
 }
 
-/// An IP address as text, as `Display` writes it (IPv4 digit by digit, much cheaper than `Display`).
-pub fn ip_string(ip: std::net::IpAddr) -> String {
-    let mut out = Vec::with_capacity(15);
-    ip_text(&mut out, ip);
-    String::from_utf8(out).unwrap_or_else(|_| ip.to_string())
-}
-
-/// Appends an IP address as text, without quotes.
-fn ip_text(out: &mut Vec<u8>, ip: std::net::IpAddr) {
+/// Appends an IP address as text, without quotes, as `Display` writes it (IPv4 digit by digit, much
+/// cheaper than `Display`).
+pub(crate) fn ip_text(out: &mut Vec<u8>, ip: std::net::IpAddr) {
     match ip {
         std::net::IpAddr::V4(v4) => {
             let mut buf = [0; V4_ROOM];
@@ -286,6 +280,13 @@ impl<'a> Object<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`ip_text`] on its own.
+    fn ip_string(ip: std::net::IpAddr) -> String {
+        let mut out = Vec::new();
+        ip_text(&mut out, ip);
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn strings_read_back_as_what_was_written() {

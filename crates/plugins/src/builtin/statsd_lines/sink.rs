@@ -4,8 +4,9 @@
 //! UDP (Kong's default): one socket, opened (and the host resolved) at the first batch and again after a
 //! send error, non-blocking, so a dead or slow receiver costs a refused datagram and nothing else. With
 //! `udp_packet_size` 0 every line is its own datagram; otherwise lines are joined by `\n` into datagrams as
-//! Kong's logger does (see [`packets`]). As in Kong, a failed send is logged and the batch counts as
-//! delivered; only a host that does not resolve fails the batch (the queue retries it).
+//! Kong's logger does (see [`packets`]). A delivery's datagrams go out in few `sendmmsg` calls
+//! ([`send_each`]), still one datagram each and in order. As in Kong, a failed send is logged and the
+//! batch counts as delivered; only a host that does not resolve fails the batch (the queue retries it).
 //!
 //! TCP (`use_tcp`): one connection kept between batches (Kong's keepalive pool), each line followed by
 //! `\n`; connecting (1 s timeout, as Kong) fails the batch, a failed write is logged and drops the
@@ -13,6 +14,7 @@
 
 use super::{Format, Lines, Sample};
 use crate::logging::queue::Sink;
+use crate::logging::sendmmsg::send_each;
 use bytes::Bytes;
 use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -105,12 +107,9 @@ impl<F: Format> MetricSink<F> {
         let Some(socket) = guard.as_ref() else {
             return Ok(());
         };
-        let mut failure = None;
-        let oversized = packets(lines, packet_size, |datagram| {
-            if let Err(e) = socket.send(datagram) {
-                failure.get_or_insert(e);
-            }
-        });
+        let mut datagrams = Vec::with_capacity(lines.len());
+        let oversized = packets(lines, packet_size, |datagram| datagrams.push(datagram));
+        let failure = send_each(socket, &datagrams);
         if oversized && !self.warned_packet_size.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 "statsd: configured udp_packet_size is smaller than a single metric line; such lines are sent alone"
@@ -225,7 +224,7 @@ fn closed(stream: &TcpStream) -> bool {
 /// one separator each, except right after a datagram was cut, where the line that started the next one
 /// is counted without its separator (so a datagram may exceed `packet_size` by one byte, as in Kong).
 /// A line longer than `packet_size` goes alone. True when such a line was seen.
-pub fn packets(lines: &Lines, packet_size: f64, mut send: impl FnMut(&[u8])) -> bool {
+pub fn packets<'a>(lines: &'a Lines, packet_size: f64, mut send: impl FnMut(&'a [u8])) -> bool {
     if packet_size <= 0.0 {
         (0..lines.len()).for_each(|i| send(lines.span(i, i)));
         return false;
