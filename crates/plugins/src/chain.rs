@@ -44,6 +44,7 @@ impl ChainEntry {
 pub struct PluginChain {
     entries: Vec<ChainEntry>,
     needs_request_body: bool,
+    has_access: bool,
     has_body_filter: bool,
     has_header_filter: bool,
     has_log: bool,
@@ -65,6 +66,7 @@ impl PluginChain {
                 .flat_map(|e| e.default.iter().chain(e.by_consumer.values()))
         };
         let needs_request_body = all().any(|s| s.plugin.needs_request_body());
+        let has_access = all().any(|s| s.plugin.has_access());
         let has_body_filter = all().any(|s| s.plugin.has_body_filter());
         let has_header_filter = all().any(|s| s.plugin.has_header_filter());
         let has_log = all().any(|s| s.plugin.has_log());
@@ -87,6 +89,7 @@ impl PluginChain {
             entries,
             access_only,
             needs_request_body,
+            has_access,
             has_body_filter,
             has_header_filter,
             has_log,
@@ -116,6 +119,12 @@ impl PluginChain {
             && (self.entries.iter())
                 .flat_map(|e| e.default.iter().chain(e.by_consumer.values()))
                 .any(|s| s.plugin.wants_request_body(req))
+    }
+
+    /// Some plugin runs in `access`, where it may answer: the proxy then runs it before anything else
+    /// of the request is built.
+    pub fn has_access(&self) -> bool {
+        self.has_access
     }
 
     pub fn has_body_filter(&self) -> bool {

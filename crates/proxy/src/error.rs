@@ -205,7 +205,7 @@ impl ProxyError {
 }
 
 /// The request headers an error body is negotiated from, taken while the client's head is at hand.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Negotiation {
     accept: Option<HeaderValue>,
     content_type: Option<HeaderValue>,

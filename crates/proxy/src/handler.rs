@@ -27,7 +27,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::oneshot;
 
 /// What a request holds for its whole life: the snapshot it is served on, the worker's shared state, the
 /// connection's facts, its id, and when its head was received.
@@ -229,33 +228,21 @@ pub(crate) fn route(mut parts: http::request::Parts, body: ClientBody, scope: &S
         // Plugins that only log: the fast path's upstream request, the head kept for the log phase.
         return phases::log_only(parts, body, routed, negotiation, scope);
     }
-    if chain.access_only() {
+    // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
+    let in_task = chain.has_body_filter();
+    if chain.access_only() || (in_task && chain.has_access() && !chain.wants_request_body(&parts)) {
         // Plugins that act in `access` only: it runs now, then the fast path with the headers they add.
+        // A chain that filters bodies runs it now too: a plugin's answer (a cache hit) is then made
+        // here, with no task; only a request that goes on gets one.
         return phases::access_first(parts, body, routed, negotiation, scope);
     }
     // Steps 4 to 9 with plugins, in one boxed future (the plugin context borrows from the snapshot).
-    // A chain that filters bodies runs them in a task of its own, which hands the head back at once.
-    let in_task = chain.has_body_filter();
-    let fallback = in_task.then(|| Negotiation::of(&parts));
-    let ip = routed.client_ip;
-    if !in_task {
-        let steps = phases::steps(parts, ip, body, routed, negotiation, None, scope.clone());
-        return Step::Plugins(Box::pin(steps), None);
+    let begin = phases::Begin::Fresh(parts, routed.client_ip);
+    if in_task {
+        return phases::in_task(begin, body, routed, negotiation, scope);
     }
-    let (head_tx, head_rx) = oneshot::channel();
-    let steps = phases::steps(
-        parts,
-        ip,
-        body,
-        routed,
-        negotiation,
-        Some(head_tx),
-        scope.clone(),
-    );
-    // Boxed: spawning moves the future into the task, and tokio would otherwise copy its ~6.5 KB of
-    // state several times on the way there.
-    tokio::spawn(Box::pin(steps));
-    Step::Plugins(Box::pin(async move { head_rx.await.ok() }), fallback)
+    let steps = phases::steps(begin, body, routed, negotiation, None, scope.clone());
+    Step::Plugins(Box::pin(steps), None)
 }
 
 /// What is left to do once a request is checked (and routed, but for a global rewrite).

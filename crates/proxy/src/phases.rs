@@ -4,7 +4,8 @@
 //! the plugins settled on), [`header_filter`], then `body_filter` per chunk and `log` once the response
 //! has been sent or the client went away ([`respond`] inline, [`stream`] in a task), as one boxed future
 //! ([`steps`]). Routes without plugins never come here. Routes whose plugins act in `access` only run it
-//! before the driver's future exists and then take the fast path ([`access_first`]).
+//! before the driver's future exists and then take the fast path ([`access_first`]); chains that filter
+//! bodies run it there too, so that a plugin's answer needs no task ([`in_task`] takes the rest).
 //!
 //! A [`RequestCtx`] borrows from the snapshot, and the later phases run after the driver has returned the
 //! response head to hyper. A chain that filters bodies runs in a task that owns the snapshot: it hands the
@@ -22,7 +23,7 @@ mod rewrite;
 mod steps;
 mod streaming;
 pub(crate) use access_first::{start as access_first, Added};
-pub(crate) use steps::steps;
+pub(crate) use steps::{in_task, steps, Begin};
 pub use streaming::{pump, LogFacts, Upstream};
 
 pub use ctx::{new_ctx, unrouted};

@@ -418,6 +418,65 @@ async fn the_store_is_bounded_by_mem_cache_size() {
     assert!(kept.contains(&7), "the newest stays: {kept:?}");
 }
 
+/// A hit on a route whose other plugins filter headers, limit in `access` and log: the hit is answered
+/// in `access` (before any task of the chain's exists), and still gets the other plugins' headers, the
+/// gateway's, and a log record, as Kong runs `header_filter`, `body_filter` and `log` on
+/// `kong.response.exit`'s responses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hit_goes_through_the_other_plugins_phases() {
+    let up = EchoUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let yaml = format!(
+        "_format_version: \"3.0\"\nservices:\n- name: s\n  url: http://127.0.0.1:{}\n  routes:\n  - paths: [/m]\n    id: {ROUTE}\n    plugins:\n    - name: proxy-cache\n      config: {{strategy: memory}}\n    - name: response-transformer\n      config: {{add: {{headers: [\"x-added:yes\"]}}}}\n    - name: rate-limiting\n      config: {{minute: 100, policy: local}}\n    - name: file-log\n      config: {{path: '{}'}}\n",
+        up.port(),
+        log.display()
+    );
+    let gw = Gateway::builder(BIN).config_yaml(&yaml).start();
+
+    let miss = get(&gw, "/m/a", &[]).await;
+    assert_eq!((miss.status, miss.cache()), (200, "Miss"));
+    let hit = get(&gw, "/m/a", &[]).await;
+    assert_eq!(up.requests(), 1, "the hit never reached the upstream");
+    assert_eq!((hit.status, hit.cache()), (200, "Hit"));
+    assert_eq!(hit.body, miss.body, "the stored body, byte for byte");
+    assert_eq!(hit.header("x-cache-key"), miss.header("x-cache-key"));
+    assert_eq!(hit.header("x-cache-key").len(), 64);
+    assert!(
+        ["0", "1"].contains(&hit.header("age")),
+        "{}",
+        hit.header("age")
+    );
+    assert_eq!(hit.header("content-type"), "application/json");
+    assert_eq!(hit.header("content-length"), miss.body.len().to_string());
+    // response-transformer's header_filter, rate-limiting's headers from access, the gateway's headers.
+    assert_eq!(hit.header("x-added"), "yes");
+    assert_eq!(hit.header("x-ratelimit-remaining-minute"), "98");
+    assert_eq!(hit.header("ratelimit-remaining"), "98");
+    assert!(hit.header("x-kong-response-latency").parse::<u64>().is_ok());
+    assert_eq!(hit.header("x-kong-request-id").len(), 32);
+    assert!(hit.header("server").starts_with("sluice/"));
+
+    // file-log's record of each: the hit logged as the gateway's answer, with its cache headers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let lines = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if lines.len() >= 2 || std::time::Instant::now() > deadline {
+            break lines;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(lines.len(), 2, "one record per request");
+    let hit_log = &lines[1]["response"];
+    assert_eq!(hit_log["status"], 200);
+    assert_eq!(hit_log["headers"]["x-cache-status"], "Hit");
+    assert_eq!(hit_log["headers"]["x-added"], "yes");
+}
+
 #[test]
 fn config_errors_are_kongs() {
     let up = EchoUpstream::start();

@@ -5,12 +5,19 @@
 //! wait, and nothing is boxed.
 //!
 //! A handler whose work must wait (a limit counted in Redis, an LDAP bind) detaches the context from the
-//! snapshot and finishes `access` in a boxed future ([`resumed`]) that ends in the fast path's step all the
-//! same; the driver runs that send in its own future, so the box holds the wait only. A body limit a plugin set sends the request the general way (`send` and
-//! `header_filter`, as [`super::steps`] does), since only that path caps the body.
+//! snapshot and finishes `access` in a boxed future ([`resumed`]) that ends in the fast path's step all
+//! the same; the driver runs that send in its own future, so the box holds the wait only. A body limit a
+//! plugin set sends the request the general way (`send` and `header_filter`, as [`super::steps`] does),
+//! since only that path caps the body.
+//!
+//! A chain that filters bodies (proxy-cache) runs `access` here too, unless a plugin reads this
+//! request's body first: a plugin's answer (a cache hit) is then made at once, through `header_filter`,
+//! `body_filter` and `log` as the chain's task would, with no task, channel or boxed steps; a request that
+//! goes on takes its context into the chain's task ([`super::steps::in_task`]).
 
 use super::logged::Detached;
 use super::{access, consumer_slot, header_filter, new_ctx, send, whole, Outcome, RouteSteps};
+use super::{in_task, Begin};
 use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::error::ProxyError;
@@ -49,7 +56,9 @@ impl Added {
 }
 
 /// Steps 4 to 7 of a route whose plugins act in `access` only: `access` now, then the fast path's send
-/// (or the answer a plugin or the gateway made, through `header_filter`).
+/// (or the answer a plugin or the gateway made, through `header_filter`). For a chain that filters
+/// bodies, `access` now, then an answer made here (through `header_filter`, `body_filter` and `log`, as
+/// in the chain's task) or the rest of the steps in the chain's task ([`in_task`]).
 pub(crate) fn start(
     parts: http::request::Parts,
     body: ClientBody,
@@ -63,7 +72,8 @@ pub(crate) fn start(
     ctx.captures = route.captures.as_ref();
     let bytes_in = route.meter.map_or(0, |_| request_length(&ctx.request));
     let outcome = match route.chain.access_now(&mut ctx, 0) {
-        AccessNow::Continue if ctx.body_limit.is_none() => {
+        AccessNow::Respond(resp) => Outcome::Plugin(resp),
+        AccessNow::Continue if route.chain.access_only() && ctx.body_limit.is_none() => {
             let body = body.map_err(box_err).boxed();
             match fast(&mut ctx, &route, body, routed, snap, &x) {
                 Ok((sending, added)) => {
@@ -72,12 +82,16 @@ pub(crate) fn start(
                 Err(e) => Outcome::Failed(e),
             }
         }
-        AccessNow::Respond(resp) => Outcome::Plugin(resp),
         now => {
             // Both made in their boxes (`Box::new`/`Box::pin` would build them on the stack and copy
             // them, the future's whole size), as `log_only` does.
             let ctx = Box::write(Box::new_uninit(), Detached::new(ctx, route.index));
             routed.found.captures = route.captures.take();
+if !route.chain.access_only() {
+                // A chain that filters bodies: on in its task, from where `access` stopped.
+                let begin = Begin::Resumed(ctx, now, bytes_in);
+                return in_task(begin, body, routed, negotiation, scope);
+            }
             let scope = scope.clone();
             let rest =
                 in_place::boxed(|| resumed(ctx, now, body, routed, negotiation, bytes_in, scope));
