@@ -87,7 +87,7 @@ pub(crate) fn start(
             // them, the future's whole size), as `log_only` does.
             let ctx = Box::write(Box::new_uninit(), Detached::new(ctx, route.index));
             routed.found.captures = route.captures.take();
-if !route.chain.access_only() {
+            if !route.chain.access_only() {
                 // A chain that filters bodies: on in its task, from where `access` stopped.
                 let begin = Begin::Resumed(ctx, now, bytes_in);
                 return in_task(begin, body, routed, negotiation, scope);
