@@ -43,7 +43,7 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
     }
     progress(format!("results in {}", out.display()));
     let upstream = driver.start_upstream(args.body_size)?;
-    let redis = pin_redis(args, &plan.cases)?;
+    let (_redis, redis_note) = pin_redis(args, &plan.cases)?;
     // Every case's targets start first, then each repetition measures every case in turn: a ratio between
     // cases (rl-redis ÷ rate-limiting) is as interleaved as one between targets, so a drift of the machine
     // over the run does not land on one case. An idle gateway waits on its sockets and costs nothing.
@@ -66,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
     }
     drop(started);
     let mut notes = driver.notes();
-    notes.extend(redis.as_ref().map(|(_, note)| note.clone()));
+    notes.extend(redis_note);
     if cfg!(debug_assertions) {
         notes.push("sluice-perf is a debug build: its upstream is slow; build it with --release for real numbers".into());
     }
@@ -89,16 +89,16 @@ pub fn run(args: &RunArgs) -> Result<(Results, PathBuf)> {
 }
 
 /// Moves the local Redis onto `--redis-cpus` (default the load CPUs) when a case counts on it, for
-/// the length of the run (see [`crate::pin`]); the guard and the report's note.
-fn pin_redis(args: &RunArgs, cases: &[Case]) -> Result<Option<(Option<Pinned>, String)>> {
+/// the length of the run (see [`crate::pin`]): the guard, and the report's note (None without a Redis case).
+fn pin_redis(args: &RunArgs, cases: &[Case]) -> Result<(Option<Pinned>, Option<String>)> {
     if !cases.iter().any(|c| c.kind.uses_redis()) {
-        return Ok(None);
+        return Ok((None, None));
     }
     let cpus = args.redis_cpus.as_deref().unwrap_or(&args.cpus.load_cpus);
     let (host, port, _) = config::REDIS;
     if cpus == "off" {
         let note = format!("Redis {host}:{port} left on the CPUs it had (`--redis-cpus off`)");
-        return Ok(Some((None, note)));
+        return Ok((None, Some(note)));
     }
     crate::procfs::parse_cpu_list(cpus).with_context(|| format!("bad CPU list `{cpus}`"))?;
     let pinned = Pinned::to(&REDIS, host, cpus, 0)?;
@@ -108,7 +108,7 @@ fn pin_redis(args: &RunArgs, cases: &[Case]) -> Result<Option<(Option<Pinned>, S
         ),
         None => format!("Redis {host}:{port}: no local redis-server process to move"),
     };
-    Ok(Some((pinned, note)))
+    Ok((pinned, Some(note)))
 }
 
 /// The report's load mode: which generators ran the cases, closed loop or at a constant rate.

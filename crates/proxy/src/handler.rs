@@ -257,9 +257,8 @@ pub(crate) enum Step {
         Pin<Box<dyn Future<Output = Option<Answer>> + Send>>,
         Option<Negotiation>,
     ),
-    /// A route whose plugins only log (`phases/log_only.rs`), or an access-only chain's request that a
-    /// plugin's body limit sends the general way: boxed like `Plugins`, and like `Fast` it may leave Kong's
-    /// headers and the plugins' to the server (the answer's second part).
+    /// A route whose plugins only log (`phases/log_only.rs`): boxed like `Plugins`, and like `Fast` it may
+    /// leave Kong's headers and the plugins' to the server (the answer's second part).
     Logged(Pin<Box<dyn Future<Output = (Answer, Option<LateHeaders>)> + Send>>),
     /// An access-only chain whose handler had to wait (`phases/access_first.rs`, e.g. rate-limiting's
     /// Redis call): the boxed wait ends in the step the request would have taken without it (`Fast` or

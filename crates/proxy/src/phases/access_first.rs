@@ -22,7 +22,7 @@ use crate::downstream::ClientBody;
 use crate::error::Negotiation;
 use crate::error::ProxyError;
 use crate::exchange::{Exchange, Routed, Sending};
-use crate::handler::{Answer, Fast, Scope, Step};
+use crate::handler::{Fast, Scope, Step};
 use crate::in_place;
 use crate::metrics::request_length;
 use crate::snapshot::Snapshot;
@@ -98,14 +98,7 @@ pub(crate) fn start(
             return Step::Resumed(rest);
         }
     };
-    Step::Done(answered(
-        ctx,
-        &route,
-        outcome,
-        &negotiation,
-        bytes_in,
-        scope,
-    ))
+    answered(ctx, &route, outcome, &negotiation, bytes_in, scope)
 }
 
 /// The rest of `access` after a handler had to wait, and then the step [`start`] would have made had
@@ -138,14 +131,7 @@ async fn resumed(
         Ok(body) => Box::pin(send(&ctx, route.chain, body, routed, snap, &x)).await,
         Err(answered) => answered,
     };
-    Step::Done(answered(
-        ctx,
-        &route,
-        outcome,
-        &negotiation,
-        bytes_in,
-        &scope,
-    ))
+    answered(ctx, &route, outcome, &negotiation, bytes_in, &scope)
 }
 
 /// The upstream request written from the plugins' edited head, and what they leave for the response.
@@ -170,7 +156,7 @@ fn fast(
 }
 
 /// Answered without the fast send (a plugin's answer, the gateway's error, or the upstream's after a body
-/// limit): the plugins' headers through `header_filter`, and the count.
+/// limit): the plugins' headers through `header_filter`, and the count; the request's last step.
 fn answered(
     ctx: RequestCtx<'_>,
     route: &RouteSteps<'_>,
@@ -178,9 +164,9 @@ fn answered(
     negotiation: &Negotiation,
     bytes_in: u64,
     scope: &Scope,
-) -> Answer {
+) -> Step {
     let (snap, x) = (&*scope.snap, scope.exchange());
     let done = header_filter(ctx, route.chain, outcome, negotiation, &x);
     let count = (route.meter).map(|m| done.observe(m, route.series, snap, bytes_in, scope.started));
-    (whole(done), count)
+    Step::Done((whole(done), count))
 }

@@ -1,6 +1,7 @@
 //! The OTLP trace messages Sluice sends (opentelemetry-proto's `trace/v1`, `common/v1`, `resource/v1` and
-//! `collector/trace/v1`), written as prost structs with the same field numbers, so no `protoc` runs at build
-//! time. Only the fields Sluice fills are declared; a receiver sees the others as unset.
+//! `collector/trace/v1`), with the same field numbers, so no `protoc` runs at build time: the resource and
+//! scope as prost structs, spans by hand ([`SpanWriter`]). Only the fields Sluice fills are written; a
+//! receiver sees the others as unset.
 //!
 //! Each span is written on its own when the request is logged, by [`SpanWriter`], straight into one
 //! buffer (no message structs, no string per attribute); [`export_request`] wraps a batch of encoded
@@ -149,7 +150,7 @@ impl SpanWriter {
         SpanWriter { out }
     }
 
-    /// An attribute whose `AnyValue` field `value_tag` is written by `write` (a `KeyValue` with its key).
+    /// An attribute: a `KeyValue` with its key, whose `AnyValue`'s one field `write` appends.
     fn attribute(&mut self, key: &str, write: impl FnOnce(&mut Vec<u8>)) {
         nested(&mut self.out, 9, |kv| {
             field(kv, 1, key.as_bytes());
